@@ -1,0 +1,258 @@
+"""The abstract syntax of CEQL: frozen dataclasses with source positions.
+
+Spans take no part in equality, so two parses of equivalent text compare equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Union
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a node stands in the query text (1-based line/column, 0-based offsets)."""
+
+    line: int = 0
+    column: int = 0
+    end_line: int = 0
+    end_column: int = 0
+    start: int = 0
+    end: int = 0
+
+
+NO_SPAN = Span()
+
+
+def _span() -> Span:
+    return field(default=NO_SPAN, compare=False, repr=False)  # type: ignore[no-any-return, unused-ignore]
+
+
+# ---------------------------------------------------------------- expressions inside X[...]
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute of the event being tested."""
+
+    name: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A number, single-quoted string or boolean."""
+
+    value: Union[int, float, str, bool]
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Neg:
+    """Unary minus."""
+
+    operand: "Expr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Arith:
+    """Binary arithmetic: ``op`` is one of ``+ - * / %``."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span = _span()
+
+
+Expr = Union[Attr, Literal, Neg, Arith]
+
+
+# ---------------------------------------------------------------- predicates inside X[...]
+
+@dataclass(frozen=True)
+class Compare:
+    """Comparison; ``op`` is normalized to one of ``= != < <= > >=``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Like:
+    """``expr LIKE 'regex'``: regular-expression partial match (RE2 syntax)."""
+
+    expr: Expr
+    pattern: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class InSet:
+    """``expr IN {v, ...}`` or, with ``negated``, ``expr NOT IN {...}``."""
+
+    expr: Expr
+    values: tuple[Literal, ...]
+    negated: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class InRange:
+    """``expr IN RANGE(lo, hi)``, inclusive at both ends."""
+
+    expr: Expr
+    lo: Expr
+    hi: Expr
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class PAnd:
+    left: "Pred"
+    right: "Pred"
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class POr:
+    left: "Pred"
+    right: "Pred"
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class PNot:
+    operand: "Pred"
+    span: Span = _span()
+
+
+AtomPred = Union[Compare, Like, InSet, InRange]
+Pred = Union[Compare, Like, InSet, InRange, PAnd, POr, PNot]
+
+
+# ---------------------------------------------------------------- FILTER conditions
+
+@dataclass(frozen=True)
+class FilterAtom:
+    """``X[P]``: every event bound to ``var`` satisfies ``pred``."""
+
+    var: str
+    pred: Pred
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class FilterAnd:
+    left: "FilterExpr"
+    right: "FilterExpr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class FilterOr:
+    left: "FilterExpr"
+    right: "FilterExpr"
+    span: Span = _span()
+
+
+FilterExpr = Union[FilterAtom, FilterAnd, FilterOr]
+
+
+# ---------------------------------------------------------------- formulas (WHERE)
+
+@dataclass(frozen=True)
+class EventType:
+    """An event type, optionally qualified by a stream: ``S>SELL``."""
+
+    name: str
+    stream: str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class As:
+    formula: "Formula"
+    var: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Filter:
+    formula: "Formula"
+    cond: FilterExpr
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Or:
+    left: "Formula"
+    right: "Formula"
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Seq:
+    """``left ; right`` or, with ``contiguous``, ``left : right``."""
+
+    left: "Formula"
+    right: "Formula"
+    contiguous: bool = False
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Plus:
+    """``formula+`` or, with ``contiguous``, ``formula:+``."""
+
+    formula: "Formula"
+    contiguous: bool = False
+    span: Span = _span()
+
+
+Formula = Union[EventType, As, Filter, Or, Seq, Plus]
+
+
+# ---------------------------------------------------------------- clauses
+
+STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
+CONSUME_POLICIES = ("NONE", "ANY", "PARTITION")
+
+
+@dataclass(frozen=True)
+class Within:
+    """The time bound. ``kind`` is ``events``, ``time`` (``amount`` in seconds) or ``attr``."""
+
+    kind: str
+    amount: Fraction
+    attr: str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Query:
+    """A whole CEQL query.
+
+    ``select`` is ``None`` for ``*`` and ``()`` for ``NONE``; ``partition_by`` lists the
+    attributes of the one composite key (``[a, b]`` and ``[a], [b]`` both give ``("a", "b")``).
+    ``select_spans``, ``stream_spans`` and ``partition_spans`` give the source position of each
+    entry of ``select``, ``streams`` and ``partition_by`` (empty when the query was not parsed
+    from text); ``limit_span`` that of the LIMIT number. Like every span they take no part in
+    equality.
+    """
+
+    strategy: str
+    select: tuple[str, ...] | None
+    streams: tuple[str, ...]
+    where: Formula
+    partition_by: tuple[str, ...] = ()
+    within: Within | None = None
+    consume: str = "NONE"
+    limit: int | None = None
+    span: Span = _span()
+    select_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+    stream_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+    partition_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+    limit_span: Span = _span()

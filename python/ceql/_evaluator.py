@@ -1,0 +1,584 @@
+"""CORE's evaluation algorithm (Algorithm 1) over the tECS, with PARTITION BY, WITHIN,
+CONSUME BY and LIMIT, fed row by row or in Arrow batches.
+
+Per partition the evaluator keeps the active deterministic states in an insertion-ordered
+dict (state → union-list). An event whose class leaves every active state where it is,
+without marking, and starts no run is *inert*: it is skipped without touching the tECS. Batches
+find the next non-inert event with NumPy, so only events that can move a run cost Python work.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._automaton import DFA
+from ._match import Match
+from ._tecs import enumerate_node, insert, merge
+from .errors import CeqlError, CeqlInputError
+
+if TYPE_CHECKING:
+    from ._query import Query
+
+__all__ = ["Evaluator"]
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_UNITS = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+_MISSING = object()
+
+
+def _exact(x: Fraction) -> int | float:
+    return int(x) if x.denominator == 1 else float(x)
+
+
+def _to_micros(v: Any) -> int:
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=_dt.timezone.utc)
+        return (v - _EPOCH) // _dt.timedelta(microseconds=1)
+    if isinstance(v, _dt.date):
+        return (v - _dt.date(1970, 1, 1)).days * 86_400_000_000
+    raise TypeError
+
+
+def _from_micros(us: int) -> _dt.datetime:
+    return _EPOCH + _dt.timedelta(microseconds=int(us))
+
+
+class _Part:
+    """The state of one partition's evaluation."""
+
+    __slots__ = ("T", "epoch", "fifo", "g", "key", "n", "sig")
+
+    def __init__(self, key: tuple[Any, ...], g: int, windowed: bool, epoch: int) -> None:
+        self.key = key
+        self.T: dict[int, list[Any]] = {}
+        self.g = g
+        self.n = 0  # events of this partition so far (substream positions)
+        self.sig: tuple[int, frozenset[int]] | None = None
+        self.fifo: deque[tuple[Any, list[Any]]] | None = deque() if windowed else None
+        self.epoch = epoch
+
+
+class Evaluator:
+    """Stateful evaluation of one query over a stream delivered in pieces.
+
+    ``feed`` takes a list of mappings or a ``pyarrow.RecordBatch``/``Table`` and returns the
+    matches completed by those events, in stream order; state carries over between calls.
+    """
+
+    def __init__(self, query: Query, *, time: str | None = None, type_key: str = "type",
+                 stream_key: str = "stream", time_unit: str = "s") -> None:
+        if time_unit not in _UNITS:
+            raise CeqlError(f"Unknown time_unit {time_unit!r}: use one of {', '.join(_UNITS)}.")
+        self.query = query
+        self.time = time
+        self.type_key = type_key
+        self.stream_key = stream_key
+        self.time_unit = time_unit
+        self._atoms, cea = query._automaton_parts(type_key, stream_key)
+        self._dfa = DFA(cea, query.ast.strategy, query.max_states)
+        ast = query.ast
+        self._streams = frozenset(ast.streams)
+        self._pkeys = ast.partition_by
+        self._consume = ast.consume
+        self._limit = ast.limit
+        w = ast.within
+        self._wkind = w.kind if w is not None else None
+        self._wattr = w.attr if w is not None else None
+        self._wamount = w.amount if w is not None else None
+        self._eps: Any = None
+        self._time_is_ts: bool | None = None  # decided by the first timed event
+        if w is not None and w.kind in ("events", "attr"):
+            self._eps = _exact(w.amount)
+        elif w is not None and time is None:
+            self._eps = _exact(w.amount)  # positions stand for seconds
+        self._parts: dict[tuple[Any, ...], _Part] = {}
+        self._epoch = 0
+        self._offset = 0
+        self._last_time: Any = None
+        self._last_wattr: Any = None
+        self._inert: dict[tuple[int, frozenset[int]], dict[int, bool]] = {}
+        self._since_sweep = 0
+
+    # ------------------------------------------------------------------ public
+    @property
+    def events_seen(self) -> int:
+        """How many events (rows) have been fed so far."""
+        return self._offset
+
+    def feed(self, batch: Any) -> list[Match]:
+        """Evaluate the next events; return the matches they complete, in stream order."""
+        if isinstance(batch, pa.Table):
+            out: list[Match] = []
+            for rb in batch.to_batches():
+                out.extend(self._feed_arrow(rb))
+            if batch.num_rows == 0:
+                return out
+            return out
+        if isinstance(batch, pa.RecordBatch):
+            return self._feed_arrow(batch)
+        return self._feed_rows(batch)
+
+    # ------------------------------------------------------------------ time handling
+    def _decide_time(self, is_ts: bool, where: int) -> None:
+        if self._time_is_ts is None:
+            self._time_is_ts = is_ts
+            if self._wkind == "time" and self.time is not None:
+                per_s = 1_000_000 if is_ts else _UNITS[self.time_unit]
+                self._eps = _exact(self._wamount * per_s)  # type: ignore[operator]
+        elif self._time_is_ts != is_ts:
+            raise CeqlInputError(
+                f"Event {where}: time attribute {self.time!r} mixes timestamps and numbers; "
+                "give every event the same kind of time value."
+            )
+
+    def _row_time(self, ev: Mapping[str, Any], pos: int) -> Any:
+        v = ev.get(self.time, None) if self.time is not None else None
+        if v is None or isinstance(v, bool):
+            raise CeqlInputError(
+                f"Event {pos} has no usable time: attribute {self.time!r} is "
+                f"{'missing' if v is None else repr(v)}; every event needs a number or a "
+                "timestamp there."
+            )
+        if isinstance(v, (_dt.date, _dt.datetime)):
+            self._decide_time(True, pos)
+            return _to_micros(v)
+        if isinstance(v, (int, float)) and v == v:
+            self._decide_time(False, pos)
+            return v
+        raise CeqlInputError(
+            f"Event {pos} has time {v!r} in attribute {self.time!r}: use a number (seconds, or "
+            "the time_unit given) or a datetime."
+        )
+
+    def _time_value(self, key: Any) -> Any:
+        if self._time_is_ts:
+            return _from_micros(key)
+        return key
+
+    def _out_of_order(self, pos: int, prev: Any, now: Any, what: str) -> CeqlInputError:
+        if self._time_is_ts and what == "time":
+            prev, now = _from_micros(prev), _from_micros(now)
+        name = self.time if what == "time" else self._wattr
+        return CeqlInputError(
+            f"Event {pos} is out of order: {name!r} goes back from {prev!r} to {now!r}. "
+            "Sort the events by time first (Query.run(..., sort=True) does it), or fix the data."
+        )
+
+    # ------------------------------------------------------------------ partitions
+    def _part(self, key: tuple[Any, ...]) -> _Part:
+        P = self._parts.get(key)
+        if P is None:
+            P = _Part(key, self._dfa.g0, self._eps is not None, self._epoch)
+            self._parts[key] = P
+        return P
+
+    def _sweep(self, now_key: Any) -> None:
+        """Drop partitions with nothing left that could ever output."""
+        g0 = self._dfa.g0
+        eps = self._eps
+        timewise = eps is not None and self._wkind != "events"
+        dead = []
+        for k, P in self._parts.items():
+            if P.g != g0:
+                continue
+            if P.T and timewise and all(now_key - ul[0][1] > eps for ul in P.T.values()):
+                P.T = {}
+            if not P.T:
+                dead.append(k)
+        for k in dead:
+            del self._parts[k]
+
+    # ------------------------------------------------------------------ inertness
+    def _sig(self, P: _Part) -> tuple[int, frozenset[int]]:
+        s = P.sig
+        if s is None:
+            s = P.sig = (P.g, frozenset(P.T))
+        return s
+
+    def _inert_for(self, sig: tuple[int, frozenset[int]], c: int) -> bool:
+        table = self._inert.get(sig)
+        if table is None:
+            table = self._inert[sig] = {}
+        r = table.get(c)
+        if r is None:
+            dfa = self._dfa
+            g, states = sig
+            s = dfa.step(dfa.start(g), c)
+            r = (s[0] < 0 and not s[1] and s[2] < 0 and not s[3]
+                 and dfa.gstep(g, c) == g
+                 and all(dfa.is_inert(d, c) for d in states))
+            table[c] = r
+        return r
+
+    # ------------------------------------------------------------------ Algorithm 1
+    def _step(self, P: _Part, c: int, pos: int, sub: int, wkey: Any, tkey: Any,
+              out: list[Match]) -> None:
+        dfa = self._dfa
+        step = dfa.step
+        eps = self._eps
+        if P.epoch != self._epoch:  # CONSUME BY ANY fired in another partition
+            P.T = {}
+            P.epoch = self._epoch
+        fifo = P.fifo
+        if fifo is not None:
+            lim = wkey - eps
+            while fifo and fifo[0][0] < lim:
+                fifo.popleft()[1][4] = None
+        T2: dict[int, list[Any]] = {}
+        accs: list[Any] = []
+        g = P.g
+        r = step(dfa.start(g), c)
+        if r[0] >= 0 or r[1] or r[2] >= 0 or r[3]:
+            b = (sub, wkey, pos, None, tkey)
+            if r[0] >= 0 or r[1]:
+                o = (sub, wkey, pos, b, r[4])
+                if r[0] >= 0:
+                    T2[r[0]] = [o]
+                if r[1]:
+                    accs.append(o)
+            if r[2] >= 0:
+                q = r[2]
+                if q in T2:
+                    insert(T2[q], b, fifo, wkey)
+                else:
+                    T2[q] = [b]
+            if r[3]:
+                accs.append(b)
+        for p, ul in P.T.items():
+            if eps is not None:
+                if wkey - ul[0][1] > eps:
+                    continue
+                while wkey - ul[-1][1] > eps:
+                    ul.pop()
+            r = step(p, c)
+            n = None
+            if r[0] >= 0 or r[1]:
+                n = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
+                o = (n[0], n[1], pos, n, r[4])
+                q = r[0]
+                if q >= 0:
+                    if q in T2:
+                        insert(T2[q], o, fifo, wkey)
+                    else:
+                        T2[q] = [o]
+                if r[1]:
+                    accs.append(o)
+            q = r[2]
+            if q >= 0 or r[3]:
+                if r[3] or q in T2:
+                    if n is None:
+                        n = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
+                    if r[3]:
+                        accs.append(n)
+                if q >= 0:
+                    if q in T2:
+                        insert(T2[q], n, fifo, wkey)
+                    else:
+                        T2[q] = ul
+        P.T = T2
+        P.g = dfa.gstep(g, c)
+        P.sig = None
+        if accs and self._emit(P, accs, pos, wkey, tkey, out) and self._consume != "NONE":
+            P.T = {}
+            if self._consume == "ANY":
+                self._epoch += 1
+                P.epoch = self._epoch
+
+    def _emit(self, P: _Part, accs: list[Any], pos: int, wkey: Any, tkey: Any,
+              out: list[Match]) -> bool:
+        """Enumerate the complex events ending here; True if there was at least one."""
+        eps = self._eps
+        limit = self._limit
+        labels = self._dfa.labels
+        end_time = self._time_value(tkey)
+        found = False
+        count = 0
+        for node in accs:
+            if eps is not None and wkey - node[1] > eps:
+                continue
+            found = True
+            if limit is not None and count >= limit:
+                break
+            for b, path in enumerate_node(node, wkey, eps if eps is not None else float("inf")):
+                path_r = path[::-1]
+                out.append(Match(b[2], pos, self._time_value(b[4]), end_time,
+                                 tuple(o[2] for o in path_r), P.key,
+                                 tuple(labels[o[4]] for o in path_r)))
+                count += 1
+                if limit is not None and count >= limit:
+                    break
+        return found
+
+    # ------------------------------------------------------------------ row path
+    def _feed_rows(self, rows: Iterable[Mapping[str, Any]]) -> list[Match]:
+        out: list[Match] = []
+        streams = self._streams
+        skey = self.stream_key
+        pkeys = self._pkeys
+        row_class = self._atoms.row_class
+        timed = self.time is not None
+        wattr = self._wattr if self._wkind == "attr" else None
+        wkind = self._wkind
+        for ev in rows:
+            pos = self._offset
+            self._offset += 1
+            st = ev.get(skey)
+            if st is not None and st not in streams:
+                continue
+            if pkeys:
+                key = tuple(ev.get(a) for a in pkeys)
+                if any(v is None for v in key):
+                    continue
+            else:
+                key = ()
+            if timed:
+                tkey = self._row_time(ev, pos)
+                if self._last_time is not None and tkey < self._last_time:
+                    raise self._out_of_order(pos, self._last_time, tkey, "time")
+                self._last_time = tkey
+            else:
+                tkey = pos
+            P = self._part(key)
+            sub = P.n
+            P.n += 1
+            if wkind == "events":
+                wkey: Any = sub
+            elif wattr is not None:
+                wkey = ev.get(wattr)
+                if wkey is None or isinstance(wkey, bool) or not isinstance(wkey, (int, float)):
+                    raise CeqlInputError(
+                        f"Event {pos} has no number in attribute {wattr!r}, which WITHIN "
+                        f"measures the window on (got {wkey!r})."
+                    )
+                if self._last_wattr is not None and wkey < self._last_wattr:
+                    raise self._out_of_order(pos, self._last_wattr, wkey, "attr")
+                self._last_wattr = wkey
+            else:
+                wkey = tkey
+            c = row_class(ev)
+            if self._inert_for(self._sig(P), c):
+                continue
+            self._step(P, c, pos, sub, wkey, tkey, out)
+            self._since_sweep += 1
+            if self._since_sweep >= 4096:
+                self._since_sweep = 0
+                self._sweep(wkey)
+        return out
+
+    # ------------------------------------------------------------------ Arrow path
+    def _column(self, rb: pa.RecordBatch, name: str) -> pa.Array | None:
+        i = rb.schema.get_field_index(name)
+        return None if i < 0 else rb.column(i)
+
+    def _feed_arrow(self, rb: pa.RecordBatch) -> list[Match]:
+        n = rb.num_rows
+        base = self._offset
+        if n == 0:
+            return []
+        # which rows take part: stream in FROM (or none), partition values all present
+        keep = np.ones(n, dtype=bool)
+        scol = self._column(rb, self.stream_key)
+        if scol is not None and scol.null_count < n:
+            in_from = pc.is_in(scol.cast(pa.string()), value_set=pa.array(sorted(self._streams)))
+            keep &= np.asarray(pc.or_kleene(in_from, pc.is_null(scol)).fill_null(True)
+                               .to_numpy(zero_copy_only=False), dtype=bool)
+        pcols: list[pa.Array] = []
+        for a in self._pkeys:
+            col = self._column(rb, a)
+            if col is None:
+                keep[:] = False
+                break
+            pcols.append(col)
+            keep &= np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+        idx = np.flatnonzero(keep)
+        self._offset += n
+        if idx.size == 0:
+            return []
+        # times (checked for order over the rows that take part)
+        tkeys: np.ndarray | None = None
+        if self.time is not None:
+            tkeys = self._arrow_times(rb, idx, base)
+        wkeys_attr: np.ndarray | None = None
+        if self._wkind == "attr":
+            wkeys_attr = self._arrow_attr_window(rb, idx, base)
+        classes = self._atoms.batch_classes(rb)
+        uniq, inv = np.unique(np.asarray(classes)[idx], return_inverse=True)
+        cls_list = [int(x) for x in uniq.tolist()]
+        inv = inv.reshape(-1)
+        positions = idx + base
+        out: list[Match] = []
+        if not self._pkeys:
+            P = self._part(())
+            self._run_segment(P, cls_list, inv, positions, tkeys, wkeys_attr, out)
+        else:
+            keys = self._partition_keys(pcols, idx)
+            if self._consume == "ANY":
+                self._run_interleaved(keys, cls_list, inv, positions, tkeys, wkeys_attr, out)
+            else:
+                self._run_grouped(keys, cls_list, inv, positions, tkeys, wkeys_attr, out)
+                out.sort(key=lambda m: m.end_position)
+        last = tkeys[-1] if tkeys is not None else positions[-1]
+        self._sweep(wkeys_attr[-1] if wkeys_attr is not None else
+                    (last if self._wkind != "events" else 0))
+        return out
+
+    def _arrow_times(self, rb: pa.RecordBatch, idx: np.ndarray, base: int) -> np.ndarray:
+        col = self._column(rb, self.time)  # type: ignore[arg-type]
+        if col is None:
+            raise CeqlInputError(
+                f"Event {base} has no usable time: there is no column {self.time!r}; "
+                f"columns are {', '.join(rb.schema.names)}."
+            )
+        t = col.type
+        if pa.types.is_timestamp(t) or pa.types.is_date(t):
+            self._decide_time(True, base)
+            if pa.types.is_date(t):
+                col = col.cast(pa.timestamp("us"))
+            col = col.cast(pa.timestamp("us", tz=getattr(t, "tz", None)), safe=False)
+            col = col.cast(pa.int64())
+        elif pa.types.is_integer(t) or pa.types.is_floating(t):
+            self._decide_time(False, base)
+        else:
+            raise CeqlInputError(
+                f"Event {base} has time of type {t} in column {self.time!r}: use a number "
+                "(seconds, or the time_unit given) or a timestamp/date column."
+            )
+        sel = col.take(pa.array(idx))
+        if sel.null_count:
+            bad = int(idx[np.flatnonzero(np.asarray(pc.is_null(sel)))[0]]) + base
+            raise CeqlInputError(
+                f"Event {bad} has no usable time: attribute {self.time!r} is missing; every "
+                "event needs a number or a timestamp there."
+            )
+        arr = sel.to_numpy(zero_copy_only=False)
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            bad = int(idx[np.flatnonzero(np.isnan(arr))[0]]) + base
+            raise CeqlInputError(f"Event {bad} has time NaN in attribute {self.time!r}.")
+        self._check_order(arr, idx, base, "time")
+        return arr
+
+    def _arrow_attr_window(self, rb: pa.RecordBatch, idx: np.ndarray, base: int) -> np.ndarray:
+        col = self._column(rb, self._wattr)  # type: ignore[arg-type]
+        ok = col is not None and (pa.types.is_integer(col.type) or pa.types.is_floating(col.type))
+        sel = col.take(pa.array(idx)) if ok else None  # type: ignore[union-attr]
+        if not ok or sel.null_count:  # type: ignore[union-attr]
+            bad = base if sel is None else int(
+                idx[np.flatnonzero(np.asarray(pc.is_null(sel)))[0]]) + base
+            raise CeqlInputError(
+                f"Event {bad} has no number in attribute {self._wattr!r}, which WITHIN "
+                "measures the window on."
+            )
+        arr = sel.to_numpy(zero_copy_only=False)  # type: ignore[union-attr]
+        self._check_order(arr, idx, base, "attr")
+        return arr
+
+    def _check_order(self, arr: np.ndarray, idx: np.ndarray, base: int, what: str) -> None:
+        last = self._last_time if what == "time" else self._last_wattr
+        if last is not None and arr[0] < last:
+            raise self._out_of_order(int(idx[0]) + base, last, arr[0].item(), what)
+        if arr.size > 1:
+            d = np.flatnonzero(arr[1:] < arr[:-1])
+            if d.size:
+                k = int(d[0]) + 1
+                raise self._out_of_order(int(idx[k]) + base, arr[k - 1].item(), arr[k].item(),
+                                         what)
+        v = arr[-1].item()
+        if what == "time":
+            self._last_time = v
+        else:
+            self._last_wattr = v
+
+    def _partition_keys(self, pcols: list[pa.Array], idx: np.ndarray) -> list[tuple[Any, ...]]:
+        sel = [c.take(pa.array(idx)).to_pylist() for c in pcols]
+        return list(zip(*sel))
+
+    def _run_grouped(self, keys: list[tuple[Any, ...]], cls_list: list[int], inv: np.ndarray,
+                     positions: np.ndarray, tkeys: np.ndarray | None,
+                     wattr: np.ndarray | None, out: list[Match]) -> None:
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, k in enumerate(keys):
+            g = groups.get(k)
+            if g is None:
+                groups[k] = [i]
+            else:
+                g.append(i)
+        for k, rows in groups.items():
+            sel = np.asarray(rows, dtype=np.int64)
+            self._run_segment(self._part(k), cls_list, inv[sel], positions[sel],
+                              tkeys[sel] if tkeys is not None else None,
+                              wattr[sel] if wattr is not None else None, out)
+
+    def _run_interleaved(self, keys: list[tuple[Any, ...]], cls_list: list[int],
+                         inv: np.ndarray, positions: np.ndarray, tkeys: np.ndarray | None,
+                         wattr: np.ndarray | None, out: list[Match]) -> None:
+        inv_l = inv.tolist()
+        pos_l = positions.tolist()
+        t_l = tkeys.tolist() if tkeys is not None else pos_l
+        w_l = wattr.tolist() if wattr is not None else None
+        events = self._wkind == "events"
+        for i, k in enumerate(keys):
+            P = self._part(k)
+            sub = P.n
+            P.n += 1
+            c = cls_list[inv_l[i]]
+            if self._inert_for(self._sig(P), c):
+                continue
+            wkey = sub if events else (w_l[i] if w_l is not None else t_l[i])
+            self._step(P, c, pos_l[i], sub, wkey, t_l[i], out)
+
+    def _run_segment(self, P: _Part, cls_list: list[int], inv: np.ndarray,
+                     positions: np.ndarray, tkeys: np.ndarray | None,
+                     wattr: np.ndarray | None, out: list[Match]) -> None:
+        """Run one partition's events of a batch, skipping inert ones with NumPy."""
+        n = len(inv)
+        sub0 = P.n
+        P.n += n
+        events = self._wkind == "events"
+        cache: dict[tuple[int, frozenset[int]], np.ndarray] = {}
+        i = 0
+        ncls = len(cls_list)
+        while i < n:
+            sig = self._sig(P)
+            rel = cache.get(sig)
+            if rel is None:
+                inert = np.fromiter((self._inert_for(sig, c) for c in cls_list), dtype=bool,
+                                    count=ncls)
+                rel = np.flatnonzero(~inert[inv]) if inert.any() else _ALL
+                cache[sig] = rel
+            if rel is _ALL:
+                j = i
+            else:
+                k = int(rel.searchsorted(i))
+                if k == len(rel):
+                    break
+                j = int(rel[k])
+            pos = int(positions[j])
+            tkey = tkeys[j].item() if tkeys is not None else pos
+            if events:
+                wkey: Any = sub0 + j
+            elif wattr is not None:
+                wkey = wattr[j].item()
+            else:
+                wkey = tkey
+            self._step(P, cls_list[inv[j]], pos, sub0 + j, wkey, tkey, out)
+            i = j + 1
+
+
+_ALL = np.empty(0, dtype=np.int64)
+
+
+def make_rows(events: Iterable[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """Materialize an iterable of events (used when sorting by time)."""
+    return list(events)
+
+
+KeyFn = Callable[[Mapping[str, Any]], Any]

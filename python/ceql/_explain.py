@@ -1,0 +1,61 @@
+"""Readable descriptions of a compiled query: its clauses, predicates and automaton."""
+
+from __future__ import annotations
+
+from ._cea import CEA
+from ._predicates import AtomTable, GAnd, GAtom, GNot, GOr, GTrue, GuardTree
+
+__all__ = ["describe", "to_dot"]
+
+
+def _guard_text(g: GuardTree, atoms: AtomTable) -> str:
+    if isinstance(g, GTrue):
+        return "TRUE"
+    if isinstance(g, GAtom):
+        return f"p{g.k}"
+    if isinstance(g, GNot):
+        return f"NOT {_guard_text(g.item, atoms)}"
+    if isinstance(g, (GAnd, GOr)):
+        op = " AND " if isinstance(g, GAnd) else " OR "
+        return "(" + op.join(_guard_text(x, atoms) for x in g.items) + ")"
+    return repr(g)
+
+
+def _atom_text(atom: object) -> str:
+    from ._format import format_pred
+
+    name = type(atom).__name__
+    if name == "TypeIs":
+        return f"type = {atom.name!r}"  # type: ignore[attr-defined]
+    if name == "StreamIs":
+        return f"stream = {atom.name!r} (or none)"  # type: ignore[attr-defined]
+    return format_pred(atom)  # type: ignore[arg-type]
+
+
+def describe(cea: CEA, atoms: AtomTable, header: str) -> str:
+    """A plain-text listing of predicates, states and transitions."""
+    lines = [header, "", f"predicates ({len(atoms)}):"]
+    for k, atom in enumerate(atoms.atoms):
+        lines.append(f"  p{k}: {_atom_text(atom)}")
+    lines.append("")
+    lines.append(f"automaton: {cea.n_states} states, {len(cea.transitions)} transitions; "
+                 f"initial q0, final {', '.join(f'q{q}' for q in sorted(cea.finals))}")
+    for t in cea.transitions:
+        mark = "•" if t.pmark else ("○ (marks before projection)" if t.mark else "○")
+        vs = f"  binds {', '.join(sorted(t.vars))}" if t.vars else ""
+        lines.append(f"  q{t.src} --[{_guard_text(t.guard, atoms)}] {mark}--> q{t.dst}{vs}")
+    return "\n".join(lines)
+
+
+def to_dot(cea: CEA, atoms: AtomTable) -> str:
+    """The automaton in Graphviz DOT."""
+    out = ["digraph cea {", "  rankdir=LR;", '  node [shape=circle, fontname="Helvetica"];',
+           '  start [shape=point]; start -> q0;']
+    for q in sorted(cea.finals):
+        out.append(f"  q{q} [shape=doublecircle];")
+    for t in cea.transitions:
+        label = _guard_text(t.guard, atoms) + (" / •" if t.pmark else " / ○")
+        label = label.replace('"', '\\"')
+        out.append(f'  q{t.src} -> q{t.dst} [label="{label}"];')
+    out.append("}")
+    return "\n".join(out)

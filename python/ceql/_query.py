@@ -1,0 +1,159 @@
+"""Compiled queries: the public face of the engine."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from . import _ast
+from ._cea import CEA, build_cea
+from ._evaluator import Evaluator
+from ._match import Match
+from ._parser import parse
+from ._predicates import AtomTable
+from ._validate import normalize_schema, validate
+
+__all__ = ["DEFAULT_MAX_STATES", "Query", "compile"]
+
+DEFAULT_MAX_STATES = 10_000
+_CHUNK = 2048
+
+
+class Query:
+    """A parsed, validated CEQL query, ready to run. Immutable and picklable."""
+
+    __slots__ = ("__weakref__", "_cache", "ast", "max_states", "schema", "text")
+
+    def __init__(self, text: str, ast: _ast.Query, schema: dict[str, str] | None,
+                 max_states: int) -> None:
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "ast", ast)
+        object.__setattr__(self, "schema", schema)
+        object.__setattr__(self, "max_states", max_states)
+        object.__setattr__(self, "_cache", {})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Query is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        schema = tuple(sorted(self.schema.items())) if self.schema is not None else None
+        return (_restore, (self.text, schema, self.max_states))
+
+    def __repr__(self) -> str:
+        return f"ceql.compile({self.text!r})"
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def partition_by(self) -> tuple[str, ...]:
+        """The attributes of the PARTITION BY key."""
+        return self.ast.partition_by
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The variables a match reports (the SELECT list, or every bound variable)."""
+        if self.ast.select is not None:
+            return self.ast.select
+        return tuple(sorted(_bound(self.ast.where)))
+
+    def _automaton_parts(self, type_key: str, stream_key: str) -> tuple[AtomTable, CEA]:
+        key = (type_key, stream_key)
+        hit = self._cache.get(key)
+        if hit is None:
+            atoms = AtomTable(type_key=type_key, stream_key=stream_key)
+            hit = (atoms, build_cea(self.ast, atoms))
+            self._cache[key] = hit
+        return hit  # type: ignore[no-any-return]
+
+    def cea(self) -> CEA:
+        """The (non-deterministic) complex event automaton of the query."""
+        return self._automaton_parts("type", "stream")[1]
+
+    # ------------------------------------------------------------------ running
+    def evaluator(self, *, time: str | None = None, type_key: str = "type",
+                  stream_key: str = "stream", time_unit: str = "s") -> Evaluator:
+        """A stateful evaluator: ``feed(batch)`` returns the matches each batch completes.
+
+        ``time`` names the time attribute (numbers count ``time_unit``s — seconds by default;
+        datetimes allowed); ``None`` uses positions as time.
+        """
+        return Evaluator(self, time=time, type_key=type_key, stream_key=stream_key,
+                         time_unit=time_unit)
+
+    def run(self, events: Iterable[Mapping[str, Any]], *, time: str | None = None,
+            type_key: str = "type", stream_key: str = "stream", time_unit: str = "s",
+            sort: bool = False) -> Iterator[Match]:
+        """Evaluate over ``events`` (mappings) and yield every match, in stream order.
+
+        With ``sort=True`` the events are first sorted by ``time`` (stable); positions still
+        index the input as given.
+        """
+        ev = self.evaluator(time=time, type_key=type_key, stream_key=stream_key,
+                            time_unit=time_unit)
+        if sort and time is not None:
+            yield from _run_sorted(ev, list(events), time)
+            return
+        chunk: list[Mapping[str, Any]] = []
+        for e in events:
+            chunk.append(e)
+            if len(chunk) >= _CHUNK:
+                yield from ev.feed(chunk)
+                chunk = []
+        if chunk:
+            yield from ev.feed(chunk)
+
+
+def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str) -> Iterator[Match]:
+    from ._evaluator import _to_micros
+
+    def key(i: int) -> Any:
+        v = rows[i].get(time)
+        try:
+            return (0, _to_micros(v))
+        except TypeError:
+            return (0, v) if v is not None else (1, 0)
+
+    order = sorted(range(len(rows)), key=key)
+    for m in ev.feed([rows[i] for i in order]):
+        ps = tuple(sorted(order[p] for p in m.positions))
+        yield Match(order[m.start_position], order[m.end_position], m.start_time, m.end_time,
+                    ps, m.partition, m._labels)
+
+
+def _bound(f: _ast.Formula) -> set[str]:
+    if isinstance(f, _ast.EventType):
+        return {f.name}
+    if isinstance(f, _ast.As):
+        return _bound(f.formula) | {f.var}
+    if isinstance(f, (_ast.Filter, _ast.Plus)):
+        return _bound(f.formula)
+    return _bound(f.left) | _bound(f.right)
+
+
+def _restore(text: str, schema: tuple[tuple[str, str], ...] | None, max_states: int) -> Query:
+    return compile(text, schema=dict(schema) if schema is not None else None,
+                   max_states=max_states)
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_cached(text: str, schema: tuple[tuple[str, str], ...] | None,
+                    max_states: int) -> Query:
+    sch = dict(schema) if schema is not None else None
+    ast = validate(parse(text), text, sch)
+    return Query(text, ast, sch, max_states)
+
+
+def compile(text: str, *, schema: Any = None, max_states: int = DEFAULT_MAX_STATES) -> Query:
+    """Parse, validate and compile a CEQL query (cached by text, schema and max_states).
+
+    ``schema`` (optional) maps attribute names to types (``"number"``, ``"string"``,
+    ``"bool"``, ``"timestamp"``, Python types or a ``pyarrow.Schema``) and enables
+    compile-time checks of attribute names and types.
+    """
+    if not isinstance(text, str):
+        from .errors import CeqlError
+
+        raise CeqlError(f"A CEQL query must be a string, not {type(text).__name__}.")
+    sch = normalize_schema(schema) if schema is not None else None
+    key = tuple(sorted(sch.items())) if sch is not None else None
+    return _compile_cached(text, key, int(max_states))

@@ -1,0 +1,85 @@
+"""The error tree of ceql: every error the package raises is a :class:`CeqlError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CeqlError",
+    "CeqlSyntaxError",
+    "CeqlValidationError",
+    "UnknownVariableError",
+    "UnknownStreamError",
+    "UnknownAttributeError",
+    "TypeClashError",
+    "UnsafeVariableError",
+    "CeqlResourceError",
+    "CeqlInputError",
+    "caret_snippet",
+]
+
+
+def caret_snippet(text: str, line: int, column: int, width: int = 1) -> str:
+    """Return the 1-based ``line`` of ``text`` with carets under ``column`` (1-based)."""
+    lines = text.splitlines() or [""]
+    if not 1 <= line <= len(lines):
+        return ""
+    src = lines[line - 1].expandtabs(1)
+    width = max(1, min(width, len(src) - column + 1)) if column <= len(src) else 1
+    return f"{src}\n{' ' * (column - 1)}{'^' * width}"
+
+
+class CeqlError(Exception):
+    """Root of every error raised by ceql."""
+
+
+class CeqlSyntaxError(CeqlError):
+    """The query text does not follow CEQL's grammar."""
+
+    def __init__(self, message: str, *, line: int, column: int, snippet: str,
+                 expected: tuple[str, ...] = ()) -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        self.snippet = snippet
+        self.expected = expected
+        super().__init__(f"{message} (line {line}, column {column})\n{snippet}")
+
+
+class CeqlValidationError(CeqlError):
+    """The query parses but cannot mean anything: names, types or structure are wrong."""
+
+    def __init__(self, message: str, *, line: int = 0, column: int = 0, snippet: str = "") -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        self.snippet = snippet
+        where = f" (line {line}, column {column})" if line else ""
+        tail = f"\n{snippet}" if snippet else ""
+        super().__init__(f"{message}{where}{tail}")
+
+
+class UnknownVariableError(CeqlValidationError):
+    """A FILTER or SELECT names a variable that the WHERE formula never binds."""
+
+
+class UnknownStreamError(CeqlValidationError):
+    """A stream-qualified event type names a stream that is not in FROM."""
+
+
+class UnknownAttributeError(CeqlValidationError):
+    """With a schema given, a predicate or clause names an attribute the schema lacks."""
+
+
+class TypeClashError(CeqlValidationError):
+    """With a schema given, a predicate compares values of incompatible types."""
+
+
+class UnsafeVariableError(CeqlValidationError):
+    """A variable is used where it cannot hold any event (e.g. filtered outside its scope)."""
+
+
+class CeqlResourceError(CeqlError):
+    """Evaluation would exceed a configured resource cap (e.g. determinized states)."""
+
+
+class CeqlInputError(CeqlError):
+    """The events given to a query are unusable (e.g. times out of order, bad time values)."""
