@@ -315,3 +315,13 @@ def test_catastrophic_regex_runs_in_linear_time() -> None:
     events = [{"type": "A", "s": "x" * 20000}, {"type": "A", "s": "x" * 50 + "y"}]
     assert keys(q, events) == [(1, 1, (1,), ())]
     assert arrow_keys(q, events) == keys(q, events)
+
+
+def test_enumeration_is_lazy_and_output_linear() -> None:
+    import itertools
+
+    q = ceql.compile("SELECT * FROM S WHERE A+ ; B")
+    events = types("A " * 60 + "B")  # 2**60 - 1 complex events end at position 60
+    first = list(itertools.islice(q.run(events), 5))
+    assert [m.end_position for m in first] == [60] * 5
+    assert len({m.positions for m in first}) == 5

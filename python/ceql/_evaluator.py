@@ -10,8 +10,10 @@ find the next non-inert event with NumPy, so only events that can move a run cos
 from __future__ import annotations
 
 import datetime as _dt
+import gc
+from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -116,16 +118,29 @@ class Evaluator:
 
     def feed(self, batch: Any) -> list[Match]:
         """Evaluate the next events; return the matches they complete, in stream order."""
+        # The tECS is acyclic, so reference counting frees it; the cyclic collector would
+        # only rescan the many young nodes and matches over and over.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return list(self.iter_feed(batch))
+        finally:
+            if enabled:
+                gc.enable()
+
+    def iter_feed(self, batch: Any) -> Iterator[Match]:
+        """Like :meth:`feed`, but yield each match as soon as it is enumerated.
+
+        Evaluation pauses while the caller consumes; finish (or drop) the iterator before
+        feeding more events.
+        """
         if isinstance(batch, pa.Table):
-            out: list[Match] = []
             for rb in batch.to_batches():
-                out.extend(self._feed_arrow(rb))
-            if batch.num_rows == 0:
-                return out
-            return out
-        if isinstance(batch, pa.RecordBatch):
-            return self._feed_arrow(batch)
-        return self._feed_rows(batch)
+                yield from self._feed_arrow(rb)
+        elif isinstance(batch, pa.RecordBatch):
+            yield from self._feed_arrow(batch)
+        else:
+            yield from self._feed_rows(batch)
 
     # ------------------------------------------------------------------ time handling
     def _decide_time(self, is_ts: bool, where: int) -> None:
@@ -220,8 +235,9 @@ class Evaluator:
         return r
 
     # ------------------------------------------------------------------ Algorithm 1
-    def _step(self, P: _Part, c: int, pos: int, sub: int, wkey: Any, tkey: Any,
-              out: list[Match]) -> None:
+    def _step(self, P: _Part, c: int, pos: int, sub: int, wkey: Any,
+              tkey: Any) -> list[Any] | None:
+        """Read one event; return the accepting tECS nodes to enumerate (None if none)."""
         dfa = self._dfa
         step = dfa.step
         eps = self._eps
@@ -287,40 +303,42 @@ class Evaluator:
         P.T = T2
         P.g = dfa.gstep(g, c)
         P.sig = None
-        if accs and self._emit(P, accs, pos, wkey, tkey, out) and self._consume != "NONE":
+        if not accs:
+            return None
+        if eps is not None:
+            accs = [a for a in accs if wkey - a[1] <= eps]
+            if not accs:
+                return None
+        if self._consume != "NONE":  # decided before LIMIT cuts, and before enumerating
             P.T = {}
             if self._consume == "ANY":
                 self._epoch += 1
                 P.epoch = self._epoch
+        return accs
 
-    def _emit(self, P: _Part, accs: list[Any], pos: int, wkey: Any, tkey: Any,
-              out: list[Match]) -> bool:
-        """Enumerate the complex events ending here; True if there was at least one."""
-        eps = self._eps
-        limit = self._limit
+    def _emit(self, P: _Part, accs: list[Any], pos: int, wkey: Any,
+              tkey: Any) -> Iterator[Match]:
+        """Enumerate, lazily, the complex events ending at ``pos`` (LIMIT applied)."""
+        eps = self._eps if self._eps is not None else float("inf")
+        limit = self._limit if self._limit is not None else -1
         labels = self._dfa.labels
-        end_time = self._time_value(tkey)
-        found = False
+        tv = self._time_value if self._time_is_ts else None
+        end_time = tv(tkey) if tv is not None else tkey
+        key = P.key
         count = 0
         for node in accs:
-            if eps is not None and wkey - node[1] > eps:
-                continue
-            found = True
-            if limit is not None and count >= limit:
-                break
-            for b, path in enumerate_node(node, wkey, eps if eps is not None else float("inf")):
-                path_r = path[::-1]
-                out.append(Match(b[2], pos, self._time_value(b[4]), end_time,
-                                 tuple(o[2] for o in path_r), P.key,
-                                 tuple(labels[o[4]] for o in path_r)))
+            for b, path in enumerate_node(node, wkey, eps):
+                if count == limit:
+                    return
+                path.reverse()
+                yield Match(b[2], pos, tv(b[4]) if tv is not None else b[4], end_time,
+                            tuple([o[2] for o in path]), key,
+                            tuple([labels[o[4]] for o in path]))
+                path.reverse()
                 count += 1
-                if limit is not None and count >= limit:
-                    break
-        return found
 
     # ------------------------------------------------------------------ row path
-    def _feed_rows(self, rows: Iterable[Mapping[str, Any]]) -> list[Match]:
-        out: list[Match] = []
+    def _feed_rows(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[Match]:
         streams = self._streams
         skey = self.stream_key
         pkeys = self._pkeys
@@ -367,23 +385,24 @@ class Evaluator:
             c = row_class(ev)
             if self._inert_for(self._sig(P), c):
                 continue
-            self._step(P, c, pos, sub, wkey, tkey, out)
+            accs = self._step(P, c, pos, sub, wkey, tkey)
+            if accs:
+                yield from self._emit(P, accs, pos, wkey, tkey)
             self._since_sweep += 1
             if self._since_sweep >= 4096:
                 self._since_sweep = 0
                 self._sweep(wkey)
-        return out
 
     # ------------------------------------------------------------------ Arrow path
     def _column(self, rb: pa.RecordBatch, name: str) -> pa.Array | None:
         i = rb.schema.get_field_index(name)
         return None if i < 0 else rb.column(i)
 
-    def _feed_arrow(self, rb: pa.RecordBatch) -> list[Match]:
+    def _feed_arrow(self, rb: pa.RecordBatch) -> Iterator[Match]:
         n = rb.num_rows
         base = self._offset
         if n == 0:
-            return []
+            return
         # which rows take part: stream in FROM (or none), partition values all present
         keep = np.ones(n, dtype=bool)
         scol = self._column(rb, self.stream_key)
@@ -402,7 +421,7 @@ class Evaluator:
         idx = np.flatnonzero(keep)
         self._offset += n
         if idx.size == 0:
-            return []
+            return
         # times (checked for order over the rows that take part)
         tkeys: np.ndarray | None = None
         if self.time is not None:
@@ -415,21 +434,26 @@ class Evaluator:
         cls_list = [int(x) for x in uniq.tolist()]
         inv = inv.reshape(-1)
         positions = idx + base
-        out: list[Match] = []
         if not self._pkeys:
-            P = self._part(())
-            self._run_segment(P, cls_list, inv, positions, tkeys, wkeys_attr, out)
+            yield from self._run_segment(self._part(()), cls_list, inv, positions, tkeys,
+                                         wkeys_attr)
         else:
             keys = self._partition_keys(pcols, idx)
-            if self._consume == "ANY":
-                self._run_interleaved(keys, cls_list, inv, positions, tkeys, wkeys_attr, out)
+            if self._consume == "ANY":  # consumption crosses partitions: keep stream order
+                yield from self._run_interleaved(keys, cls_list, inv, positions, tkeys,
+                                                 wkeys_attr)
             else:
-                self._run_grouped(keys, cls_list, inv, positions, tkeys, wkeys_attr, out)
+                out: list[Match] = []
+                for k, sel in self._groups(keys):
+                    out.extend(self._run_segment(
+                        self._part(k), cls_list, inv[sel], positions[sel],
+                        tkeys[sel] if tkeys is not None else None,
+                        wkeys_attr[sel] if wkeys_attr is not None else None))
                 out.sort(key=lambda m: m.end_position)
+                yield from out
         last = tkeys[-1] if tkeys is not None else positions[-1]
         self._sweep(wkeys_attr[-1] if wkeys_attr is not None else
                     (last if self._wkind != "events" else 0))
-        return out
 
     def _arrow_times(self, rb: pa.RecordBatch, idx: np.ndarray, base: int) -> np.ndarray:
         col = self._column(rb, self.time)  # type: ignore[arg-type]
@@ -501,9 +525,8 @@ class Evaluator:
         sel = [c.take(pa.array(idx)).to_pylist() for c in pcols]
         return list(zip(*sel))
 
-    def _run_grouped(self, keys: list[tuple[Any, ...]], cls_list: list[int], inv: np.ndarray,
-                     positions: np.ndarray, tkeys: np.ndarray | None,
-                     wattr: np.ndarray | None, out: list[Match]) -> None:
+    @staticmethod
+    def _groups(keys: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
         groups: dict[tuple[Any, ...], list[int]] = {}
         for i, k in enumerate(keys):
             g = groups.get(k)
@@ -512,14 +535,11 @@ class Evaluator:
             else:
                 g.append(i)
         for k, rows in groups.items():
-            sel = np.asarray(rows, dtype=np.int64)
-            self._run_segment(self._part(k), cls_list, inv[sel], positions[sel],
-                              tkeys[sel] if tkeys is not None else None,
-                              wattr[sel] if wattr is not None else None, out)
+            yield k, np.asarray(rows, dtype=np.int64)
 
     def _run_interleaved(self, keys: list[tuple[Any, ...]], cls_list: list[int],
                          inv: np.ndarray, positions: np.ndarray, tkeys: np.ndarray | None,
-                         wattr: np.ndarray | None, out: list[Match]) -> None:
+                         wattr: np.ndarray | None) -> Iterator[Match]:
         inv_l = inv.tolist()
         pos_l = positions.tolist()
         t_l = tkeys.tolist() if tkeys is not None else pos_l
@@ -533,47 +553,67 @@ class Evaluator:
             if self._inert_for(self._sig(P), c):
                 continue
             wkey = sub if events else (w_l[i] if w_l is not None else t_l[i])
-            self._step(P, c, pos_l[i], sub, wkey, t_l[i], out)
+            accs = self._step(P, c, pos_l[i], sub, wkey, t_l[i])
+            if accs:
+                yield from self._emit(P, accs, pos_l[i], wkey, t_l[i])
 
     def _run_segment(self, P: _Part, cls_list: list[int], inv: np.ndarray,
                      positions: np.ndarray, tkeys: np.ndarray | None,
-                     wattr: np.ndarray | None, out: list[Match]) -> None:
+                     wattr: np.ndarray | None) -> Iterator[Match]:
         """Run one partition's events of a batch, skipping inert ones with NumPy."""
         n = len(inv)
         sub0 = P.n
         P.n += n
         events = self._wkind == "events"
-        cache: dict[tuple[int, frozenset[int]], np.ndarray] = {}
+        # non-inert event indices per active-state signature, as Python lists for bisect
+        cache: dict[tuple[int, frozenset[int]], list[int] | None] = {}
         i = 0
         ncls = len(cls_list)
+        step = self._step
+        # Python lists beat NumPy scalar access once many events need work; sparse
+        # workloads keep the arrays and touch only the few events that matter.
+        pos_l: Any = positions
+        tk_l: Any = tkeys
+        wa_l: Any = wattr
+        inv_l: Any = inv
+        converted = False
         while i < n:
             sig = self._sig(P)
-            rel = cache.get(sig)
-            if rel is None:
+            if sig in cache:
+                rel = cache[sig]
+            else:
                 inert = np.fromiter((self._inert_for(sig, c) for c in cls_list), dtype=bool,
                                     count=ncls)
-                rel = np.flatnonzero(~inert[inv]) if inert.any() else _ALL
+                rel = np.flatnonzero(~inert[inv]).tolist() if inert.any() else None
                 cache[sig] = rel
-            if rel is _ALL:
+                if not converted and (rel is None or len(rel) * 16 > n):
+                    converted = True
+                    pos_l = positions.tolist()
+                    tk_l = tkeys.tolist() if tkeys is not None else None
+                    wa_l = wattr.tolist() if wattr is not None else None
+                    inv_l = inv.tolist()
+            if rel is None:
                 j = i
             else:
-                k = int(rel.searchsorted(i))
+                k = bisect_left(rel, i)
                 if k == len(rel):
                     break
-                j = int(rel[k])
-            pos = int(positions[j])
-            tkey = tkeys[j].item() if tkeys is not None else pos
+                j = rel[k]
+            pos = int(pos_l[j])
+            tkey = tk_l[j] if tk_l is not None else pos
+            if not converted and tk_l is not None:
+                tkey = tkey.item()
             if events:
                 wkey: Any = sub0 + j
-            elif wattr is not None:
-                wkey = wattr[j].item()
+            elif wa_l is not None:
+                wkey = wa_l[j] if converted else wa_l[j].item()
             else:
                 wkey = tkey
-            self._step(P, cls_list[inv[j]], pos, sub0 + j, wkey, tkey, out)
+            accs = step(P, cls_list[inv_l[j]], pos, sub0 + j, wkey, tkey)
+            if accs:
+                yield from self._emit(P, accs, pos, wkey, tkey)
             i = j + 1
 
-
-_ALL = np.empty(0, dtype=np.int64)
 
 
 def make_rows(events: Iterable[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:

@@ -97,10 +97,10 @@ class Query:
         for e in events:
             chunk.append(e)
             if len(chunk) >= _CHUNK:
-                yield from ev.feed(chunk)
+                yield from ev.iter_feed(chunk)
                 chunk = []
         if chunk:
-            yield from ev.feed(chunk)
+            yield from ev.iter_feed(chunk)
 
 
 def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str) -> Iterator[Match]:
