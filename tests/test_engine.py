@@ -222,7 +222,7 @@ def test_datetimes_and_time_units() -> None:
               {"type": "B", "ts": t0 + dt.timedelta(seconds=91)}]
     ms = list(q.run(events, time="ts"))
     assert [m.positions for m in ms] == [(0, 1)]
-    assert ms[0].start_time == t0.replace(tzinfo=dt.timezone.utc)
+    assert ms[0].start_time == t0
     assert arrow_keys(q, events, time="ts") == keys(q, events, time="ts")
     us = [{"type": e["type"], "ts": int((e["ts"] - t0).total_seconds() * 1e6)} for e in events]
     assert [m.positions for m in q.run(us, time="ts", time_unit="us")] == [(0, 1)]

@@ -50,8 +50,22 @@ def _to_micros(v: Any) -> int:
     raise TypeError
 
 
-def _from_micros(us: int) -> _dt.datetime:
-    return _EPOCH + _dt.timedelta(microseconds=int(us))
+def _from_micros(us: int, tz: _dt.tzinfo | None, as_date: bool) -> Any:
+    t = _EPOCH + _dt.timedelta(microseconds=int(us))
+    if as_date:
+        return t.date()
+    return t.replace(tzinfo=None) if tz is None else t.astimezone(tz)
+
+
+def _tzinfo(name: str) -> _dt.tzinfo:
+    try:
+        import zoneinfo
+
+        return zoneinfo.ZoneInfo(name)
+    except Exception:  # fixed offsets such as "+01:00"
+        sign = -1 if name.startswith("-") else 1
+        hh, _, mm = name.lstrip("+-").partition(":")
+        return _dt.timezone(sign * _dt.timedelta(hours=int(hh), minutes=int(mm or 0)))
 
 
 class _Part:
@@ -98,6 +112,8 @@ class Evaluator:
         self._wamount = w.amount if w is not None else None
         self._eps: Any = None
         self._time_is_ts: bool | None = None  # decided by the first timed event
+        self._tz: _dt.tzinfo | None = None  # timestamps come back as they came in
+        self._as_date = False
         if w is not None and w.kind in ("events", "attr"):
             self._eps = _exact(w.amount)
         elif w is not None and time is None:
@@ -164,6 +180,9 @@ class Evaluator:
                 "timestamp there."
             )
         if isinstance(v, (_dt.date, _dt.datetime)):
+            if self._time_is_ts is None:
+                self._as_date = not isinstance(v, _dt.datetime)
+                self._tz = v.tzinfo if isinstance(v, _dt.datetime) else None
             self._decide_time(True, pos)
             return _to_micros(v)
         if isinstance(v, (int, float)) and v == v:
@@ -176,12 +195,12 @@ class Evaluator:
 
     def _time_value(self, key: Any) -> Any:
         if self._time_is_ts:
-            return _from_micros(key)
+            return _from_micros(key, self._tz, self._as_date)
         return key
 
     def _out_of_order(self, pos: int, prev: Any, now: Any, what: str) -> CeqlInputError:
         if self._time_is_ts and what == "time":
-            prev, now = _from_micros(prev), _from_micros(now)
+            prev, now = self._time_value(prev), self._time_value(now)
         name = self.time if what == "time" else self._wattr
         return CeqlInputError(
             f"Event {pos} is out of order: {name!r} goes back from {prev!r} to {now!r}. "
@@ -464,6 +483,10 @@ class Evaluator:
             )
         t = col.type
         if pa.types.is_timestamp(t) or pa.types.is_date(t):
+            if self._time_is_ts is None:
+                self._as_date = pa.types.is_date(t)
+                tzname = getattr(t, "tz", None)
+                self._tz = _tzinfo(tzname) if tzname else None
             self._decide_time(True, base)
             if pa.types.is_date(t):
                 col = col.cast(pa.timestamp("us"))
