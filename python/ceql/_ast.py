@@ -43,7 +43,7 @@ class Attr:
 class Literal:
     """A number, single-quoted string or boolean."""
 
-    value: Union[int, float, str, bool]
+    value: int | float | str | bool
     span: Span = _span()
 
 
@@ -51,7 +51,7 @@ class Literal:
 class Neg:
     """Unary minus."""
 
-    operand: "Expr"
+    operand: Expr
     span: Span = _span()
 
 
@@ -60,8 +60,8 @@ class Arith:
     """Binary arithmetic: ``op`` is one of ``+ - * / %``."""
 
     op: str
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
     span: Span = _span()
 
 
@@ -111,21 +111,21 @@ class InRange:
 
 @dataclass(frozen=True)
 class PAnd:
-    left: "Pred"
-    right: "Pred"
+    left: Pred
+    right: Pred
     span: Span = _span()
 
 
 @dataclass(frozen=True)
 class POr:
-    left: "Pred"
-    right: "Pred"
+    left: Pred
+    right: Pred
     span: Span = _span()
 
 
 @dataclass(frozen=True)
 class PNot:
-    operand: "Pred"
+    operand: Pred
     span: Span = _span()
 
 
@@ -146,15 +146,15 @@ class FilterAtom:
 
 @dataclass(frozen=True)
 class FilterAnd:
-    left: "FilterExpr"
-    right: "FilterExpr"
+    left: FilterExpr
+    right: FilterExpr
     span: Span = _span()
 
 
 @dataclass(frozen=True)
 class FilterOr:
-    left: "FilterExpr"
-    right: "FilterExpr"
+    left: FilterExpr
+    right: FilterExpr
     span: Span = _span()
 
 
@@ -174,22 +174,22 @@ class EventType:
 
 @dataclass(frozen=True)
 class As:
-    formula: "Formula"
+    formula: Formula
     var: str
     span: Span = _span()
 
 
 @dataclass(frozen=True)
 class Filter:
-    formula: "Formula"
+    formula: Formula
     cond: FilterExpr
     span: Span = _span()
 
 
 @dataclass(frozen=True)
 class Or:
-    left: "Formula"
-    right: "Formula"
+    left: Formula
+    right: Formula
     span: Span = _span()
 
 
@@ -197,8 +197,8 @@ class Or:
 class Seq:
     """``left ; right`` or, with ``contiguous``, ``left : right``."""
 
-    left: "Formula"
-    right: "Formula"
+    left: Formula
+    right: Formula
     contiguous: bool = False
     span: Span = _span()
 
@@ -207,7 +207,7 @@ class Seq:
 class Plus:
     """``formula+`` or, with ``contiguous``, ``formula:+``."""
 
-    formula: "Formula"
+    formula: Formula
     contiguous: bool = False
     span: Span = _span()
 

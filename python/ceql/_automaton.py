@@ -266,7 +266,7 @@ class DFA:
     def _accepts(self, comp: Any) -> bool:
         s = self.strategy
         if s == "ALL":
-            return comp in self.finals  # type: ignore[no-any-return]
+            return comp in self.finals
         if s in ("NEXT", "LAST"):
             g, idx, E = comp
             if not (E & self.finals):
@@ -282,7 +282,7 @@ class DFA:
         """Drop CEA states that can never move again; None when nothing is left."""
         s = self.strategy
         if s == "ALL":
-            return None if comp in self.deadend else comp  # type: ignore[no-any-return]
+            return None if comp in self.deadend else comp
         if s in ("NEXT", "LAST"):
             g, idx, E = comp
             E2 = E - self.deadend

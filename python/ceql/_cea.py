@@ -9,8 +9,10 @@ The initial state has no incoming transitions, as Algorithm 1 requires.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from . import _ast as A
 from ._predicates import AtomTable, GAnd, GAtom, GTrue, GuardTree, StreamIs, TypeIs, guard_from_pred
@@ -135,11 +137,8 @@ class _Builder:
         return _Frag(a.init, set(a.finals), body + into_gap + [loop])
 
 
-def _with(t: Transition, **kw: object) -> Transition:
-    d = {"src": t.src, "guard": t.guard, "mark": t.mark, "pmark": t.pmark, "vars": t.vars,
-         "dst": t.dst}
-    d.update(kw)
-    return Transition(**d)  # type: ignore[arg-type]
+def _with(t: Transition, **kw: Any) -> Transition:
+    return dataclasses.replace(t, **kw)
 
 
 def _and(a: GuardTree, b: GuardTree) -> GuardTree:
@@ -180,7 +179,7 @@ def _trim(init: int, finals: set[int], trans: Iterable[Transition]) -> CEA:
     reach = _closure({init}, fwd)
     coreach = _closure(set(finals), bwd)
     live = reach & coreach
-    order = [init] + sorted(live - {init})
+    order = [init, *sorted(live - {init})]
     num = {q: k for k, q in enumerate(order)}
     kept = tuple(
         _with(t, src=num[t.src], dst=num[t.dst])

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Evaluator"]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _UNITS = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 _MISSING = object()
 
@@ -43,8 +43,8 @@ def _exact(x: Fraction) -> int | float:
 def _to_micros(v: Any) -> int:
     if isinstance(v, _dt.datetime):
         if v.tzinfo is None:
-            v = v.replace(tzinfo=_dt.timezone.utc)
-        return (v - _EPOCH) // _dt.timedelta(microseconds=1)
+            v = v.replace(tzinfo=_dt.UTC)
+        return int((v - _EPOCH) // _dt.timedelta(microseconds=1))
     if isinstance(v, _dt.date):
         return (v - _dt.date(1970, 1, 1)).days * 86_400_000_000
     raise TypeError
@@ -164,7 +164,8 @@ class Evaluator:
             self._time_is_ts = is_ts
             if self._wkind == "time" and self.time is not None:
                 per_s = 1_000_000 if is_ts else _UNITS[self.time_unit]
-                self._eps = _exact(self._wamount * per_s)  # type: ignore[operator]
+                assert self._wamount is not None
+                self._eps = _exact(self._wamount * per_s)
         elif self._time_is_ts != is_ts:
             raise CeqlInputError(
                 f"Event {where}: time attribute {self.time!r} mixes timestamps and numbers; "
@@ -511,7 +512,7 @@ class Evaluator:
             bad = int(idx[np.flatnonzero(np.isnan(arr))[0]]) + base
             raise CeqlInputError(f"Event {bad} has time NaN in attribute {self.time!r}.")
         self._check_order(arr, idx, base, "time")
-        return arr
+        return np.asarray(arr)
 
     def _arrow_attr_window(self, rb: pa.RecordBatch, idx: np.ndarray, base: int) -> np.ndarray:
         col = self._column(rb, self._wattr)  # type: ignore[arg-type]
@@ -524,7 +525,7 @@ class Evaluator:
                 f"Event {bad} has no number in attribute {self._wattr!r}, which WITHIN "
                 "measures the window on."
             )
-        arr = sel.to_numpy(zero_copy_only=False)  # type: ignore[union-attr]
+        arr = np.asarray(sel.to_numpy(zero_copy_only=False))  # type: ignore[union-attr]
         self._check_order(arr, idx, base, "attr")
         return arr
 
@@ -546,7 +547,7 @@ class Evaluator:
 
     def _partition_keys(self, pcols: list[pa.Array], idx: np.ndarray) -> list[tuple[Any, ...]]:
         sel = [c.take(pa.array(idx)).to_pylist() for c in pcols]
-        return list(zip(*sel))
+        return list(zip(*sel, strict=True))
 
     @staticmethod
     def _groups(keys: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
@@ -623,9 +624,9 @@ class Evaluator:
                     break
                 j = rel[k]
             pos = int(pos_l[j])
-            tkey = tk_l[j] if tk_l is not None else pos
-            if not converted and tk_l is not None:
-                tkey = tkey.item()
+            tkey: Any = pos
+            if tk_l is not None:
+                tkey = tk_l[j] if converted else tk_l[j].item()
             if events:
                 wkey: Any = sub0 + j
             elif wa_l is not None:

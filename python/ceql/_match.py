@@ -38,7 +38,7 @@ class Match:
         complex event, the event is listed under each of them.
         """
         out: dict[str, list[int]] = {}
-        for p, vs in zip(self.positions, self._labels):
+        for p, vs in zip(self.positions, self._labels, strict=True):
             for v in sorted(vs):
                 out.setdefault(v, []).append(p)
         return {v: tuple(ps) for v, ps in out.items()}

@@ -24,6 +24,11 @@ class Query:
     """A parsed, validated CEQL query, ready to run. Immutable and picklable."""
 
     __slots__ = ("__weakref__", "_cache", "ast", "max_states", "schema", "text")
+    text: str
+    ast: _ast.Query
+    schema: dict[str, str] | None
+    max_states: int
+    _cache: dict[tuple[str, str], tuple[AtomTable, CEA]]
 
     def __init__(self, text: str, ast: _ast.Query, schema: dict[str, str] | None,
                  max_states: int) -> None:
@@ -63,7 +68,7 @@ class Query:
             atoms = AtomTable(type_key=type_key, stream_key=stream_key)
             hit = (atoms, build_cea(self.ast, atoms))
             self._cache[key] = hit
-        return hit  # type: ignore[no-any-return]
+        return hit
 
     def cea(self) -> CEA:
         """The (non-deterministic) complex event automaton of the query."""

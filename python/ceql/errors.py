@@ -4,15 +4,15 @@ from __future__ import annotations
 
 __all__ = [
     "CeqlError",
+    "CeqlInputError",
+    "CeqlResourceError",
     "CeqlSyntaxError",
     "CeqlValidationError",
-    "UnknownVariableError",
-    "UnknownStreamError",
-    "UnknownAttributeError",
     "TypeClashError",
+    "UnknownAttributeError",
+    "UnknownStreamError",
+    "UnknownVariableError",
     "UnsafeVariableError",
-    "CeqlResourceError",
-    "CeqlInputError",
     "caret_snippet",
 ]
 
