@@ -458,19 +458,9 @@ class Evaluator:
             yield from self._run_segment(self._part(()), cls_list, inv, positions, tkeys,
                                          wkeys_attr)
         else:
-            keys = self._partition_keys(pcols, idx)
-            if self._consume == "ANY":  # consumption crosses partitions: keep stream order
-                yield from self._run_interleaved(keys, cls_list, inv, positions, tkeys,
-                                                 wkeys_attr)
-            else:
-                out: list[Match] = []
-                for k, sel in self._groups(keys):
-                    out.extend(self._run_segment(
-                        self._part(k), cls_list, inv[sel], positions[sel],
-                        tkeys[sel] if tkeys is not None else None,
-                        wkeys_attr[sel] if wkeys_attr is not None else None))
-                out.sort(key=lambda m: m.end_position)
-                yield from out
+            codes, keys = self._factorize(pcols, idx)
+            run = self._run_interleaved if self._consume == "ANY" else self._run_grouped
+            yield from run(codes, keys, cls_list, inv, positions, tkeys, wkeys_attr)
         last = tkeys[-1] if tkeys is not None else positions[-1]
         self._sweep(wkeys_attr[-1] if wkeys_attr is not None else
                     (last if self._wkind != "events" else 0))
@@ -545,41 +535,131 @@ class Evaluator:
         else:
             self._last_wattr = v
 
-    def _partition_keys(self, pcols: list[pa.Array], idx: np.ndarray) -> list[tuple[Any, ...]]:
-        sel = [c.take(pa.array(idx)).to_pylist() for c in pcols]
-        return list(zip(*sel, strict=True))
-
     @staticmethod
-    def _groups(keys: list[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
-        groups: dict[tuple[Any, ...], list[int]] = {}
-        for i, k in enumerate(keys):
-            g = groups.get(k)
-            if g is None:
-                groups[k] = [i]
-            else:
-                g.append(i)
-        for k, rows in groups.items():
-            yield k, np.asarray(rows, dtype=np.int64)
+    def _factorize(pcols: list[pa.Array], idx: np.ndarray) -> tuple[np.ndarray,
+                                                                       list[tuple[Any, ...]]]:
+        """Partition code per kept row, and the key of each code (vectorized)."""
+        take = pa.array(idx)
+        codes = np.zeros(idx.size, dtype=np.int64)
+        dicts: list[list[Any]] = []
+        for col in pcols:
+            enc = pc.dictionary_encode(col.take(take))
+            if isinstance(enc, pa.ChunkedArray):
+                enc = enc.combine_chunks()
+            d = enc.dictionary.to_pylist()
+            codes = codes * max(len(d), 1) + np.asarray(
+                enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+            dicts.append(d)
+        uniq, inv = np.unique(codes, return_inverse=True)
+        keys: list[tuple[Any, ...]] = []
+        for u in uniq.tolist():
+            parts = []
+            for d in reversed(dicts):
+                u, r = divmod(u, max(len(d), 1))
+                parts.append(d[r])
+            keys.append(tuple(reversed(parts)))
+        return inv.reshape(-1).astype(np.int64), keys
 
-    def _run_interleaved(self, keys: list[tuple[Any, ...]], cls_list: list[int],
-                         inv: np.ndarray, positions: np.ndarray, tkeys: np.ndarray | None,
-                         wattr: np.ndarray | None) -> Iterator[Match]:
-        inv_l = inv.tolist()
+    def _run_grouped(self, codes: np.ndarray, keys: list[tuple[Any, ...]], cls_list: list[int],
+                     inv: np.ndarray, positions: np.ndarray, tkeys: np.ndarray | None,
+                     wattr: np.ndarray | None) -> Iterator[Match]:
+        """Partitions are independent: run each one's events as a segment, then merge."""
+        order = np.argsort(codes, kind="stable")
+        bounds = np.cumsum(np.bincount(codes, minlength=len(keys))).tolist()
+        out: list[Match] = []
+        start = 0
+        for k, end in zip(keys, bounds, strict=True):
+            sel = order[start:end]
+            start = end
+            out.extend(self._run_segment(
+                self._part(k), cls_list, inv[sel], positions[sel],
+                tkeys[sel] if tkeys is not None else None,
+                wattr[sel] if wattr is not None else None))
+        out.sort(key=lambda m: m.end_position)
+        yield from out
+
+    def _run_interleaved(self, codes: np.ndarray, keys: list[tuple[Any, ...]],
+                         cls_list: list[int], inv: np.ndarray, positions: np.ndarray,
+                         tkeys: np.ndarray | None, wattr: np.ndarray | None) -> Iterator[Match]:
+        """CONSUME BY ANY crosses partitions, so events run in stream order. Only events
+        whose class could move the start state or a state active in *some* partition are
+        looked at one by one (with ALL-like strategies, whose global state never changes)."""
+        n = codes.size
+        parts = [self._part(k) for k in keys]
+        # substream position of every row: partition's count so far + rank in this batch
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes, minlength=len(keys))
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n, dtype=np.int64) - np.repeat(starts, counts)
+        base_n = np.asarray([P.n for P in parts], dtype=np.int64)
+        subs = (rank + base_n[codes]).tolist()
+        for P, c in zip(parts, counts.tolist(), strict=True):
+            P.n += c
+        code_l = codes.tolist()
         pos_l = positions.tolist()
         t_l = tkeys.tolist() if tkeys is not None else pos_l
         w_l = wattr.tolist() if wattr is not None else None
         events = self._wkind == "events"
-        for i, k in enumerate(keys):
-            P = self._part(k)
-            sub = P.n
-            P.n += 1
-            c = cls_list[inv_l[i]]
+        filtering = self._dfa.strategy == "ALL"
+        active: dict[int, int] = {}
+        for P in parts:
+            if P.epoch == self._epoch:
+                for d in P.T:
+                    active[d] = active.get(d, 0) + 1
+        cache: dict[frozenset[int], list[int] | None] = {}
+        g0 = self._dfa.g0
+        inv_l = inv.tolist()
+        i = 0
+        gsig: frozenset[int] | None = None
+        while i < n:
+            rel: list[int] | None = None
+            if filtering and len(cache) <= 64:
+                if gsig is None:
+                    gsig = frozenset(active)
+                if gsig in cache:
+                    rel = cache[gsig]
+                else:
+                    sig = (g0, gsig)
+                    inert = np.fromiter((self._inert_for(sig, c) for c in cls_list),
+                                        dtype=bool, count=len(cls_list))
+                    rel = np.flatnonzero(~inert[inv]).tolist() if inert.any() else None
+                    cache[gsig] = rel
+            if rel is None:
+                j = i
+            else:
+                k = bisect_left(rel, i)
+                if k == len(rel):
+                    break
+                j = rel[k]
+            i = j + 1
+            P = parts[code_l[j]]
+            c = cls_list[inv_l[j]]
+            if P.epoch != self._epoch:
+                P.T = {}
+                P.epoch = self._epoch
+                P.sig = None
             if self._inert_for(self._sig(P), c):
                 continue
-            wkey = sub if events else (w_l[i] if w_l is not None else t_l[i])
-            accs = self._step(P, c, pos_l[i], sub, wkey, t_l[i])
+            old = list(P.T)
+            epoch = self._epoch
+            sub = subs[j]
+            wkey = sub if events else (w_l[j] if w_l is not None else t_l[j])
+            accs = self._step(P, c, pos_l[j], sub, wkey, t_l[j])
+            if self._epoch != epoch:  # consumption emptied every partition
+                active = {}
+            else:
+                for d in old:
+                    left = active[d] - 1
+                    if left:
+                        active[d] = left
+                    else:
+                        del active[d]
+                for d in P.T:
+                    active[d] = active.get(d, 0) + 1
+            gsig = None
             if accs:
-                yield from self._emit(P, accs, pos_l[i], wkey, t_l[i])
+                yield from self._emit(P, accs, pos_l[j], wkey, t_l[j])
 
     def _run_segment(self, P: _Part, cls_list: list[int], inv: np.ndarray,
                      positions: np.ndarray, tkeys: np.ndarray | None,
