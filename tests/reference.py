@@ -1,0 +1,468 @@
+"""A brute-force evaluator of CEQL, written straight from ``/work/shared/SEMANTICS.md``.
+
+It is deliberately naive — valuations are explicit Python sets, Kleene closures are computed as
+fixpoints — and shares no code with the engine (nor with ``ceql._predicates``): it only reads
+the AST. It is the oracle the test suites hold the engine to.
+
+``reference_matches`` returns every output of a query as ``RefMatch(end, start, positions,
+partition)`` with ORIGINAL 0-based indices into ``events``, after CONSUME BY but without LIMIT
+(the LIMIT check — a subset of the reference's outputs at each (partition, end) of size
+``min(n, available)`` — is done by the tests, since *which* ``n`` is enumeration order).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from ceql import _ast as A
+
+__all__ = ["MAX_EVENTS", "RefMatch", "pred_holds", "pred_value", "reference_matches"]
+
+MAX_EVENTS = 12
+
+
+class RefMatch(NamedTuple):
+    end: int
+    start: int
+    positions: tuple[int, ...]
+    partition: tuple[Any, ...]
+
+
+# A valuation over one (sub)stream: (start, end, mu) with substream positions; mu is the set of
+# (variable, position) pairs, so that pointwise union of mappings is set union.
+Mu = frozenset[tuple[str, int]]
+Val = tuple[int, int, Mu]
+
+
+# ================================================================ predicates (3-valued)
+
+class _Unknown:
+    """SQL's unknown / NULL: the value of an expression that has no value."""
+
+    _instance: _Unknown | None = None
+
+    def __new__(cls) -> _Unknown:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float, Fraction)) and not isinstance(v, bool)
+
+
+def _clean(v: object) -> object:
+    """Missing, None and NaN are all NULL."""
+    if v is None:
+        return UNKNOWN
+    if isinstance(v, float) and math.isnan(v):
+        return UNKNOWN
+    return v
+
+
+def pred_value(e: A.Expr, event: Mapping[str, Any]) -> object:
+    """The value of an arithmetic expression on one event, or ``UNKNOWN``."""
+    if isinstance(e, A.Attr):
+        return _clean(event.get(e.name))
+    if isinstance(e, A.Literal):
+        return _clean(e.value)
+    if isinstance(e, A.Neg):
+        v = pred_value(e.operand, event)
+        return -v if _is_number(v) else UNKNOWN  # type: ignore[operator]
+    if isinstance(e, A.Arith):
+        left = pred_value(e.left, event)
+        right = pred_value(e.right, event)
+        if not (_is_number(left) and _is_number(right)):
+            return UNKNOWN
+        lv: Any = left
+        rv: Any = right
+        if e.op == "+":
+            out = lv + rv
+        elif e.op == "-":
+            out = lv - rv
+        elif e.op == "*":
+            out = lv * rv
+        elif e.op == "/":
+            if rv == 0:
+                return UNKNOWN
+            out = lv / rv
+        elif e.op == "%":
+            if rv == 0:
+                return UNKNOWN
+            out = lv % rv
+        else:
+            raise ValueError(f"unknown arithmetic operator {e.op!r}")
+        return _clean(out)
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def _kind(v: object) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if _is_number(v):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return type(v).__name__
+
+
+def _compare(op: str, left: object, right: object) -> bool | None:
+    """A comparison in 3-valued logic: None is unknown."""
+    if left is UNKNOWN or right is UNKNOWN:
+        return None
+    if _kind(left) != _kind(right):
+        return None
+    lv: Any = left
+    rv: Any = right
+    if op in ("=", "=="):
+        return bool(lv == rv)
+    if op in ("!=", "<>"):
+        return bool(lv != rv)
+    if op == "<":
+        return bool(lv < rv)
+    if op == "<=":
+        return bool(lv <= rv)
+    if op == ">":
+        return bool(lv > rv)
+    if op == ">=":
+        return bool(lv >= rv)
+    raise ValueError(f"unknown comparison {op!r}")
+
+
+def _and3(a: bool | None, b: bool | None) -> bool | None:
+    if a is False or b is False:
+        return False
+    if a is None or b is None:
+        return None
+    return True
+
+
+def _or3(a: bool | None, b: bool | None) -> bool | None:
+    if a is True or b is True:
+        return True
+    if a is None or b is None:
+        return None
+    return False
+
+
+def _not3(a: bool | None) -> bool | None:
+    return None if a is None else not a
+
+
+def _pred3(p: A.Pred, event: Mapping[str, Any]) -> bool | None:
+    if isinstance(p, A.Compare):
+        return _compare(p.op, pred_value(p.left, event), pred_value(p.right, event))
+    if isinstance(p, A.Like):
+        v = pred_value(p.expr, event)
+        if not isinstance(v, str):
+            return None
+        return re.search(p.pattern, v) is not None
+    if isinstance(p, A.InSet):
+        v = pred_value(p.expr, event)
+        result: bool | None = False
+        for lit in p.values:
+            result = _or3(result, _compare("=", v, _clean(lit.value)))
+        return _not3(result) if p.negated else result
+    if isinstance(p, A.InRange):
+        v = pred_value(p.expr, event)
+        lo = pred_value(p.lo, event)
+        hi = pred_value(p.hi, event)
+        return _and3(_compare("<=", lo, v), _compare("<=", v, hi))
+    if isinstance(p, A.PAnd):
+        return _and3(_pred3(p.left, event), _pred3(p.right, event))
+    if isinstance(p, A.POr):
+        return _or3(_pred3(p.left, event), _pred3(p.right, event))
+    if isinstance(p, A.PNot):
+        return _not3(_pred3(p.operand, event))
+    raise TypeError(f"not a predicate: {p!r}")
+
+
+def pred_holds(p: A.Pred, event: Mapping[str, Any]) -> bool:
+    """Only TRUE satisfies a predicate; unknown (NULL) does not."""
+    return _pred3(p, event) is True
+
+
+# ================================================================ formulas
+
+
+class _Substream:
+    """One (sub)stream: its events and their original indices, position by position."""
+
+    def __init__(self, items: list[tuple[int, Mapping[str, Any]]], *, streams: tuple[str, ...],
+                 type_key: str, stream_key: str) -> None:
+        self.orig = [i for i, _ in items]
+        self.events = [e for _, e in items]
+        self.streams = streams
+        self.type_key = type_key
+        self.stream_key = stream_key
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def matches_type(self, pos: int, et: A.EventType) -> bool:
+        event = self.events[pos]
+        if event.get(self.type_key) != et.name:
+            return False
+        if et.stream is None:
+            return True
+        own = event.get(self.stream_key)
+        # An event without a stream name belongs to every stream of the query.
+        return own is None or own == et.stream
+
+
+def _positions(mu: Mu) -> frozenset[int]:
+    return frozenset(p for _, p in mu)
+
+
+def _var(mu: Mu, var: str) -> frozenset[int]:
+    return frozenset(p for x, p in mu if x == var)
+
+
+def _cond_holds(cond: A.FilterExpr, mu: Mu, sub: _Substream) -> bool:
+    if isinstance(cond, A.FilterAtom):
+        return all(pred_holds(cond.pred, sub.events[p]) for p in _var(mu, cond.var))
+    if isinstance(cond, A.FilterAnd):
+        return _cond_holds(cond.left, mu, sub) and _cond_holds(cond.right, mu, sub)
+    if isinstance(cond, A.FilterOr):
+        return _cond_holds(cond.left, mu, sub) or _cond_holds(cond.right, mu, sub)
+    raise TypeError(f"not a FILTER condition: {cond!r}")
+
+
+def _join(left: Iterable[Val], right: Iterable[Val], contiguous: bool) -> set[Val]:
+    right = list(right)
+    out: set[Val] = set()
+    for s1, e1, mu1 in left:
+        for s2, e2, mu2 in right:
+            if (s2 == e1 + 1) if contiguous else (e1 < s2):
+                out.add((s1, e2, mu1 | mu2))
+    return out
+
+
+def eval_formula(f: A.Formula, sub: _Substream) -> set[Val]:
+    """``⟦f⟧(sub)`` as an explicit set of valuations."""
+    if isinstance(f, A.EventType):
+        return {(i, i, frozenset({(f.name, i)})) for i in range(len(sub)) if sub.matches_type(i, f)}
+    if isinstance(f, A.As):
+        out: set[Val] = set()
+        for s, e, mu in eval_formula(f.formula, sub):
+            out.add((s, e, mu | frozenset((f.var, p) for p in _positions(mu))))
+        return out
+    if isinstance(f, A.Filter):
+        return {v for v in eval_formula(f.formula, sub) if _cond_holds(f.cond, v[2], sub)}
+    if isinstance(f, A.Or):
+        return eval_formula(f.left, sub) | eval_formula(f.right, sub)
+    if isinstance(f, A.Seq):
+        return _join(eval_formula(f.left, sub), eval_formula(f.right, sub), f.contiguous)
+    if isinstance(f, A.Plus):
+        # ⟦φ+⟧ = ⟦φ⟧ ∪ ⟦φ ; φ+⟧, the least fixpoint (every step adds a later position, so it
+        # ends after at most len(sub) rounds).
+        base = eval_formula(f.formula, sub)
+        result = set(base)
+        frontier = set(base)
+        while frontier:
+            new = _join(base, frontier, f.contiguous) - result
+            result |= new
+            frontier = new
+        return result
+    raise TypeError(f"not a formula: {f!r}")
+
+
+# ================================================================ selection strategies
+
+
+def _strategy_keep(strategy: str, ces: set[tuple[int, frozenset[int]]]) -> set[tuple[int, frozenset[int]]]:
+    """The complex events ``(start, D)`` with one common end that the strategy keeps."""
+    if strategy in ("ALL", "ANY"):
+        return set(ces)
+    if strategy == "STRICT":
+        return {(s, d) for s, d in ces if d == frozenset(range(s, max(d) + 1))}
+    if strategy == "MAX":
+        return {(s, d) for s, d in ces if not any(d2 > d for _, d2 in ces)}
+    if strategy in ("NEXT", "LAST"):
+        pick = min if strategy == "NEXT" else max
+        best: tuple[int, frozenset[int]] | None = None
+        for ce in ces:
+            if best is None:
+                best = ce
+                continue
+            diff = best[1] ^ ce[1]
+            if diff and pick(diff) in ce[1]:  # best ≤ ce
+                best = ce
+        # sanity: it is the maximum of a total order
+        assert best is None or all(
+            not (best[1] ^ d) or pick(best[1] ^ d) in best[1] for _, d in ces)
+        return set() if best is None else {best}
+    raise ValueError(f"unknown selection strategy {strategy!r}")
+
+
+# ================================================================ windows
+
+
+def _time_value(v: object) -> Fraction | dt.datetime | None:
+    v = _clean(v)
+    if v is UNKNOWN:
+        return None
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return Fraction(v)
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, dt.datetime):
+        return v
+    if isinstance(v, dt.date):
+        return dt.datetime(v.year, v.month, v.day)
+    return None
+
+
+def _seconds(delta: dt.timedelta) -> Fraction:
+    return Fraction(delta.days * 86400 + delta.seconds) + Fraction(delta.microseconds, 10**6)
+
+
+def _time_diff(late: object, early: object) -> Fraction | None:
+    a = _time_value(late)
+    b = _time_value(early)
+    if a is None or b is None:
+        return None
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return a - b
+    if isinstance(a, dt.datetime) and isinstance(b, dt.datetime):
+        return _seconds(a - b)
+    return None
+
+
+# ================================================================ the whole query
+
+
+def _stream_members(events: Sequence[Mapping[str, Any]], streams: tuple[str, ...],
+                    stream_key: str) -> list[int]:
+    """Original indices of the events of the query's (merged) stream, in input order."""
+    out = []
+    for i, event in enumerate(events):
+        own = event.get(stream_key)
+        if own is None or own in streams:
+            out.append(i)
+    return out
+
+
+def _check_times(events: Sequence[Mapping[str, Any]], time: str | None) -> None:
+    if time is None:
+        return
+    previous: object = None
+    for i, event in enumerate(events):
+        if _time_value(event.get(time)) is None:
+            raise ValueError(f"event {i} has no usable time in {time!r}")
+        if previous is not None:
+            d = _time_diff(event.get(time), previous)
+            if d is None or d < 0:
+                raise ValueError(f"event {i}: time goes backwards")
+        previous = event.get(time)
+
+
+def _within_ok(w: A.Within | None, s: int, e: int, sub: _Substream, events: Sequence[Mapping[str, Any]],
+               time: str | None) -> bool:
+    if w is None:
+        return True
+    if w.kind == "events":
+        return Fraction(e - s) <= w.amount
+    first, last = sub.orig[s], sub.orig[e]
+    if w.kind == "time":
+        if time is None:
+            diff: Fraction | None = Fraction(last - first)
+        else:
+            diff = _time_diff(events[last].get(time), events[first].get(time))
+    elif w.kind == "attr":
+        assert w.attr is not None
+        diff = _time_diff(events[last].get(w.attr), events[first].get(w.attr))
+        if diff is not None and isinstance(_time_value(events[last].get(w.attr)), dt.datetime):
+            diff = None  # ``n [attr]`` is a difference of numbers
+    else:
+        raise ValueError(f"unknown WITHIN kind {w.kind!r}")
+    return diff is not None and diff <= w.amount
+
+
+def _evaluate_substream(query: A.Query, sub: _Substream, events: Sequence[Mapping[str, Any]],
+                        time: str | None) -> set[tuple[int, int, tuple[int, ...]]]:
+    """Steps 2–5 (WHERE, strategy, SELECT, WITHIN) on one substream; original positions."""
+    valuations = eval_formula(query.where, sub)
+    by_end: dict[int, set[tuple[int, frozenset[int]]]] = defaultdict(set)
+    for s, e, mu in valuations:
+        by_end[e].add((s, _positions(mu)))
+    kept = {e: _strategy_keep(query.strategy, ces) for e, ces in by_end.items()}
+    out: set[tuple[int, int, tuple[int, ...]]] = set()
+    for s, e, mu in valuations:
+        if (s, _positions(mu)) not in kept[e]:
+            continue
+        if query.select is None:
+            data = _positions(mu)
+        else:
+            data = frozenset().union(*(_var(mu, x) for x in query.select)) if query.select \
+                else frozenset()
+        if not _within_ok(query.within, s, e, sub, events, time):
+            continue
+        out.add((sub.orig[e], sub.orig[s], tuple(sorted(sub.orig[p] for p in data))))
+    return out
+
+
+def reference_matches(query: A.Query, events: Sequence[Mapping[str, Any]], *,
+                      time: str | None = None, type_key: str = "type",
+                      stream_key: str = "stream") -> list[RefMatch]:
+    """Every output of ``query`` on ``events`` (LIMIT not applied), grouped by end position.
+
+    Positions are original 0-based indices into ``events``. Sorted by (end, start, positions).
+    Raises ``ValueError`` when a (sub)stream holds more than ``MAX_EVENTS`` events or when times
+    are missing or out of order.
+    """
+    _check_times(events, time)
+    members = _stream_members(events, query.streams, stream_key)
+
+    # 1. PARTITION BY: composite key of non-NULL values; events lacking one are dropped.
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    keys: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # equal keys: the first one seen
+    for i in members:
+        key = tuple(events[i].get(a) for a in query.partition_by)
+        if any(_clean(v) is UNKNOWN for v in key):
+            continue
+        groups.setdefault(key, []).append(i)
+        keys.setdefault(key, key)
+
+    outputs: list[RefMatch] = []
+    for key, indices in groups.items():
+        if len(indices) > MAX_EVENTS:
+            raise ValueError(f"the reference is a brute force: {len(indices)} events in one "
+                             f"substream (at most {MAX_EVENTS})")
+        sub = _Substream([(i, events[i]) for i in indices], streams=query.streams,
+                         type_key=type_key, stream_key=stream_key)
+        for end, start, positions in _evaluate_substream(query, sub, events, time):
+            outputs.append(RefMatch(end, start, positions, keys[key]))
+
+    # 6. CONSUME BY, in stream order of the triggering (end) position.
+    outputs.sort(key=lambda m: (m.end, m.start, m.positions))
+    if query.consume == "NONE":
+        return outputs
+    if query.consume not in ("ANY", "PARTITION"):
+        raise ValueError(f"unknown CONSUME BY policy {query.consume!r}")
+    barrier: dict[tuple[Any, ...], int] = {}
+    kept: list[RefMatch] = []
+    ends = sorted({m.end for m in outputs})
+    for end in ends:
+        here = [m for m in outputs if m.end == end]
+        scope = () if query.consume == "ANY" else here[0].partition
+        limit = barrier.get(scope, -1)
+        alive = [m for m in here if m.start > limit]
+        if alive:
+            kept.extend(alive)
+            barrier[scope] = end
+    return kept

@@ -1,0 +1,411 @@
+"""Hypothesis generators: random CEQL queries (as ASTs) and small random streams.
+
+Queries use every operator of SEMANTICS.md: event types (stream-qualified too), AS on any
+sub-formula, FILTER with AND/OR over several variables and every predicate form (including the
+ones that give NULL at run time: missing or None attributes, strings compared with numbers,
+division by an attribute that is 0), OR, ``;``, ``:``, ``+``, ``:+`` nested freely (Kleene inside
+Kleene, OR inside Kleene), every selection strategy, ``SELECT *``/``NONE``/variable lists, every
+WITHIN form, PARTITION BY (one or two attributes), CONSUME BY and LIMIT.
+
+Every generated AST is in the image of the parser (``parse(format_query(q)) == q``) and passes
+the engine's validation: FILTER names only variables bound inside the formula it filters, SELECT
+only bound variables, ``S>T`` only streams of FROM, literals never clash in type, no literal 0
+divisor, no empty literal RANGE.
+
+Streams: at most 8 events, mostly of the types the query names, with small non-negative integer
+attributes ``a``/``b`` (sometimes NULL or missing), a mixed attribute ``c`` (integer or string),
+a string attribute ``s``, partition attributes ``g``/``h`` (0 or 1), an optional stream name
+(S, T or U, where U is never in FROM) and a non-decreasing integer time ``ts``.
+
+Arithmetic stays where engines agree: ``%`` only on non-negative operands; ``/`` is true
+division.
+
+Weighted choices go through ``sampled_from`` (``one_of`` with repeated branches is not weighted
+the way it looks).
+"""
+
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+from typing import Any, TypeVar
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from ceql import _ast as A
+
+__all__ = [
+    "PROFILE",
+    "Case",
+    "atom_preds",
+    "cases",
+    "events_lists",
+    "exprs",
+    "filter_conds",
+    "formulas",
+    "preds",
+    "queries",
+    "statically_valid",
+    "weighted",
+    "withins",
+]
+
+# ---------------------------------------------------------------- hypothesis profiles
+
+_COMMON: dict[str, Any] = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
+                              HealthCheck.filter_too_much],
+    "print_blob": True,
+}
+settings.register_profile("ci", max_examples=300, **_COMMON)
+settings.register_profile("dev", max_examples=100, **_COMMON)
+
+
+def _profile() -> settings:
+    name = os.environ.get("HYPOTHESIS_PROFILE", "dev")
+    try:
+        return settings.get_profile(name)
+    except Exception:  # a profile we do not know: dev
+        return settings.get_profile("dev")
+
+
+PROFILE = _profile()
+
+T = TypeVar("T")
+
+
+def weighted(*options: tuple[int, st.SearchStrategy[T]]) -> st.SearchStrategy[T]:
+    """Draw from one of ``options`` with probability proportional to its weight."""
+    index = [i for i, (w, _) in enumerate(options) for _ in range(w)]
+    return st.sampled_from(index).flatmap(lambda i: options[i][1])
+
+
+# ---------------------------------------------------------------- vocabulary
+
+TYPES = ("A", "B", "C")
+VARS = ("x", "y", "z")
+INT_ATTRS = ("a", "b")
+NUM_ATTRS = ("a", "b", "c")  # c is sometimes a string
+STRINGS = ("x", "y", "xy", "", "o'k")
+PATTERNS = ("x", "^x", "y$", "x|y", "^$", "xy", "'")
+# comparisons that hold for most non-NULL values in 0..3
+SIMPLE = ((">=", 0), (">=", 1), (">", 0), ("<=", 2), ("<=", 3), ("<", 3), ("!=", 0),
+          ("!=", 1), ("!=", 3), ("=", 1), ("=", 2), ("<", 1))
+TIME_WINDOWS = (Fraction(0), Fraction(1), Fraction(2), Fraction(3, 2), Fraction(5, 2),
+                Fraction(4), Fraction(60))
+
+# ---------------------------------------------------------------- expressions
+
+_int_lit = st.integers(-1, 4).map(A.Literal)
+_num_lit = weighted((3, _int_lit), (1, st.sampled_from([0.5, 1.5, -0.5, 2.0]).map(A.Literal)))
+_str_lit = st.sampled_from(STRINGS).map(A.Literal)
+_any_lit = weighted((2, _num_lit), (1, _str_lit))
+_num_attr = st.sampled_from(NUM_ATTRS).map(A.Attr)
+_int_attr = st.sampled_from(INT_ATTRS).map(A.Attr)
+
+
+@st.composite
+def exprs(draw: st.DrawFn, depth: int = 2) -> A.Expr:
+    """Arithmetic over attributes and number literals."""
+    if depth <= 0 or draw(st.integers(0, 2)) == 0:
+        return draw(weighted((2, _num_attr), (1, _num_lit)))
+    kind = draw(st.sampled_from(["neg", "add", "mul", "div", "mod"]))
+    if kind == "neg":
+        # -<number literal> is a literal (the parser folds it): negate something else
+        inner = draw(exprs(depth - 1))
+        return A.Neg(A.Attr("a") if isinstance(inner, A.Literal) else inner)
+    if kind in ("add", "mul"):
+        op = draw(st.sampled_from(["+", "-"] if kind == "add" else ["*"]))
+        return A.Arith(op, draw(exprs(depth - 1)), draw(exprs(depth - 1)))
+    if kind == "div":
+        # a literal 0 divisor is a compile-time error; an attribute that is 0 gives NULL
+        right = draw(weighted((1, st.sampled_from([2, 4]).map(A.Literal)), (1, _int_attr)))
+        return A.Arith("/", draw(exprs(depth - 1)), right)
+    # % only on non-negative operands (Python and C disagree on signs)
+    right = draw(weighted((1, st.sampled_from([2, 3]).map(A.Literal)), (1, _int_attr)))
+    return A.Arith("%", draw(_num_attr), right)
+
+
+# ---------------------------------------------------------------- static validity
+
+
+class _Clash(Exception):
+    pass
+
+
+def _kind(e: A.Expr) -> str | None:
+    """What the validator knows of an expression's type without a schema."""
+    if isinstance(e, A.Attr):
+        return None
+    if isinstance(e, A.Literal):
+        v = e.value
+        return "bool" if isinstance(v, bool) else "string" if isinstance(v, str) else "number"
+    if isinstance(e, A.Neg):
+        k = _kind(e.operand)
+        if k not in (None, "number"):
+            raise _Clash
+        return k
+    lk, rk = _kind(e.left), _kind(e.right)
+    if lk not in (None, "number") or rk not in (None, "number"):
+        raise _Clash
+    if e.op in ("/", "%") and isinstance(e.right, A.Literal) and e.right.value == 0:
+        raise _Clash
+    return "number" if lk == rk == "number" else None
+
+
+def _agree(a: str | None, b: str | None) -> None:
+    if a is not None and b is not None and a != b:
+        raise _Clash
+
+
+def statically_valid(p: A.Pred) -> bool:
+    """No type clash among literals, no literal 0 divisor, no empty literal RANGE."""
+    try:
+        if isinstance(p, A.Compare):
+            _agree(_kind(p.left), _kind(p.right))
+        elif isinstance(p, A.Like):
+            _agree(_kind(p.expr), "string")
+        elif isinstance(p, A.InSet):
+            kinds = [_kind(v) for v in p.values]
+            for k in kinds:
+                _agree(kinds[0], k)
+            _agree(_kind(p.expr), kinds[0])
+        elif isinstance(p, A.InRange):
+            k, lo, hi = _kind(p.expr), _kind(p.lo), _kind(p.hi)
+            _agree(k, lo)
+            _agree(k, hi)
+            _agree(lo, hi)
+            if isinstance(p.lo, A.Literal) and isinstance(p.hi, A.Literal) \
+                    and p.lo.value > p.hi.value:  # type: ignore[operator]
+                raise _Clash
+        elif isinstance(p, (A.PAnd, A.POr)):
+            return statically_valid(p.left) and statically_valid(p.right)
+        elif isinstance(p, A.PNot):
+            return statically_valid(p.operand)
+    except _Clash:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- predicates
+
+
+@st.composite
+def _atom_preds(draw: st.DrawFn) -> A.Pred:
+    kind = draw(st.sampled_from(["simple"] * 4 + ["cmp"] * 2 + ["like", "in", "range", "null"]))
+    if kind == "simple":  # mostly true; unknown when the attribute is NULL (or c a string)
+        op, value = draw(st.sampled_from(SIMPLE))
+        return A.Compare(op, draw(_num_attr), A.Literal(value))
+    if kind == "null":  # unknown for every event (zz never exists), or for many
+        op = draw(st.sampled_from(["=", "!=", "<", ">="]))
+        left = draw(st.sampled_from([A.Attr("zz"), A.Attr("s"),
+                                     A.Arith("/", A.Attr("a"), A.Attr("b"))]))
+        return A.Compare(op, left, A.Literal(draw(st.integers(0, 1))))
+    if kind == "cmp":
+        op = draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="]))
+        left = draw(exprs())
+        right = draw(weighted((1, _any_lit), (1, exprs(1))))
+        if draw(st.booleans()):
+            left, right = right, left
+        return A.Compare(op, left, right)
+    if kind == "like":
+        target = draw(st.sampled_from(["s", "s", "c"]))  # LIKE on a number is unknown
+        return A.Like(A.Attr(target), draw(st.sampled_from(PATTERNS)))
+    if kind == "in":
+        negated = draw(st.booleans())
+        if draw(st.booleans()):
+            values = draw(st.lists(st.sampled_from(STRINGS), min_size=1, max_size=3, unique=True))
+            return A.InSet(A.Attr(draw(st.sampled_from(["s", "c"]))),
+                           tuple(A.Literal(v) for v in values), negated)
+        ints = draw(st.lists(st.integers(-1, 4), min_size=1, max_size=3, unique=True))
+        target = draw(weighted((3, _num_attr), (1, exprs(1))))
+        return A.InSet(target, tuple(A.Literal(v) for v in ints), negated)
+    lo = draw(weighted((1, st.sampled_from([-1, 0, 1]).map(A.Literal)), (1, _int_attr)))
+    hi = draw(weighted((1, st.sampled_from([1, 2, 3]).map(A.Literal)), (1, _int_attr)))
+    target = draw(weighted((3, _num_attr), (1, exprs(1))))
+    return A.InRange(target, lo, hi)
+
+
+def atom_preds() -> st.SearchStrategy[A.Pred]:
+    return _atom_preds().filter(statically_valid)
+
+
+@st.composite
+def preds(draw: st.DrawFn, depth: int = 2) -> A.Pred:
+    if depth <= 0 or draw(st.booleans()):
+        return draw(atom_preds())
+    kind = draw(st.sampled_from(["and", "or", "not", "not"]))
+    if kind == "not":
+        return A.PNot(draw(preds(depth - 1)))
+    left, right = draw(preds(depth - 1)), draw(preds(depth - 1))
+    return A.PAnd(left, right) if kind == "and" else A.POr(left, right)
+
+
+@st.composite
+def filter_conds(draw: st.DrawFn, bound: frozenset[str], depth: int = 2) -> A.FilterExpr:
+    """A FILTER condition over variables of ``bound`` (AND tighter than OR, any nesting)."""
+    if depth <= 0 or draw(st.booleans()):
+        return A.FilterAtom(draw(st.sampled_from(sorted(bound))), draw(preds()))
+    left = draw(filter_conds(bound, depth - 1))
+    right = draw(filter_conds(bound, depth - 1))
+    return A.FilterAnd(left, right) if draw(st.booleans()) else A.FilterOr(left, right)
+
+
+# ---------------------------------------------------------------- formulas
+
+Bound = frozenset[str]
+_FORMULA_KINDS = ("seq", "seq", "cseq", "or", "plus", "cplus", "as", "filter", "filter")
+
+
+@st.composite
+def formulas(draw: st.DrawFn, streams: tuple[str, ...] = ("S",),
+             depth: int = 3) -> tuple[A.Formula, Bound]:
+    """A formula and the variables it binds (event-type names included)."""
+    if depth <= 0 or draw(st.integers(0, depth)) == 0:
+        name = draw(st.sampled_from(("A", "A", "B", "B", "C")))
+        qualifier = draw(st.sampled_from((None, None, None, *streams)))
+        return A.EventType(name, qualifier), frozenset({name})
+    kind = draw(st.sampled_from(_FORMULA_KINDS))
+    if kind in ("seq", "cseq", "or"):
+        left, lb = draw(formulas(streams, depth - 1))
+        right, rb = draw(formulas(streams, depth - 1))
+        if kind == "or":
+            return A.Or(left, right), lb | rb
+        return A.Seq(left, right, kind == "cseq"), lb | rb
+    inner, ib = draw(formulas(streams, depth - 1))
+    if kind in ("plus", "cplus"):
+        return A.Plus(inner, kind == "cplus"), ib
+    if kind == "as":
+        var = draw(st.sampled_from(VARS))
+        return A.As(inner, var), ib | {var}
+    return A.Filter(inner, draw(filter_conds(ib))), ib
+
+
+# ---------------------------------------------------------------- clauses and queries
+
+
+@st.composite
+def withins(draw: st.DrawFn) -> A.Within | None:
+    kind = draw(st.sampled_from(["none", "none", "events", "time", "attr"]))
+    if kind == "none":
+        return None
+    if kind == "events":
+        return A.Within("events", Fraction(draw(st.sampled_from([0, 1, 2, 3, 3, 4, 5, 6]))))
+    if kind == "time":
+        return A.Within("time", draw(st.sampled_from(TIME_WINDOWS)))
+    return A.Within("attr", Fraction(draw(st.integers(0, 4))), "ts")
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> A.Query:
+    streams = draw(st.sampled_from([("S",), ("S", "T"), ("T", "S")]))
+    where, bound = draw(formulas(streams))
+    select_kind = draw(st.sampled_from(["*", "*", "*", "none", "vars", "vars"]))
+    select: tuple[str, ...] | None
+    if select_kind == "*":
+        select = None
+    elif select_kind == "none":
+        select = ()
+    else:
+        select = tuple(draw(st.lists(st.sampled_from(sorted(bound)), min_size=1, max_size=2,
+                                     unique=True)))
+    return A.Query(
+        strategy=draw(st.sampled_from(A.STRATEGIES)),
+        select=select,
+        streams=streams,
+        where=where,
+        partition_by=draw(st.sampled_from([(), (), (), ("g",), ("g", "h"), ("a",)])),
+        within=draw(withins()),
+        consume=draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION"))),
+        limit=draw(st.sampled_from((None, None, None, 1, 2, 3))),
+    )
+
+
+# ---------------------------------------------------------------- streams
+
+_MISSING = object()
+
+
+def _maybe(values: st.SearchStrategy[Any], weight: int) -> st.SearchStrategy[Any]:
+    """A value (``weight`` times as likely as each other choice), None, or ``_MISSING``."""
+    return weighted((weight, values), (1, st.none()), (1, st.just(_MISSING)))
+
+
+@st.composite
+def events_lists(draw: st.DrawFn, max_size: int = 8, mixed: bool = True,
+                 types: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """Small streams; ``mixed=False`` keeps every attribute to one type (for Arrow tables).
+
+    ``types``: the event types to draw from (D, a type no query names, is added sometimes).
+    """
+    n = draw(weighted((1, st.just(0)), (3, st.integers(1, max_size)),
+                      (6, st.integers(max_size - 3, max_size))))
+    if types is None:
+        types = draw(st.sampled_from([("A", "B"), ("A", "B", "C")]))
+    if draw(st.integers(0, 4)) == 0:
+        types = (*types, "D")
+    c_values = weighted((2, st.integers(0, 3)), (1, st.sampled_from(["x", "3"]))) if mixed \
+        else st.integers(0, 3)
+    columns: dict[str, st.SearchStrategy[Any]] = {
+        "stream": weighted((2, st.just(_MISSING)), (1, st.none()), (2, st.just("S")),
+                           (1, st.just("T")), (1, st.just("U"))),
+        "a": _maybe(st.integers(0, 3), 8),
+        "b": _maybe(st.integers(0, 3), 8),
+        "c": _maybe(c_values, 4),
+        "s": _maybe(st.sampled_from(STRINGS), 4),
+        "g": _maybe(st.integers(0, 1), 8),
+        "h": _maybe(st.integers(0, 1), 8),
+    }
+    ts = 0
+    out: list[dict[str, Any]] = []
+    for _ in range(n):
+        ts += draw(st.sampled_from([0, 1, 1, 2]))
+        ev: dict[str, Any] = {"type": draw(st.sampled_from(types)), "ts": ts}
+        for k, strategy in columns.items():
+            v = draw(strategy)
+            if v is not _MISSING:
+                ev[k] = v
+        out.append(ev)
+    return out
+
+
+Case = tuple[A.Query, list[dict[str, Any]], str | None]
+
+
+def _type_names(f: A.Formula) -> set[str]:
+    if isinstance(f, A.EventType):
+        return {f.name}
+    if isinstance(f, (A.As, A.Filter, A.Plus)):
+        return _type_names(f.formula)
+    return _type_names(f.left) | _type_names(f.right)
+
+
+@st.composite
+def cases(draw: st.DrawFn, mixed: bool = True) -> Case:
+    """A query, a stream mostly of the types it names, and the time option (None or "ts")."""
+    q = draw(queries())
+    extra = draw(st.sampled_from(("", "", "A", "B", "C")))
+    types = tuple(sorted((_type_names(q.where) | {extra}) - {""}))
+    return q, draw(events_lists(mixed=mixed, types=types)), draw(st.sampled_from([None, "ts"]))
+
+
+MultiCase = tuple[A.Query, list[list[dict[str, Any]]], str | None]
+
+
+@st.composite
+def multi_cases(draw: st.DrawFn, mixed: bool = True, streams: int = 3) -> MultiCase:
+    """A query, up to ``streams`` streams for it, and the time option."""
+    q = draw(queries())
+    out = []
+    for _ in range(draw(st.integers(1, streams))):
+        extra = draw(st.sampled_from(("", "", "A", "B", "C")))
+        types = tuple(sorted((_type_names(q.where) | {extra}) - {""}))
+        out.append(draw(events_lists(mixed=mixed, types=types)))
+    return q, out, draw(st.sampled_from([None, "ts"]))
+
+
+def core(q: A.Query) -> A.Query:
+    """The query's WHERE alone: SELECT ALL *, no PARTITION BY / WITHIN / CONSUME BY / LIMIT."""
+    return A.Query("ALL", None, q.streams, q.where)

@@ -1,0 +1,626 @@
+"""The brute-force reference on SEMANTICS.md's worked examples and on hand-computed cases.
+
+ASTs are built directly, so these tests need neither the parser nor the engine.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from ceql import _ast as A
+from reference import RefMatch, pred_holds, reference_matches
+
+# ---------------------------------------------------------------- AST builders
+
+
+def T(name: str, stream: str | None = None) -> A.EventType:
+    return A.EventType(name, stream)
+
+
+def seq(*parts: A.Formula, contiguous: bool = False) -> A.Formula:
+    out = parts[0]
+    for p in parts[1:]:
+        out = A.Seq(out, p, contiguous)
+    return out
+
+
+def cseq(*parts: A.Formula) -> A.Formula:
+    return seq(*parts, contiguous=True)
+
+
+def plus(f: A.Formula) -> A.Plus:
+    return A.Plus(f)
+
+
+def cplus(f: A.Formula) -> A.Plus:
+    return A.Plus(f, contiguous=True)
+
+
+def as_(f: A.Formula, var: str) -> A.As:
+    return A.As(f, var)
+
+
+def or_(*parts: A.Formula) -> A.Formula:
+    out = parts[0]
+    for p in parts[1:]:
+        out = A.Or(out, p)
+    return out
+
+
+def lit(v: Any) -> A.Literal:
+    return A.Literal(v)
+
+
+def attr(name: str) -> A.Attr:
+    return A.Attr(name)
+
+
+def cmp(var: str, name: str, op: str, value: Any) -> A.FilterAtom:
+    return A.FilterAtom(var, A.Compare(op, attr(name), lit(value)))
+
+
+def fand(*conds: A.FilterExpr) -> A.FilterExpr:
+    out = conds[0]
+    for c in conds[1:]:
+        out = A.FilterAnd(out, c)
+    return out
+
+
+def filt(f: A.Formula, *conds: A.FilterExpr) -> A.Filter:
+    return A.Filter(f, fand(*conds))
+
+
+def query(where: A.Formula, *, strategy: str = "ANY", select: tuple[str, ...] | None = None,
+          streams: tuple[str, ...] = ("S",), partition_by: tuple[str, ...] = (),
+          within: A.Within | None = None, consume: str = "NONE",
+          limit: int | None = None) -> A.Query:
+    return A.Query(strategy, select, streams, where, partition_by, within, consume, limit)
+
+
+def events_w(n: int | Fraction) -> A.Within:
+    return A.Within("events", Fraction(n))
+
+
+def time_w(seconds: int | Fraction) -> A.Within:
+    return A.Within("time", Fraction(seconds))
+
+
+def attr_w(n: int | Fraction, name: str) -> A.Within:
+    return A.Within("attr", Fraction(n), name)
+
+
+def stream(spec: str, **cols: Sequence[Any]) -> list[dict[str, Any]]:
+    """``stream("A B C", id=[1, 2, 3])``; a column value ``...`` leaves the attribute out."""
+    types = spec.split()
+    out: list[dict[str, Any]] = []
+    for i, t in enumerate(types):
+        ev: dict[str, Any] = {"type": t}
+        for k, vals in cols.items():
+            if vals[i] is not ...:
+                ev[k] = vals[i]
+        out.append(ev)
+    return out
+
+
+def sets(matches: list[RefMatch]) -> set[frozenset[int]]:
+    return {frozenset(m.positions) for m in matches}
+
+
+def by_end(matches: list[RefMatch]) -> dict[int, set[tuple[int, ...]]]:
+    out: dict[int, set[tuple[int, ...]]] = defaultdict(set)
+    for m in matches:
+        out[m.end].add(m.positions)
+    return dict(out)
+
+
+def run(q: A.Query, events: Sequence[Mapping[str, Any]], **kw: Any) -> list[RefMatch]:
+    out = reference_matches(q, events, **kw)
+    # The reference never reports one complex event twice, and groups by end in stream order.
+    assert len(out) == len(set(out))
+    assert [m.end for m in out] == sorted(m.end for m in out)
+    return out
+
+
+# ---------------------------------------------------------------- worked example 1: stocks
+
+STOCK = [
+    {"type": "SELL", "name": "MSFT", "price": 101},
+    {"type": "SELL", "name": "MSFT", "price": 102},
+    {"type": "SELL", "name": "INTL", "price": 80},
+    {"type": "BUY", "name": "INTL", "price": 80},
+    {"type": "SELL", "name": "AMZN", "price": 1900},
+    {"type": "SELL", "name": "INTL", "price": 81},
+    {"type": "SELL", "name": "AMZN", "price": 1920},
+]
+
+STOCK_WHERE = filt(
+    seq(as_(T("SELL"), "msft"), as_(T("SELL"), "intel"), as_(T("SELL"), "amzn")),
+    cmp("msft", "name", "=", "MSFT"), cmp("msft", "price", ">", 100),
+    cmp("intel", "name", "=", "INTL"),
+    cmp("amzn", "name", "=", "AMZN"), cmp("amzn", "price", "<", 2000),
+)
+
+
+def test_stock_all() -> None:
+    out = run(query(STOCK_WHERE, streams=("Stock",)), STOCK)
+    assert by_end(out) == {4: {(1, 2, 4), (0, 2, 4)},
+                           6: {(1, 2, 6), (0, 2, 6), (1, 5, 6), (0, 5, 6)}}
+    assert all(m.start == m.positions[0] and m.end == m.positions[-1] for m in out)
+    assert all(m.partition == () for m in out)
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [
+    ("ALL", {4: {(1, 2, 4), (0, 2, 4)}, 6: {(1, 2, 6), (0, 2, 6), (1, 5, 6), (0, 5, 6)}}),
+    # NEXT prefers the earliest events: min(DΔD') decides.
+    ("NEXT", {4: {(0, 2, 4)}, 6: {(0, 2, 6)}}),
+    # LAST prefers the latest events: max(DΔD') decides.
+    ("LAST", {4: {(1, 2, 4)}, 6: {(1, 5, 6)}}),
+    # all of them have three events: none contains another
+    ("MAX", {4: {(1, 2, 4), (0, 2, 4)}, 6: {(1, 2, 6), (0, 2, 6), (1, 5, 6), (0, 5, 6)}}),
+    ("STRICT", {}),
+])
+def test_stock_strategies(strategy: str, expected: dict[int, set[tuple[int, ...]]]) -> None:
+    assert by_end(run(query(STOCK_WHERE, strategy=strategy, streams=("Stock",)), STOCK)) == expected
+
+
+def test_stock_within_5_events() -> None:
+    out = run(query(STOCK_WHERE, streams=("Stock",), within=events_w(5)), STOCK)
+    assert by_end(out) == {4: {(1, 2, 4), (0, 2, 4)}, 6: {(1, 2, 6), (1, 5, 6)}}
+
+
+def test_stock_within_5_seconds_without_time_uses_positions() -> None:
+    out = run(query(STOCK_WHERE, streams=("Stock",), within=time_w(5)), STOCK)
+    assert by_end(out) == {4: {(1, 2, 4), (0, 2, 4)}, 6: {(1, 2, 6), (1, 5, 6)}}
+
+
+def test_stock_consume_any() -> None:
+    out = run(query(STOCK_WHERE, streams=("Stock",), consume="ANY"), STOCK)
+    assert by_end(out) == {4: {(1, 2, 4), (0, 2, 4)}}
+
+
+def test_stock_consume_partition_without_partition_by_is_any() -> None:
+    out = run(query(STOCK_WHERE, streams=("Stock",), consume="PARTITION"), STOCK)
+    assert by_end(out) == {4: {(1, 2, 4), (0, 2, 4)}}
+
+
+# ---------------------------------------------------------------- worked example 2: T / H
+
+TH = stream("T T H H T T T H H",
+            id=[2, 0, 0, 1, 1, 0, 1, 1, 0],
+            value=[25, 45, 20, 25, 40, 42, 25, 70, 18])
+
+TH_WHERE = filt(seq(as_(T("T"), "x"), as_(T("H"), "y")),
+                cmp("x", "value", ">", 40), cmp("y", "value", "<", 25),
+                cmp("x", "id", "=", 0), cmp("y", "id", "=", 0))
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [
+    ("ALL", {(1, 2), (1, 8), (5, 8)}),
+    ("ANY", {(1, 2), (1, 8), (5, 8)}),
+    ("STRICT", {(1, 2)}),
+    ("NEXT", {(1, 2), (1, 8)}),
+    ("LAST", {(1, 2), (5, 8)}),
+    ("MAX", {(1, 2), (1, 8), (5, 8)}),
+])
+def test_th_strategies(strategy: str, expected: set[tuple[int, ...]]) -> None:
+    out = run(query(TH_WHERE, strategy=strategy), TH)
+    assert {m.positions for m in out} == expected
+
+
+KLEENE_WHERE = filt(
+    seq(as_(T("H"), "x"), plus(filt(as_(T("T"), "y"), cmp("y", "id", "=", 1))), as_(T("H"), "z")),
+    cmp("x", "value", "<", 30), cmp("z", "value", ">", 60),
+    cmp("x", "id", "=", 1), cmp("z", "id", "=", 1))
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [
+    ("ALL", {(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)}),
+    ("ANY", {(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)}),
+    ("NEXT", {(3, 4, 6, 7)}),
+    ("LAST", {(3, 4, 6, 7)}),
+    ("MAX", {(3, 4, 6, 7)}),
+    ("STRICT", set()),
+])
+def test_kleene_strategies(strategy: str, expected: set[tuple[int, ...]]) -> None:
+    out = run(query(KLEENE_WHERE, strategy=strategy), TH)
+    assert {m.positions for m in out} == expected
+    assert all(m.end == 7 and m.start == 3 for m in out)
+
+
+# ---------------------------------------------------------------- where CORE C++ differs
+
+
+def test_partition_within_events_counts_substream_positions() -> None:
+    ev = stream("A B B", id=[1, 2, 1])
+    q = query(seq(T("A"), T("B")), partition_by=("id",), within=events_w(1))
+    assert run(q, ev) == [RefMatch(2, 0, (0, 2), (1,))]
+
+
+def test_alternative_with_kleene_keeps_every_match() -> None:
+    ev = stream("C B A B")
+    q = query(seq(or_(T("C"), plus(T("A"))), T("B")), within=events_w(10))
+    assert sets(run(q, ev)) == {frozenset({0, 1}), frozenset({0, 3}), frozenset({2, 3})}
+
+
+def test_contiguous_iteration_on_the_right_of_sequence() -> None:
+    ev = stream("A B C B")
+    out = sets(run(query(seq(T("A"), cplus(T("B")))), ev))
+    assert frozenset({0, 1, 3}) not in out
+    assert out == {frozenset({0, 1}), frozenset({0, 3})}
+    # the non-contiguous iteration does give it
+    assert frozenset({0, 1, 3}) in sets(run(query(seq(T("A"), plus(T("B")))), ev))
+
+
+def test_no_within_means_no_bound() -> None:
+    ev = [{"type": "A", "ts": 0}, {"type": "B", "ts": 10_000}]
+    assert sets(run(query(seq(T("A"), T("B"))), ev, time="ts")) == {frozenset({0, 1})}
+
+
+def test_within_minutes_and_seconds_add_up_and_fractions_are_exact() -> None:
+    ev = [{"type": "A", "ts": 0}, {"type": "B", "ts": 90}, {"type": "B", "ts": 91}]
+    q = query(seq(T("A"), T("B")), within=time_w(90))  # 1 MINUTE 30 SECONDS
+    assert sets(run(q, ev, time="ts")) == {frozenset({0, 1})}
+    ev = [{"type": "A", "ts": 0}, {"type": "B", "ts": 1.5}, {"type": "B", "ts": 1.75}]
+    q = query(seq(T("A"), T("B")), within=time_w(Fraction(3, 2)))
+    assert sets(run(q, ev, time="ts")) == {frozenset({0, 1})}
+
+
+def test_within_attr_is_inclusive() -> None:
+    ev = [{"type": "A", "t": 10}, {"type": "B", "t": 12}, {"type": "B", "t": 13}]
+    q = query(seq(T("A"), T("B")), within=attr_w(2, "t"))
+    assert sets(run(q, ev)) == {frozenset({0, 1})}
+
+
+def test_composite_partition_key_and_written_twice() -> None:
+    ev = stream("A B B B", a=[1, 1, 2, 1], b=[5, 6, 5, 5])
+    q = query(seq(T("A"), T("B")), partition_by=("a", "b"))
+    assert run(q, ev) == [RefMatch(3, 0, (0, 3), (1, 5))]
+
+
+def test_outputs_form_a_set() -> None:
+    # two valuations (x marks 0 or y marks 0), one complex event
+    ev = stream("A B")
+    q = query(seq(or_(as_(T("A"), "x"), as_(T("A"), "y")), T("B")))
+    assert run(q, ev) == [RefMatch(1, 0, (0, 1), ())]
+
+
+def test_in_set_and_negative_literals() -> None:
+    ev = stream("A A A A", v=[-1, 0, 2, None])
+    inset = A.FilterAtom("A", A.InSet(attr("v"), (lit(-1), lit(2))))
+    notin = A.FilterAtom("A", A.InSet(attr("v"), (lit(-1), lit(2)), negated=True))
+    assert sets(run(query(filt(T("A"), inset)), ev)) == {frozenset({0}), frozenset({2})}
+    # NULL NOT IN {...} is unknown, hence false
+    assert sets(run(query(filt(T("A"), notin)), ev)) == {frozenset({1})}
+
+
+# ---------------------------------------------------------------- hand-computed cases
+
+
+def test_contiguous_sequence() -> None:
+    ev = stream("A B A C B")
+    assert sets(run(query(cseq(T("A"), T("B"))), ev)) == {frozenset({0, 1})}
+    assert sets(run(query(seq(T("A"), T("B"))), ev)) == {
+        frozenset({0, 1}), frozenset({0, 4}), frozenset({2, 4})}
+
+
+def test_contiguous_sequence_counts_substream_positions() -> None:
+    ev = stream("A B B", id=[1, 2, 1])
+    assert sets(run(query(cseq(T("A"), T("B"))), ev)) == {frozenset({0, 1})}
+    out = run(query(cseq(T("A"), T("B")), partition_by=("id",)), ev)
+    assert out == [RefMatch(2, 0, (0, 2), (1,))]
+
+
+def test_contiguous_iteration() -> None:
+    ev = stream("A A B A A")
+    expected = {frozenset(s) for s in ({0}, {1}, {0, 1}, {3}, {4}, {3, 4})}
+    assert sets(run(query(cplus(T("A"))), ev)) == expected
+    everything = {frozenset(s) for s in ({0}, {1}, {0, 1}, {3}, {4}, {3, 4}, {0, 3}, {0, 4},
+                                         {1, 3}, {1, 4}, {0, 1, 3}, {0, 1, 4}, {0, 3, 4},
+                                         {1, 3, 4}, {0, 1, 3, 4})}
+    assert sets(run(query(plus(T("A"))), ev)) == everything
+
+
+def test_contiguous_iteration_of_a_sequence() -> None:
+    ev = stream("A B A B C A B")
+    out = sets(run(query(cplus(seq(T("A"), T("B")))), ev))
+    # (A ; B) valuations: {0,1} {0,3} {0,6} {2,3} {2,6} {5,6}; ":+" joins V1, V2 only when
+    # V2 starts right after V1 ends: {0,1}+{2,3}, {0,1}+{2,6}; {2,3}+... would need an A at 4
+    assert out == {frozenset(s) for s in ({0, 1}, {0, 3}, {0, 6}, {2, 3}, {2, 6}, {5, 6},
+                                          {0, 1, 2, 3}, {0, 1, 2, 6})}
+
+
+def test_kleene_of_a_sequence_with_variables() -> None:
+    ev = stream("A B A B")
+    q = query(plus(seq(as_(T("A"), "x"), as_(T("B"), "y"))), select=("x",))
+    out = run(q, ev)
+    # valuations {0,1} {0,3} {2,3} {0,1,2,3}; projecting on x keeps the As
+    assert {(m.start, m.end, m.positions) for m in out} == {
+        (0, 1, (0,)), (0, 3, (0,)), (2, 3, (2,)), (0, 3, (0, 2))}
+
+
+def test_nested_kleene() -> None:
+    ev = stream("A B A B")
+    out = sets(run(query(plus(seq(T("A"), plus(T("B"))))), ev))
+    assert out == {frozenset(s) for s in ({0, 1}, {0, 3}, {0, 1, 3}, {2, 3}, {0, 1, 2, 3})}
+
+
+def test_kleene_inside_kleene_is_the_same_as_one_kleene() -> None:
+    ev = stream("A A A")
+    assert sets(run(query(plus(plus(T("A")))), ev)) == sets(run(query(plus(T("A"))), ev))
+    assert len(sets(run(query(plus(plus(T("A")))), ev))) == 7
+
+
+def test_or_inside_kleene() -> None:
+    ev = stream("A C B")
+    out = sets(run(query(plus(or_(T("A"), T("B")))), ev))
+    assert out == {frozenset(s) for s in ({0}, {2}, {0, 2})}
+    out = sets(run(query(cplus(or_(T("A"), T("B")))), ev))
+    assert out == {frozenset({0}), frozenset({2})}
+
+
+def test_filter_over_a_kleene_variable_checks_every_event() -> None:
+    ev = stream("A A A", v=[2, 0, 3])
+    q = query(filt(plus(as_(T("A"), "x")), cmp("x", "v", ">", 1)))
+    assert sets(run(q, ev)) == {frozenset({0}), frozenset({2}), frozenset({0, 2})}
+
+
+def test_as_on_a_sub_formula() -> None:
+    ev = stream("A B C", v=[1, 0, 5])
+    where = seq(as_(seq(T("A"), T("B")), "x"), T("C"))
+    assert sets(run(query(filt(where, cmp("x", "v", ">", 0))), ev)) == set()
+    assert sets(run(query(filt(where, cmp("x", "v", ">=", 0))), ev)) == {frozenset({0, 1, 2})}
+    out = run(query(where, select=("x",)), ev)
+    assert out == [RefMatch(2, 0, (0, 1), ())]
+
+
+def test_as_gathers_every_variable_and_reuse_unites() -> None:
+    ev = stream("A B")
+    q = query(seq(as_(T("A"), "x"), as_(T("B"), "x")), select=("x",))
+    assert run(q, ev) == [RefMatch(1, 0, (0, 1), ())]
+
+
+def test_empty_variable_satisfies_its_filter() -> None:
+    ev = stream("A B", v=[0, 0])
+    # x is bound only in the left alternative; on B alone V(x) is empty
+    where = filt(or_(as_(T("A"), "x"), T("B")), cmp("x", "v", ">", 5))
+    assert sets(run(query(where), ev)) == {frozenset({1})}
+
+
+def test_filter_or_is_a_union() -> None:
+    ev = stream("A A A", v=[1, 2, 3])
+    cond = A.FilterOr(cmp("A", "v", "=", 1), cmp("A", "v", "=", 3))
+    assert sets(run(query(A.Filter(T("A"), cond)), ev)) == {frozenset({0}), frozenset({2})}
+    # on a Kleene, FILTER θ1 OR θ2 is (φ FILTER θ1) OR (φ FILTER θ2): all events share one side
+    out = sets(run(query(A.Filter(plus(T("A")), cond)), ev))
+    assert out == {frozenset({0}), frozenset({2})}
+
+
+def test_event_type_names_are_variables() -> None:
+    ev = stream("A B B", v=[0, 1, 2])
+    q = query(filt(seq(T("A"), T("B")), cmp("B", "v", ">", 1)), select=("B",))
+    assert run(q, ev) == [RefMatch(2, 0, (2,), ())]
+
+
+def test_projection_keeps_the_interval_and_dedups() -> None:
+    ev = stream("A B B C")
+    where = seq(as_(T("A"), "x"), plus(T("B")), T("C"))
+    out = run(query(where, select=("x",)), ev)
+    assert out == [RefMatch(3, 0, (0,), ())]
+    out = run(query(where, select=()), ev)
+    assert out == [RefMatch(3, 0, (), ())]
+    assert len(run(query(where), ev)) == 3
+
+
+def test_projection_after_strategy() -> None:
+    # MAX compares D before projection: {0,1,2} wins over {0,2}; projected on x both give (0,)
+    ev = stream("A B C")
+    where = seq(as_(T("A"), "x"), or_(seq(T("B"), T("C")), T("C")))
+    assert run(query(where, strategy="MAX", select=("x",)), ev) == [RefMatch(2, 0, (0,), ())]
+    assert len(run(query(where, strategy="MAX"), ev)) == 1
+
+
+def test_strategy_is_applied_before_within() -> None:
+    ev = stream("A A B")
+    # NEXT keeps {0,2} at end 2, and the window then removes it; {1,2} is not resurrected
+    q = query(seq(T("A"), T("B")), strategy="NEXT", within=events_w(1))
+    assert run(q, ev) == []
+    q = query(seq(T("A"), T("B")), strategy="LAST", within=events_w(1))
+    assert sets(run(q, ev)) == {frozenset({1, 2})}
+
+
+def test_strict_counts_substream_positions() -> None:
+    ev = stream("A C B", id=[1, 2, 1])
+    assert run(query(seq(T("A"), T("B")), strategy="STRICT"), ev) == []
+    q = query(seq(T("A"), T("B")), strategy="STRICT", partition_by=("id",))
+    assert run(q, ev) == [RefMatch(2, 0, (0, 2), (1,))]
+
+
+def test_null_partition_values_are_dropped() -> None:
+    ev = stream("A A B B A B", id=[None, 1, 1, ..., float("nan"), 1])
+    q = query(seq(T("A"), T("B")), partition_by=("id",))
+    assert {(m.positions, m.partition) for m in run(q, ev)} == {
+        ((1, 2), (1,)), ((1, 5), (1,))}
+
+
+def test_partitions_evaluate_separately() -> None:
+    ev = stream("A A B B", id=[1, 2, 2, 1])
+    q = query(seq(T("A"), T("B")), partition_by=("id",))
+    assert run(q, ev) == [RefMatch(2, 1, (1, 2), (2,)), RefMatch(3, 0, (0, 3), (1,))]
+    # without partitioning: four pairs
+    assert len(run(query(seq(T("A"), T("B"))), ev)) == 4
+
+
+def test_consume_any_acts_across_partitions() -> None:
+    ev = stream("A A B B", id=[1, 2, 2, 1])
+    q = query(seq(T("A"), T("B")), partition_by=("id",), consume="ANY")
+    assert run(q, ev) == [RefMatch(2, 1, (1, 2), (2,))]
+    q = query(seq(T("A"), T("B")), partition_by=("id",), consume="PARTITION")
+    assert run(q, ev) == [RefMatch(2, 1, (1, 2), (2,)), RefMatch(3, 0, (0, 3), (1,))]
+
+
+def test_consume_any_lets_later_matches_through() -> None:
+    ev = stream("A B A B A B")
+    q = query(seq(T("A"), T("B")), consume="ANY")
+    assert run(q, ev) == [RefMatch(1, 0, (0, 1), ()), RefMatch(3, 2, (2, 3), ()),
+                          RefMatch(5, 4, (4, 5), ())]
+
+
+def test_consume_uses_the_interval_start_after_projection() -> None:
+    ev = stream("A B C B")
+    # SELECT y keeps the interval [0, 1]: the match at 1 consumes up to 1
+    q = query(seq(T("A"), as_(T("B"), "y")), select=("y",), consume="ANY")
+    assert run(q, ev) == [RefMatch(1, 0, (1,), ())]
+
+
+def test_consume_is_decided_only_by_outputs_that_survive_the_window() -> None:
+    ev = stream("A X C B D")
+    q = query(or_(seq(T("A"), T("B")), seq(T("C"), T("D"))), within=events_w(2), consume="ANY")
+    # at 3 only {0,3}, outside the window: nothing is output, nothing consumed; at 4 {2,4}
+    assert run(q, ev) == [RefMatch(4, 2, (2, 4), ())]
+    ev = stream("A A C B B")
+    q = query(seq(T("A"), T("B")), within=events_w(2), consume="ANY")
+    # at 3: {1,3} ({0,3} is outside the window); it consumes through 3, so nothing at 4
+    assert run(q, ev) == [RefMatch(3, 1, (1, 3), ())]
+
+
+# ---------------------------------------------------------------- streams (FROM)
+
+
+def test_events_of_other_streams_take_no_position() -> None:
+    ev = [{"type": "A", "stream": "S"}, {"type": "B", "stream": "T"}, {"type": "B"}]
+    q = query(cseq(T("A"), T("B")), streams=("S",))
+    assert run(q, ev) == [RefMatch(2, 0, (0, 2), ())]
+    q = query(cseq(T("A"), T("B")), streams=("S", "T"))
+    assert run(q, ev) == [RefMatch(1, 0, (0, 1), ())]
+
+
+def test_stream_qualified_types() -> None:
+    ev = [{"type": "A", "stream": "T"}, {"type": "A", "stream": "S"}, {"type": "A"},
+          {"type": "B", "stream": "T"}]
+    q = query(seq(T("A", "S"), T("B")), streams=("S", "T"))
+    assert sets(run(q, ev)) == {frozenset({1, 3}), frozenset({2, 3})}
+    q = query(seq(T("A", "T"), T("B", "T")), streams=("S", "T"))
+    assert sets(run(q, ev)) == {frozenset({0, 3}), frozenset({2, 3})}
+    # the qualified type's variable is the type name
+    q = query(seq(T("A", "S"), T("B")), streams=("S", "T"), select=("A",))
+    assert {m.positions for m in run(q, ev)} == {(1,), (2,)}
+
+
+def test_window_and_contiguity_with_foreign_events() -> None:
+    ev = [{"type": "A", "stream": "S"}, {"type": "X", "stream": "U"},
+          {"type": "X", "stream": "U"}, {"type": "B", "stream": "S"}]
+    q = query(seq(T("A"), T("B")), streams=("S",), within=events_w(1))
+    assert run(q, ev) == [RefMatch(3, 0, (0, 3), ())]
+    # with time=None a time window measures original positions
+    q = query(seq(T("A"), T("B")), streams=("S",), within=time_w(1))
+    assert run(q, ev) == []
+    q = query(seq(T("A"), T("B")), streams=("S",), within=time_w(3))
+    assert run(q, ev) == [RefMatch(3, 0, (0, 3), ())]
+
+
+def test_other_type_and_stream_keys() -> None:
+    ev = [{"kind": "A", "src": "S"}, {"kind": "B", "src": "U"}, {"kind": "B", "src": "S"}]
+    q = query(seq(T("A"), T("B")), streams=("S",))
+    assert run(q, ev, type_key="kind", stream_key="src") == [RefMatch(2, 0, (0, 2), ())]
+
+
+# ---------------------------------------------------------------- time
+
+
+def test_time_attribute_numbers_are_seconds() -> None:
+    ev = [{"type": "A", "ts": 1}, {"type": "B", "ts": 3}, {"type": "B", "ts": 4}]
+    q = query(seq(T("A"), T("B")), within=time_w(2))
+    assert sets(run(q, ev, time="ts")) == {frozenset({0, 1})}
+
+
+def test_time_attribute_datetimes() -> None:
+    t0 = dt.datetime(2024, 1, 2, 14, 30)
+    ev = [{"type": "A", "ts": t0},
+          {"type": "B", "ts": t0 + dt.timedelta(seconds=1, microseconds=500_000)},
+          {"type": "B", "ts": t0 + dt.timedelta(seconds=1, microseconds=500_001)}]
+    q = query(seq(T("A"), T("B")), within=time_w(Fraction(3, 2)))
+    assert sets(run(q, ev, time="ts")) == {frozenset({0, 1})}
+    q = query(seq(T("A"), T("B")), within=time_w(Fraction(3, 2)), select=())
+    assert run(q, ev, time="ts") == [RefMatch(1, 0, (), ())]
+
+
+def test_times_out_of_order_are_an_error() -> None:
+    ev = [{"type": "A", "ts": 2}, {"type": "B", "ts": 1}]
+    with pytest.raises(ValueError):
+        reference_matches(query(seq(T("A"), T("B"))), ev, time="ts")
+
+
+def test_too_many_events_for_a_brute_force() -> None:
+    ev = stream(" ".join(["A"] * 13))
+    with pytest.raises(ValueError):
+        reference_matches(query(T("A")), ev)
+    # but partitions of at most 12 are fine
+    ev = stream(" ".join(["A"] * 13), id=[i % 2 for i in range(13)])
+    assert len(reference_matches(query(T("A"), partition_by=("id",)), ev)) == 13
+
+
+# ---------------------------------------------------------------- predicates
+
+
+def P(text_op: str, left: A.Expr, right: A.Expr) -> A.Compare:
+    return A.Compare(text_op, left, right)
+
+
+@pytest.mark.parametrize(("pred", "event", "holds"), [
+    (P("=", attr("v"), lit(1)), {"v": 1}, True),
+    (P("=", attr("v"), lit(1)), {"v": 1.0}, True),
+    (P("=", attr("v"), lit(1)), {}, False),
+    (P("=", attr("v"), lit(1)), {"v": None}, False),
+    (A.PNot(P("=", attr("v"), lit(1))), {}, False),  # NOT unknown is unknown
+    (A.PNot(P("=", attr("v"), lit(1))), {"v": 2}, True),
+    (P("!=", attr("v"), lit(1)), {"v": None}, False),
+    (P("=", attr("v"), lit(1)), {"v": "1"}, False),  # string vs number
+    (A.PNot(P("=", attr("v"), lit(1))), {"v": "1"}, False),
+    (P("=", attr("v"), lit(1)), {"v": True}, False),  # bool is not a number
+    (P("=", attr("v"), lit(True)), {"v": True}, True),
+    (P("<", attr("v"), lit("b")), {"v": "a"}, True),
+    (P(">", attr("v"), lit(0)), {"v": float("nan")}, False),
+    (A.PNot(P(">", attr("v"), lit(0))), {"v": float("nan")}, False),
+    (P(">", A.Arith("/", attr("v"), lit(0)), lit(0)), {"v": 1}, False),
+    (A.PNot(P(">", A.Arith("/", attr("v"), lit(0)), lit(0))), {"v": 1}, False),
+    (P(">", A.Arith("%", attr("v"), attr("w")), lit(-1)), {"v": 1, "w": 0}, False),
+    (P("=", A.Arith("/", attr("v"), lit(2)), lit(1.5)), {"v": 3}, True),
+    (P("=", A.Arith("%", attr("v"), lit(3)), lit(1)), {"v": 7}, True),
+    (P("=", A.Arith("+", attr("v"), lit(1)), lit(1)), {"v": "a"}, False),
+    (P("=", A.Neg(attr("v")), lit(-2)), {"v": 2}, True),
+    (P(">", A.Arith("*", attr("v"), attr("w")), lit(5)), {"v": 2, "w": 3}, True),
+    (P(">", A.Arith("-", attr("v"), attr("w")), lit(0)), {"v": 2}, False),
+    # Kleene logic: FALSE AND unknown is FALSE, TRUE OR unknown is TRUE
+    (A.PNot(A.PAnd(P("=", attr("v"), lit(1)), P("=", attr("w"), lit(1)))), {"v": 2}, True),
+    (A.PNot(A.PAnd(P("=", attr("v"), lit(1)), P("=", attr("w"), lit(1)))), {"v": 1}, False),
+    (A.POr(P("=", attr("v"), lit(1)), P("=", attr("w"), lit(1))), {"v": 1}, True),
+    (A.POr(P("=", attr("v"), lit(1)), P("=", attr("w"), lit(1))), {"v": 2}, False),
+    (A.PNot(A.POr(P("=", attr("v"), lit(1)), P("=", attr("w"), lit(1)))), {"v": 2}, False),
+    (A.PNot(A.POr(P("=", attr("v"), lit(1)), P("=", attr("w"), lit(1)))), {"v": 2, "w": 2}, True),
+    (A.Like(attr("s"), "^ab"), {"s": "abc"}, True),
+    (A.Like(attr("s"), "b"), {"s": "abc"}, True),  # partial match
+    (A.Like(attr("s"), "^b"), {"s": "abc"}, False),
+    (A.Like(attr("s"), "b"), {}, False),
+    (A.PNot(A.Like(attr("s"), "b")), {}, False),
+    (A.Like(attr("s"), "1"), {"s": 1}, False),
+    (A.InSet(attr("v"), (lit(1), lit(2))), {"v": 2}, True),
+    (A.InSet(attr("v"), (lit(1), lit(2)), True), {"v": 3}, True),
+    (A.InSet(attr("v"), (lit(1), lit(2)), True), {"v": 2}, False),
+    (A.InSet(attr("v"), (lit(1), lit(2)), True), {}, False),
+    (A.InSet(attr("s"), (lit("a"), lit("b"))), {"s": "b"}, True),
+    (A.InRange(attr("v"), lit(1), lit(3)), {"v": 1}, True),
+    (A.InRange(attr("v"), lit(1), lit(3)), {"v": 3}, True),
+    (A.InRange(attr("v"), lit(1), lit(3)), {"v": 3.5}, False),
+    (A.InRange(attr("v"), lit(1), lit(3)), {"v": None}, False),
+    (A.PNot(A.InRange(attr("v"), lit(1), lit(3))), {"v": None}, False),
+    (A.InRange(A.Arith("*", attr("v"), lit(2)), attr("lo"), lit(10)), {"v": 3, "lo": 6}, True),
+    (A.InRange(A.Arith("*", attr("v"), lit(2)), attr("lo"), lit(10)), {"v": 3}, False),
+])
+def test_predicates(pred: A.Pred, event: dict[str, Any], holds: bool) -> None:
+    assert pred_holds(pred, event) is holds

@@ -1,0 +1,282 @@
+"""SEMANTICS.md's worked examples (and the corrections to CORE C++ it lists), through the
+public engine API: ``ceql.compile(text).run(events, time=...)``.
+
+Every assertion is an exact set of complex events per end position.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+import ceql
+
+# ---------------------------------------------------------------- helpers
+
+
+def run(text: str, events: Sequence[dict[str, Any]], **kw: Any) -> list[Any]:
+    return list(ceql.compile(text).run(events, **kw))
+
+
+def per_end(matches: list[Any]) -> dict[int, set[tuple[int, ...]]]:
+    """end position → set of position tuples; also checks each match's basic invariants."""
+    out: dict[int, set[tuple[int, ...]]] = defaultdict(set)
+    seen = set()
+    for m in matches:
+        key = (m.end_position, m.start_position, tuple(m.positions), tuple(m.partition))
+        assert key not in seen, f"{m} output twice"
+        seen.add(key)
+        assert list(m.positions) == sorted(set(m.positions))
+        assert m.start_position <= m.end_position
+        if m.positions:
+            assert m.start_position <= m.positions[0] and m.positions[-1] <= m.end_position
+        out[m.end_position].add(tuple(m.positions))
+    ends = [m.end_position for m in matches]
+    assert ends == sorted(ends), "outputs must come grouped by end position, in stream order"
+    return dict(out)
+
+
+def stream(spec: str, **cols: Sequence[Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i, t in enumerate(spec.split()):
+        ev: dict[str, Any] = {"type": t}
+        for k, vals in cols.items():
+            if vals[i] is not ...:
+                ev[k] = vals[i]
+        out.append(ev)
+    return out
+
+
+# ---------------------------------------------------------------- worked example 1: stocks
+
+STOCK = [
+    {"type": "SELL", "name": "MSFT", "price": 101},
+    {"type": "SELL", "name": "MSFT", "price": 102},
+    {"type": "SELL", "name": "INTL", "price": 80},
+    {"type": "BUY", "name": "INTL", "price": 80},
+    {"type": "SELL", "name": "AMZN", "price": 1900},
+    {"type": "SELL", "name": "INTL", "price": 81},
+    {"type": "SELL", "name": "AMZN", "price": 1920},
+]
+
+STOCK_QUERY = """
+SELECT {strategy} * FROM Stock
+WHERE SELL AS msft; SELL AS intel; SELL AS amzn
+FILTER msft[name = 'MSFT'] AND msft[price > 100] AND intel[name = 'INTL']
+   AND amzn[name = 'AMZN'] AND amzn[price < 2000]
+{tail}
+"""
+
+STOCK_ALL = {4: {(1, 2, 4), (0, 2, 4)}, 6: {(1, 2, 6), (0, 2, 6), (1, 5, 6), (0, 5, 6)}}
+
+
+def test_stock() -> None:
+    out = run(STOCK_QUERY.format(strategy="", tail=""), STOCK)
+    assert per_end(out) == STOCK_ALL
+    for m in out:
+        assert m.partition == ()
+        assert m.start_position == m.positions[0] and m.end_position == m.positions[-1]
+        # without a time attribute an event's time is its position
+        assert m.start_time == m.start_position and m.end_time == m.end_position
+        v = m.variables
+        assert (v["msft"], v["intel"], v["amzn"]) == tuple((p,) for p in m.positions)
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [
+    ("ALL", STOCK_ALL),
+    ("ANY", STOCK_ALL),
+    ("NEXT", {4: {(0, 2, 4)}, 6: {(0, 2, 6)}}),
+    ("LAST", {4: {(1, 2, 4)}, 6: {(1, 5, 6)}}),
+    ("MAX", STOCK_ALL),
+    ("STRICT", {}),
+])
+def test_stock_strategies(strategy: str, expected: dict[int, set[tuple[int, ...]]]) -> None:
+    assert per_end(run(STOCK_QUERY.format(strategy=strategy, tail=""), STOCK)) == expected
+
+
+def test_stock_within_5_events() -> None:
+    out = run(STOCK_QUERY.format(strategy="", tail="WITHIN 5 EVENTS"), STOCK)
+    assert per_end(out) == {4: {(1, 2, 4), (0, 2, 4)}, 6: {(1, 2, 6), (1, 5, 6)}}
+
+
+def test_stock_consume_by_any() -> None:
+    out = run(STOCK_QUERY.format(strategy="", tail="CONSUME BY ANY"), STOCK)
+    assert per_end(out) == {4: {(1, 2, 4), (0, 2, 4)}}
+
+
+def test_stock_consume_by_any_with_limit() -> None:
+    # consumption is decided before LIMIT cuts: one output at 4, still nothing at 6
+    out = run(STOCK_QUERY.format(strategy="", tail="CONSUME BY ANY LIMIT 1"), STOCK)
+    got = per_end(out)
+    assert list(got) == [4] and len(got[4]) == 1 and got[4] <= STOCK_ALL[4]
+
+
+def test_stock_limit() -> None:
+    out = run(STOCK_QUERY.format(strategy="", tail="LIMIT 3"), STOCK)
+    got = per_end(out)
+    assert got[4] == STOCK_ALL[4]
+    assert len(got[6]) == 3 and got[6] <= STOCK_ALL[6]
+
+
+# ---------------------------------------------------------------- worked examples 2 and 3
+
+TH = stream("T T H H T T T H H",
+            id=[2, 0, 0, 1, 1, 0, 1, 1, 0],
+            value=[25, 45, 20, 25, 40, 42, 25, 70, 18])
+
+TH_QUERY = """SELECT {strategy} * FROM S
+WHERE (T AS x ; H AS y) FILTER x[value > 40] AND y[value < 25] AND x[id = 0] AND y[id = 0]"""
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [
+    ("ALL", {2: {(1, 2)}, 8: {(1, 8), (5, 8)}}),
+    ("ANY", {2: {(1, 2)}, 8: {(1, 8), (5, 8)}}),
+    ("STRICT", {2: {(1, 2)}}),
+    ("NEXT", {2: {(1, 2)}, 8: {(1, 8)}}),
+    ("LAST", {2: {(1, 2)}, 8: {(5, 8)}}),
+    ("MAX", {2: {(1, 2)}, 8: {(1, 8), (5, 8)}}),
+])
+def test_th_strategies(strategy: str, expected: dict[int, set[tuple[int, ...]]]) -> None:
+    assert per_end(run(TH_QUERY.format(strategy=strategy), TH)) == expected
+
+
+KLEENE_QUERY = """SELECT {strategy} * FROM S
+WHERE H AS x ; (T AS y FILTER y[id = 1])+ ; H AS z
+FILTER x[value < 30] AND z[value > 60] AND x[id = 1] AND z[id = 1]"""
+
+
+@pytest.mark.parametrize(("strategy", "expected"), [
+    ("ALL", {7: {(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)}}),
+    ("ANY", {7: {(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)}}),
+    ("NEXT", {7: {(3, 4, 6, 7)}}),
+    ("LAST", {7: {(3, 4, 6, 7)}}),
+    ("MAX", {7: {(3, 4, 6, 7)}}),
+    ("STRICT", {}),
+])
+def test_kleene_strategies(strategy: str, expected: dict[int, set[tuple[int, ...]]]) -> None:
+    out = run(KLEENE_QUERY.format(strategy=strategy), TH)
+    assert per_end(out) == expected
+    for m in out:
+        assert m.start_position == 3
+        assert m.variables["x"] == (3,) and m.variables["z"] == (7,)
+        assert m.variables["y"] == tuple(p for p in m.positions if p not in (3, 7))
+
+
+# ---------------------------------------------------------------- where CORE C++ differs
+
+
+def test_strategies_are_not_all() -> None:
+    assert per_end(run(TH_QUERY.format(strategy="LAST"), TH)) != per_end(
+        run(TH_QUERY.format(strategy="ALL"), TH))
+
+
+def test_no_within_means_no_bound() -> None:
+    ev = [{"type": "A", "ts": 0}, {"type": "B", "ts": 3600}]
+    assert per_end(run("SELECT * FROM S WHERE A ; B", ev, time="ts")) == {1: {(0, 1)}}
+
+
+def test_within_parts_add_up_and_fractions_are_exact() -> None:
+    ev = [{"type": "A", "ts": 0}, {"type": "B", "ts": 90}, {"type": "B", "ts": 91}]
+    out = run("SELECT * FROM S WHERE A ; B WITHIN 1 MINUTE 30 SECONDS", ev, time="ts")
+    assert per_end(out) == {1: {(0, 1)}}
+    ev = [{"type": "A", "ts": 0}, {"type": "B", "ts": 1.5}, {"type": "B", "ts": 1.75}]
+    out = run("SELECT * FROM S WHERE A ; B WITHIN 1.5 SECONDS", ev, time="ts")
+    assert per_end(out) == {1: {(0, 1)}}
+
+
+def test_within_attr_is_inclusive() -> None:
+    ev = [{"type": "A", "t": 10}, {"type": "B", "t": 12}, {"type": "B", "t": 13}]
+    assert per_end(run("SELECT * FROM S WHERE A ; B WITHIN 2 [t]", ev)) == {1: {(0, 1)}}
+
+
+def test_partition_by_composite_key() -> None:
+    ev = stream("A B B B", a=[1, 1, 2, 1], b=[5, 6, 5, 5])
+    for text in ("SELECT * FROM S WHERE A ; B PARTITION BY [a, b]",
+                 "SELECT * FROM S WHERE A ; B PARTITION BY [a], [b]"):
+        out = run(text, ev)
+        assert per_end(out) == {3: {(0, 3)}}
+        assert [m.partition for m in out] == [(1, 5)]
+
+
+def test_outputs_form_a_set() -> None:
+    ev = stream("A B")
+    out = run("SELECT * FROM S WHERE (A AS x OR A AS y) ; B", ev)
+    assert per_end(out) == {1: {(0, 1)}}
+    assert len(out) == 1
+
+
+def test_in_sets_and_negative_literals() -> None:
+    ev = stream("A A A A", v=[-1, 0, 2, None])
+    assert per_end(run("SELECT * FROM S WHERE A FILTER A[v IN {-1, 2}]", ev)) == {
+        0: {(0,)}, 2: {(2,)}}
+    assert per_end(run("SELECT * FROM S WHERE A FILTER A[v NOT IN {-1, 2}]", ev)) == {
+        1: {(1,)}}
+    assert per_end(run("SELECT * FROM S WHERE A FILTER A[v > -1]", ev)) == {
+        1: {(1,)}, 2: {(2,)}}
+
+
+def test_partition_within_events_counts_partition_positions() -> None:
+    ev = stream("A B B", id=[1, 2, 1])
+    out = run("SELECT * FROM S WHERE (A ; B) PARTITION BY [id] WITHIN 1 EVENTS", ev)
+    assert per_end(out) == {2: {(0, 2)}}
+    assert out[0].partition == (1,)
+
+
+def test_select_list_keeps_a_match_spanning_exactly_the_window() -> None:
+    ev = [{"type": "A", "ts": 0}, {"type": "B", "ts": 5}, {"type": "B", "ts": 6}]
+    out = run("SELECT b FROM S WHERE A ; B AS b WITHIN 5 SECONDS", ev, time="ts")
+    assert per_end(out) == {1: {(1,)}}
+    assert (out[0].start_position, out[0].end_position) == (0, 1)
+
+
+def test_alternatives_keep_every_match() -> None:
+    out = run("SELECT * FROM S WHERE ((C OR (A+)) ; B) WITHIN 10 EVENTS", stream("C B A B"))
+    assert per_end(out) == {1: {(0, 1)}, 3: {(0, 3), (2, 3)}}
+
+
+def test_contiguous_iteration_on_the_right_of_a_sequence() -> None:
+    out = run("SELECT * FROM S WHERE A ; (B:+)", stream("A B C B"))
+    assert per_end(out) == {1: {(0, 1)}, 3: {(0, 3)}}
+
+
+# ---------------------------------------------------------------- a few more clauses
+
+
+def test_consume_by_any_acts_across_partitions() -> None:
+    ev = stream("A A B B", id=[1, 2, 2, 1])
+    base = "SELECT * FROM S WHERE A ; B PARTITION BY [id] CONSUME BY "
+    assert per_end(run(base + "ANY", ev)) == {2: {(1, 2)}}
+    assert per_end(run(base + "PARTITION", ev)) == {2: {(1, 2)}, 3: {(0, 3)}}
+    assert per_end(run(base + "NONE", ev)) == {2: {(1, 2)}, 3: {(0, 3)}}
+
+
+def test_events_of_other_streams_take_no_position() -> None:
+    ev = [{"type": "A", "stream": "S"}, {"type": "B", "stream": "T"}, {"type": "B"}]
+    assert per_end(run("SELECT * FROM S WHERE A : B", ev)) == {2: {(0, 2)}}
+    assert per_end(run("SELECT * FROM S, T WHERE A : B", ev)) == {1: {(0, 1)}}
+    assert per_end(run("SELECT * FROM S, T WHERE A ; T>B", ev)) == {1: {(0, 1)}, 2: {(0, 2)}}
+    assert per_end(run("SELECT * FROM S, T WHERE A ; S>B", ev)) == {2: {(0, 2)}}
+
+
+def test_datetime_times() -> None:
+    t0 = dt.datetime(2024, 1, 2, 14, 30)
+    ev = [{"type": "A", "ts": t0},
+          {"type": "B", "ts": t0 + dt.timedelta(seconds=1, microseconds=500_000)},
+          {"type": "B", "ts": t0 + dt.timedelta(seconds=1, microseconds=500_001)}]
+    out = run("SELECT * FROM S WHERE A ; B WITHIN 1500 MILLISECONDS", ev, time="ts")
+    assert per_end(out) == {1: {(0, 1)}}
+
+
+def test_match_times_are_the_time_attribute_values() -> None:
+    t0 = dt.datetime(2024, 1, 2, 14, 30)
+    t1 = t0 + dt.timedelta(seconds=1)
+    ev = [{"type": "A", "ts": t0}, {"type": "B", "ts": t1}]
+    out = run("SELECT * FROM S WHERE A ; B", ev, time="ts")
+    assert [(m.start_time, m.end_time) for m in out] == [(t0, t1)]
+    ev = [{"type": "A", "ts": 10}, {"type": "B", "ts": 12.5}]
+    out = run("SELECT * FROM S WHERE A ; B", ev, time="ts")
+    assert [(m.start_time, m.end_time) for m in out] == [(10, 12.5)]
