@@ -325,3 +325,14 @@ def test_enumeration_is_lazy_and_output_linear() -> None:
     first = list(itertools.islice(q.run(events), 5))
     assert [m.end_position for m in first] == [60] * 5
     assert len({m.positions for m in first}) == 5
+
+
+def test_deep_queries_compile_or_fail_clearly() -> None:
+    q = ceql.compile("SELECT * FROM S WHERE " + " ; ".join(["A"] * 1500))
+    assert [m.positions for m in q.run(types("A " * 1500))] == [tuple(range(1500))]
+    assert "q0 --[" in ceql.explain(q.text)
+    with pytest.raises(ceql.CeqlValidationError) as e:
+        ceql.compile("SELECT * FROM S WHERE " + " ; ".join(["A"] * 2500))
+    assert str(e.value) == (
+        "The query nests 2502 levels deep; ceql compiles at most 2000. Shorten the longest "
+        "sequence or nesting (e.g. use A+ for a run of A events).")

@@ -55,5 +55,7 @@ def explain(text: str, *, dot: bool = False) -> str:
     if dot:
         return _to_dot(cea, atoms)
     from ._format import format_query
+    from ._query import _deep, _depth
 
-    return _describe(cea, atoms, format_query(q.ast))
+    with _deep(_depth(q.ast)):
+        return _describe(cea, atoms, format_query(q.ast))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -13,6 +16,7 @@ from ._match import Match
 from ._parser import parse
 from ._predicates import AtomTable
 from ._validate import normalize_schema, validate
+from .errors import CeqlValidationError
 
 __all__ = ["DEFAULT_MAX_STATES", "Query", "compile"]
 
@@ -66,7 +70,8 @@ class Query:
         hit = self._cache.get(key)
         if hit is None:
             atoms = AtomTable(type_key=type_key, stream_key=stream_key)
-            hit = (atoms, build_cea(self.ast, atoms))
+            with _deep(_depth(self.ast.where)):
+                hit = (atoms, build_cea(self.ast, atoms))
             self._cache[key] = hit
         return hit
 
@@ -126,13 +131,51 @@ def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str) -> Iter
 
 
 def _bound(f: _ast.Formula) -> set[str]:
-    if isinstance(f, _ast.EventType):
-        return {f.name}
-    if isinstance(f, _ast.As):
-        return _bound(f.formula) | {f.var}
-    if isinstance(f, (_ast.Filter, _ast.Plus)):
-        return _bound(f.formula)
-    return _bound(f.left) | _bound(f.right)
+    out: set[str] = set()
+    todo: list[_ast.Formula] = [f]
+    while todo:
+        g = todo.pop()
+        if isinstance(g, _ast.EventType):
+            out.add(g.name)
+        elif isinstance(g, _ast.As):
+            out.add(g.var)
+            todo.append(g.formula)
+        elif isinstance(g, (_ast.Filter, _ast.Plus)):
+            todo.append(g.formula)
+        else:
+            todo += [g.left, g.right]
+    return out
+
+
+MAX_DEPTH = 2000
+
+
+def _depth(node: object) -> int:
+    """How deeply the AST nests (iteratively, so deep queries cannot overflow the stack)."""
+    deepest = 0
+    todo: list[tuple[object, int]] = [(node, 1)]
+    while todo:
+        n, d = todo.pop()
+        deepest = max(deepest, d)
+        if dataclasses.is_dataclass(n):
+            for f in dataclasses.fields(n):
+                v = getattr(n, f.name)
+                if dataclasses.is_dataclass(v):
+                    todo.append((v, d + 1))
+                elif isinstance(v, tuple):
+                    todo += [(x, d + 1) for x in v if dataclasses.is_dataclass(x)]
+    return deepest
+
+
+@contextlib.contextmanager
+def _deep(depth: int) -> Iterator[None]:
+    """Let the compiler's recursive passes handle a query ``depth`` levels deep."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 4 * depth + 1000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def _restore(text: str, schema: tuple[tuple[str, str], ...] | None, max_states: int) -> Query:
@@ -144,8 +187,17 @@ def _restore(text: str, schema: tuple[tuple[str, str], ...] | None, max_states: 
 def _compile_cached(text: str, schema: tuple[tuple[str, str], ...] | None,
                     max_states: int) -> Query:
     sch = dict(schema) if schema is not None else None
-    ast = validate(parse(text), text, sch)
-    return Query(text, ast, sch, max_states)
+    ast = parse(text)
+    depth = _depth(ast)
+    if depth > MAX_DEPTH:
+        raise CeqlValidationError(
+            f"The query nests {depth} levels deep; ceql compiles at most {MAX_DEPTH}. Shorten "
+            "the longest sequence or nesting (e.g. use A+ for a run of A events).")
+    with _deep(depth):
+        ast = validate(ast, text, sch)
+        q = Query(text, ast, sch, max_states)
+        q._automaton_parts("type", "stream")  # compile now: errors surface at compile time
+    return q
 
 
 def compile(text: str, *, schema: Any = None, max_states: int = DEFAULT_MAX_STATES) -> Query:
