@@ -30,8 +30,10 @@ def keys(q: ceql.Query, events: list[dict[str, Any]], **kw: Any) -> list[tuple[A
 
 def arrow_keys(q: ceql.Query, events: list[dict[str, Any]], **kw: Any) -> list[tuple[Any, ...]]:
     ev = q.evaluator(**kw)
+    names = list(dict.fromkeys(k for e in events for k in e))  # from_pylist reads row 0 only
+    table = pa.Table.from_pylist([{k: e.get(k) for k in names} for e in events])
     return [(m.end_position, m.start_position, m.positions, m.partition)
-            for m in ev.feed(pa.Table.from_pylist(events))]
+            for m in ev.feed(table)]
 
 
 def types(s: str) -> list[dict[str, Any]]:
