@@ -1,0 +1,85 @@
+"""The built wheel is complete: grammar (a real file) and shim jar inside, and it runs installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pyarrow.csv as pacsv
+import pytest
+
+import ceql
+
+ROOT = Path(__file__).resolve().parents[2]
+JAR = ROOT / "python" / "ceql" / "jars" / "ceql-shim.jar"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
+                        "--wheel-dir", str(out), str(ROOT)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    (built,) = out.glob("ceql-*.whl")
+    return built
+
+
+@pytest.mark.e2e
+def test_wheel_holds_the_grammar_and_the_jar(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as z:
+        infos = {i.filename: i for i in z.infolist()}
+        grammar = infos["ceql/grammar/ceql.lark"]
+        assert not stat.S_ISLNK(grammar.external_attr >> 16)  # a file, not the repo's symlink
+        assert z.read(grammar) == (ROOT / "sql_grammar" / "ceql.lark").read_bytes()
+        assert "ceql/cli.py" in infos and "ceql/__main__.py" in infos
+        assert "ceql/py.typed" in infos
+        entry_points = next(n for n in infos if n.endswith(".dist-info/entry_points.txt"))
+        assert "ceql = ceql.cli:main" in z.read(entry_points).decode()
+        if JAR.is_file():
+            assert z.read("ceql/jars/ceql-shim.jar") == JAR.read_bytes()
+
+
+@pytest.mark.e2e
+def test_installed_wheel_runs(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    python = venv / "bin" / "python"
+    r = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                        "--no-deps", "--quiet", str(wheel)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    # dependencies (lark, pyarrow, numpy) only from this environment; ceql from the wheel
+    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
+    env.pop("PYTHONHOME", None)
+    where = subprocess.run([str(python), "-c", "import ceql; print(ceql.__file__)"], env=env,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert where.returncode == 0, where.stderr
+    assert Path(where.stdout.strip()).resolve().is_relative_to(venv.resolve())
+    query = ROOT / "examples" / "queries" / "q7.ceql"
+    r = subprocess.run([str(python), "-m", "ceql", "explain", str(query)], env=env,
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ceql.explain(query.read_text()).rstrip("\n") + "\n"
+    r = subprocess.run([str(venv / "bin" / "ceql"), "run", str(query), "--input",
+                        str(ROOT / "examples" / "stock.csv"), "--time", "ts", "--time-unit",
+                        "us", "--quiet"], env=env, cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    table = pacsv.read_csv(ROOT / "examples" / "stock.csv")
+    expected = ceql.compile(query.read_text()).evaluator(time="ts", time_unit="us").feed(table)
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [m.to_dict()
+                                                                    for m in expected]
+    if JAR.is_file():
+        jar = subprocess.run([str(python), "-c", "import ceql.spark; "
+                              "print(ceql.spark.jar_path())"], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+        assert jar.returncode == 0, jar.stderr
+        assert Path(jar.stdout.strip()).resolve().is_relative_to(venv.resolve())
