@@ -14,15 +14,33 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-run: setup
+# The demo: the shim jar (built when out of date), then the paper's queries on local Spark.
+run: setup jar
 	$(PY) examples/demo.py
 
 lint: setup
 	$(VENV)/bin/ruff check python tests bench examples
 	$(VENV)/bin/mypy
 
-test: setup lint
+test: setup lint jar
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q
+
+# The JVM shim (python/ceql/jars/ceql-shim.jar) with pyspark's Scala compiler; skipped when
+# no Scala source changed since the last build.
+.PHONY: jar
+jar: setup
+	$(PY) -m ceql.spark.build_jar
 
 clean:
 	rm -rf $(VENV) build dist python/*.egg-info
+
+# dist/ceql-*.whl with the grammar and the shim jar inside (`pip install dist/*.whl` needs no repo).
+.PHONY: wheel
+wheel: setup jar
+	rm -rf build dist
+	$(PY) -m pip wheel --no-deps --quiet --wheel-dir dist .
+	@for f in ceql/grammar/ceql.lark ceql/jars/ceql-shim.jar; do \
+	  $(PY) -m zipfile -l dist/ceql-*.whl | grep "^$$f " > /dev/null \
+	    || { echo "make wheel: $$f is missing from the wheel" >&2; exit 1; }; \
+	done
+	@ls dist/*.whl

@@ -1,0 +1,109 @@
+package org.apache.spark.sql.ceql
+
+import scala.util.control.NonFatal
+
+import org.slf4j.LoggerFactory
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParseException, ParserInterface, SqlStatement, SqlStatementSplitResult, TemporalIdentifier}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.trees.Origin
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{DataType, StructType}
+
+/**
+ * Spark's parser, plus the inline syntax `MATCH_CEQL( <CEQL> )`.
+ *
+ * Statements are rewritten by [[CeqlSyntax]] into the MATCH_CEQL table function call, then
+ * handed to Spark's parser; everything else goes to Spark's parser untouched. Statement
+ * splitting (the `spark-sql` CLI) keeps a CEQL query's `;` inside its call.
+ */
+class CeqlSqlParser(val delegate: ParserInterface) extends ParserInterface {
+
+  private def enabled: Boolean =
+    SQLConf.get.getConfString(CeqlSqlParser.EnabledConf, "true").trim.equalsIgnoreCase("true")
+
+  /** `sqlText` with inline CEQL calls rewritten (unchanged when disabled or absent). */
+  def rewrite(sqlText: String): String = {
+    if (!enabled || !sqlText.toUpperCase(java.util.Locale.ROOT).contains("MATCH_CEQL")) {
+      return sqlText
+    }
+    try CeqlSyntax.rewrite(sqlText)
+    catch {
+      case e: IllegalArgumentException =>
+        throw new ParseException(Some(sqlText), Origin(), "PARSE_SYNTAX_ERROR",
+          Map("error" -> "'MATCH_CEQL('", "hint" -> s": ${e.getMessage}"))
+    }
+  }
+
+  override def parsePlan(sqlText: String): LogicalPlan = delegate.parsePlan(rewrite(sqlText))
+
+  override def parsePlanWithParameters(
+      sqlText: String, paramContext: ParameterContext): LogicalPlan =
+    delegate.parsePlanWithParameters(rewrite(sqlText), paramContext)
+
+  override def parseQuery(sqlText: String): LogicalPlan = delegate.parseQuery(rewrite(sqlText))
+
+  override def splitStatements(sqlText: String): SqlStatementSplitResult = {
+    val bodies = if (enabled) CeqlSyntax.calls(sqlText) else Vector.empty
+    if (bodies.isEmpty) return delegate.splitStatements(sqlText)
+    val masked = sqlText.toCharArray
+    for (c <- bodies; i <- c.bodyStart until c.end(sqlText.length) if masked(i) == ';') {
+      masked(i) = ' '
+    }
+    val maskedText = new String(masked)
+    val split = delegate.splitStatements(maskedText)
+    var cursor = 0
+    def original(piece: String): Option[String] = {
+      if (piece.isEmpty) return Some(piece)
+      val at = maskedText.indexOf(piece, cursor)
+      if (at < 0) return None
+      cursor = at + piece.length
+      Some(sqlText.substring(at, cursor))
+    }
+    val statements = split.completeStatements.map(s => original(s.statement).map(
+      SqlStatement(_, s.terminator)))
+    val partial = original(split.partialStatement)
+    if (statements.exists(_.isEmpty) || partial.isEmpty) delegate.splitStatements(sqlText)
+    else SqlStatementSplitResult(statements.flatten, partial.get, split.hasUnclosedComment)
+  }
+
+  override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)
+  override def parseTableIdentifier(sqlText: String): TableIdentifier =
+    delegate.parseTableIdentifier(sqlText)
+  override def parseFunctionIdentifier(sqlText: String): FunctionIdentifier =
+    delegate.parseFunctionIdentifier(sqlText)
+  override def parseMultipartIdentifier(sqlText: String): Seq[String] =
+    delegate.parseMultipartIdentifier(sqlText)
+  override def parseTemporalTableIdentifier(sqlText: String): TemporalIdentifier =
+    delegate.parseTemporalTableIdentifier(sqlText)
+  override def parseRoutineParam(sqlText: String): StructType =
+    delegate.parseRoutineParam(sqlText)
+  override def parseTableSchema(sqlText: String): StructType = delegate.parseTableSchema(sqlText)
+  override def parseDataType(sqlText: String): DataType = delegate.parseDataType(sqlText)
+}
+
+object CeqlSqlParser {
+  /** `false` turns the inline syntax off (Spark's parser alone reads every statement). */
+  val EnabledConf = "spark.ceql.parser.enabled"
+  private val log = LoggerFactory.getLogger(classOf[CeqlSqlParser])
+
+  /** For `injectParser`: this parser over Spark's, or Spark's alone if this one fails. */
+  def inject(session: SparkSession, delegate: ParserInterface): ParserInterface = {
+    try {
+      val on = session.sparkContext.getConf.get(EnabledConf, "true").trim.equalsIgnoreCase("true")
+      if (!on) return delegate
+      val parser = new CeqlSqlParser(delegate)
+      CeqlSyntax.rewrite("SELECT * FROM MATCH_CEQL( SELECT * FROM s WHERE A ; B )")
+      parser
+    } catch {
+      case e: Throwable if NonFatal(e) || e.isInstanceOf[LinkageError] =>
+        log.warn(s"ceql: the MATCH_CEQL( <CEQL> ) syntax is off, Spark's parser is used alone " +
+          s"(the shim's parser failed to start: $e). MATCH_CEQL(TABLE(t), query => '...') " +
+          "still works.", e)
+        delegate
+    }
+  }
+}

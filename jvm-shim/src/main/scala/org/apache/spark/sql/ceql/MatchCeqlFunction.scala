@@ -1,0 +1,209 @@
+package org.apache.spark.sql.ceql
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.api.python.{PythonEvalType, PythonFunction}
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.FunctionIdentifier
+import org.apache.spark.sql.catalyst.analysis.{UnresolvedAttribute, UnresolvedRelation, UnresolvedStar}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, AttributeReference, Descending, Expression, ExpressionInfo, FunctionTableSubqueryArgumentExpression, Literal, NamedArgumentExpression, PythonUDTF, SortOrder}
+import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
+import org.apache.spark.sql.catalyst.plans.logical.{Generate, LogicalPlan, OneRowRelation, Project, Repartition, RepartitionByExpression, Sort, SubqueryAlias, Union}
+import org.apache.spark.sql.execution.python.{UserDefinedPythonTableFunction, UserDefinedPythonTableFunctionAnalyzeRunner}
+
+/**
+ * The MATCH_CEQL table function: a Python UDTF (Arrow eval type, with `analyze`) built here.
+ *
+ * The builder describes the call to the Python `analyze` step in one extra named argument
+ * (`_table_call`, JSON): the table argument's PARTITION BY / ORDER BY (removed from the table
+ * argument so that `analyze` decides the partitioning and ordering in one place), and the
+ * table's name. Without a table argument it reads the tables the query's FROM names, merging
+ * several into one stream tagged with each row's table. It then runs `analyze` at once and
+ * arranges the input (shuffle by the requested partitioning, sort by partition and time).
+ */
+object MatchCeqlFunction {
+  val Name = "MATCH_CEQL"
+  val CallArgument = "_table_call"
+  val StreamColumn = "__ceql_stream"
+  val FromOrderColumn = "__ceql_from"
+
+  private val usage =
+    "MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' " +
+      "[, time => 'ts'] [, time_unit => 's'] [, type => 'type'] [, rows => 'matches'|'events'])" +
+      " - the complex events the CEQL query finds in t, one row per match. " +
+      "Also MATCH_CEQL('<CEQL>') and MATCH_CEQL( <CEQL> ): the tables come from FROM."
+
+  def description: (FunctionIdentifier, ExpressionInfo, Seq[Expression] => LogicalPlan) =
+    (FunctionIdentifier(Name),
+      new ExpressionInfo(getClass.getCanonicalName.stripSuffix("$"), null, Name, usage,
+        "", "", "", "", "", "", "python_udtf"),
+      build)
+
+  /** Registers MATCH_CEQL in a running session (for sessions without the extension), as a
+   * temporary function like `spark.udtf.register` does. */
+  def register(session: SparkSession): Unit =
+    session.asInstanceOf[org.apache.spark.sql.classic.SparkSession]
+      .sessionState.tableFunctionRegistry.createOrReplaceTempFunction(Name, build, "python_udtf")
+
+  /** The plan of one call: Spark's Python UDTF, analysed in Python right away. */
+  def build(args: Seq[Expression]): LogicalPlan =
+    build(org.apache.spark.sql.classic.SparkSession.active, args)
+
+  /** The DataFrame API's entry (`ceql.spark.match`): MATCH_CEQL over `input`, as if called as
+   * `MATCH_CEQL(TABLE(input) PARTITION BY partitionBy, name => value, ...)`. */
+  def dataFrame(input: DataFrame, partitionBy: java.util.List[String],
+      options: java.util.Map[String, String]): DataFrame = {
+    val ds = input.asInstanceOf[org.apache.spark.sql.classic.Dataset[Row]]
+    val table = FunctionTableSubqueryArgumentExpression(ds.logicalPlan,
+      partitionByExpressions = partitionBy.asScala.toSeq.map(c => UnresolvedAttribute(Seq(c))))
+    val named = options.asScala.toSeq.sortBy(_._1).map { case (k, v) =>
+      NamedArgumentExpression(k, Literal(v))
+    }
+    org.apache.spark.sql.classic.Dataset.ofRows(ds.sparkSession,
+      build(ds.sparkSession, table +: named))
+  }
+
+  private def build(session: org.apache.spark.sql.classic.SparkSession,
+      args: Seq[Expression]): LogicalPlan = {
+    val (withTable, call) = describeCall(args)
+    val exprs = withTable :+ NamedArgumentExpression(CallArgument, Literal(call))
+    val func = CeqlPython.function()
+    exprs.zipWithIndex.filter { case (e, _) => tableOf(e).isDefined } match {
+      case Seq((arg, i)) => arranged(session, exprs, i, tableOf(arg).get, func)
+      case _ => // not one table argument: Spark's own path, where analyze says what is wrong
+        UserDefinedPythonTableFunction(Name, func, None, PythonEvalType.SQL_ARROW_UDTF,
+          udfDeterministic = true).builder(exprs, CatalystSqlParser)
+    }
+  }
+
+  /**
+   * Runs `analyze` now and shuffles and sorts the input itself, as Spark would for the
+   * requested partitioning, but without telling the Python worker about partitions: the worker
+   * then hands whole Arrow batches to MatchCeql, which splits them by key with Arrow compute
+   * instead of Spark's row-by-row boundary check.
+   */
+  private def arranged(session: org.apache.spark.sql.classic.SparkSession,
+      exprs: Seq[Expression], i: Int, table: FunctionTableSubqueryArgumentExpression,
+      func: PythonFunction): LogicalPlan = {
+    def analyzed(plan: LogicalPlan): LogicalPlan =
+      if (plan.resolved) plan else session.sessionState.executePlan(plan).analyzed
+    val input = table.withNewPlan(analyzed(table.plan))
+    val withInput = exprs.updated(i, rewrap(exprs(i), input))
+    val result = new UserDefinedPythonTableFunctionAnalyzeRunner(
+      Name, func, withInput, withInput.map(tableOf(_).isDefined), CatalystSqlParser).runInPython()
+    val parts = result.partitionByExpressions
+    val shuffled =
+      if (result.withSinglePartition || parts.isEmpty) Repartition(1, shuffle = true, input.plan)
+      else RepartitionByExpression(parts, input.plan, None)
+    val sorted = Sort(parts.map(SortOrder(_, Ascending)) ++ result.orderByExpressions,
+      global = false, shuffled)
+    val udtf = PythonUDTF(
+      name = Name,
+      func = func,
+      elementSchema = result.schema,
+      pickledAnalyzeResult = Some(result.pickledAnalyzeResult),
+      children = exprs.updated(i, rewrap(exprs(i), input.withNewPlan(analyzed(sorted)))),
+      evalType = PythonEvalType.SQL_ARROW_UDTF,
+      udfDeterministic = true,
+      tableArguments = Some(exprs.map(tableOf(_).isDefined)))
+    Generate(udtf, unrequiredChildIndex = Nil, outer = false, qualifier = None,
+      generatorOutput = Nil, child = OneRowRelation())
+  }
+
+  private def rewrap(arg: Expression, table: FunctionTableSubqueryArgumentExpression): Expression =
+    arg match {
+      case NamedArgumentExpression(k, _) => NamedArgumentExpression(k, table)
+      case _ => table
+    }
+
+  private def tableOf(e: Expression): Option[FunctionTableSubqueryArgumentExpression] =
+    e match {
+      case t: FunctionTableSubqueryArgumentExpression => Some(t)
+      case NamedArgumentExpression(_, t: FunctionTableSubqueryArgumentExpression) => Some(t)
+      case _ => None
+    }
+
+  private def describeCall(args: Seq[Expression]): (Seq[Expression], String) = {
+    val tables = args.zipWithIndex.flatMap { case (e, i) => tableOf(e).map(t => (t, i)) }
+    tables match {
+      case Seq((t, i)) =>
+        val stripped = t.copy(partitionByExpressions = Nil, withSinglePartition = false,
+          orderByExpressions = Nil)
+        (args.updated(i, rewrap(args(i), stripped)), tableCall(t))
+      case Seq() => fromClause(args)
+      case _ => (args, "{}") // several tables: analyze says what is wrong
+    }
+  }
+
+  private def column(e: Expression): Option[String] = e match {
+    case a: UnresolvedAttribute if a.nameParts.length == 1 => Some(a.nameParts.head)
+    case a: AttributeReference => Some(a.name)
+    case _ => None
+  }
+
+  private def tableCall(t: FunctionTableSubqueryArgumentExpression): String = {
+    val parts = t.partitionByExpressions
+    val order = t.orderByExpressions
+    val name = t.plan match {
+      case r: UnresolvedRelation => r.multipartIdentifier.lastOption
+      case SubqueryAlias(alias, _) => Some(alias.name) // a table or view, already resolved
+      case _ => None
+    }
+    Json.obj(
+      "partition_by" -> Json.arr(parts.flatMap(column)),
+      "bad_partition_by" -> Json.arr(parts.filter(column(_).isEmpty).map(_.sql)),
+      "order_by" -> Json.arr(order.map(_.child.sql)),
+      "order_by_column" -> order.headOption.flatMap(o => column(o.child)).map(Json.str)
+        .getOrElse("null"),
+      "descending" -> order.exists(_.direction == Descending).toString,
+      "single_partition" -> t.withSinglePartition.toString,
+      "table_name" -> name.map(Json.str).getOrElse("null"))
+  }
+
+  /** No table argument: read the tables the query's FROM clause names. */
+  private def fromClause(args: Seq[Expression]): (Seq[Expression], String) = {
+    val text = args.collectFirst {
+      case NamedArgumentExpression("query", Literal(v, _)) if v != null => v.toString
+      case Literal(v, _) if v != null => v.toString
+    }
+    val names = text.map(CeqlSyntax.fromNames).getOrElse(Nil)
+    val (plan, call) = names match {
+      case Seq() =>
+        (OneRowRelation(), Json.obj("no_input" -> "true"))
+      case Seq(one) =>
+        (relation(one), Json.obj("table_name" -> Json.str(one)))
+      case many =>
+        val tagged = many.zipWithIndex.map { case (n, i) =>
+          Project(Seq(UnresolvedStar(None), Alias(Literal(n), StreamColumn)(),
+            Alias(Literal(i), FromOrderColumn)()), relation(n))
+        }
+        (Union(tagged, byName = true, allowMissingCol = true),
+          Json.obj("streams" -> Json.arr(many)))
+    }
+    (FunctionTableSubqueryArgumentExpression(plan) +: args, call)
+  }
+
+  private def relation(name: String): LogicalPlan =
+    UnresolvedRelation(CatalystSqlParser.parseMultipartIdentifier(quoteParts(name)))
+
+  /** A CEQL FROM name as a table identifier: dots separate parts, as in SQL. */
+  private def quoteParts(name: String): String =
+    name.split('.').map(p => "`" + p.replace("`", "``") + "`").mkString(".")
+
+  /** Just enough JSON writing for the call description. */
+  private object Json {
+    def str(s: String): String = {
+      val sb = new java.lang.StringBuilder("\"")
+      s.foreach {
+        case '"' => sb.append("\\\"")
+        case '\\' => sb.append("\\\\")
+        case c if c < ' ' => sb.append(f"\\u${c.toInt}%04x")
+        case c => sb.append(c)
+      }
+      sb.append('"').toString
+    }
+    def arr(items: Seq[String]): String = items.map(str).mkString("[", ",", "]")
+    def obj(fields: (String, String)*): String =
+      fields.map { case (k, v) => str(k) + ":" + v }.mkString("{", ",", "}")
+  }
+}

@@ -1,0 +1,36 @@
+"""ceql inside Spark SQL: the MATCH_CEQL table function and its session helpers.
+
+    >>> import ceql.spark
+    >>> spark = ceql.spark.local_session()                       # doctest: +SKIP
+    >>> spark.sql("SELECT * FROM MATCH_CEQL(TABLE(stock) PARTITION BY name ORDER BY ts, "
+    ...           "query => 'SELECT * FROM stock WHERE SELL AS a ; BUY AS b')")  # doctest: +SKIP
+
+SQL spellings (all the same function):
+
+- ``MATCH_CEQL(TABLE(t) PARTITION BY p ORDER BY ts, query => '<CEQL>')``
+- ``MATCH_CEQL(TABLE(t), query => '<CEQL with PARTITION BY [p]>')``
+- ``MATCH_CEQL('<CEQL>')``: the tables come from the query's FROM
+- ``MATCH_CEQL( <CEQL> )``: the query written inline (needs the extension's parser)
+
+Options (named arguments): ``time``, ``time_unit``, ``type``, ``rows`` (``matches`` or
+``events``). :func:`match` and :func:`run` are the DataFrame API.
+"""
+
+from __future__ import annotations
+
+from ._api import match, run
+from ._errors import MatchCeqlError
+from ._runner import match_id
+from ._session import EXTENSION_CLASS, configure, enable, jar_path, local_session
+
+__all__ = [
+    "EXTENSION_CLASS",
+    "MatchCeqlError",
+    "configure",
+    "enable",
+    "jar_path",
+    "local_session",
+    "match",
+    "match_id",
+    "run",
+]

@@ -1,0 +1,111 @@
+"""The DataFrame face of MATCH_CEQL: :func:`match` and :func:`run`.
+
+Both call the same table function as SQL does (``ceql.spark._udtf.MatchCeql``), registered from
+Python, so they need no jar; the options mean what they mean in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+import ceql
+
+from ._errors import MatchCeqlError
+from ._session import EXTENSION_CLASS
+from ._spec import FROM_ORDER_COLUMN, STREAM_COLUMN, CallInfo
+from ._udtf import CALL_ARGUMENT, MatchCeql
+
+__all__ = ["match", "run"]
+
+
+def _function() -> Any:
+    from pyspark.sql.udtf import UserDefinedTableFunction
+    from pyspark.util import PythonEvalType
+
+    return UserDefinedTableFunction(MatchCeql, returnType=None, name="MATCH_CEQL",
+                                    evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
+
+
+def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: str | None,
+          rows: str, time_unit: str, jvm: bool | None = None) -> Any:
+    """MATCH_CEQL over ``df``: through the shim when the session has it, else from Python.
+
+    Both run the same ``analyze`` and engine; the shim's plan also splits partitions with
+    Arrow compute rather than Spark's row-by-row check.
+    """
+    options: dict[str, str] = {"query": query, "rows": rows, "time_unit": time_unit}
+    if time is not None:
+        options["time"] = time
+    if type_col is not None:
+        options["type"] = type_col
+    spark = df.sparkSession
+    if jvm is None:
+        jvm = EXTENSION_CLASS in (spark.conf.get("spark.sql.extensions", "") or "")
+    if jvm:
+        from pyspark.sql import DataFrame
+
+        fn = spark._jvm.org.apache.spark.sql.ceql.MatchCeqlFunction
+        return DataFrame(fn.dataFrame(df._jdf, list(call.partition_by), options), spark)
+    from pyspark.sql.functions import lit
+
+    args = {k: lit(v) for k, v in options.items()}
+    return _function()(df.asTable(), **args, **{CALL_ARGUMENT: lit(call.to_json())})
+
+
+def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = None,
+          time: str | None = None, type_col: str = "type", rows: str = "matches",
+          time_unit: str = "s") -> Any:
+    """The matches of CEQL ``query`` over DataFrame ``df``, as a DataFrame.
+
+    ``partition_by`` names columns to partition by (like ``TABLE(t) PARTITION BY``; the query's
+    own ``PARTITION BY`` works too), ``time`` the time column (default: a column ``ts`` or the
+    only TIMESTAMP/DATE column), ``type_col`` the event-type column, ``rows`` ``"matches"`` or
+    ``"events"``. The columns are those of SQL's ``MATCH_CEQL``.
+    """
+    parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
+    call = CallInfo(partition_by=parts)
+    return _call(df, query, call, time=time, type_col=type_col, rows=rows,
+                 time_unit=time_unit)
+
+
+def _query_text(query: str | Path) -> str:
+    if isinstance(query, Path) or (query.strip().endswith(".ceql") and "\n" not in query):
+        path = Path(query)
+        if not path.is_file():
+            raise MatchCeqlError(f"No CEQL query file at {path}.")
+        return path.read_text(encoding="utf-8")
+    return query
+
+
+def run(spark: Any, query: str | Path, source: Any = None, *, time: str | None = None,
+        type_col: str | None = None, rows: str = "matches", time_unit: str = "s") -> Any:
+    """Run a CEQL query (text, or a ``.ceql`` file path) on ``spark``; return a DataFrame.
+
+    ``source`` is a DataFrame, a table or view name, or ``None`` to read the tables or views
+    the query's FROM clause names (several are merged by time; a table without a type column
+    contributes events whose type is the table's name).
+    """
+    text = _query_text(query)
+    if source is not None and not isinstance(source, str):
+        return _call(source, text, CallInfo(), time=time, type_col=type_col, rows=rows,
+                     time_unit=time_unit)
+    names = (source,) if isinstance(source, str) else ceql.compile(text).ast.streams
+    call = CallInfo(table_name=names[0] if len(names) == 1 else None,
+                    streams=tuple(names) if len(names) > 1 else ())
+    return _call(_merged(spark, names), text, call, time=time, type_col=type_col, rows=rows,
+                 time_unit=time_unit)
+
+
+def _merged(spark: Any, names: Sequence[str]) -> Any:
+    """One table, or several merged into one stream, each row tagged with its table."""
+    if len(names) == 1:
+        return spark.table(names[0])
+    from pyspark.sql.functions import lit
+
+    tagged = [spark.table(n).withColumn(STREAM_COLUMN, lit(n)).withColumn(FROM_ORDER_COLUMN,
+                                                                          lit(i))
+              for i, n in enumerate(names)]
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), tagged)

@@ -1,0 +1,228 @@
+"""Run one MATCH_CEQL partition: feed Arrow batches to the engine, turn matches into rows.
+
+A :class:`MatchRunner` lives in one task for one partition of the input (or for the whole
+input when Spark gives the task a single partition). It keeps the rows a later match may still
+report (bounded by the query's WITHIN where there is one) and builds Arrow batches in the output
+schema that :mod:`ceql.spark._spec` derived.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import ceql
+
+from ._errors import MatchCeqlError
+from ._spec import STREAM_COLUMN, TYPE_COLUMN, MatchSpec
+
+__all__ = ["MatchRunner", "match_id", "partition_starts"]
+
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def match_id(partition: Sequence[Any], ordinal: int) -> int:
+    """The ``match_id`` of the ``ordinal``-th match (0-based, output order) of a partition.
+
+    ``partition`` holds the partition columns' values (empty without partitioning). The id is
+    a signed 64-bit hash, the same on every run over the same ordered input.
+    """
+    key = json.dumps([list(partition), ordinal], default=str, separators=(",", ":"))
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
+    """Rows (after the first) where any of ``columns`` changes value; NULL equals NULL."""
+    n = len(columns[0])
+    if n < 2:
+        return []
+    changed: Any = False
+    for c in columns:
+        a, b = c.slice(1), c.slice(0, n - 1)
+        diff = pc.or_(pc.fill_null(pc.not_equal(a, b), False),
+                      pc.not_equal(pc.is_null(a), pc.is_null(b)))
+        changed = pc.or_(changed, diff)
+    return [int(i) + 1 for i in np.flatnonzero(changed.to_numpy(zero_copy_only=False))]
+
+
+class MatchRunner:
+    """The engine over one partition's rows, fed batch by batch (time order)."""
+
+    def __init__(self, spec: MatchSpec) -> None:
+        self._spec = spec
+        query = ceql.compile(spec.query)
+        self._ev = query.evaluator(time=spec.time, type_key=spec.type_key,
+                                   stream_key=spec.stream_key, time_unit=spec.time_unit)
+        self._kept: list[pa.RecordBatch] = []
+        self._base = 0  # engine position of the first kept row
+        self._fed = 0   # rows fed to the engine so far
+        self._ordinals: dict[tuple[Any, ...], int] = {}
+        self._where = ""
+        if spec.window_seconds is not None:
+            per_s = 1_000_000 if spec.time_is_temporal else _PER_SECOND[spec.time_unit]
+            self._horizon: float | None = spec.window_seconds * per_s
+        else:
+            self._horizon = None
+
+    # ------------------------------------------------------------------ input
+    def _prepare(self, rb: pa.RecordBatch) -> pa.RecordBatch:
+        spec = self._spec
+        if spec.partition:
+            valid = None
+            for c in spec.partition:
+                v = pc.is_valid(rb.column(c))
+                valid = v if valid is None else pc.and_(valid, v)
+            if valid is not None and pc.all(valid).as_py() is False:
+                rb = rb.filter(valid)  # NULL keys belong to no partition (SEMANTICS.md)
+            if spec.spark_partitioned and rb.num_rows and not self._where:
+                key = {c: rb.column(c)[0].as_py() for c in spec.partition}
+                self._where = f" in partition {key!r}"
+        if rb.num_rows == 0:
+            return rb
+        t = rb.column(spec.time)
+        if t.null_count:
+            raise MatchCeqlError(
+                f"MATCH_CEQL: the time column {spec.time!r} is NULL in {t.null_count} "
+                f"row(s){self._where}; every event needs a time. Filter them out first "
+                f"(WHERE {spec.time} IS NOT NULL)."
+            )
+        if spec.type_fill == "table":
+            rb = rb.append_column(TYPE_COLUMN, pa.repeat(pa.scalar(spec.table_name,
+                                                                   pa.string()), rb.num_rows))
+        elif spec.type_fill == "stream":
+            i = rb.schema.get_field_index(spec.type_key)
+            filled = pc.coalesce(rb.column(i), rb.column(STREAM_COLUMN))
+            rb = rb.set_column(i, rb.schema.field(i), filled)
+        return rb
+
+    def feed(self, rb: pa.RecordBatch) -> pa.RecordBatch | None:
+        """Evaluate the next rows of the partition; return the output rows they complete."""
+        rb = self._prepare(rb)
+        if rb.num_rows == 0:
+            return None
+        try:
+            matches = self._ev.feed(rb)
+        except ceql.CeqlError as e:
+            raise MatchCeqlError(f"MATCH_CEQL{self._where}: {e}") from None
+        self._kept.append(rb)
+        self._fed += rb.num_rows
+        out = self._assemble(matches) if matches else None
+        self._forget()
+        return out
+
+    def _forget(self) -> None:
+        """Drop kept batches that no later match can reach (WITHIN bounds them)."""
+        spec = self._spec
+        while len(self._kept) > 1:
+            first = self._kept[0]
+            if self._horizon is not None:
+                last = self._kept[-1].column(spec.time)
+                if _time_number(first.column(spec.time)[-1]) >= (
+                        _time_number(last[-1]) - self._horizon):
+                    break
+            elif spec.window_events is not None:
+                if self._base + first.num_rows > self._fed - spec.window_events - 1:
+                    break
+            else:
+                break
+            self._base += first.num_rows
+            self._kept.pop(0)
+
+    # ------------------------------------------------------------------ output
+    def _assemble(self, matches: list[ceql.Match]) -> pa.RecordBatch:
+        spec = self._spec
+        table = pa.Table.from_batches(self._kept)
+        base = self._base
+        starts = pa.array([m.start_position - base for m in matches], pa.int64())
+        ends = pa.array([m.end_position - base for m in matches], pa.int64())
+        parts = {c: _flat(table.column(c).take(ends)) for c in spec.partition}
+        keys: list[tuple[Any, ...]] = (
+            list(zip(*(parts[c].to_pylist() for c in spec.partition), strict=True)) if parts
+            else [()] * len(matches))
+        ids = []
+        for k in keys:
+            n = self._ordinals.get(k, 0)
+            self._ordinals[k] = n + 1
+            ids.append(match_id(k, n))
+        time = table.column(spec.time)
+        cols: dict[str, pa.Array] = {
+            "match_id": pa.array(ids, pa.int64()),
+            "match_start": _flat(time.take(starts)),
+            "match_end": _flat(time.take(ends)),
+        }
+        events = table.select(list(spec.event_columns))
+        if spec.rows == "events":
+            cols.update(self._event_rows(matches, table, events, cols))
+        else:
+            cols.update(parts)
+            for v in spec.variables:
+                cols[v] = _lists([m.variables.get(v, ()) for m in matches], base, events)
+        return pa.RecordBatch.from_arrays([cols[n] for n in spec.output_names],
+                                          names=list(spec.output_names))
+
+    def _event_rows(self, matches: list[ceql.Match], table: pa.Table, events: pa.Table,
+                    fixed: dict[str, pa.Array]) -> dict[str, pa.Array]:
+        """One row per (match, event): repeat the match columns, add the variable name."""
+        base = self._base
+        order = {v: i for i, v in enumerate(self._spec.variables)}
+        rows: list[int] = []
+        owner: list[int] = []
+        labels: list[list[str]] = []
+        for i, m in enumerate(matches):
+            by_pos: dict[int, list[str]] = {}
+            for v, ps in m.variables.items():
+                for p in ps:
+                    by_pos.setdefault(p, []).append(v)
+            for p in m.positions:
+                rows.append(p - base)
+                owner.append(i)
+                labels.append(sorted(by_pos.get(p, []), key=lambda v: order.get(v, len(order))))
+        idx = pa.array(rows, pa.int64())
+        types = _flat(table.column(self._spec.type_key).take(idx)).to_pylist()
+        who = pa.array(owner, pa.int64())
+        out = {k: v.take(who) for k, v in fixed.items()}
+        out["variable"] = pa.array([_primary(ls, t) for ls, t in zip(labels, types, strict=True)],
+                                   pa.string())
+        taken = events.take(idx)
+        for name in events.column_names:
+            out[name] = _flat(taken.column(name))
+        return out
+
+
+def _primary(labels: list[str], event_type: Any) -> str | None:
+    """The variable to show for an event: a user variable before the bare event type name."""
+    for v in labels:
+        if v != event_type:
+            return v
+    return labels[0] if labels else None
+
+
+def _lists(per_match: list[tuple[int, ...]], base: int, events: pa.Table) -> pa.Array:
+    """A list<struct> column: each match's events of one variable, in time order."""
+    offsets = [0]
+    flat: list[int] = []
+    for ps in per_match:
+        flat.extend(p - base for p in ps)
+        offsets.append(len(flat))
+    values = _flat(events.take(pa.array(flat, pa.int64())).to_struct_array())
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
+
+
+def _flat(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
+def _time_number(s: pa.Scalar) -> float:
+    """A time scalar as a number: microseconds for timestamps and dates, else its value."""
+    if pa.types.is_timestamp(s.type):
+        return float(s.cast(pa.timestamp("us", tz=s.type.tz)).cast(pa.int64()).as_py())
+    if pa.types.is_date(s.type):
+        return float(s.cast(pa.date32()).cast(pa.int32()).as_py()) * 86_400_000_000
+    return float(s.as_py())

@@ -1,0 +1,103 @@
+"""Sessions with MATCH_CEQL: the shipped shim jar, its extension class, session helpers."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ._errors import MatchCeqlError
+
+__all__ = ["EXTENSION_CLASS", "configure", "enable", "jar_path", "local_session", "register"]
+
+#: The class to list in ``spark.sql.extensions`` (it lives in the shim jar).
+EXTENSION_CLASS = "org.ceql.spark.CeqlSparkSessionExtensions"
+#: The Python the JVM shim starts for MATCH_CEQL when set (else PYSPARK_PYTHON, else python3).
+PYTHON_CONF = "spark.ceql.python"
+
+
+def jar_path() -> str:
+    """The path of the shim jar shipped inside the package (``ceql/jars/ceql-shim.jar``)."""
+    jar = Path(__file__).resolve().parent.parent / "jars" / "ceql-shim.jar"
+    if not jar.is_file():
+        raise MatchCeqlError(
+            f"The ceql Spark shim jar is missing at {jar}; build it with "
+            "`python -m ceql.spark.build_jar` (needs Java 17 and pyspark).")
+    return str(jar)
+
+
+def _append(existing: str | None, item: str, sep: str = ",") -> str:
+    parts = [p for p in (existing or "").split(sep) if p.strip()]
+    if item not in parts:
+        parts.append(item)
+    return sep.join(parts)
+
+
+def _set_python() -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def configure(builder: Any) -> Any:
+    """Add the shim jar and extension to a ``SparkSession.Builder``; set ``PYSPARK_PYTHON``.
+
+    Call it before ``getOrCreate()``; returns the builder.
+    """
+    _set_python()
+    options = getattr(builder, "_options", {})
+    jars = _append(options.get("spark.jars"), jar_path())
+    exts = _append(options.get("spark.sql.extensions"), EXTENSION_CLASS)
+    return builder.config("spark.jars", jars).config("spark.sql.extensions", exts)
+
+
+def enable(spark: Any) -> Any:
+    """Make MATCH_CEQL available in a running session; returns the session.
+
+    A session started with :func:`configure` (or ``--conf spark.sql.extensions=…``) already has
+    everything. Otherwise the jar is added and the MATCH_CEQL table function registered, but the
+    ``MATCH_CEQL( <CEQL> )`` syntax needs the extension at start-up (a warning says so).
+    """
+    _set_python()
+    if EXTENSION_CLASS in (spark.conf.get("spark.sql.extensions", "") or ""):
+        return spark
+    register(spark)
+    warnings.warn(
+        "ceql: MATCH_CEQL(TABLE(t), query => '…') is registered in this running session; the "
+        "MATCH_CEQL( <CEQL> ) syntax also needs the extension when the session starts: use "
+        "ceql.spark.configure(builder) or ceql.spark.local_session().",
+        stacklevel=2,
+    )
+    return spark
+
+
+def register(spark: Any) -> None:
+    """Add the jar to a running session and register MATCH_CEQL in it (no parser)."""
+    spark.conf.set(PYTHON_CONF, os.environ.get("PYSPARK_PYTHON", sys.executable))
+    spark.sql(f"ADD JAR '{jar_path()}'")
+    jvm = spark.sparkContext._jvm
+    gateway = spark.sparkContext._gateway
+    loader = spark._jsparkSession.sharedState().jarClassLoader()
+    cls = jvm.java.lang.Class.forName(EXTENSION_CLASS, True, loader)
+    types = gateway.new_array(jvm.java.lang.Class, 1)
+    types[0] = jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession", True, loader)
+    values = gateway.new_array(jvm.java.lang.Object, 1)
+    values[0] = spark._jsparkSession
+    cls.getMethod("register", types).invoke(None, values)
+
+
+def local_session(**conf: str) -> Any:
+    """A local[2] SparkSession with MATCH_CEQL: UI off, 4 shuffle partitions, this Python.
+
+    Keyword arguments are extra Spark settings, e.g. ``local_session(**{"spark.x": "1"})``.
+    """
+    from pyspark.sql import SparkSession
+
+    _set_python()
+    builder = (SparkSession.builder.master("local[2]").appName("ceql")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4"))
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    return configure(builder).getOrCreate()

@@ -1,0 +1,380 @@
+"""Plan one MATCH_CEQL call: read its options and the input schema, say what Spark must do.
+
+This is the driver-side half of the table function (run by ``analyze``): it compiles the query
+once, decides the time, type, partition and ordering columns, checks that the call and the query
+agree, and derives the output schema. It adapts; every CEQL meaning stays in the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    DateType,
+    LongType,
+    NumericType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+import ceql
+
+from ._errors import MatchCeqlError
+
+__all__ = [
+    "INTERNAL_PREFIX",
+    "OPTIONS",
+    "CallInfo",
+    "MatchSpec",
+    "plan_match",
+    "quote_identifier",
+]
+
+#: Columns whose names start with this are the adapter's own (stream name, FROM order).
+INTERNAL_PREFIX = "__ceql_"
+STREAM_COLUMN = "__ceql_stream"
+FROM_ORDER_COLUMN = "__ceql_from"
+TYPE_COLUMN = "__ceql_type"
+
+#: The options MATCH_CEQL accepts as named arguments, with what each means.
+OPTIONS: dict[str, str] = {
+    "query": "the CEQL query text",
+    "time": "the time column (TIMESTAMP, DATE or numeric); default: the ORDER BY column, "
+            "else a column named ts, else the only TIMESTAMP/DATE column",
+    "time_unit": "what a numeric time counts: s (default), ms, us or ns",
+    "tie_break": "columns (comma-separated) that order events with equal times",
+    "type": "the column holding each event's type (default: type)",
+    "rows": "matches (default: one row per match) or events (one row per event of a match)",
+}
+_ROWS = ("matches", "events")
+_UNITS = ("s", "ms", "us", "ns")
+_FIXED_MATCH_COLUMNS = ("match_id", "match_start", "match_end")
+_EVENT_ROW_COLUMNS = ("match_id", "match_start", "match_end", "variable")
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a Spark SQL identifier in backquotes."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """What the SQL call said about its table argument (filled by the JVM shim or ``match``)."""
+
+    partition_by: tuple[str, ...] = ()      # column names
+    bad_partition_by: tuple[str, ...] = ()  # PARTITION BY expressions that are not columns
+    order_by: tuple[str, ...] = ()          # SQL of each ORDER BY expression, in order
+    order_by_column: str | None = None      # the first ORDER BY expression, if a column
+    descending: bool = False                # some ORDER BY expression is DESC
+    single_partition: bool = False          # WITH SINGLE PARTITION
+    table_name: str | None = None           # TABLE(name): the events' type if no type column
+    streams: tuple[str, ...] = ()           # FROM names merged by the shim
+    no_input: bool = False                  # no table argument and no FROM name to read
+
+    @classmethod
+    def from_json(cls, text: str | None) -> CallInfo:
+        """Read the call description the JVM shim (or :func:`ceql.spark.match`) passes."""
+        if not text:
+            return cls()
+        d: dict[str, Any] = json.loads(text)
+        return cls(
+            partition_by=tuple(d.get("partition_by", ())),
+            bad_partition_by=tuple(d.get("bad_partition_by", ())),
+            order_by=tuple(d.get("order_by", ())),
+            order_by_column=d.get("order_by_column"),
+            descending=bool(d.get("descending", False)),
+            single_partition=bool(d.get("single_partition", False)),
+            table_name=d.get("table_name"),
+            streams=tuple(d.get("streams", ())),
+            no_input=bool(d.get("no_input", False)),
+        )
+
+    def to_json(self) -> str:
+        """The inverse of :meth:`from_json`."""
+        return json.dumps({
+            "partition_by": list(self.partition_by),
+            "bad_partition_by": list(self.bad_partition_by),
+            "order_by": list(self.order_by),
+            "order_by_column": self.order_by_column,
+            "descending": self.descending,
+            "single_partition": self.single_partition,
+            "table_name": self.table_name,
+            "streams": list(self.streams),
+            "no_input": self.no_input,
+        })
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """Everything a task needs to run the query over its partition; built once by ``analyze``."""
+
+    query: str
+    time: str
+    time_unit: str
+    type_key: str                   # the column the engine reads types from
+    type_fill: str | None           # None | "table" (constant table_name) | "stream"
+    table_name: str | None
+    stream_key: str
+    partition: tuple[str, ...]      # output partition columns
+    spark_partitioned: bool         # True: each task instance sees one partition key
+    rows: str
+    event_columns: tuple[str, ...]
+    variables: tuple[str, ...]
+    window_seconds: float | None    # WITHIN in time, in seconds (for trimming kept rows)
+    window_events: int | None       # WITHIN n EVENTS when a task sees one substream
+    time_is_temporal: bool
+    request_partition_by: tuple[str, ...] = ()
+    request_order_by: tuple[str, ...] = ()
+    output_names: tuple[str, ...] = field(default=())
+
+
+def _resolve(name: str, schema: StructType, what: str) -> str:
+    """The schema's spelling of column ``name`` (Spark compares names case-insensitively)."""
+    names = [f.name for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
+    if name in names:
+        return name
+    folded = [n for n in names if n.lower() == name.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    raise MatchCeqlError(
+        f"MATCH_CEQL: the {what} column {name!r} is not in the input table; its columns are "
+        f"{', '.join(names) or '(none)'}. Name one of them."
+    )
+
+
+def _field(schema: StructType, name: str) -> StructField:
+    for f in schema.fields:
+        if f.name == name:
+            return f
+    raise KeyError(name)  # pragma: no cover - _resolve checked it
+
+
+def _option(options: Mapping[str, Any], name: str) -> str | None:
+    v = options.get(name)
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise MatchCeqlError(
+            f"MATCH_CEQL: option {name} must be a string literal, got {v!r}; write "
+            f"{name} => '...'."
+        )
+    return v
+
+
+def _pick_time(schema: StructType, option: str | None, call: CallInfo) -> str:
+    if call.descending:
+        raise MatchCeqlError(
+            "MATCH_CEQL: the table argument's ORDER BY must be ascending (events are read "
+            "oldest first); drop DESC."
+        )
+    if call.order_by and call.order_by_column is None:
+        raise MatchCeqlError(
+            f"MATCH_CEQL: the table argument's ORDER BY must start with the time column, got "
+            f"{call.order_by[0]}; write ORDER BY (ts) or pass time => 'ts'."
+        )
+    if option is not None:
+        name = _resolve(option, schema, "time")
+        if call.order_by_column is not None and _resolve(call.order_by_column, schema,
+                                                          "ORDER BY") != name:
+            raise MatchCeqlError(
+                f"MATCH_CEQL: the table argument is ORDER BY {call.order_by_column} but "
+                f"time => {option!r}; they must name the same column (or give only one)."
+            )
+        return name
+    if call.order_by_column is not None:
+        return _resolve(call.order_by_column, schema, "ORDER BY")
+    names = [f.name for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
+    for n in names:
+        if n.lower() == "ts":
+            return n
+    temporal = [f.name for f in schema.fields
+                if isinstance(f.dataType, (TimestampType, TimestampNTZType, DateType))]
+    if len(temporal) == 1:
+        return temporal[0]
+    raise MatchCeqlError(
+        "MATCH_CEQL needs a time column to order the events: write TABLE(t) ORDER BY (col) "
+        f"or pass time => 'col'. The input's columns are {', '.join(names) or '(none)'}."
+    )
+
+
+def _check_time_type(f: StructField) -> bool:
+    t = f.dataType
+    if isinstance(t, (TimestampType, TimestampNTZType, DateType)):
+        return True
+    if isinstance(t, NumericType) and t.typeName() != "decimal":
+        return False
+    raise MatchCeqlError(
+        f"MATCH_CEQL: the time column {f.name!r} has type {t.simpleString()}; use a TIMESTAMP, "
+        f"DATE or numeric column (cast it, e.g. CAST({quote_identifier(f.name)} AS DOUBLE))."
+    )
+
+
+def _pick_type(schema: StructType, option: str | None, call: CallInfo,
+               names: Sequence[str]) -> tuple[str, str | None]:
+    has_stream = STREAM_COLUMN in names
+    if option is not None:
+        col = _resolve(option, schema, "type")
+    else:
+        folded = [n for n in names if n.lower() == "type" and not n.startswith(INTERNAL_PREFIX)]
+        col = folded[0] if folded else ""
+    if col:
+        t = _field(schema, col).dataType
+        if not isinstance(t, StringType):
+            raise MatchCeqlError(
+                f"MATCH_CEQL: the type column {col!r} has type {t.simpleString()}; event types "
+                "are names, so it must be a STRING column (or name another with type => '…')."
+            )
+        return col, ("stream" if has_stream else None)
+    if has_stream:
+        return STREAM_COLUMN, None
+    if call.table_name:
+        return TYPE_COLUMN, "table"
+    raise MatchCeqlError(
+        "MATCH_CEQL: the input has no column 'type' to read event types from; name the column "
+        "with type => 'col' (a table given by name, TABLE(t), uses its name as the type)."
+    )
+
+
+def _partitioning(q: ceql.Query, schema: StructType, call: CallInfo) -> tuple[str, ...]:
+    if call.bad_partition_by:
+        raise MatchCeqlError(
+            "MATCH_CEQL: the table argument's PARTITION BY must name columns of the table, got "
+            f"{', '.join(call.bad_partition_by)}; compute the value in a subquery first."
+        )
+    from_call = tuple(_resolve(c, schema, "PARTITION BY") for c in call.partition_by)
+    from_query = tuple(q.partition_by)
+    if from_call and from_query and set(from_call) != set(from_query):
+        raise MatchCeqlError(
+            f"MATCH_CEQL: the table argument is PARTITION BY {', '.join(from_call)} but the "
+            f"query says PARTITION BY [{', '.join(from_query)}]; make them the same or keep "
+            "only one."
+        )
+    return from_query or from_call
+
+
+def _windows(q: ceql.Query, one_substream: bool) -> tuple[float | None, int | None]:
+    """The WITHIN bound a task may use to forget old rows: (seconds, events)."""
+    w = q.ast.within
+    if w is None:
+        return None, None
+    if w.kind == "time":
+        return float(w.amount), None
+    if w.kind == "events" and one_substream:
+        return None, int(w.amount)
+    return None, None
+
+
+def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -> MatchSpec:
+    """Check one call and decide how to run it; raise :class:`MatchCeqlError` if it is wrong."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise MatchCeqlError(
+            f"MATCH_CEQL has no option {', '.join(unknown)}; its options are "
+            f"{', '.join(OPTIONS)}."
+        )
+    text = _option(options, "query")
+    if text is None or not text.strip():
+        raise MatchCeqlError(
+            "MATCH_CEQL needs a CEQL query: MATCH_CEQL(TABLE(t), query => 'SELECT * FROM t "
+            "WHERE …')."
+        )
+    names = [f.name for f in schema.fields]
+    visible = StructType([f for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX)])
+    if call.no_input:
+        ceql.compile(text)  # a syntax error is the clearer message
+        raise MatchCeqlError(
+            "MATCH_CEQL needs its input: give a table argument, MATCH_CEQL(TABLE(t), query => "
+            "'…'), or the query as a string literal whose FROM names tables or views.")
+    q = ceql.compile(text, schema=visible)  # CeqlError: syntax/unknown columns, with caret
+    time = _pick_time(schema, _option(options, "time"), call)
+    temporal = _check_time_type(_field(schema, time))
+    unit = _option(options, "time_unit") or "s"
+    if unit not in _UNITS:
+        raise MatchCeqlError(
+            f"MATCH_CEQL: time_unit {unit!r} is not one of {', '.join(_UNITS)}.")
+    type_key, fill = _pick_type(schema, _option(options, "type"), call, names)
+    if fill is None and type_key == TYPE_COLUMN:
+        fill = "table"
+    rows = (_option(options, "rows") or "matches").lower()
+    if rows not in _ROWS:
+        raise MatchCeqlError(
+            f"MATCH_CEQL: rows => {rows!r} is not one of {', '.join(_ROWS)}.")
+    partition = _partitioning(q, schema, call)
+    consume_any = q.ast.consume == "ANY"
+    if consume_any and call.partition_by:
+        raise MatchCeqlError(
+            "MATCH_CEQL: CONSUME BY ANY consumes across all partitions, so the table argument "
+            "cannot be PARTITION BY; drop it (the query's own PARTITION BY still applies)."
+        )
+    spark_partitioned = bool(partition) and not consume_any and not call.single_partition
+    order = [quote_identifier(time), *call.order_by[1:]]
+    ties = _option(options, "tie_break")
+    if ties:
+        order += [quote_identifier(_resolve(c.strip(), schema, "tie_break"))
+                  for c in ties.split(",") if c.strip()]
+    if FROM_ORDER_COLUMN in names:
+        order.append(quote_identifier(FROM_ORDER_COLUMN))
+    events = tuple(n for n in names if not n.startswith(INTERNAL_PREFIX))
+    seconds, n_events = _windows(q, spark_partitioned or not partition)
+    spec = MatchSpec(
+        query=text, time=time, time_unit=unit, type_key=type_key, type_fill=fill,
+        table_name=call.table_name, stream_key=STREAM_COLUMN if STREAM_COLUMN in names
+        else "stream", partition=partition, spark_partitioned=spark_partitioned, rows=rows,
+        event_columns=events, variables=tuple(q.variables),
+        window_seconds=seconds, window_events=n_events, time_is_temporal=temporal,
+        request_partition_by=tuple(quote_identifier(c) for c in partition)
+        if spark_partitioned else (),
+        request_order_by=tuple(order),
+    )
+    out = output_schema(spec, schema)
+    return replace(spec, output_names=tuple(f.name for f in out.fields))
+
+
+def output_schema(spec: MatchSpec, schema: StructType) -> StructType:
+    """The rows MATCH_CEQL returns for ``spec`` over input ``schema``.
+
+    Top-level columns are all nullable: Spark's Arrow writer needs every batch, empty or not,
+    to carry the same schema.
+    """
+    def column(name: str) -> StructField:
+        f = _field(schema, name)
+        return StructField(f.name, f.dataType, True)
+
+    time_type: DataType = _field(schema, spec.time).dataType
+    fixed = [StructField("match_id", LongType(), True),
+             StructField("match_start", time_type, True),
+             StructField("match_end", time_type, True)]
+    events = [column(n) for n in spec.event_columns]
+    if spec.rows == "events":
+        fields = [*fixed, StructField("variable", StringType(), True), *events]
+        _check_unique([f.name for f in fields], "an input column",
+                      "rename the input column in a subquery")
+        return StructType(fields)
+    event_struct = StructType([_field(schema, n) for n in spec.event_columns])
+    parts = [column(c) for c in spec.partition]
+    vars_ = [StructField(v, ArrayType(event_struct, True), True) for v in spec.variables]
+    fields = [fixed[0], *parts, fixed[1], fixed[2], *vars_]
+    _check_unique([f.name for f in fields], "a variable",
+                  "Spark SQL does not tell apart names that differ only in case: SELECT the "
+                  "variables you need (SELECT a, b) or rename one with AS")
+    return StructType(fields)
+
+
+def _check_unique(names: Sequence[str], what: str, fix: str) -> None:
+    seen: dict[str, str] = {}
+    for n in names:
+        k = n.lower()
+        if k in seen:
+            raise MatchCeqlError(
+                f"MATCH_CEQL: output columns {seen[k]!r} and {n!r} clash ({what} has the name "
+                f"of another output column); {fix}."
+            )
+        seen[k] = n

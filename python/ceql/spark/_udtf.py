@@ -1,0 +1,129 @@
+"""The Python table function behind MATCH_CEQL (Arrow eval type, with an ``analyze`` step).
+
+Spark calls :meth:`MatchCeql.analyze` once on the driver while analysing the SQL: it compiles
+the query, derives the output schema and requests the partitioning and ordering. Each task then
+builds a :class:`MatchCeql` from that result and gets its partition's rows as Arrow batches. The
+JVM shim references this class by name (``ceql.spark._udtf.MatchCeql``), so it must stay here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+import pyarrow as pa
+from pyspark.errors import PySparkValueError
+from pyspark.sql.types import StructType
+from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, OrderingColumn, PartitioningColumn
+
+import ceql
+
+from ._errors import MatchCeqlError
+from ._runner import MatchRunner, partition_starts
+from ._spec import CallInfo, MatchSpec, output_schema, plan_match
+
+__all__ = ["CALL_ARGUMENT", "MatchAnalysis", "MatchCeql"]
+
+#: The named argument through which the shim (or ``ceql.spark.match``) describes the call.
+CALL_ARGUMENT = "_table_call"
+_USAGE = "MATCH_CEQL(TABLE(t), query => 'SELECT * FROM t WHERE …')"
+
+
+@dataclass
+class MatchAnalysis(AnalyzeResult):
+    """``analyze``'s result, handed to every task: the plan of the call."""
+
+    spec: MatchSpec | None = None
+
+
+def _table_and_options(args: tuple[AnalyzeArgument, ...],
+                       kwargs: Mapping[str, AnalyzeArgument]
+                       ) -> tuple[StructType, dict[str, Any], CallInfo]:
+    tables = [a for a in (*args, *kwargs.values()) if a.isTable]
+    if len(tables) != 1:
+        raise MatchCeqlError(
+            f"MATCH_CEQL takes exactly one table argument, got {len(tables)}: {_USAGE}.")
+    options: dict[str, Any] = {}
+    scalars = [a for a in args if not a.isTable]
+    if len(scalars) > 1:
+        raise MatchCeqlError(
+            f"MATCH_CEQL takes the query and then named options (time => 'ts', …), got "
+            f"{len(scalars)} unnamed values: {_USAGE}.")
+    named = {k: v for k, v in kwargs.items() if not v.isTable}
+    if scalars:
+        named = {"query": scalars[0], **named}
+    for k, v in named.items():
+        if not v.isConstantExpression:
+            raise MatchCeqlError(
+                f"MATCH_CEQL: option {k} must be a constant string, not an expression over "
+                "the rows.")
+        options[k] = v.value
+    call = CallInfo.from_json(options.pop(CALL_ARGUMENT, None))
+    schema = tables[0].dataType
+    assert isinstance(schema, StructType)
+    return schema, options, call
+
+
+class MatchCeql:
+    """MATCH_CEQL: complex events of a CEQL query over a table, one Spark partition at a time."""
+
+    @staticmethod
+    def analyze(*args: AnalyzeArgument, **kwargs: AnalyzeArgument) -> AnalyzeResult:
+        """Compile the query, derive the output schema, request partitioning and ordering."""
+        try:
+            schema, options, call = _table_and_options(args, kwargs)
+            spec = plan_match(schema, options, call)
+        except MatchCeqlError as e:
+            raise PySparkValueError(str(e)) from None
+        except ceql.CeqlError as e:
+            raise PySparkValueError(f"MATCH_CEQL: {e}") from None
+        return MatchAnalysis(
+            schema=output_schema(spec, schema),
+            withSinglePartition=not spec.spark_partitioned,
+            partitionBy=[PartitioningColumn(c) for c in spec.request_partition_by],
+            orderBy=[OrderingColumn(c) for c in spec.request_order_by],
+            spec=spec,
+        )
+
+    def __init__(self, analysis: MatchAnalysis) -> None:
+        assert analysis.spec is not None
+        self._spec = analysis.spec
+        self._runner: MatchRunner | None = None
+        self._key: tuple[Any, ...] | None = None
+
+    def eval(self, *args: Any, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        """Feed one Arrow batch; yield the rows of the matches it completes.
+
+        A batch may hold several partitions, one after another (Spark sorted them by key): each
+        partition gets its own engine, started when its first row arrives.
+        """
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, pa.RecordBatch):
+                for key, part in self._segments(a):
+                    if self._runner is None or key != self._key:
+                        self._runner, self._key = MatchRunner(self._spec), key
+                    out = self._runner.feed(part)
+                    if out is not None:
+                        yield out
+                return
+        raise MatchCeqlError(
+            "MATCH_CEQL received no table rows as an Arrow batch (got "
+            f"{', '.join(type(a).__name__ for a in (*args, *kwargs.values()))}); it must run "
+            "with Spark's Arrow UDTF eval type and one TABLE argument.")
+
+    def _segments(self, rb: pa.RecordBatch) -> Iterator[tuple[tuple[Any, ...], pa.RecordBatch]]:
+        """The runs of equal partition keys in ``rb`` (the whole batch without partitioning)."""
+        cols = self._spec.partition if self._spec.spark_partitioned else ()
+        if not cols or rb.num_rows == 0:
+            yield (), rb
+            return
+        starts = [0, *partition_starts([rb.column(c) for c in cols]), rb.num_rows]
+        for s, e in pairwise(starts):
+            key = tuple(rb.column(c)[s].as_py() for c in cols)
+            yield key, rb.slice(s, e - s)
+
+    def terminate(self) -> None:
+        """Nothing is pending at the end: every match is output when its last event arrives."""
+        return None

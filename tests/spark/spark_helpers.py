@@ -1,0 +1,48 @@
+"""What the pure engine finds, and what MATCH_CEQL returned, in one comparable shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import ceql
+from ceql.spark import match_id
+
+#: (match_id, partition key, ((variable, event ids), ...)) for each match
+Found = list[tuple[int, tuple[Any, ...], tuple[tuple[str, tuple[Any, ...]], ...]]]
+
+
+def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[str] = (),
+           time: str = "ts", id_col: str = "seq", **kw: Any) -> Found:
+    """Run the engine per partition (NULL keys dropped), rows in (time, id) order."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        key = tuple(r.get(c) for c in partition)
+        if any(v is None for v in key):
+            continue
+        groups.setdefault(key, []).append(r)
+    q = ceql.compile(query)
+    out: Found = []
+    for key, group in groups.items():
+        group.sort(key=lambda r: (r[time], r[id_col]))
+        for n, m in enumerate(q.run(group, time=time, **kw)):
+            bound = tuple(sorted((v, tuple(group[p][id_col] for p in ps))
+                                 for v, ps in m.variables.items()))
+            out.append((match_id(key, n), key, bound))
+    return sorted(out, key=repr)
+
+
+def spark_rows(rows: Iterable[Any], variables: Sequence[str], *,
+               partition: Sequence[str] = (), id_col: str = "seq") -> Found:
+    """MATCH_CEQL's rows (one per match) in the shape of :func:`engine`."""
+    out: Found = []
+    for r in rows:
+        key = tuple(r[c] for c in partition)
+        bound = tuple(sorted((v, tuple(e[id_col] for e in r[v])) for v in variables if r[v]))
+        out.append((r["match_id"], key, bound))
+    return sorted(out, key=repr)
+
+
+def sql_string(text: str) -> str:
+    """A Spark SQL string literal for ``text``."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

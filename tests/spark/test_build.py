@@ -1,0 +1,37 @@
+"""The shim's build: build.sbt names the installed pyspark's versions; the jar is current."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import pyspark
+
+from ceql.spark import EXTENSION_CLASS, build_jar
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sbt_setting(pattern: str) -> str:
+    found = re.search(pattern, (ROOT / "build.sbt").read_text())
+    assert found, f"build.sbt has no {pattern}"
+    return found.group(1)
+
+
+def test_build_sbt_versions_are_the_installed_pysparks() -> None:
+    jars = Path(pyspark.__file__).parent / "jars"
+    scala = [p.name for p in jars.glob("scala-library-*.jar")]
+    assert _sbt_setting(r'val sparkVersion = "([^"]+)"') == pyspark.__version__
+    scala_version = _sbt_setting(r'scalaVersion := "([^"]+)"')
+    assert scala == [f"scala-library-{scala_version}.jar"]
+    assert _sbt_setting(r'"-release", "(\d+)"') == "17"
+
+
+def test_the_jar_is_built_from_the_sources_and_holds_the_extension() -> None:
+    jar = build_jar.build()
+    assert build_jar.up_to_date()
+    with zipfile.ZipFile(jar) as z:
+        names = set(z.namelist())
+    assert EXTENSION_CLASS.replace(".", "/") + ".class" in names
+    assert "META-INF/MANIFEST.MF" in names
