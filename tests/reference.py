@@ -282,7 +282,10 @@ def eval_formula(f: A.Formula, sub: _Substream) -> set[Val]:
 # ================================================================ selection strategies
 
 
-def _strategy_keep(strategy: str, ces: set[tuple[int, frozenset[int]]]) -> set[tuple[int, frozenset[int]]]:
+CE = tuple[int, frozenset[int]]  # (start, D) of a complex event; its end is given
+
+
+def _strategy_keep(strategy: str, ces: set[CE]) -> set[CE]:
     """The complex events ``(start, D)`` with one common end that the strategy keeps."""
     if strategy in ("ALL", "ANY"):
         return set(ces)
@@ -292,7 +295,7 @@ def _strategy_keep(strategy: str, ces: set[tuple[int, frozenset[int]]]) -> set[t
         return {(s, d) for s, d in ces if not any(d2 > d for _, d2 in ces)}
     if strategy in ("NEXT", "LAST"):
         pick = min if strategy == "NEXT" else max
-        best: tuple[int, frozenset[int]] | None = None
+        best: CE | None = None
         for ce in ces:
             if best is None:
                 best = ce
@@ -357,22 +360,32 @@ def _stream_members(events: Sequence[Mapping[str, Any]], streams: tuple[str, ...
     return out
 
 
-def _check_times(events: Sequence[Mapping[str, Any]], time: str | None) -> None:
-    if time is None:
-        return
+def _check_times(events: Sequence[Mapping[str, Any]], kept: list[int], query: A.Query,
+                 time: str | None) -> None:
+    """Bad input is an error, not a silent drop: the events the query reads (in FROM and with a
+    partition key) need a time (when ``time`` names one) in non-decreasing order, and a number
+    in the attribute of a ``WITHIN n [attr]`` window."""
     previous: object = None
-    for i, event in enumerate(events):
-        if _time_value(event.get(time)) is None:
-            raise ValueError(f"event {i} has no usable time in {time!r}")
-        if previous is not None:
-            d = _time_diff(event.get(time), previous)
-            if d is None or d < 0:
-                raise ValueError(f"event {i}: time goes backwards")
-        previous = event.get(time)
+    for i in kept:
+        event = events[i]
+        if time is not None:
+            if _time_value(event.get(time)) is None:
+                raise ValueError(f"event {i} has no usable time in {time!r}")
+            if previous is not None:
+                d = _time_diff(event.get(time), previous)
+                if d is None or d < 0:
+                    raise ValueError(f"event {i}: time goes backwards")
+            previous = event.get(time)
+        w = query.within
+        if w is not None and w.kind == "attr":
+            assert w.attr is not None
+            v = _clean(event.get(w.attr))
+            if not _is_number(v):
+                raise ValueError(f"event {i} has no number in {w.attr!r} for WITHIN")
 
 
-def _within_ok(w: A.Within | None, s: int, e: int, sub: _Substream, events: Sequence[Mapping[str, Any]],
-               time: str | None) -> bool:
+def _within_ok(w: A.Within | None, s: int, e: int, sub: _Substream,
+               events: Sequence[Mapping[str, Any]], time: str | None) -> bool:
     if w is None:
         return True
     if w.kind == "events":
@@ -385,9 +398,7 @@ def _within_ok(w: A.Within | None, s: int, e: int, sub: _Substream, events: Sequ
             diff = _time_diff(events[last].get(time), events[first].get(time))
     elif w.kind == "attr":
         assert w.attr is not None
-        diff = _time_diff(events[last].get(w.attr), events[first].get(w.attr))
-        if diff is not None and isinstance(_time_value(events[last].get(w.attr)), dt.datetime):
-            diff = None  # ``n [attr]`` is a difference of numbers
+        diff = Fraction(events[last][w.attr]) - Fraction(events[first][w.attr])
     else:
         raise ValueError(f"unknown WITHIN kind {w.kind!r}")
     return diff is not None and diff <= w.amount
@@ -397,7 +408,7 @@ def _evaluate_substream(query: A.Query, sub: _Substream, events: Sequence[Mappin
                         time: str | None) -> set[tuple[int, int, tuple[int, ...]]]:
     """Steps 2–5 (WHERE, strategy, SELECT, WITHIN) on one substream; original positions."""
     valuations = eval_formula(query.where, sub)
-    by_end: dict[int, set[tuple[int, frozenset[int]]]] = defaultdict(set)
+    by_end: dict[int, set[CE]] = defaultdict(set)
     for s, e, mu in valuations:
         by_end[e].add((s, _positions(mu)))
     kept = {e: _strategy_keep(query.strategy, ces) for e, ces in by_end.items()}
@@ -422,10 +433,9 @@ def reference_matches(query: A.Query, events: Sequence[Mapping[str, Any]], *,
     """Every output of ``query`` on ``events`` (LIMIT not applied), grouped by end position.
 
     Positions are original 0-based indices into ``events``. Sorted by (end, start, positions).
-    Raises ``ValueError`` when a (sub)stream holds more than ``MAX_EVENTS`` events or when times
-    are missing or out of order.
+    Raises ``ValueError`` when a (sub)stream holds more than ``MAX_EVENTS`` events, when times
+    are missing or out of order, or when a ``WITHIN n [attr]`` attribute is not a number.
     """
-    _check_times(events, time)
     members = _stream_members(events, query.streams, stream_key)
 
     # 1. PARTITION BY: composite key of non-NULL values; events lacking one are dropped.
@@ -437,6 +447,8 @@ def reference_matches(query: A.Query, events: Sequence[Mapping[str, Any]], *,
             continue
         groups.setdefault(key, []).append(i)
         keys.setdefault(key, key)
+
+    _check_times(events, sorted(i for g in groups.values() for i in g), query, time)
 
     outputs: list[RefMatch] = []
     for key, indices in groups.items():

@@ -192,17 +192,25 @@ def statically_valid(p: A.Pred) -> bool:
 # ---------------------------------------------------------------- predicates
 
 
+_null_preds = st.builds(  # unknown for every event (zz never exists), or for many
+    A.Compare, st.sampled_from(["=", "!=", "<", ">="]),
+    st.sampled_from([A.Attr("zz"), A.Attr("s"), A.Arith("/", A.Attr("a"), A.Attr("b"))]),
+    st.sampled_from([A.Literal(0), A.Literal(1)]))
+
+
+_false_preds = st.builds(  # false for every non-NULL value in 0..3
+    lambda op_value, attr: A.Compare(op_value[0], attr, A.Literal(op_value[1])),
+    st.sampled_from([(">", 3), ("<", 0), ("=", 4), (">=", 5)]), _num_attr)
+
+
 @st.composite
 def _atom_preds(draw: st.DrawFn) -> A.Pred:
     kind = draw(st.sampled_from(["simple"] * 4 + ["cmp"] * 2 + ["like", "in", "range", "null"]))
     if kind == "simple":  # mostly true; unknown when the attribute is NULL (or c a string)
         op, value = draw(st.sampled_from(SIMPLE))
         return A.Compare(op, draw(_num_attr), A.Literal(value))
-    if kind == "null":  # unknown for every event (zz never exists), or for many
-        op = draw(st.sampled_from(["=", "!=", "<", ">="]))
-        left = draw(st.sampled_from([A.Attr("zz"), A.Attr("s"),
-                                     A.Arith("/", A.Attr("a"), A.Attr("b"))]))
-        return A.Compare(op, left, A.Literal(draw(st.integers(0, 1))))
+    if kind == "null":
+        return draw(_null_preds)
     if kind == "cmp":
         op = draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="]))
         left = draw(exprs())
@@ -236,7 +244,13 @@ def atom_preds() -> st.SearchStrategy[A.Pred]:
 def preds(draw: st.DrawFn, depth: int = 2) -> A.Pred:
     if depth <= 0 or draw(st.booleans()):
         return draw(atom_preds())
-    kind = draw(st.sampled_from(["and", "or", "not", "not"]))
+    kind = draw(st.sampled_from(["and", "or", "not", "not", "kleene"]))
+    if kind == "kleene":  # NOT (p AND q) / NOT (p OR q) with q often unknown: 3-valued logic
+        p = draw(weighted((1, atom_preds()), (2, _false_preds)))
+        q = draw(weighted((1, atom_preds()), (2, _null_preds)))
+        if draw(st.booleans()):
+            p, q = q, p
+        return A.PNot(A.PAnd(p, q) if draw(st.booleans()) else A.POr(p, q))
     if kind == "not":
         return A.PNot(draw(preds(depth - 1)))
     left, right = draw(preds(depth - 1)), draw(preds(depth - 1))
@@ -256,7 +270,8 @@ def filter_conds(draw: st.DrawFn, bound: frozenset[str], depth: int = 2) -> A.Fi
 # ---------------------------------------------------------------- formulas
 
 Bound = frozenset[str]
-_FORMULA_KINDS = ("seq", "seq", "cseq", "or", "plus", "cplus", "as", "filter", "filter")
+_FORMULA_KINDS = ("seq", "seq", "cseq", "or", "plus", "cplus", "as", "filter", "filter",
+                  "optional")
 
 
 @st.composite
@@ -268,6 +283,13 @@ def formulas(draw: st.DrawFn, streams: tuple[str, ...] = ("S",),
         qualifier = draw(st.sampled_from((None, None, None, *streams)))
         return A.EventType(name, qualifier), frozenset({name})
     kind = draw(st.sampled_from(_FORMULA_KINDS))
+    if kind == "optional":
+        # (φ1 AS v OR φ2) FILTER v[...]: on φ2's valuations V(v) is empty, which satisfies it
+        left, lb = draw(formulas(streams, depth - 1))
+        right, rb = draw(formulas(streams, depth - 1))
+        var = draw(st.sampled_from(VARS))
+        cond = A.FilterAtom(var, draw(preds()))
+        return A.Filter(A.Or(A.As(left, var), right), cond), lb | rb | {var}
     if kind in ("seq", "cseq", "or"):
         left, lb = draw(formulas(streams, depth - 1))
         right, rb = draw(formulas(streams, depth - 1))
@@ -328,9 +350,9 @@ def queries(draw: st.DrawFn) -> A.Query:
 _MISSING = object()
 
 
-def _maybe(values: st.SearchStrategy[Any], weight: int) -> st.SearchStrategy[Any]:
-    """A value (``weight`` times as likely as each other choice), None, or ``_MISSING``."""
-    return weighted((weight, values), (1, st.none()), (1, st.just(_MISSING)))
+def _maybe(values: list[Any], weight: int) -> st.SearchStrategy[Any]:
+    """One of ``values`` (each ``weight`` times as likely as None and as ``_MISSING``)."""
+    return st.sampled_from([*values * weight, None, _MISSING])
 
 
 @st.composite
@@ -346,23 +368,23 @@ def events_lists(draw: st.DrawFn, max_size: int = 8, mixed: bool = True,
         types = draw(st.sampled_from([("A", "B"), ("A", "B", "C")]))
     if draw(st.integers(0, 4)) == 0:
         types = (*types, "D")
-    c_values = weighted((2, st.integers(0, 3)), (1, st.sampled_from(["x", "3"]))) if mixed \
-        else st.integers(0, 3)
+    ints = [0, 1, 2, 3]
     columns: dict[str, st.SearchStrategy[Any]] = {
-        "stream": weighted((2, st.just(_MISSING)), (1, st.none()), (2, st.just("S")),
-                           (1, st.just("T")), (1, st.just("U"))),
-        "a": _maybe(st.integers(0, 3), 8),
-        "b": _maybe(st.integers(0, 3), 8),
-        "c": _maybe(c_values, 4),
-        "s": _maybe(st.sampled_from(STRINGS), 4),
-        "g": _maybe(st.integers(0, 1), 8),
-        "h": _maybe(st.integers(0, 1), 8),
+        "stream": st.sampled_from([_MISSING, _MISSING, None, "S", "S", "T", "U"]),
+        "a": _maybe(ints, 2),
+        "b": _maybe(ints, 2),
+        "c": _maybe([0, 1, 2, 3, "x", "3"] if mixed else ints, 1),
+        "s": _maybe(list(STRINGS), 1),
+        "g": _maybe([0, 1], 4),
+        "h": _maybe([0, 1], 4),
     }
+    type_of = st.sampled_from(types)
+    step = st.sampled_from([0, 1, 1, 2])
     ts = 0
     out: list[dict[str, Any]] = []
     for _ in range(n):
-        ts += draw(st.sampled_from([0, 1, 1, 2]))
-        ev: dict[str, Any] = {"type": draw(st.sampled_from(types)), "ts": ts}
+        ts += draw(step)
+        ev: dict[str, Any] = {"type": draw(type_of), "ts": ts}
         for k, strategy in columns.items():
             v = draw(strategy)
             if v is not _MISSING:

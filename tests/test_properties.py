@@ -18,17 +18,20 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from fractions import Fraction
+from itertools import pairwise
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, note, target
 from hypothesis import strategies as st
-from reference import RefMatch, reference_matches
-from strategies import PROFILE, Case, MultiCase, cases, core, multi_cases, queries
 
 import ceql
 from ceql import _ast as A
 from ceql._format import format_query
+from reference import RefMatch, reference_matches
+from strategies import PROFILE, Case, MultiCase, cases, core, multi_cases, queries
 
 Key = tuple[int, int, tuple[int, ...], tuple[Any, ...]]
 
@@ -79,34 +82,42 @@ def _show(case: Case) -> tuple[A.Query, list[dict[str, Any]], str | None, str]:
 # ---------------------------------------------------------------- the engine equals the reference
 
 
+def _variants(q: A.Query) -> list[A.Query]:
+    """The query; its bare WHERE under the same strategy; the query without CONSUME and LIMIT."""
+    out = [q, replace(core(q), strategy=q.strategy),
+           replace(q, consume="NONE", limit=None, strategy="ALL")]
+    return list(dict.fromkeys(out))
+
+
 @PROFILE
-@given(multi_cases())
-def test_engine_equals_reference(case: MultiCase) -> None:
-    """The query, and its bare WHERE under the same strategy, on up to three streams."""
-    q0, streams, time = case
+@given(st.lists(multi_cases(), min_size=1, max_size=3))
+def test_engine_equals_reference(batch: list[MultiCase]) -> None:
+    """Each query (and two variants of it, see ``_variants``) on up to three streams."""
     total = 0
-    for q in (q0, replace(core(q0), strategy=q0.strategy)):
-        text = format_query(q)
-        compiled = ceql.compile(text)
-        for events in streams:
-            _show((q, events, time))
-            ref = reference_matches(q, events, time=time)
-            total += len(ref)
-            got = keys(compiled.run(events, time=time))
-            note(f"reference: {[tuple(m) for m in ref]}")
-            note(f"engine:    {got}")
-            check_against_reference(got, ref, q.limit)
+    for q0, streams, time in batch:
+        for q in _variants(q0):
+            text = format_query(q)
+            compiled = ceql.compile(text)
+            for events in streams:
+                _show((q, events, time))
+                ref = reference_matches(q, events, time=time)
+                total += len(ref)
+                got = keys(compiled.run(events, time=time))
+                note(f"reference: {[tuple(m) for m in ref]}")
+                note(f"engine:    {got}")
+                check_against_reference(got, ref, q.limit)
     target(float(total), label="reference outputs")
 
 
 @PROFILE
 @given(cases())
 def test_outputs_come_in_stream_order(case: Case) -> None:
-    """Outputs for position j are produced when j is read: ends never decrease."""
-    q, events, time, text = _show(case)
+    """Outputs for position j are produced when j is read, in the order of the tECS enumeration:
+    ends never decrease, and at one end the latest start comes first."""
+    _, events, time, text = _show(case)
     got = keys(ceql.compile(text).run(events, time=time))
-    ends = [k[0] for k in got]
-    assert ends == sorted(ends)
+    note(f"engine: {got}")
+    assert [(k[0], -k[1]) for k in got] == sorted((k[0], -k[1]) for k in got)
 
 
 # ---------------------------------------------------------------- feeding in chunks
@@ -117,22 +128,22 @@ def _splits(n: int) -> st.SearchStrategy[list[int]]:
     return st.lists(st.integers(0, n), max_size=5).map(sorted)
 
 
-def _chunks(seq: Sequence[Any], cuts: list[int]) -> list[Sequence[Any]]:
-    bounds = [0, *cuts, len(seq)]
-    return [seq[a:b] for a, b in zip(bounds, bounds[1:])]
+def _bounds(n: int, cuts: list[int]) -> list[tuple[int, int]]:
+    """``[(0, c1), (c1, c2), ..., (ck, n)]``."""
+    return list(pairwise([0, *cuts, n]))
 
 
 @PROFILE
 @given(cases(), st.data())
 def test_chunked_feed_equals_run(case: Case, data: st.DataObject) -> None:
-    q, events, time, text = _show(case)
+    _, events, time, text = _show(case)
     compiled = ceql.compile(text)
     whole = keys(compiled.run(events, time=time))
     cuts = data.draw(_splits(len(events)), label="cuts")
     ev = compiled.evaluator(time=time)
     fed: list[Key] = []
-    for chunk in _chunks(events, cuts):
-        fed.extend(keys(ev.feed(list(chunk))))
+    for a, b in _bounds(len(events), cuts):
+        fed.extend(keys(ev.feed(events[a:b])))
     assert fed == whole
 
 
@@ -164,7 +175,7 @@ def test_arrow_feed_equals_reference(case: Case, data: st.DataObject) -> None:
     cuts = data.draw(_splits(len(events)), label="cuts")
     ev = compiled.evaluator(time=time)
     fed: list[Key] = []
-    for a, b in zip([0, *cuts], [*cuts, len(events)]):
+    for a, b in _bounds(len(events), cuts):
         batch = pa.RecordBatch.from_arrays(
             [col.combine_chunks() for col in table.slice(a, b - a).columns],
             names=table.column_names)
@@ -184,3 +195,73 @@ def test_format_roundtrip(q: A.Query) -> None:
     note(text)
     assert parse(text) == q
     assert format_query(parse(text)) == text
+
+
+def _q(where: A.Formula, **kw: Any) -> A.Query:
+    return A.Query(kw.pop("strategy", "ANY"), kw.pop("select", None), kw.pop("streams", ("S",)),
+                   where, **kw)
+
+
+def _f(pred: A.Pred) -> A.Formula:
+    return A.Filter(A.EventType("A"), A.FilterAtom("A", pred))
+
+
+_a, _b, _c = A.Attr("a"), A.Attr("b"), A.Attr("c")
+_one = A.Literal(1)
+
+FORMAT_EXAMPLES = [
+    _q(_f(A.Compare("=", A.Attr("flag"), A.Literal(True)))),
+    _q(_f(A.Compare("!=", A.Attr("select"), A.Literal(False)))),  # keyword as a name
+    _q(A.As(A.EventType("from"), "where"), select=("where",), streams=("all",)),
+    _q(A.EventType("A b", "S-1"), streams=("S-1",)),  # names that need backquotes
+    _q(_f(A.Compare(">", A.Arith("-", _a, A.Literal(-1)),
+                    A.Arith("*", A.Literal(-2.5), A.Neg(_b))))),
+    _q(_f(A.Compare("<", A.Arith("-", _a, A.Arith("-", _b, _c)),
+                    A.Arith("/", _a, A.Arith("*", _b, A.Literal(2)))))),
+    _q(_f(A.Compare("=", A.Neg(A.Neg(_a)), A.Arith("%", A.Neg(A.Arith("+", _a, _b)), _c)))),
+    _q(_f(A.PNot(A.Like(A.Attr("s"), "it's \\d+")))),
+    _q(_f(A.PNot(A.InSet(A.Attr("s"), (A.Literal("a"), A.Literal("b'c")), True)))),
+    _q(_f(A.PNot(A.InRange(A.Arith("+", _a, _one), A.Literal(-1), _b)))),
+    _q(_f(A.PAnd(A.POr(A.Compare("=", _a, _one), A.Compare("=", _b, _one)),
+                 A.PAnd(A.Compare("=", _b, _one), A.PNot(A.PNot(A.Compare("=", _c, _one))))))),
+    _q(A.Filter(A.Filter(A.EventType("A"), A.FilterAtom("A", A.Compare("=", _a, _one))),
+                A.FilterAnd(A.FilterAtom("A", A.Compare("=", _b, _one)),
+                            A.FilterOr(A.FilterAtom("A", A.Compare("=", _c, _one)),
+                                       A.FilterAtom("A", A.Compare("=", _a, _one)))))),
+    _q(A.Seq(A.EventType("A"), A.Seq(A.EventType("B"), A.EventType("C"), True))),
+    _q(A.Or(A.EventType("A"), A.Or(A.EventType("B"), A.Seq(A.EventType("C"), A.EventType("D"))))),
+    _q(A.Plus(A.Plus(A.As(A.Plus(A.EventType("A"), True), "x")), True)),
+    _q(A.As(A.As(A.Plus(A.EventType("A")), "x"), "y")),
+    _q(A.Seq(A.Filter(A.EventType("A"), A.FilterAtom("A", A.Compare("=", _a, _one))),
+             A.Plus(A.Or(A.EventType("B"), A.EventType("C")), True))),
+    _q(A.EventType("A"), within=A.Within("time", Fraction(1, 1000))),
+    _q(A.EventType("A"), within=A.Within("time", Fraction(5400))),
+    _q(A.EventType("A"), within=A.Within("events", Fraction(0))),
+    _q(A.EventType("A"), within=A.Within("attr", Fraction(5, 2), "ts")),
+    _q(A.EventType("A"), partition_by=("a", "b"), consume="PARTITION", limit=7,
+       strategy="STRICT", select=()),
+    _q(_f(A.Compare("=", A.Attr("x"), A.Literal(1e-7)))),
+    _q(_f(A.Compare("=", A.Attr("x"), A.Literal(1e22)))),
+]
+
+
+@pytest.mark.parametrize("q", FORMAT_EXAMPLES, ids=range(len(FORMAT_EXAMPLES)))
+def test_format_examples(q: A.Query) -> None:
+    from ceql._parser import parse
+
+    text = format_query(q)
+    assert parse(text) == q, text
+
+
+def test_format_text() -> None:
+    q = _q(A.Filter(A.Seq(A.As(A.EventType("SELL"), "msft"), A.Plus(A.EventType("BUY", "S"))),
+                    A.FilterAtom("msft", A.Compare("=", A.Attr("name"), A.Literal("O'K")))),
+           strategy="NEXT", select=("msft",), within=A.Within("time", Fraction(3, 2)),
+           partition_by=("name",), consume="ANY", limit=2)
+    assert format_query(q) == (
+        "SELECT NEXT msft FROM S\n"
+        "WHERE SELL AS msft ; S>BUY+ FILTER msft[name = 'O''K']\n"
+        "PARTITION BY [name]\n"
+        "WITHIN 1.5 SECONDS\n"
+        "CONSUME BY ANY\n"
+        "LIMIT 2")

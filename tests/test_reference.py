@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -554,6 +555,24 @@ def test_times_out_of_order_are_an_error() -> None:
     ev = [{"type": "A", "ts": 2}, {"type": "B", "ts": 1}]
     with pytest.raises(ValueError):
         reference_matches(query(seq(T("A"), T("B"))), ev, time="ts")
+
+
+def test_bad_window_attribute_is_an_error() -> None:
+    q = query(seq(T("A"), T("B")), within=attr_w(2, "t"))
+    for bad in (None, "x", ...):
+        ev = stream("A B B", t=[1, bad, 3])
+        with pytest.raises(ValueError):
+            reference_matches(q, ev)
+    # events the query does not read (other streams, no partition key) need nothing
+    ev = [{"type": "A", "t": 1}, {"type": "B", "stream": "U"}, {"type": "B", "t": 3}]
+    assert run(q, ev) == [RefMatch(2, 0, (0, 2), ())]
+    ev = [{"type": "A", "t": 1, "k": 1}, {"type": "B"}, {"type": "B", "t": 3, "k": 1}]
+    assert run(replace(q, partition_by=("k",)), ev) == [RefMatch(2, 0, (0, 2), (1,))]
+
+
+def test_events_the_query_does_not_read_need_no_time() -> None:
+    ev = [{"type": "A", "ts": 1}, {"type": "B", "stream": "U"}, {"type": "B", "ts": 3}]
+    assert run(query(seq(T("A"), T("B"))), ev, time="ts") == [RefMatch(2, 0, (0, 2), ())]
 
 
 def test_too_many_events_for_a_brute_force() -> None:

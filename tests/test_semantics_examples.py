@@ -246,6 +246,31 @@ def test_contiguous_iteration_on_the_right_of_a_sequence() -> None:
 # ---------------------------------------------------------------- a few more clauses
 
 
+def test_strategy_is_applied_before_within() -> None:
+    # clause order: the strategy picks among all CEs ending at 2 ({0,2} for NEXT), then WITHIN
+    # drops it; {1,2} does not come back
+    ev = stream("A A B")
+    assert per_end(run("SELECT NEXT * FROM S WHERE A ; B WITHIN 1 EVENTS", ev)) == {}
+    assert per_end(run("SELECT LAST * FROM S WHERE A ; B WITHIN 1 EVENTS", ev)) == {2: {(1, 2)}}
+    # MAX: {0,1,2} (outside the window) hides {1,2}
+    ev = stream("A A B")
+    assert per_end(run("SELECT MAX * FROM S WHERE A+ ; B WITHIN 1 EVENTS", ev)) == {}
+
+
+def test_outputs_at_j_are_produced_when_j_is_read() -> None:
+    ev = stream("A B C B")
+    feeder = ceql.compile("SELECT * FROM S WHERE A ; B").evaluator()
+    assert [m.positions for m in feeder.feed(ev[:2])] == [(0, 1)]
+    assert [m.positions for m in feeder.feed(ev[2:3])] == []
+    assert [m.positions for m in feeder.feed(ev[3:])] == [(0, 3)]
+
+
+def test_out_of_order_times_are_an_error_naming_the_position() -> None:
+    ev = [{"type": "A", "ts": 1}, {"type": "B", "ts": 3}, {"type": "B", "ts": 2}]
+    with pytest.raises(ceql.CeqlInputError, match="2"):
+        run("SELECT * FROM S WHERE A ; B", ev, time="ts")
+
+
 def test_consume_by_any_acts_across_partitions() -> None:
     ev = stream("A A B B", id=[1, 2, 2, 1])
     base = "SELECT * FROM S WHERE A ; B PARTITION BY [id] CONSUME BY "

@@ -12,6 +12,10 @@ A child is parenthesized whenever its own operator binds more loosely than its p
 and in a few places where leaving the parentheses out would rely on details of the grammar (a
 postfix operator applied to a postfix operator, ``NOT`` and unary minus applied to anything but
 a name, negative numbers as operands of arithmetic).
+
+Names that are keywords or not plain identifiers are written in backquotes. The one AST the
+parser never produces, unary minus on a number literal, is written ``-(1)`` and reads back as
+the literal ``-1`` (the same value).
 """
 
 from __future__ import annotations
