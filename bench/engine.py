@@ -1,0 +1,601 @@
+#!/usr/bin/env python3
+"""Benchmark the ceql engine against CORE C++ (pycer) on the shared anchor workloads.
+
+Usage (from the repository root)::
+
+    .venv/bin/python bench/engine.py [--events 1000000] [--repeat 3] [--only 'p3*'] [--no-core]
+
+For every query file of ``<shared>/anchors/queries`` (``<shared>`` is ``$CEQL_SHARED`` or the
+``shared`` folder next to the repository), interleaved query by query in one invocation:
+
+* ceql, in a fresh subprocess: the stock CSV is read with ``pyarrow.csv.read_csv`` before
+  timing; each repeat builds ``ceql.compile(text).evaluator(time="ts", time_unit="us")`` and
+  times ``ev.feed(table)`` (evaluation including every ``Match``).  Reports the median
+  repeat, CPU time, the peak RSS before timing (table loaded) and after the timed runs.
+* CORE C++, through ``<shared>/anchors/core_cpp.py`` (which makes its own Python 3.13 venv
+  with pycer on first use), with the same CSV, query file and repeat count.
+* The two match sets, in core_cpp.py's match-file format, compared line by line.
+
+Prints a Markdown report (per-query table and summary) and writes one JSON line per query
+to ``bench/out/engine-<date-time>.jsonl``.  This is a benchmark, not a test: the exit
+status is 0 even when ceql is slower, but 2 when any match set differs and 3 when a run
+failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import fnmatch
+import gc
+import json
+import math
+import os
+import platform
+import re
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_DIR = BENCH_DIR.parent
+SHARED_DIR = Path(os.environ.get("CEQL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+ANCHORS_DIR = SHARED_DIR / "anchors"
+CACHE_DIR = Path(os.environ.get("CEQL_ANCHORS_CACHE", Path.home() / ".cache" / "ceql-anchors"))
+EXAMPLES_SHOWN = 3
+
+Key = tuple[int, int, tuple[int, ...]]
+
+
+# --------------------------------------------------------------------------- helpers
+def rss_peak_mb() -> float:
+    """Peak resident set size of this process so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_now_mb() -> float:
+    """Current resident set size of this process, in MiB (0 where /proc is unavailable)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def match_line(start: int, end: int, positions: Sequence[int]) -> str:
+    """One line of core_cpp.py's match file (json.dumps default spacing, no newline)."""
+    return json.dumps({"start": start, "end": end, "positions": list(positions)})
+
+
+def read_lines(path: Path) -> set[str]:
+    """The distinct lines of a match file (without their newlines)."""
+    with path.open() as f:
+        return {line.rstrip("\n") for line in f}
+
+
+def positions_text(line: str) -> str:
+    """The ``positions`` list of a match-file line, as written."""
+    return line[line.index('"positions": ') :]
+
+
+HULL_RE = re.compile(
+    r'\{"start": (-?\d+), "end": (-?\d+), "positions": \[(-?\d+)(?:.*, (-?\d+))?\]\}'
+)
+
+
+def interval_is_hull(line: str) -> bool:
+    """Whether a line's start/end are its smallest/largest position (true for SELECT *)."""
+    m = HULL_RE.fullmatch(line)
+    if m is None:
+        return False
+    start, end, first, last = m.groups()
+    return start == first and end == (last if last is not None else first)
+
+
+def first_lines_in(path: Path, wanted: set[str], n: int) -> list[str]:
+    """The first ``n`` lines of a (sorted) match file that are in ``wanted``."""
+    out: list[str] = []
+    if wanted:
+        with path.open() as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if line in wanted:
+                    out.append(line)
+                    if len(out) >= n:
+                        break
+    return out
+
+
+def files_equal(a: Path, b: Path, chunk: int = 1 << 20) -> bool:
+    """Byte-for-byte equality of two files."""
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with a.open("rb") as fa, b.open("rb") as fb:
+        while True:
+            x, y = fa.read(chunk), fb.read(chunk)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
+@dataclass
+class Comparison:
+    """Outcome of comparing ceql's and CORE's match files.
+
+    ``equal``: byte-identical files.  Otherwise ``only_ceql``/``only_core`` count the lines
+    (start, end, positions) one side lacks, and ``positions_equal`` tells whether the two
+    sets agree once start/end are ignored; ``hull_mismatch_*`` count, per side, the lines whose
+    start/end are not their smallest/largest position (for ``SELECT *`` they must be).
+    """
+
+    equal: bool
+    positions_equal: bool = False
+    only_ceql: int = 0
+    only_core: int = 0
+    hull_mismatch_ceql: int = 0
+    hull_mismatch_core: int = 0
+    examples_ceql: list[str] = field(default_factory=list)
+    examples_core: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """``equal``, ``positions-equal`` (only start/end differ) or ``differ``."""
+        if self.equal:
+            return "equal"
+        return "positions-equal" if self.positions_equal else "differ"
+
+    def label(self) -> str:
+        if self.equal:
+            return "equal"
+        if self.positions_equal:
+            return (f"positions equal; start/end differ on {self.only_core:,} (CORE's are not "
+                    f"min/max position on {self.hull_mismatch_core:,}, ceql's on "
+                    f"{self.hull_mismatch_ceql:,})")
+        return f"**DIFFER** ({self.only_ceql:,} only-ceql, {self.only_core:,} only-CORE)"
+
+
+def compare_match_files(ceql_file: Path, core_file: Path) -> Comparison:
+    """Compare two match files as sets; count and sample what only one side has."""
+    if files_equal(ceql_file, core_file):
+        return Comparison(True)
+    a, b = read_lines(ceql_file), read_lines(core_file)
+    only_a, only_b = a - b, b - a
+    res = Comparison(False, only_ceql=len(only_a), only_core=len(only_b))
+    res.hull_mismatch_ceql = sum(1 for x in only_a if not interval_is_hull(x))
+    res.hull_mismatch_core = sum(1 for x in only_b if not interval_is_hull(x))
+    if not only_a and not only_b:  # same lines, other order or duplicates
+        res.positions_equal = True
+        res.examples_ceql.append("same matches, but the files differ byte-wise")
+        return res
+    pa_, pb_ = {positions_text(x) for x in a}, {positions_text(x) for x in b}
+    del a, b
+    res.positions_equal = pa_ == pb_
+    res.examples_ceql = first_lines_in(ceql_file, only_a, EXAMPLES_SHOWN)
+    res.examples_core = first_lines_in(core_file, only_b, EXAMPLES_SHOWN)
+    return res
+
+
+# --------------------------------------------------------------------------- ceql worker
+def worker(query_file: Path, csv_file: Path, repeat: int, matches_out: Path | None) -> None:
+    """Measure ceql on one query (runs in its own process); print one JSON line."""
+    import pyarrow.csv as pacsv
+
+    import ceql
+
+    rss_start = rss_peak_mb()
+    t0 = time.perf_counter()
+    table = pacsv.read_csv(csv_file)
+    load_s = time.perf_counter() - t0
+    text = query_file.read_text()
+    query = ceql.compile(text)
+    gc.collect()
+    rss_pre_peak, rss_pre_now = rss_peak_mb(), rss_now_mb()
+    runs: list[float] = []
+    cpus: list[float] = []
+    counts: list[int] = []
+    matches: list[Any] = []
+    for _ in range(max(1, repeat)):
+        matches = []
+        gc.collect()
+        ev = ceql.compile(text).evaluator(time="ts", time_unit="us")
+        c0, w0 = time.process_time(), time.perf_counter()
+        matches = ev.feed(table)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        runs.append(wall)
+        cpus.append(cpu)
+        counts.append(len(matches))
+        del ev
+    rss_peak = rss_peak_mb()
+    seconds = statistics.median(runs)
+    keys = sorted({(m.end_position, m.start_position, tuple(m.positions)) for m in matches})
+    if matches_out is not None:
+        with matches_out.open("w") as f:
+            for end, start, pos in keys:
+                f.write(match_line(start, end, pos) + "\n")
+    result: dict[str, Any] = {
+        "system": f"ceql {ceql.__version__} (Python {platform.python_version()})",
+        "query": query_file.name,
+        "events": table.num_rows,
+        "seconds": round(seconds, 4),
+        "events_per_s": round(table.num_rows / seconds),
+        "matches": counts[-1],
+        "distinct_matches": len(keys),
+        "runs_s": [round(r, 4) for r in runs],
+        "cpu_s": round(statistics.median(cpus), 4),
+        "load_csv_s": round(load_s, 3),
+        "rss_start_mb": round(rss_start, 1),
+        "rss_pre_timing_peak_mb": round(rss_pre_peak, 1),
+        "rss_pre_timing_now_mb": round(rss_pre_now, 1),
+        "peak_rss_mb": round(rss_peak, 1),
+        "strategy": query.ast.strategy,
+        "select_star": query.ast.select is None,
+    }
+    if len(set(counts)) > 1:
+        result["matches_per_run"] = counts
+    print(json.dumps(result), flush=True)
+
+
+# --------------------------------------------------------------------------- orchestration
+def ensure_stream(events: int, seed: int) -> Path:
+    """The cached stock CSV for (events, seed), generated with gen_stock.py when missing."""
+    path = CACHE_DIR / f"stock_{events}_seed{seed}.csv"
+    if not path.exists():
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        print(f"generating {path} ...", file=sys.stderr, flush=True)
+        subprocess.run([sys.executable, str(ANCHORS_DIR / "gen_stock.py"), "--events",
+                        str(events), "--seed", str(seed), "--out", str(tmp)], check=True)
+        tmp.replace(path)
+    return path
+
+
+def query_order(path: Path) -> tuple[int, list[Any]]:
+    """P queries, then Q, then the dense D ones; numbers compared as numbers."""
+    family = {"p": 0, "q": 1, "d": 2}.get(path.stem[:1], 3)
+    return family, [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.stem)]
+
+
+def select_queries(queries_dir: Path, only: str) -> list[Path]:
+    """Query files whose stem matches one of the comma-separated globs in ``only``."""
+    patterns = [p.strip().removesuffix(".ceql") for p in only.split(",") if p.strip()]
+    files = [f for f in queries_dir.glob("*.ceql")
+             if any(fnmatch.fnmatchcase(f.stem, p) for p in patterns)]
+    return sorted(files, key=query_order)
+
+
+def group_of(stem: str) -> str:
+    """Summary group of a query: P, P', window, Q or dense."""
+    if re.fullmatch(r"p\d+_w\d+_\w+", stem):
+        return "window"
+    if re.fullmatch(r"p\d+prime_\w+", stem):
+        return "P'"
+    if re.fullmatch(r"p\d+_\w+", stem):
+        return "P"
+    if stem.startswith("q"):
+        return "Q"
+    if stem.startswith("d"):
+        return "dense"
+    return "other"
+
+
+def run_json(cmd: list[str], timeout: int, cwd: Path | None = None) -> dict[str, Any]:
+    """Run a command that prints one JSON line last; its dict, or {'error': ...}."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
+                           cwd=cwd)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout} s"}
+    lines = r.stdout.strip().splitlines()
+    if r.returncode != 0 or not lines:
+        tail = " | ".join(r.stderr.strip().splitlines()[-3:]) or "no output"
+        return {"error": f"exit {r.returncode}: {tail}"}
+    try:
+        res: dict[str, Any] = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return {"error": f"unparsable output: {lines[-1][:200]}"}
+    return res
+
+
+def run_ceql(query: Path, csv_file: Path, repeat: int, out: Path, timeout: int) -> dict[str, Any]:
+    """ceql on one query, in a fresh interpreter (so its peak RSS is its own)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--query", str(query),
+           "--input", str(csv_file), "--repeat", str(repeat), "--matches-out", str(out)]
+    return run_json(cmd, timeout, cwd=REPO_DIR)
+
+
+def run_core(query: Path, csv_file: Path, repeat: int, out: Path, timeout: int,
+             python: str) -> dict[str, Any]:
+    """CORE C++ on one query through core_cpp.py."""
+    cmd = [python, str(ANCHORS_DIR / "core_cpp.py"), "--query", str(query), "--input",
+           str(csv_file), "--repeat", str(repeat), "--out", str(out)]
+    return run_json(cmd, timeout)
+
+
+def cpu_model() -> str:
+    """CPU model name from /proc/cpuinfo (or platform's guess)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def ram_gib() -> float:
+    """Total RAM in GiB from /proc/meminfo (0 when unknown)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 1024**2
+    except OSError:
+        pass
+    return 0.0
+
+
+def load_avg() -> str:
+    """The 1/5/15-minute load averages."""
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def fmt_int(x: Any) -> str:
+    return f"{x:,}" if isinstance(x, int) else "–"
+
+
+def fmt_mb(x: Any) -> str:
+    return f"{x:,.0f}" if isinstance(x, (int, float)) else "–"
+
+
+TABLE_HEAD = (
+    "| query | matches ceql / CORE | ceql events/s | CORE events/s | ceql/CORE "
+    "| ceql CPU s | CORE CPU s | ceql/CORE by CPU s | ceql peak RSS MB (pre-timing) "
+    "| CORE peak RSS MB | match sets | load |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+)
+
+
+def table_row(rec: dict[str, Any]) -> str:
+    """One Markdown row for a query record."""
+    c, k = rec.get("ceql", {}), rec.get("core", {})
+    ratio, cpu_ratio = rec.get("ratio"), rec.get("cpu_ratio")
+    ceql_err, core_err = c.get("error"), k.get("error")
+    cmp_label = rec.get("match_sets", "–")
+    if ceql_err:
+        cmp_label = f"ceql error: {ceql_err[:120]}"
+    elif core_err:
+        cmp_label = f"CORE error: {core_err[:120]}"
+    core_matches = k.get("distinct_matches", k.get("matches"))
+    return (
+        f"| {rec['query']} | {fmt_int(c.get('matches'))} / {fmt_int(core_matches)} "
+        f"| {fmt_int(c.get('events_per_s'))} | {fmt_int(k.get('events_per_s'))} "
+        f"| {f'{ratio:.2f}×' if ratio else '–'} "
+        f"| {c.get('cpu_s', '–')} | {k.get('cpu_s', '–')} "
+        f"| {f'{cpu_ratio:.2f}×' if cpu_ratio else '–'} "
+        f"| {fmt_mb(c.get('peak_rss_mb'))} ({fmt_mb(c.get('rss_pre_timing_peak_mb'))}) "
+        f"| {fmt_mb(k.get('peak_rss_mb'))} | {cmp_label} | {rec.get('load_1min', '–')} |"
+    )
+
+
+def geomean(xs: Sequence[float]) -> float | None:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def summary(records: list[dict[str, Any]]) -> list[str]:
+    """Summary lines: geometric-mean ratios per group, window sensitivity, problems."""
+    out: list[str] = []
+    by_group: dict[str, list[tuple[str, float]]] = {}
+    cpu_by_group: dict[str, list[float]] = {}
+    for r in records:
+        if r.get("ratio"):
+            by_group.setdefault(r["group"], []).append((r["query"], r["ratio"]))
+        if r.get("cpu_ratio"):
+            cpu_by_group.setdefault(r["group"], []).append(r["cpu_ratio"])
+    groups = [("P_n and Q1–Q7 rows", ("P", "Q"), 1.0), ("P'_n rows", ("P'",), 3.0),
+              ("window rows (P3 at 2T, 4T)", ("window",), None),
+              ("dense rows (d*)", ("dense",), None)]
+    for title, names, target in groups:
+        rows = [x for g in names for x in by_group.get(g, [])]
+        gm = geomean([x for _, x in rows])
+        if gm is None:
+            continue
+        worst = min(rows, key=lambda x: x[1])
+        gm_cpu = geomean([x for g in names for x in cpu_by_group.get(g, [])])
+        line = (f"- Geometric-mean ceql/CORE over {title}: **{gm:.2f}×** by wall time"
+                + (f", {gm_cpu:.2f}× by CPU time" if gm_cpu else "")
+                + f" ({len(rows)} rows; lowest {worst[1]:.2f}× on {worst[0]}")
+        if target is not None:
+            below = [q for q, x in rows if x < target]
+            line += (f"; target ≥ {target:g}× on every row: "
+                     + ("met" if not below else f"missed on {len(below)}: {', '.join(below)}"))
+        out.append(line + ")")
+    eps = {(r["query"], s): r.get(s, {}).get("events_per_s") for r in records
+           for s in ("ceql", "core")}
+    for policy in ("none", "any"):
+        names = [f"p3_{policy}", f"p3_w20_{policy}", f"p3_w40_{policy}"]
+        parts = []
+        for side, label in (("ceql", "ceql"), ("core", "CORE")):
+            vals = [eps.get((n + ".ceql", side)) for n in names]
+            if all(isinstance(v, int) and v > 0 for v in vals):
+                t, t2, t4 = (float(v) for v in vals)  # type: ignore[arg-type]
+                parts.append(f"{label} {t / 1e3:,.0f}k → {t2 / 1e3:,.0f}k → {t4 / 1e3:,.0f}k "
+                             f"events/s, 4T/T = **{t4 / t:.2f}**")
+        if parts:
+            out.append(f"- Window sensitivity, P3 CONSUME BY {policy.upper()} at T, 2T, 4T: "
+                       + "; ".join(parts) + " (target for ceql: ≥ 0.80)")
+    kinds: dict[str, list[str]] = {}
+    for r in records:
+        kinds.setdefault(r.get("match_kind", "not compared"), []).append(r["query"])
+    errors = [r["query"] for r in records
+              if r.get("ceql", {}).get("error") or r.get("core", {}).get("error")]
+    if any("core" in r for r in records):
+        line = f"- Match sets: {len(kinds.get('equal', []))} of {len(records)} byte-identical"
+        if kinds.get("positions-equal"):
+            line += (f"; equal as sets of positions, start/end differing, on "
+                     f"{', '.join(kinds['positions-equal'])}")
+        if kinds.get("differ"):
+            line += f"; **DIFFER on {', '.join(kinds['differ'])}**"
+        out.append(line + ".")
+    else:
+        out.append("- Match sets: not compared (--no-core).")
+    if errors:
+        out.append(f"- **Failed runs**: {', '.join(errors)}.")
+    return out
+
+
+def record_comparison(rec: dict[str, Any], cmp: Comparison) -> None:
+    """Store a comparison in a query record; shout when the match sets differ."""
+    rec["match_sets"], rec["match_kind"] = cmp.label(), cmp.kind
+    if cmp.equal:
+        return
+    rec["only_ceql"], rec["only_core"] = cmp.only_ceql, cmp.only_core
+    rec["hull_mismatch_ceql"] = cmp.hull_mismatch_ceql
+    rec["hull_mismatch_core"] = cmp.hull_mismatch_core
+    rec["examples_only_ceql"], rec["examples_only_core"] = cmp.examples_ceql, cmp.examples_core
+    if cmp.positions_equal:
+        print(f"note: {rec['query']}: same sets of positions, but start/end differ "
+              f"({cmp.label()}); e.g. ceql {cmp.examples_ceql[:1]} vs CORE "
+              f"{cmp.examples_core[:1]}", file=sys.stderr, flush=True)
+    else:
+        print(f"!!! MATCH SETS DIFFER on {rec['query']}: {cmp.only_ceql} only in ceql, "
+              f"{cmp.only_core} only in CORE; only-ceql e.g. {cmp.examples_ceql}; "
+              f"only-CORE e.g. {cmp.examples_core}", file=sys.stderr, flush=True)
+
+
+def run_benchmark(a: argparse.Namespace) -> int:
+    """Run every selected query through ceql and CORE; print the report; exit status."""
+    csv_file = ensure_stream(a.events, a.seed)
+    queries = select_queries(a.queries, a.only)
+    if not queries:
+        sys.exit(f"no query file in {a.queries} matches {a.only!r}")
+    started = dt.datetime.now()
+    out_json: Path = a.json or BENCH_DIR / "out" / f"engine-{started:%Y-%m-%d-%H%M%S}.jsonl"
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    keep = a.keep_matches
+    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ceql-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    core_python = a.core_python or shutil.which("python3") or sys.executable
+    head = [
+        f"# ceql vs CORE C++ — {started:%Y-%m-%d %H:%M:%S}",
+        "",
+        f"- Machine: {cpu_model()}, {os.cpu_count()} cores, {ram_gib():.1f} GiB RAM, "
+        f"{platform.system()} {platform.release()}; load average (1/5/15 min) at start "
+        f"{load_avg()}",
+        f"- ceql: Python {platform.python_version()} ({sys.executable}); CORE via "
+        f"{ANCHORS_DIR / 'core_cpp.py'} (started with {core_python})",
+        f"- Stream: {csv_file} ({a.events:,} events, seed {a.seed}); repeat {a.repeat} "
+        f"(median); queries: {a.only!r} ({len(queries)} files)",
+        f"- Command: `{shlex.join([os.path.relpath(sys.executable), *sys.argv])}`",
+        "",
+        TABLE_HEAD,
+    ]
+    print("\n".join(head), flush=True)
+    records: list[dict[str, Any]] = []
+    for q in queries:
+        rec: dict[str, Any] = {"query": q.name, "group": group_of(q.stem),
+                               "load_1min": round(os.getloadavg()[0], 2),
+                               "time": dt.datetime.now().isoformat(timespec="seconds")}
+        ceql_file, core_file = work / f"{q.stem}.ceql.jsonl", work / f"{q.stem}.core.jsonl"
+        rec["ceql"] = run_ceql(q, csv_file, a.repeat, ceql_file, a.timeout)
+        if not a.no_core:
+            rec["core"] = run_core(q, csv_file, a.repeat, core_file, a.timeout, core_python)
+        c, k = rec["ceql"], rec.get("core", {})
+        if "error" not in c and k and "error" not in k:
+            rec["ratio"] = round(c["events_per_s"] / k["events_per_s"], 3)
+            if c["cpu_s"] > 0:
+                rec["cpu_ratio"] = round(k["cpu_s"] / c["cpu_s"], 3)
+            record_comparison(rec, compare_match_files(ceql_file, core_file))
+        if not keep:
+            ceql_file.unlink(missing_ok=True)
+            core_file.unlink(missing_ok=True)
+        records.append(rec)
+        print(table_row(rec), flush=True)
+        with out_json.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    ended = dt.datetime.now()
+    tail = ["", "Summary:", "", *summary(records), "",
+            f"- Finished {ended:%Y-%m-%d %H:%M:%S} ({(ended - started).total_seconds() / 60:.1f}"
+            f" min); load average at end {load_avg()}; JSON lines: {out_json}"]
+    unequal = [r for r in records if "only_ceql" in r]
+    if unequal:
+        tail += ["", "**Match files not byte-identical (examples of lines only one side has):**",
+                 ""]
+        for r in unequal:
+            tail.append(f"- {r['query']} ({r['match_sets']}): only ceql "
+                        f"{r['examples_only_ceql']}; only CORE {r['examples_only_core']}")
+    differ = [r for r in records if r.get("match_kind") == "differ"]
+    print("\n".join(tail), flush=True)
+    if a.markdown:
+        a.markdown.write_text("\n".join(head + [table_row(r) for r in records] + tail) + "\n")
+    if differ:
+        return 2
+    if any("error" in r["ceql"] or "error" in r.get("core", {}) for r in records):
+        return 3
+    return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Examples: `.venv/bin/python bench/engine.py --only 'p3*' --repeat 1` (quick); "
+               "`.venv/bin/python bench/engine.py --repeat 3` (everything, ~30 min with CORE).",
+    )
+    p.add_argument("--events", type=int, default=1_000_000,
+                   help="stream length; the stream is gen_stock.py's with this many events "
+                        "(default 1000000), cached in $CEQL_ANCHORS_CACHE")
+    p.add_argument("--seed", type=int, default=42, help="gen_stock.py seed (default 42)")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="timed runs per query and engine; the median is reported (default 3)")
+    p.add_argument("--only", default="*",
+                   help="comma-separated globs on query file names, e.g. 'p3*' or "
+                        "'p3_any,q*' (default: all)")
+    p.add_argument("--no-core", action="store_true",
+                   help="measure ceql only (no CORE columns, no match-set comparison)")
+    p.add_argument("--queries", type=Path, default=ANCHORS_DIR / "queries",
+                   help="folder of .ceql query files (default: <shared>/anchors/queries)")
+    p.add_argument("--timeout", type=int, default=1800,
+                   help="seconds allowed per query and engine (default 1800)")
+    p.add_argument("--json", type=Path,
+                   help="JSON-lines output (default bench/out/engine-<date-time>.jsonl)")
+    p.add_argument("--markdown", type=Path, help="also write the Markdown report here")
+    p.add_argument("--keep-matches", metavar="DIR",
+                   help="keep both engines' match files in DIR (default: temporary, deleted)")
+    p.add_argument("--core-python",
+                   help="interpreter that starts core_cpp.py (default: python3 on PATH); "
+                        "core_cpp.py itself re-executes in its Python 3.13 pycer venv")
+    # internal: one ceql measurement in this (fresh) process
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--query", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--input", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--matches-out", type=Path, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.repeat < 1:
+        p.error("--repeat must be at least 1")
+    if a.worker and (a.query is None or a.input is None):
+        p.error("--worker needs --query and --input")
+    return a
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = parse_args(argv)
+    if a.worker:
+        worker(a.query, a.input, a.repeat, a.matches_out)
+        return 0
+    return run_benchmark(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
