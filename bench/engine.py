@@ -28,6 +28,8 @@ import argparse
 import datetime as dt
 import fnmatch
 import gc
+import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -188,6 +190,19 @@ def compare_match_files(ceql_file: Path, core_file: Path) -> Comparison:
 
 
 # --------------------------------------------------------------------------- ceql worker
+def engine_digest() -> str:
+    """Short SHA-256 of the ceql package's source files (the engine is edited concurrently)."""
+    spec = importlib.util.find_spec("ceql")
+    if spec is None or spec.origin is None:
+        return "ceql not importable"
+    root = Path(spec.origin).parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        if f.is_file() and f.suffix in (".py", ".lark"):
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def worker(query_file: Path, csv_file: Path, repeat: int, matches_out: Path | None) -> None:
     """Measure ceql on one query (runs in its own process); print one JSON line."""
     import pyarrow.csv as pacsv
@@ -226,6 +241,7 @@ def worker(query_file: Path, csv_file: Path, repeat: int, matches_out: Path | No
                 f.write(match_line(start, end, pos) + "\n")
     result: dict[str, Any] = {
         "system": f"ceql {ceql.__version__} (Python {platform.python_version()})",
+        "engine_digest": engine_digest(),
         "query": query_file.name,
         "events": table.num_rows,
         "seconds": round(seconds, 4),
@@ -360,16 +376,16 @@ def fmt_mb(x: Any) -> str:
 
 TABLE_HEAD = (
     "| query | matches ceql / CORE | ceql events/s | CORE events/s | ceql/CORE "
-    "| ceql CPU s | CORE CPU s | ceql/CORE by CPU s | ceql peak RSS MB (pre-timing) "
-    "| CORE peak RSS MB | match sets | load |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+    "| ceql CPU s | CORE CPU s | ceql/CORE by CPU s | ceql per CPU-s / CORE best recorded "
+    "| ceql peak RSS MB (pre-timing) | CORE peak RSS MB | match sets | load |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
 )
 
 
 def table_row(rec: dict[str, Any]) -> str:
     """One Markdown row for a query record."""
     c, k = rec.get("ceql", {}), rec.get("core", {})
-    ratio, cpu_ratio = rec.get("ratio"), rec.get("cpu_ratio")
+    ratio, cpu_ratio, ref_ratio = rec.get("ratio"), rec.get("cpu_ratio"), rec.get("ref_ratio")
     ceql_err, core_err = c.get("error"), k.get("error")
     cmp_label = rec.get("match_sets", "–")
     if ceql_err:
@@ -383,6 +399,7 @@ def table_row(rec: dict[str, Any]) -> str:
         f"| {f'{ratio:.2f}×' if ratio else '–'} "
         f"| {c.get('cpu_s', '–')} | {k.get('cpu_s', '–')} "
         f"| {f'{cpu_ratio:.2f}×' if cpu_ratio else '–'} "
+        f"| {f'{ref_ratio:.2f}×' if ref_ratio else '–'} "
         f"| {fmt_mb(c.get('peak_rss_mb'))} ({fmt_mb(c.get('rss_pre_timing_peak_mb'))}) "
         f"| {fmt_mb(k.get('peak_rss_mb'))} | {cmp_label} | {rec.get('load_1min', '–')} |"
     )
@@ -397,7 +414,10 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     by_group: dict[str, list[tuple[str, float]]] = {}
     cpu_by_group: dict[str, list[float]] = {}
+    ref_by_group: dict[str, list[tuple[str, float]]] = {}
     for r in records:
+        if r.get("ref_ratio"):
+            ref_by_group.setdefault(r["group"], []).append((r["query"], r["ref_ratio"]))
         if r.get("ratio"):
             by_group.setdefault(r["group"], []).append((r["query"], r["ratio"]))
         if r.get("cpu_ratio"):
@@ -407,36 +427,56 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
               ("dense rows (d*)", ("dense",), None)]
     for title, names, target in groups:
         rows = [x for g in names for x in by_group.get(g, [])]
-        gm = geomean([x for _, x in rows])
-        if gm is None:
-            continue
-        worst = min(rows, key=lambda x: x[1])
+        refs = [x for g in names for x in ref_by_group.get(g, [])]
+        gm, gm_ref = geomean([x for _, x in rows]), geomean([x for _, x in refs])
         gm_cpu = geomean([x for g in names for x in cpu_by_group.get(g, [])])
-        line = (f"- Geometric-mean ceql/CORE over {title}: **{gm:.2f}×** by wall time"
-                + (f", {gm_cpu:.2f}× by CPU time" if gm_cpu else "")
-                + f" ({len(rows)} rows; lowest {worst[1]:.2f}× on {worst[0]}")
-        if target is not None:
+        parts = []
+        if gm is not None:
+            low = min(rows, key=lambda x: x[1])
+            parts.append(f"**{gm:.2f}×** by wall time (lowest {low[1]:.2f}× on {low[0]})")
+        if gm_cpu is not None:
+            parts.append(f"{gm_cpu:.2f}× by CPU time")
+        if gm_ref is not None:
+            low = min(refs, key=lambda x: x[1])
+            parts.append(f"{gm_ref:.2f}× per ceql CPU-second against CORE's best recorded run "
+                         f"(lowest {low[1]:.2f}× on {low[0]})")
+        if not parts:
+            continue
+        line = f"- {title} ({max(len(rows), len(refs))}): geometric mean ceql/CORE " + \
+            ", ".join(parts)
+        if target is not None and rows:
             below = [q for q, x in rows if x < target]
-            line += (f"; target ≥ {target:g}× on every row: "
-                     + ("met" if not below else f"missed on {len(below)}: {', '.join(below)}"))
-        out.append(line + ")")
-    eps = {(r["query"], s): r.get(s, {}).get("events_per_s") for r in records
-           for s in ("ceql", "core")}
+            line += (f"; target ≥ {target:g}× on every row (wall): "
+                     + ("met" if not below else f"missed on {', '.join(below)}"))
+        out.append(line + ".")
+    by_query = {r["query"]: r for r in records}
     for policy in ("none", "any"):
-        names = [f"p3_{policy}", f"p3_w20_{policy}", f"p3_w40_{policy}"]
+        rows3 = [by_query.get(f"{n}_{policy}.ceql") for n in ("p3", "p3_w20", "p3_w40")]
         parts = []
         for side, label in (("ceql", "ceql"), ("core", "CORE")):
-            vals = [eps.get((n + ".ceql", side)) for n in names]
-            if all(isinstance(v, int) and v > 0 for v in vals):
-                t, t2, t4 = (float(v) for v in vals)  # type: ignore[arg-type]
-                parts.append(f"{label} {t / 1e3:,.0f}k → {t2 / 1e3:,.0f}k → {t4 / 1e3:,.0f}k "
-                             f"events/s, 4T/T = **{t4 / t:.2f}**")
+            sides = [r.get(side, {}) if r else {} for r in rows3]
+            vals = [x.get("events_per_s") for x in sides]
+            if not all(isinstance(v, int) and v > 0 for v in vals):
+                continue
+            t, t2, t4 = (float(v) for v in vals)
+            text = (f"{label} {t / 1e3:,.0f}k → {t2 / 1e3:,.0f}k → {t4 / 1e3:,.0f}k events/s, "
+                    f"4T/T = **{t4 / t:.2f}**")
+            cpus = [x.get("cpu_s") for x in sides]
+            if side == "ceql" and all(isinstance(v, (int, float)) and v > 0 for v in cpus):
+                text += f" (by CPU time {cpus[0] / cpus[2]:.2f})"
+            if side == "ceql":
+                text += (" with " + " → ".join(fmt_int(x.get("matches")) for x in sides)
+                         + " matches")
+            parts.append(text)
         if parts:
             out.append(f"- Window sensitivity, P3 CONSUME BY {policy.upper()} at T, 2T, 4T: "
-                       + "; ".join(parts) + " (target for ceql: ≥ 0.80)")
+                       + "; ".join(parts) + " (target for ceql: 4T/T ≥ 0.80)")
     kinds: dict[str, list[str]] = {}
     for r in records:
-        kinds.setdefault(r.get("match_kind", "not compared"), []).append(r["query"])
+        kind = r.get("match_kind") or (  # records written before match_kind existed
+            "equal" if r.get("match_sets") == "equal"
+            else "differ" if "DIFFER" in str(r.get("match_sets")) else "not compared")
+        kinds.setdefault(kind, []).append(r["query"])
     errors = [r["query"] for r in records
               if r.get("ceql", {}).get("error") or r.get("core", {}).get("error")]
     if any("core" in r for r in records):
@@ -473,6 +513,25 @@ def record_comparison(rec: dict[str, Any], cmp: Comparison) -> None:
               f"only-CORE e.g. {cmp.examples_core}", file=sys.stderr, flush=True)
 
 
+def core_best_recorded(folder: Path, events: int) -> dict[str, float]:
+    """Best CORE throughput per query file in earlier core_cpp.py result lines (events/s).
+
+    The anchors' recorded runs give a second, contention-independent yardstick: CORE's
+    fastest repeat on this kind of machine, against ceql's events per CPU-second.
+    """
+    best: dict[str, float] = {}
+    for f in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        for line in f.read_text().splitlines():
+            try:
+                r = json.loads(line)
+                runs = [x for x in r.get("runs_s", []) if x > 0]
+            except (json.JSONDecodeError, AttributeError, TypeError):
+                continue
+            if r.get("events") == events and runs and "query" in r:
+                best[r["query"]] = max(best.get(r["query"], 0.0), events / min(runs))
+    return best
+
+
 def run_benchmark(a: argparse.Namespace) -> int:
     """Run every selected query through ceql and CORE; print the report; exit status."""
     csv_file = ensure_stream(a.events, a.seed)
@@ -486,6 +545,8 @@ def run_benchmark(a: argparse.Namespace) -> int:
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ceql-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     core_python = a.core_python or shutil.which("python3") or sys.executable
+    digest = engine_digest()
+    reference = core_best_recorded(a.reference, a.events)
     head = [
         f"# ceql vs CORE C++ — {started:%Y-%m-%d %H:%M:%S}",
         "",
@@ -496,6 +557,9 @@ def run_benchmark(a: argparse.Namespace) -> int:
         f"{ANCHORS_DIR / 'core_cpp.py'} (started with {core_python})",
         f"- Stream: {csv_file} ({a.events:,} events, seed {a.seed}); repeat {a.repeat} "
         f"(median); queries: {a.only!r} ({len(queries)} files)",
+        f"- ceql source digest at start: {digest} (sha256 of python/ceql/*.py, *.lark)",
+        f"- CORE reference for the last column: best run per query in {a.reference}/*.jsonl "
+        f"({len(reference)} queries)",
         f"- Command: `{shlex.join([os.path.relpath(sys.executable), *sys.argv])}`",
         "",
         TABLE_HEAD,
@@ -516,6 +580,14 @@ def run_benchmark(a: argparse.Namespace) -> int:
             if c["cpu_s"] > 0:
                 rec["cpu_ratio"] = round(k["cpu_s"] / c["cpu_s"], 3)
             record_comparison(rec, compare_match_files(ceql_file, core_file))
+        if "error" not in c:
+            if c.get("engine_digest") != digest:
+                rec["note"] = f"ceql source changed during the run ({c.get('engine_digest')})"
+                print(f"note: {q.name}: {rec['note']}", file=sys.stderr, flush=True)
+            best = reference.get(q.name)
+            if best and c["cpu_s"] > 0:
+                rec["core_best_recorded_eps"] = round(best)
+                rec["ref_ratio"] = round(c["events"] / c["cpu_s"] / best, 3)
         if not keep:
             ceql_file.unlink(missing_ok=True)
             core_file.unlink(missing_ok=True)
@@ -568,6 +640,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="folder of .ceql query files (default: <shared>/anchors/queries)")
     p.add_argument("--timeout", type=int, default=1800,
                    help="seconds allowed per query and engine (default 1800)")
+    p.add_argument("--reference", type=Path, default=ANCHORS_DIR / "results",
+                   help="folder of earlier core_cpp.py JSON lines; each query's best recorded "
+                        "CORE run is compared with ceql's events per CPU-second "
+                        "(default: <shared>/anchors/results)")
     p.add_argument("--json", type=Path,
                    help="JSON-lines output (default bench/out/engine-<date-time>.jsonl)")
     p.add_argument("--markdown", type=Path, help="also write the Markdown report here")
@@ -576,6 +652,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--core-python",
                    help="interpreter that starts core_cpp.py (default: python3 on PATH); "
                         "core_cpp.py itself re-executes in its Python 3.13 pycer venv")
+    p.add_argument("--from-json", type=Path, metavar="JSONL",
+                   help="run nothing: print the table and summary of an earlier run's JSON lines")
     # internal: one ceql measurement in this (fresh) process
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--query", type=Path, help=argparse.SUPPRESS)
@@ -589,11 +667,32 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return a
 
 
+def render_saved(path: Path, reference_dir: Path) -> int:
+    """Print the table and summary of an earlier run from its JSON lines (nothing is run)."""
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not records:
+        sys.exit(f"{path}: no records")
+    events = records[0].get("ceql", {}).get("events", 1_000_000)
+    reference = core_best_recorded(reference_dir, events)
+    for rec in records:  # older records lack the recorded-CORE yardstick
+        c, best = rec.get("ceql", {}), reference.get(rec["query"])
+        if "ref_ratio" not in rec and best and c.get("cpu_s"):
+            rec["core_best_recorded_eps"] = round(best)
+            rec["ref_ratio"] = round(c["events"] / c["cpu_s"] / best, 3)
+    times = [r.get("time", "?") for r in records]
+    print(f"Re-rendered from {path} (queries started {times[0]} … {times[-1]})\n")
+    print("\n".join([TABLE_HEAD, *map(table_row, records), "", "Summary:", "",
+                     *summary(records)]))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     if a.worker:
         worker(a.query, a.input, a.repeat, a.matches_out)
         return 0
+    if a.from_json is not None:
+        return render_saved(a.from_json, a.reference)
     return run_benchmark(a)
 
 
