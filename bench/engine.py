@@ -25,6 +25,7 @@ failed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import fnmatch
 import gc
@@ -60,7 +61,20 @@ Key = tuple[int, int, tuple[int, ...]]
 
 # --------------------------------------------------------------------------- helpers
 def rss_peak_mb() -> float:
-    """Peak resident set size of this process so far, in MiB (Linux reports KiB)."""
+    """Peak resident set size of this process so far, in MiB.
+
+    ``ru_maxrss`` (KiB on Linux) is the figure core_cpp.py reports for CORE.  After fork +
+    exec it can carry the *parent's* peak, because the forked copy's high-water mark survives
+    exec; so this prefers /proc's VmHWM, which belongs to the current program image only.  The
+    orchestrating process keeps its own peak small (comparisons run in a child) so that CORE's
+    ru_maxrss is not inflated either.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -171,7 +185,7 @@ class Comparison:
 def compare_match_files(ceql_file: Path, core_file: Path) -> Comparison:
     """Compare two match files as sets; count and sample what only one side has."""
     if files_equal(ceql_file, core_file):
-        return Comparison(True)
+        return Comparison(True, positions_equal=True)
     a, b = read_lines(ceql_file), read_lines(core_file)
     only_a, only_b = a - b, b - a
     res = Comparison(False, only_ceql=len(only_a), only_core=len(only_b))
@@ -494,6 +508,16 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def compare_in_child(ceql_file: Path, core_file: Path, timeout: int) -> Comparison:
+    """compare_match_files in a child process, so this process's peak RSS stays small."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--compare", str(ceql_file),
+           str(core_file)]
+    res = run_json(cmd, timeout)
+    if "error" in res:
+        raise RuntimeError(f"comparing {ceql_file} with {core_file} failed: {res['error']}")
+    return Comparison(**res)
+
+
 def record_comparison(rec: dict[str, Any], cmp: Comparison) -> None:
     """Store a comparison in a query record; shout when the match sets differ."""
     rec["match_sets"], rec["match_kind"] = cmp.label(), cmp.kind
@@ -579,7 +603,7 @@ def run_benchmark(a: argparse.Namespace) -> int:
             rec["ratio"] = round(c["events_per_s"] / k["events_per_s"], 3)
             if c["cpu_s"] > 0:
                 rec["cpu_ratio"] = round(k["cpu_s"] / c["cpu_s"], 3)
-            record_comparison(rec, compare_match_files(ceql_file, core_file))
+            record_comparison(rec, compare_in_child(ceql_file, core_file, a.timeout))
         if "error" not in c:
             if c.get("engine_digest") != digest:
                 rec["note"] = f"ceql source changed during the run ({c.get('engine_digest')})"
@@ -659,6 +683,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--query", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--input", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--matches-out", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--compare", type=Path, nargs=2, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.repeat < 1:
         p.error("--repeat must be at least 1")
@@ -690,6 +715,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     if a.worker:
         worker(a.query, a.input, a.repeat, a.matches_out)
+        return 0
+    if a.compare is not None:
+        print(json.dumps(dataclasses.asdict(compare_match_files(*a.compare))))
         return 0
     if a.from_json is not None:
         return render_saved(a.from_json, a.reference)
