@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._automaton import DFA
-from ._match import Match
-from ._tecs import enumerate_node, insert, merge
+from ._match import Ending, Match, from_micros
+from ._tecs import insert, merge
 from .errors import CeqlError, CeqlInputError
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ __all__ = ["Evaluator"]
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _UNITS = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 _MISSING = object()
+_CHUNK = 2048  # matches enumerated ahead of the consumer
+_new = object.__new__
+_end_position = attrgetter("end_position")
 
 
 def _exact(x: Fraction) -> int | float:
@@ -50,11 +54,7 @@ def _to_micros(v: Any) -> int:
     raise TypeError
 
 
-def _from_micros(us: int, tz: _dt.tzinfo | None, as_date: bool) -> Any:
-    t = _EPOCH + _dt.timedelta(microseconds=int(us))
-    if as_date:
-        return t.date()
-    return t.replace(tzinfo=None) if tz is None else t.astimezone(tz)
+_from_micros = from_micros
 
 
 def _tzinfo(name: str) -> _dt.tzinfo:
@@ -125,6 +125,7 @@ class Evaluator:
         self._last_wattr: Any = None
         self._inert: dict[tuple[int, frozenset[int]], dict[int, bool]] = {}
         self._since_sweep = 0
+        self._lcache: dict[tuple[int, ...], tuple[frozenset[str], ...]] = {}
 
     # ------------------------------------------------------------------ public
     @property
@@ -139,7 +140,11 @@ class Evaluator:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return list(self.iter_feed(batch))
+            out: list[Match] = []
+            extend = out.extend
+            for chunk in self._chunks(batch):
+                extend(chunk)
+            return out
         finally:
             if enabled:
                 gc.enable()
@@ -147,9 +152,14 @@ class Evaluator:
     def iter_feed(self, batch: Any) -> Iterator[Match]:
         """Like :meth:`feed`, but yield each match as soon as it is enumerated.
 
-        Evaluation pauses while the caller consumes; finish (or drop) the iterator before
-        feeding more events.
+        Evaluation pauses while the caller consumes (matches are enumerated ahead in chunks
+        of at most a few thousand); finish (or drop) the iterator before feeding more events.
         """
+        for chunk in self._chunks(batch):
+            yield from chunk
+
+    def _chunks(self, batch: Any) -> Iterator[list[Match]]:
+        """The matches of ``batch`` in stream order, as consecutive non-empty lists."""
         if isinstance(batch, pa.Table):
             for rb in batch.to_batches():
                 yield from self._feed_arrow(rb)
@@ -259,71 +269,100 @@ class Evaluator:
               tkey: Any) -> list[Any] | None:
         """Read one event; return the accepting tECS nodes to enumerate (None if none)."""
         dfa = self._dfa
-        step = dfa.step
+        trans = dfa.trans
         eps = self._eps
+        fifo = P.fifo
         if P.epoch != self._epoch:  # CONSUME BY ANY fired in another partition
             P.T = {}
             P.epoch = self._epoch
-        fifo = P.fifo
-        if fifo is not None:
+            if fifo:
+                fifo.clear()  # nothing in it is reachable any more
+        if fifo:
             lim = wkey - eps
             while fifo and fifo[0][0] < lim:
                 fifo.popleft()[1][4] = None
         T2: dict[int, list[Any]] = {}
-        accs: list[Any] = []
+        accs: list[Any] | None = None
         g = P.g
-        r = step(dfa.start(g), c)
-        if r[0] >= 0 or r[1] or r[2] >= 0 or r[3]:
+        d = dfa._starts.get(g)
+        if d is None:
+            d = dfa.start(g)
+        # a Step: (marked target, marked accepts, unmarked target, unmarked accepts, label)
+        q, acc, q2, acc2, lab = trans[d].get(c) or dfa.step(d, c)
+        o: Any
+        if q >= 0 or acc or q2 >= 0 or acc2:
             b = (sub, wkey, pos, None, tkey)
-            if r[0] >= 0 or r[1]:
-                o = (sub, wkey, pos, b, r[4])
-                if r[0] >= 0:
-                    T2[r[0]] = [o]
-                if r[1]:
-                    accs.append(o)
-            if r[2] >= 0:
-                q = r[2]
-                if q in T2:
-                    insert(T2[q], b, fifo, wkey)
+            if q >= 0 or acc:
+                o = (sub, wkey, pos, b, lab)
+                if q >= 0:
+                    T2[q] = [o]
+                if acc:
+                    accs = [o]
+            if q2 >= 0:
+                t = T2.get(q2)
+                if t is None:
+                    T2[q2] = [b]
                 else:
-                    T2[q] = [b]
-            if r[3]:
-                accs.append(b)
+                    insert(t, b, fifo, wkey)
+            if acc2:
+                if accs is None:
+                    accs = [b]
+                else:
+                    accs.append(b)
         for p, ul in P.T.items():
             if eps is not None:
                 if wkey - ul[0][1] > eps:
                     continue
                 while wkey - ul[-1][1] > eps:
                     ul.pop()
-            r = step(p, c)
+            q, acc, q2, acc2, lab = trans[p].get(c) or dfa.step(p, c)
             n = None
-            if r[0] >= 0 or r[1]:
-                n = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
-                o = (n[0], n[1], pos, n, r[4])
-                q = r[0]
+            if q >= 0 or acc:
+                if len(ul) == 1:
+                    n = ul[0]
+                elif len(ul) == 2:  # merge() of two, inlined
+                    n = ul[0]
+                    n = [n[0], n[1], -1, n, ul[1]]
+                    if fifo is not None:
+                        fifo.append((wkey, n))
+                else:
+                    n = merge(ul, fifo, wkey)
+                o = (n[0], n[1], pos, n, lab)
                 if q >= 0:
-                    if q in T2:
-                        insert(T2[q], o, fifo, wkey)
-                    else:
+                    t = T2.get(q)
+                    if t is None:
                         T2[q] = [o]
-                if r[1]:
-                    accs.append(o)
-            q = r[2]
-            if q >= 0 or r[3]:
-                if r[3] or q in T2:
+                    elif len(t) == 1:  # what insert() does with a one-node list
+                        t.append(o)
+                    else:
+                        insert(t, o, fifo, wkey)
+                if acc:
+                    if accs is None:
+                        accs = [o]
+                    else:
+                        accs.append(o)
+            if q2 >= 0 or acc2:
+                t = T2.get(q2) if q2 >= 0 else None
+                if acc2 or t is not None:
                     if n is None:
                         n = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
-                    if r[3]:
-                        accs.append(n)
-                if q >= 0:
-                    if q in T2:
-                        insert(T2[q], n, fifo, wkey)
+                    if acc2:
+                        if accs is None:
+                            accs = [n]
+                        else:
+                            accs.append(n)
+                if q2 >= 0:
+                    if t is None:
+                        T2[q2] = ul
+                    elif len(t) == 1:
+                        t.append(n)
                     else:
-                        T2[q] = ul
+                        insert(t, n, fifo, wkey)
         P.T = T2
-        P.g = dfa.gstep(g, c)
+        g2 = dfa._gtrans[g].get(c)
+        P.g = g2 if g2 is not None else dfa.gstep(g, c)
         P.sig = None
-        if not accs:
+        if accs is None:
             return None
         if eps is not None:
             accs = [a for a in accs if wkey - a[1] <= eps]
@@ -331,34 +370,106 @@ class Evaluator:
                 return None
         if self._consume != "NONE":  # decided before LIMIT cuts, and before enumerating
             P.T = {}
+            if fifo:
+                fifo.clear()
             if self._consume == "ANY":
                 self._epoch += 1
                 P.epoch = self._epoch
         return accs
 
     def _emit(self, P: _Part, accs: list[Any], pos: int, wkey: Any,
-              tkey: Any) -> Iterator[Match]:
-        """Enumerate, lazily, the complex events ending at ``pos`` (LIMIT applied)."""
+              tkey: Any) -> Iterator[list[Match]]:
+        """Enumerate the complex events ending at ``pos`` (LIMIT applied), in chunks.
+
+        A depth-first walk of the tECS below each accepting node (left before right, as
+        :func:`enumerate_node`), carrying the positions and label ids met so far as tuples
+        (latest last), so a match costs its bottom node and one object.
+        """
         eps = self._eps if self._eps is not None else float("inf")
         limit = self._limit if self._limit is not None else -1
+        if self._time_is_ts:
+            end: Ending = (pos, self._time_value(tkey), P.key, (self._tz, self._as_date))
+        else:
+            end = (pos, tkey, P.key, None)
+        lcache = self._lcache
+        if len(lcache) > 4096:
+            lcache.clear()
         labels = self._dfa.labels
-        tv = self._time_value if self._time_is_ts else None
-        end_time = tv(tkey) if tv is not None else tkey
-        key = P.key
-        count = 0
+        new = _new
+        M = Match
+        out: list[Match] = []
+        append = out.append
+        if limit == 0:
+            return
+        left = limit  # matches still allowed (-1: no LIMIT)
+        cap = _CHUNK if left < 0 else min(_CHUNK, left)
+        stack: list[tuple[Any, tuple[int, ...], tuple[int, ...]]] = []
+        push = stack.append
+        pop = stack.pop
         for node in accs:
-            for b, path in enumerate_node(node, wkey, eps):
-                if count == limit:
-                    return
-                path.reverse()
-                yield Match(b[2], pos, tv(b[4]) if tv is not None else b[4], end_time,
-                            tuple([o[2] for o in path]), key,
-                            tuple([labels[o[4]] for o in path]))
-                path.reverse()
-                count += 1
+            push((node, (), ()))
+            while stack:
+                n, ps, ls = pop()
+                while True:
+                    if n[2] < 0:  # union: the right side only if it starts in the window
+                        r = n[4]
+                        n = n[3]
+                        if r is not None and wkey - r[1] <= eps:
+                            if n[2] >= 0:  # left a bottom or output: finish it, go right
+                                b = n[3]
+                                if b is None:
+                                    b = n
+                                    pl = ps
+                                    ll = ls
+                                elif b[3] is None:
+                                    pl = (n[2],) + ps  # noqa: RUF005 (faster than unpacking)
+                                    ll = (n[4],) + ls  # noqa: RUF005
+                                else:
+                                    push((r, ps, ls))
+                                    continue
+                                lab = lcache.get(ll)
+                                if lab is None:
+                                    lab = lcache[ll] = tuple([labels[i] for i in ll])
+                                m = new(M)
+                                m._start = b
+                                m._end = end
+                                m.positions = pl
+                                m._labels = lab
+                                append(m)
+                                n = r
+                            else:
+                                push((r, ps, ls))
+                    elif n[3] is None:  # bottom: one complex event
+                        lab = lcache.get(ls)
+                        if lab is None:
+                            lab = lcache[ls] = tuple([labels[i] for i in ls])
+                        m = new(M)
+                        m._start = n
+                        m._end = end
+                        m.positions = ps
+                        m._labels = lab
+                        append(m)
+                        break
+                    else:  # output: its position and label go before those seen so far
+                        ps = (n[2],) + ps  # noqa: RUF005 (faster than unpacking)
+                        ls = (n[4],) + ls  # noqa: RUF005
+                        n = n[3]
+                if len(out) >= cap:
+                    if left >= 0:
+                        if len(out) >= left:
+                            del out[left:]
+                            yield out
+                            return
+                        left -= len(out)
+                        cap = min(_CHUNK, left)
+                    yield out
+                    out = []
+                    append = out.append
+        if out:
+            yield out
 
     # ------------------------------------------------------------------ row path
-    def _feed_rows(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[Match]:
+    def _feed_rows(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[list[Match]]:
         streams = self._streams
         skey = self.stream_key
         pkeys = self._pkeys
@@ -418,7 +529,7 @@ class Evaluator:
         i = rb.schema.get_field_index(name)
         return None if i < 0 else rb.column(i)
 
-    def _feed_arrow(self, rb: pa.RecordBatch) -> Iterator[Match]:
+    def _feed_arrow(self, rb: pa.RecordBatch) -> Iterator[list[Match]]:
         n = rb.num_rows
         base = self._offset
         if n == 0:
@@ -562,7 +673,7 @@ class Evaluator:
 
     def _run_grouped(self, codes: np.ndarray, keys: list[tuple[Any, ...]], cls_list: list[int],
                      inv: np.ndarray, positions: np.ndarray, tkeys: np.ndarray | None,
-                     wattr: np.ndarray | None) -> Iterator[Match]:
+                     wattr: np.ndarray | None) -> Iterator[list[Match]]:
         """Partitions are independent: run each one's events as a segment, then merge."""
         order = np.argsort(codes, kind="stable")
         bounds = np.cumsum(np.bincount(codes, minlength=len(keys))).tolist()
@@ -571,16 +682,19 @@ class Evaluator:
         for k, end in zip(keys, bounds, strict=True):
             sel = order[start:end]
             start = end
-            out.extend(self._run_segment(
-                self._part(k), cls_list, inv[sel], positions[sel],
-                tkeys[sel] if tkeys is not None else None,
-                wattr[sel] if wattr is not None else None))
-        out.sort(key=lambda m: m.end_position)
-        yield from out
+            for chunk in self._run_segment(
+                    self._part(k), cls_list, inv[sel], positions[sel],
+                    tkeys[sel] if tkeys is not None else None,
+                    wattr[sel] if wattr is not None else None):
+                out.extend(chunk)
+        if out:
+            out.sort(key=_end_position)
+            yield out
 
     def _run_interleaved(self, codes: np.ndarray, keys: list[tuple[Any, ...]],
                          cls_list: list[int], inv: np.ndarray, positions: np.ndarray,
-                         tkeys: np.ndarray | None, wattr: np.ndarray | None) -> Iterator[Match]:
+                         tkeys: np.ndarray | None,
+                         wattr: np.ndarray | None) -> Iterator[list[Match]]:
         """CONSUME BY ANY crosses partitions, so events run in stream order. Only events
         whose class could move the start state or a state active in *some* partition are
         looked at one by one (with ALL-like strategies, whose global state never changes)."""
@@ -610,21 +724,30 @@ class Evaluator:
         cache: dict[frozenset[int], list[int] | None] = {}
         g0 = self._dfa.g0
         inv_l = inv.tolist()
+        inert_tables = self._inert
+        step = self._step
         i = 0
         gsig: frozenset[int] | None = None
+        looks = skipped = 0
         while i < n:
             rel: list[int] | None = None
-            if filtering and len(cache) <= 64:
-                if gsig is None:
-                    gsig = frozenset(active)
-                if gsig in cache:
-                    rel = cache[gsig]
+            if filtering:
+                looks += 1
+                if len(cache) > 64 or (looks == 2048 and skipped < 1024):
+                    # too many signatures, or too few inert events to pay for the look-ups:
+                    # stop filtering (and tracking the active states)
+                    filtering = False
+                    active = {}
                 else:
-                    sig = (g0, gsig)
-                    inert = np.fromiter((self._inert_for(sig, c) for c in cls_list),
-                                        dtype=bool, count=len(cls_list))
-                    rel = np.flatnonzero(~inert[inv]).tolist() if inert.any() else None
-                    cache[gsig] = rel
+                    if gsig is None:
+                        gsig = frozenset(active)
+                    rel = cache.get(gsig, _MISSING)  # type: ignore[arg-type]
+                    if rel is _MISSING:
+                        sig = (g0, gsig)
+                        inert = np.fromiter((self._inert_for(sig, c) for c in cls_list),
+                                            dtype=bool, count=len(cls_list))
+                        rel = np.flatnonzero(~inert[inv]).tolist() if inert.any() else None
+                        cache[gsig] = rel
             if rel is None:
                 j = i
             else:
@@ -632,38 +755,49 @@ class Evaluator:
                 if k == len(rel):
                     break
                 j = rel[k]
+                skipped += j - i
             i = j + 1
             P = parts[code_l[j]]
             c = cls_list[inv_l[j]]
-            if P.epoch != self._epoch:
-                P.T = {}
-                P.epoch = self._epoch
-                P.sig = None
-            if self._inert_for(self._sig(P), c):
-                continue
-            old = list(P.T)
             epoch = self._epoch
+            if P.epoch != epoch:
+                P.T = {}
+                P.epoch = epoch
+                P.sig = None
+                if P.fifo:
+                    P.fifo.clear()  # nothing in it is reachable any more
+            psig = P.sig
+            if psig is None:
+                psig = P.sig = (P.g, frozenset(P.T))
+            table = inert_tables.get(psig)
+            is_inert = table.get(c) if table is not None else None
+            if is_inert is None:
+                is_inert = self._inert_for(psig, c)
+            if is_inert:
+                continue
+            old = P.T
             sub = subs[j]
             wkey = sub if events else (w_l[j] if w_l is not None else t_l[j])
-            accs = self._step(P, c, pos_l[j], sub, wkey, t_l[j])
-            if self._epoch != epoch:  # consumption emptied every partition
-                active = {}
-            else:
-                for d in old:
-                    left = active[d] - 1
-                    if left:
-                        active[d] = left
-                    else:
-                        del active[d]
-                for d in P.T:
-                    active[d] = active.get(d, 0) + 1
-            gsig = None
+            accs = step(P, c, pos_l[j], sub, wkey, t_l[j])
+            if filtering:
+                if self._epoch != epoch:  # consumption emptied every partition
+                    active = {}
+                else:
+                    for d in old:
+                        left = active[d] - 1
+                        if left:
+                            active[d] = left
+                        else:
+                            del active[d]
+                    for d in P.T:
+                        active[d] = active.get(d, 0) + 1
+                gsig = None
             if accs:
                 yield from self._emit(P, accs, pos_l[j], wkey, t_l[j])
 
     def _run_segment(self, P: _Part, cls_list: list[int], inv: np.ndarray,
                      positions: np.ndarray, tkeys: np.ndarray | None,
-                     wattr: np.ndarray | None) -> Iterator[Match]:
+                     wattr: np.ndarray | None) -> Iterator[list[Match]]:
         """Run one partition's events of a batch, skipping inert ones with NumPy."""
         n = len(inv)
         sub0 = P.n
@@ -682,10 +816,11 @@ class Evaluator:
         inv_l: Any = inv
         converted = False
         while i < n:
-            sig = self._sig(P)
-            if sig in cache:
-                rel = cache[sig]
-            else:
+            sig = P.sig
+            if sig is None:
+                sig = P.sig = (P.g, frozenset(P.T))
+            rel: Any = cache.get(sig, _MISSING)
+            if rel is _MISSING:
                 inert = np.fromiter((self._inert_for(sig, c) for c in cls_list), dtype=bool,
                                     count=ncls)
                 rel = np.flatnonzero(~inert[inv]).tolist() if inert.any() else None

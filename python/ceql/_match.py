@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
 __all__ = ["Match"]
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+# What a match shares with every other match completed by the same event:
+# (end_position, end_time, partition, time_form) — ``time_form`` is ``None`` when times are
+# kept as given, else ``(tz, as_date)`` to turn microseconds since the epoch into a
+# ``datetime``/``date`` like the input's.
+Ending = tuple[int, Any, tuple[Any, ...], "tuple[_dt.tzinfo | None, bool] | None"]
+
+
+def from_micros(us: int, tz: _dt.tzinfo | None, as_date: bool) -> Any:
+    """Microseconds since the epoch as a naive (``tz=None``) or aware datetime, or a date."""
+    t = _EPOCH + _dt.timedelta(microseconds=int(us))
+    if as_date:
+        return t.date()
+    return t.replace(tzinfo=None) if tz is None else t.astimezone(tz)
 
 
 class Match:
@@ -16,19 +33,44 @@ class Match:
     ``partition`` holds the PARTITION BY key values (``()`` without PARTITION BY).
     """
 
-    __slots__ = ("_labels", "end_position", "end_time", "partition", "positions",
-                 "start_position", "start_time")
+    # The evaluator creates millions of these: it fills the four slots directly (no
+    # ``__init__``), sharing ``_start`` (a tECS bottom node ``(_, _, start_position, _,
+    # start_key)``), ``_end`` (an ``Ending``) and ``_labels`` between matches.
+    __slots__ = ("_end", "_labels", "_start", "positions")
+    _start: tuple[Any, ...]
+    _end: Ending
+    positions: tuple[int, ...]
+    _labels: tuple[frozenset[str], ...]
 
     def __init__(self, start_position: int, end_position: int, start_time: Any, end_time: Any,
                  positions: tuple[int, ...], partition: tuple[Any, ...],
                  labels: tuple[frozenset[str], ...]) -> None:
-        self.start_position = start_position
-        self.end_position = end_position
-        self.start_time = start_time
-        self.end_time = end_time
+        self._start = (start_position, start_position, start_position, None, start_time)
+        self._end = (end_position, end_time, partition, None)
         self.positions = positions
-        self.partition = partition
         self._labels = labels
+
+    @property
+    def start_position(self) -> int:
+        return self._start[2]  # type: ignore[no-any-return]
+
+    @property
+    def end_position(self) -> int:
+        return self._end[0]
+
+    @property
+    def start_time(self) -> Any:
+        form = self._end[3]
+        t = self._start[4]
+        return t if form is None else from_micros(t, form[0], form[1])
+
+    @property
+    def end_time(self) -> Any:
+        return self._end[1]
+
+    @property
+    def partition(self) -> tuple[Any, ...]:
+        return self._end[2]
 
     @property
     def variables(self) -> dict[str, tuple[int, ...]]:
@@ -45,7 +87,7 @@ class Match:
 
     def key(self) -> tuple[int, int, tuple[int, ...], tuple[Any, ...]]:
         """``(end, start, positions, partition)``: a sortable identity of the complex event."""
-        return (self.end_position, self.start_position, self.positions, self.partition)
+        return (self._end[0], self._start[2], self.positions, self._end[2])
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly dict (times as given)."""

@@ -15,14 +15,15 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.errors import PySparkValueError
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, OrderingColumn, PartitioningColumn
 
 import ceql
 
 from ._errors import MatchCeqlError
+from ._pushdown import PREFILTER_KEY, prefilter
 from ._runner import MatchRunner, partition_starts
-from ._spec import CallInfo, MatchSpec, output_schema, plan_match
+from ._spec import INTERNAL_PREFIX, CallInfo, MatchSpec, output_schema, plan_match
 
 __all__ = ["CALL_ARGUMENT", "MatchAnalysis", "MatchCeql"]
 
@@ -66,6 +67,18 @@ def _table_and_options(args: tuple[AnalyzeArgument, ...],
     return schema, options, call
 
 
+def _with_prefilter(out: StructType, spec: MatchSpec, schema: StructType) -> StructType:
+    """``out`` carrying, for the JVM shim, the row filter it may apply before the shuffle."""
+    visible = StructType([f for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX)])
+    cond = prefilter(ceql.compile(spec.query, schema=visible), schema, spec)
+    if cond is None:
+        return out
+    first = out.fields[0]
+    tagged = StructField(first.name, first.dataType, first.nullable,
+                         {**first.metadata, PREFILTER_KEY: cond})
+    return StructType([tagged, *out.fields[1:]])
+
+
 class MatchCeql:
     """MATCH_CEQL: complex events of a CEQL query over a table, one Spark partition at a time."""
 
@@ -80,7 +93,7 @@ class MatchCeql:
         except ceql.CeqlError as e:
             raise PySparkValueError(f"MATCH_CEQL: {e}") from None
         return MatchAnalysis(
-            schema=output_schema(spec, schema),
+            schema=_with_prefilter(output_schema(spec, schema), spec, schema),
             withSinglePartition=not spec.spark_partitioned,
             partitionBy=[PartitioningColumn(c) for c in spec.request_partition_by],
             orderBy=[OrderingColumn(c) for c in spec.request_order_by],

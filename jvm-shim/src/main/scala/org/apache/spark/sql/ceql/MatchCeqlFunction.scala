@@ -8,7 +8,8 @@ import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.analysis.{UnresolvedAttribute, UnresolvedRelation, UnresolvedStar}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, AttributeReference, Descending, Expression, ExpressionInfo, FunctionTableSubqueryArgumentExpression, Literal, NamedArgumentExpression, PythonUDTF, SortOrder}
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
-import org.apache.spark.sql.catalyst.plans.logical.{Generate, LogicalPlan, OneRowRelation, Project, Repartition, RepartitionByExpression, Sort, SubqueryAlias, Union}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Generate, LogicalPlan, OneRowRelation, Project, Repartition, RepartitionByExpression, Sort, SubqueryAlias, Union}
+import org.apache.spark.sql.types.{MetadataBuilder, StructType}
 import org.apache.spark.sql.execution.python.{UserDefinedPythonTableFunction, UserDefinedPythonTableFunctionAnalyzeRunner}
 
 /**
@@ -21,11 +22,13 @@ import org.apache.spark.sql.execution.python.{UserDefinedPythonTableFunction, Us
  * several into one stream tagged with each row's table. It then runs `analyze` at once and
  * arranges the input (shuffle by the requested partitioning, sort by partition and time).
  */
-object MatchCeqlFunction {
+object MatchCeqlFunction extends org.apache.spark.internal.Logging {
   val Name = "MATCH_CEQL"
   val CallArgument = "_table_call"
   val StreamColumn = "__ceql_stream"
   val FromOrderColumn = "__ceql_from"
+  val PrefilterKey = "ceql.prefilter"
+  val PrefilterConf = "spark.ceql.prefilter.enabled"
 
   private val usage =
     "MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' " +
@@ -92,15 +95,16 @@ object MatchCeqlFunction {
     val result = new UserDefinedPythonTableFunctionAnalyzeRunner(
       Name, func, withInput, withInput.map(tableOf(_).isDefined), CatalystSqlParser).runInPython()
     val parts = result.partitionByExpressions
+    val source = prefiltered(session, result.schema, input.plan)
     val shuffled =
-      if (result.withSinglePartition || parts.isEmpty) Repartition(1, shuffle = true, input.plan)
-      else RepartitionByExpression(parts, input.plan, None)
+      if (result.withSinglePartition || parts.isEmpty) Repartition(1, shuffle = true, source)
+      else RepartitionByExpression(parts, source, None)
     val sorted = Sort(parts.map(SortOrder(_, Ascending)) ++ result.orderByExpressions,
       global = false, shuffled)
     val udtf = PythonUDTF(
       name = Name,
       func = func,
-      elementSchema = result.schema,
+      elementSchema = withoutPrefilter(result.schema),
       pickledAnalyzeResult = Some(result.pickledAnalyzeResult),
       children = exprs.updated(i, rewrap(exprs(i), input.withNewPlan(analyzed(sorted)))),
       evalType = PythonEvalType.SQL_ARROW_UDTF,
@@ -109,6 +113,35 @@ object MatchCeqlFunction {
     Generate(udtf, unrequiredChildIndex = Nil, outer = false, qualifier = None,
       generatorOutput = Nil, child = OneRowRelation())
   }
+
+  /**
+   * The input with the rows that no run can read dropped before the shuffle. `analyze` writes
+   * that condition (Spark SQL, or nothing when every row may matter) into the metadata of the
+   * first output column; `spark.ceql.prefilter.enabled=false` turns it off. A condition that
+   * does not parse is a bug of ours: it is logged and the input is kept whole.
+   */
+  private def prefiltered(session: org.apache.spark.sql.classic.SparkSession,
+      schema: StructType, plan: LogicalPlan): LogicalPlan = {
+    val enabled = session.conf.get(PrefilterConf, "true").trim.equalsIgnoreCase("true")
+    schema.fields.headOption.filter(f => enabled && f.metadata.contains(PrefilterKey)) match {
+      case Some(f) =>
+        val sql = f.metadata.getString(PrefilterKey)
+        try Filter(session.sessionState.sqlParser.parseExpression(sql), plan)
+        catch {
+          case e: Exception =>
+            logWarning(s"MATCH_CEQL: ignoring the prefilter '$sql' (${e.getMessage})")
+            plan
+        }
+      case None => plan
+    }
+  }
+
+  private def withoutPrefilter(schema: StructType): StructType =
+    StructType(schema.fields.map { f =>
+      if (!f.metadata.contains(PrefilterKey)) f
+      else f.copy(metadata = new MetadataBuilder().withMetadata(f.metadata)
+        .remove(PrefilterKey).build())
+    })
 
   private def rewrap(arg: Expression, table: FunctionTableSubqueryArgumentExpression): Expression =
     arg match {

@@ -1,0 +1,222 @@
+"""The row filter MATCH_CEQL pushes below its shuffle: a Spark SQL form of ``ceql._relevance``.
+
+The engine says which events can move a run (:func:`ceql._relevance.relevance`); this module
+writes that condition as a Spark SQL boolean expression over the input columns, so that Spark
+drops the other rows while scanning, before they are shuffled, sorted and sent to Python.
+
+The expression only ever keeps *more* rows than the engine would use: an atom is written out
+only where Spark's three-valued result is exactly the engine's (column and literal of the same
+kind, NaN read as NULL, binary string order); any other atom — LIKE, arithmetic, two
+attributes, mixed kinds — counts as TRUE wherever the formula needs it TRUE (and FALSE where it
+stands under NOT, through De Morgan). Filtering is therefore safe however much is written out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from pyspark.sql.types import (
+    ByteType,
+    DataType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+)
+
+import ceql
+from ceql import _ast
+from ceql._predicates import Atom, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
+from ceql._relevance import relevance
+
+from ._spec import STREAM_COLUMN, MatchSpec, quote_identifier
+
+__all__ = ["MAX_DEPTH", "MAX_LENGTH", "PREFILTER_KEY", "prefilter"]
+
+#: The output-schema metadata key through which ``analyze`` hands the condition to the shim.
+PREFILTER_KEY = "ceql.prefilter"
+
+#: Deeper guards or longer expressions are not pushed down (Spark's parser recurses too).
+MAX_DEPTH = 200
+MAX_LENGTH = 100_000
+
+_TRUE, _FALSE = "TRUE", "FALSE"
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+_FLOATING = (FloatType, DoubleType)
+_EXACT_DOUBLE = 2 ** 53
+_LONG = 2 ** 63
+_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def prefilter(query: ceql.Query, schema: StructType, spec: MatchSpec) -> str | None:
+    """A Spark SQL condition keeping every row the query can use, or ``None`` to keep all.
+
+    Rows with a NULL time are kept as well, so that the task still reports them.
+    """
+    rel = relevance(query, type_key=spec.type_key, stream_key=spec.stream_key)
+    if rel is None:
+        return None
+    types = {f.name: f.dataType for f in schema.fields}
+    writer = _Writer(rel.atoms, types, spec)
+    try:
+        cond = writer.write(rel.guard, True, 0)
+    except _TooDeep:
+        return None
+    if cond == _TRUE or len(cond) > MAX_LENGTH:
+        return None
+    return f"({cond}) OR {quote_identifier(spec.time)} IS NULL"
+
+
+class _Writer:
+    def __init__(self, atoms: tuple[Atom, ...], types: Mapping[str, DataType],
+                 spec: MatchSpec) -> None:
+        self.atoms, self.types, self.spec = atoms, types, spec
+
+    def write(self, g: GuardTree, positive: bool, depth: int) -> str:
+        """SQL that is TRUE wherever ``g`` is TRUE (``positive``) or FALSE (not ``positive``)."""
+        if depth > MAX_DEPTH:
+            raise _TooDeep
+        if isinstance(g, GTrue):
+            return _TRUE if positive else _FALSE
+        if isinstance(g, GNot):
+            return self.write(g.item, not positive, depth + 1)
+        if isinstance(g, (GAnd, GOr)):
+            parts = [self.write(x, positive, depth + 1) for x in g.items]
+            conj = isinstance(g, GAnd) == positive
+            return _join(parts, "AND" if conj else "OR")
+        assert isinstance(g, GAtom)
+        exact = self.atom(self.atoms[g.k])
+        if exact is None:
+            return _TRUE
+        return exact if positive else f"NOT {exact}"
+
+    # -- atoms: an exact three-valued SQL form, or None -------------------------------------
+    def atom(self, a: Atom) -> str | None:
+        if isinstance(a, TypeIs):
+            return self.type_is(a.name)
+        if isinstance(a, StreamIs):
+            col = self.spec.stream_key
+            if col not in self.types:
+                return _TRUE
+            if not _binary_string(self.types[col]):
+                return None
+            c = quote_identifier(col)
+            return f"({c} IS NULL OR {c} = {_string(a.name)})"
+        if isinstance(a, _ast.Compare):
+            return self.compare(a.op, a.left, a.right)
+        if isinstance(a, _ast.InRange):
+            lo, hi = self.compare(">=", a.expr, a.lo), self.compare("<=", a.expr, a.hi)
+            return None if lo is None or hi is None else f"({lo} AND {hi})"
+        if isinstance(a, _ast.InSet):
+            return self.in_set(a)
+        return None  # LIKE: Spark's regular expressions are not RE2
+
+    def type_is(self, name: str) -> str | None:
+        spec = self.spec
+        if spec.type_fill == "table":
+            return _TRUE if spec.table_name == name else _FALSE
+        if not _binary_string(self.types.get(spec.type_key, StringType())):
+            return None
+        col = quote_identifier(spec.type_key)
+        if spec.type_fill == "stream":
+            col = f"coalesce({col}, {quote_identifier(STREAM_COLUMN)})"
+        return f"coalesce({col} = {_string(name)}, FALSE)"
+
+    def compare(self, op: str, left: _ast.Expr, right: _ast.Expr) -> str | None:
+        if isinstance(left, _ast.Attr) and _literal(right) is not None:
+            return self.column_vs(left.name, op, _literal(right))
+        if isinstance(right, _ast.Attr) and _literal(left) is not None:
+            return self.column_vs(right.name, _FLIP[op], _literal(left))
+        return None
+
+    def column_vs(self, name: str, op: str, v: int | float | str | bool | None) -> str | None:
+        t = self.types.get(name)
+        if t is None or v is None or isinstance(v, bool):
+            return None
+        c = quote_identifier(name)
+        if isinstance(v, str):
+            return f"{c} {op} {_string(v)}" if _binary_string(t) else None
+        if isinstance(t, _INTEGRAL):
+            k = _integral_bound(op, v)
+            if k is None:
+                return None
+            op, bound = k
+            return f"{c} {op} {bound}"
+        if isinstance(t, _FLOATING):
+            if isinstance(v, float) and not math.isfinite(v):
+                return None
+            if isinstance(v, int) and abs(v) > _EXACT_DOUBLE:
+                return None
+            # the engine reads NaN as NULL; Spark orders NaN above every number
+            return f"nanvl(CAST({c} AS DOUBLE), CAST(NULL AS DOUBLE)) {op} {_double(v)}"
+        return None
+
+    def in_set(self, a: _ast.InSet) -> str | None:
+        if not isinstance(a.expr, _ast.Attr) or not a.values:
+            return None
+        t = self.types.get(a.expr.name)
+        vals = [v.value for v in a.values]
+        c = quote_identifier(a.expr.name)
+        if all(type(v) is str for v in vals) and t is not None and _binary_string(t):
+            items = ", ".join(_string(str(v)) for v in vals)
+        elif (all(type(v) is int for v in vals) and isinstance(t, _INTEGRAL)
+              and all(-_LONG <= int(v) < _LONG for v in vals)):
+            items = ", ".join(str(v) for v in vals)
+        else:
+            return None
+        return f"{c} {'NOT IN' if a.negated else 'IN'} ({items})"
+
+
+def _join(parts: list[str], op: str) -> str:
+    absorbing, neutral = (_FALSE, _TRUE) if op == "AND" else (_TRUE, _FALSE)
+    if absorbing in parts:
+        return absorbing
+    kept = list(dict.fromkeys(p for p in parts if p != neutral))
+    if not kept:
+        return neutral
+    return kept[0] if len(kept) == 1 else "(" + f" {op} ".join(kept) + ")"
+
+
+def _literal(e: _ast.Expr) -> int | float | str | bool | None:
+    if isinstance(e, _ast.Literal):
+        return e.value
+    if isinstance(e, _ast.Neg) and isinstance(e.operand, _ast.Literal):
+        v = e.operand.value
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v
+    return None
+
+
+def _integral_bound(op: str, v: int | float) -> tuple[str, int] | None:
+    """``col op v`` for an integer column, as ``col op' k`` with an integer ``k`` in range."""
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return None
+        if not v.is_integer():
+            if op in ("=", "!="):
+                return None
+            # no integer lies between floor(v) and v: c < v <=> c <= floor(v), and so on
+            op, v = {"<": ("<=", math.floor(v)), "<=": ("<=", math.floor(v)),
+                     ">": (">=", math.ceil(v)), ">=": (">=", math.ceil(v))}[op]
+    k = int(v)
+    return (op, k) if -_LONG <= k < _LONG else None
+
+
+def _binary_string(t: DataType) -> bool:
+    return isinstance(t, StringType) and getattr(t, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+
+
+def _string(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _double(v: int | float) -> str:
+    return f"CAST({int(v)} AS DOUBLE)" if isinstance(v, int) else f"CAST('{float(v)!r}' AS DOUBLE)"
