@@ -22,7 +22,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._automaton import DFA
 from ._match import Ending, Match, from_micros
 from ._tecs import insert, merge
 from .errors import CeqlError, CeqlInputError
@@ -99,8 +98,7 @@ class Evaluator:
         self.type_key = type_key
         self.stream_key = stream_key
         self.time_unit = time_unit
-        self._atoms, cea = query._automaton_parts(type_key, stream_key)
-        self._dfa = DFA(cea, query.ast.strategy, query.max_states)
+        self._atoms, self._dfa = query._determinized(type_key, stream_key)
         ast = query.ast
         self._streams = frozenset(ast.streams)
         self._pkeys = ast.partition_by
@@ -153,7 +151,7 @@ class Evaluator:
         """Like :meth:`feed`, but yield each match as soon as it is enumerated.
 
         Evaluation pauses while the caller consumes (matches are enumerated ahead in chunks
-        of at most a few thousand); finish (or drop) the iterator before feeding more events.
+        of about two thousand); finish (or drop) the iterator before feeding more events.
         """
         for chunk in self._chunks(batch):
             yield from chunk

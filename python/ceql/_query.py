@@ -6,10 +6,12 @@ import contextlib
 import dataclasses
 import functools
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from . import _ast
+from ._automaton import DFA
 from ._cea import CEA, build_cea
 from ._evaluator import Evaluator
 from ._match import Match
@@ -27,12 +29,13 @@ _CHUNK = 2048
 class Query:
     """A parsed, validated CEQL query, ready to run. Immutable and picklable."""
 
-    __slots__ = ("__weakref__", "_cache", "ast", "max_states", "schema", "text")
+    __slots__ = ("__weakref__", "_cache", "_dfas", "ast", "max_states", "schema", "text")
     text: str
     ast: _ast.Query
     schema: dict[str, str] | None
     max_states: int
     _cache: dict[tuple[str, str], tuple[AtomTable, CEA]]
+    _dfas: dict[tuple[str, str, int], tuple[AtomTable, DFA]]
 
     def __init__(self, text: str, ast: _ast.Query, schema: dict[str, str] | None,
                  max_states: int) -> None:
@@ -41,6 +44,7 @@ class Query:
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "max_states", max_states)
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_dfas", {})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Query is immutable")
@@ -73,6 +77,19 @@ class Query:
             with _deep(_depth(self.ast.where)):
                 hit = (atoms, build_cea(self.ast, atoms))
             self._cache[key] = hit
+        return hit
+
+    def _determinized(self, type_key: str, stream_key: str) -> tuple[AtomTable, DFA]:
+        """The atoms and the lazily determinized automaton, shared by this thread's evaluators.
+
+        Sharing means each partition, task or batch of a thread reuses the states and
+        transitions computed before it; one copy per thread, because the DFA grows as it runs.
+        """
+        key = (type_key, stream_key, threading.get_ident())
+        hit = self._dfas.get(key)
+        if hit is None:
+            atoms, cea = self._automaton_parts(type_key, stream_key)
+            hit = self._dfas[key] = (atoms, DFA(cea, self.ast.strategy, self.max_states))
         return hit
 
     def cea(self) -> CEA:

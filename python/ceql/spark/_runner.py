@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from ._spec import STREAM_COLUMN, TYPE_COLUMN, MatchSpec
 
 __all__ = ["MatchRunner", "match_id", "partition_starts"]
 
+_MASK64 = (1 << 64) - 1
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
@@ -33,9 +35,22 @@ def match_id(partition: Sequence[Any], ordinal: int) -> int:
     ``partition`` holds the partition columns' values (empty without partitioning). The id is
     a signed 64-bit hash, the same on every run over the same ordered input.
     """
-    key = json.dumps([list(partition), ordinal], default=str, separators=(",", ":"))
-    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
+    return int(_match_ids(np.array([_partition_seed(partition) + ordinal], np.uint64))[0])
+
+
+def _partition_seed(partition: Sequence[Any]) -> int:
+    key = json.dumps(list(partition), default=str, separators=(",", ":"))
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def _match_ids(x: Any) -> Any:
+    """SplitMix64's finalizer over ``partition seed + ordinal``, as signed 64-bit ids."""
+    with np.errstate(over="ignore"):
+        z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return z.view(np.int64)
 
 
 def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
@@ -63,7 +78,7 @@ class MatchRunner:
         self._kept: list[pa.RecordBatch] = []
         self._base = 0  # engine position of the first kept row
         self._fed = 0   # rows fed to the engine so far
-        self._ordinals: dict[tuple[Any, ...], int] = {}
+        self._ordinals: dict[tuple[Any, ...], tuple[int, int]] = {}  # key: (seed, next ordinal)
         self._where = ""
         if spec.window_seconds is not None:
             per_s = 1_000_000 if spec.time_is_temporal else _PER_SECOND[spec.time_unit]
@@ -146,14 +161,16 @@ class MatchRunner:
         keys: list[tuple[Any, ...]] = (
             list(zip(*(parts[c].to_pylist() for c in spec.partition), strict=True)) if parts
             else [()] * len(matches))
-        ids = []
+        seeds: list[int] = []
         for k in keys:
-            n = self._ordinals.get(k, 0)
-            self._ordinals[k] = n + 1
-            ids.append(match_id(k, n))
+            n = self._ordinals.get(k)
+            if n is None:
+                n = self._ordinals[k] = (_partition_seed(k), 0)
+            seeds.append((n[0] + n[1]) & _MASK64)
+            self._ordinals[k] = (n[0], n[1] + 1)
         time = table.column(spec.time)
         cols: dict[str, pa.Array] = {
-            "match_id": pa.array(ids, pa.int64()),
+            "match_id": pa.array(_match_ids(np.array(seeds, np.uint64)), pa.int64()),
             "match_start": _flat(time.take(starts)),
             "match_end": _flat(time.take(ends)),
         }
@@ -162,8 +179,9 @@ class MatchRunner:
             cols.update(self._event_rows(matches, table, events, cols))
         else:
             cols.update(parts)
+            bound = [m.variables for m in matches]
             for v in spec.variables:
-                cols[v] = _lists([m.variables.get(v, ()) for m in matches], base, events)
+                cols[v] = _lists([b.get(v, ()) for b in bound], base, events)
         return pa.RecordBatch.from_arrays([cols[n] for n in spec.output_names],
                                           names=list(spec.output_names))
 
@@ -206,11 +224,10 @@ def _primary(labels: list[str], event_type: Any) -> str | None:
 
 def _lists(per_match: list[tuple[int, ...]], base: int, events: pa.Table) -> pa.Array:
     """A list<struct> column: each match's events of one variable, in time order."""
-    offsets = [0]
-    flat: list[int] = []
-    for ps in per_match:
-        flat.extend(p - base for p in ps)
-        offsets.append(len(flat))
+    lengths = np.fromiter(map(len, per_match), np.int64, len(per_match))
+    offsets = np.zeros(len(per_match) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.fromiter(chain.from_iterable(per_match), np.int64, int(offsets[-1])) - base
     values = _flat(events.take(pa.array(flat, pa.int64())).to_struct_array())
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
 
