@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test setup lint clean
+.PHONY: run test setup lint clean bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,3 +44,16 @@ wheel: setup jar
 	    || { echo "make wheel: $$f is missing from the wheel" >&2; exit 1; }; \
 	done
 	@ls dist/*.whl
+
+# Benchmarks (not tests): ceql vs CORE C++ on the anchor workloads, scaling to 20 M events,
+# MATCH_CEQL vs Spark self-joins, and the plot; results in bench/out, summary in bench/RESULTS.md.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP) jar
+	$(PY) bench/engine.py --repeat 3
+	$(PY) bench/scaling.py
+	$(PY) bench/spark.py
+	$(PY) bench/plot.py

@@ -18,6 +18,11 @@ EXTENSION_CLASS = "org.ceql.spark.CeqlSparkSessionExtensions"
 PYTHON_CONF = "spark.ceql.python"
 
 
+#: Spark's Python worker daemon: ours imports ceql once, before forking workers.
+DAEMON_CONF = "spark.python.daemon.module"
+DAEMON_MODULE = "ceql.spark._daemon"
+
+
 def jar_path() -> str:
     """The path of the shim jar shipped inside the package (``ceql/jars/ceql-shim.jar``)."""
     jar = Path(__file__).resolve().parent.parent / "jars" / "ceql-shim.jar"
@@ -42,13 +47,18 @@ def _set_python() -> None:
 def configure(builder: Any) -> Any:
     """Add the shim jar and extension to a ``SparkSession.Builder``; set ``PYSPARK_PYTHON``.
 
-    Call it before ``getOrCreate()``; returns the builder.
+    Also makes the Python worker daemon import ceql before it forks workers (unless
+    ``spark.python.daemon.module`` is set already). Call it before ``getOrCreate()``; returns
+    the builder.
     """
     _set_python()
     options = getattr(builder, "_options", {})
     jars = _append(options.get("spark.jars"), jar_path())
     exts = _append(options.get("spark.sql.extensions"), EXTENSION_CLASS)
-    return builder.config("spark.jars", jars).config("spark.sql.extensions", exts)
+    builder = builder.config("spark.jars", jars).config("spark.sql.extensions", exts)
+    if DAEMON_CONF not in options:
+        builder = builder.config(DAEMON_CONF, DAEMON_MODULE)
+    return builder
 
 
 def enable(spark: Any) -> Any:

@@ -1,0 +1,20 @@
+"""Spark's Python worker daemon, started with ceql already imported.
+
+Spark forks every Python worker from one daemon process; with this module as the daemon
+(``spark.python.daemon.module``, which :func:`ceql.spark.configure` sets unless it is set
+already) each forked worker inherits ceql, pyarrow and numpy instead of importing them again
+for every task. Only the imports differ from ``pyspark.daemon``; if they fail, the daemon
+still starts and workers import what they need as usual.
+"""
+
+from __future__ import annotations
+
+try:  # warm-up only: a worker that needs these imports them itself otherwise
+    import ceql.spark._udtf  # noqa: F401
+except Exception:  # pragma: no cover - depends on the worker's environment
+    pass
+
+from pyspark.daemon import manager
+
+if __name__ == "__main__":
+    manager()
