@@ -836,7 +836,7 @@ class Evaluator:
                 if k == len(rel):
                     break
                 j = rel[k]
-            pos = int(pos_l[j])
+            pos = pos_l[j] if converted else int(pos_l[j])
             tkey: Any = pos
             if tk_l is not None:
                 tkey = tk_l[j] if converted else tk_l[j].item()
