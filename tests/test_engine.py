@@ -338,3 +338,24 @@ def test_deep_queries_compile_or_fail_clearly() -> None:
     assert str(e.value) == (
         "The query nests 2502 levels deep; ceql compiles at most 2000. Shorten the longest "
         "sequence or nesting (e.g. use A+ for a run of A events).")
+
+
+def test_evaluators_of_one_thread_share_the_determinized_automaton() -> None:
+    q = ceql.compile("SELECT * FROM S WHERE SELL AS a ; BUY AS b FILTER a[p > 1] WITHIN 3 EVENTS")
+    events = [{"type": "SELL", "p": 2}, {"type": "BUY"}, {"type": "SELL", "p": 0},
+              {"type": "BUY"}]
+    first = q.evaluator()
+    again = q.evaluator()
+    assert first._dfa is again._dfa  # the second starts with the states the first computed
+    assert [m.positions for m in first.feed(events)] == [(0, 1), (0, 3)]
+    assert [m.positions for m in again.feed(events)] == [(0, 1), (0, 3)]
+    other_key = q.evaluator(type_key="kind")
+    assert other_key._dfa is not first._dfa
+
+    import threading
+
+    seen: list[Any] = []
+    t = threading.Thread(target=lambda: seen.append(q.evaluator()._dfa))
+    t.start()
+    t.join()
+    assert seen[0] is not first._dfa  # a DFA grows as it runs: one per thread

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pyspark
 
@@ -35,3 +36,26 @@ def test_the_jar_is_built_from_the_sources_and_holds_the_extension() -> None:
         names = set(z.namelist())
     assert EXTENSION_CLASS.replace(".", "/") + ".class" in names
     assert "META-INF/MANIFEST.MF" in names
+
+
+def test_local_sessions_start_the_worker_daemon_with_ceql_imported(spark: Any) -> None:
+    from ceql.spark._session import DAEMON_CONF, DAEMON_MODULE
+
+    assert spark.conf.get(DAEMON_CONF) == DAEMON_MODULE
+    # workers forked from that daemon run ordinary Python functions as before
+    assert spark.range(3).rdd.map(lambda r: r.id * 2).collect() == [0, 2, 4]
+
+
+def test_configure_leaves_a_daemon_the_user_chose() -> None:
+    from ceql.spark import configure
+    from ceql.spark._session import DAEMON_CONF
+
+    class Builder:
+        def __init__(self) -> None:
+            self._options: dict[str, str] = {DAEMON_CONF: "my.daemon"}
+
+        def config(self, k: str, v: str) -> Builder:
+            self._options[k] = v
+            return self
+
+    assert configure(Builder())._options[DAEMON_CONF] == "my.daemon"
