@@ -405,7 +405,8 @@ class _Builder:
 def test_configure_adds_the_jar_and_the_extension() -> None:
     b = cs.configure(_Builder())
     assert b._options == {"spark.jars": f"a.jar,{cs.jar_path()}",
-                          "spark.sql.extensions": cs.EXTENSION_CLASS}
+                          "spark.sql.extensions": cs.EXTENSION_CLASS,
+                          "spark.python.daemon.module": "ceql.spark._daemon"}
     assert cs.configure(b)._options == b._options  # idempotent
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -179,9 +178,7 @@ class MatchRunner:
             cols.update(self._event_rows(matches, table, events, cols))
         else:
             cols.update(parts)
-            bound = [m.variables for m in matches]
-            for v in spec.variables:
-                cols[v] = _lists([b.get(v, ()) for b in bound], base, events)
+            cols.update(_variable_lists(matches, spec.variables, base, events))
         return pa.RecordBatch.from_arrays([cols[n] for n in spec.output_names],
                                           names=list(spec.output_names))
 
@@ -222,14 +219,44 @@ def _primary(labels: list[str], event_type: Any) -> str | None:
     return labels[0] if labels else None
 
 
-def _lists(per_match: list[tuple[int, ...]], base: int, events: pa.Table) -> pa.Array:
-    """A list<struct> column: each match's events of one variable, in time order."""
-    lengths = np.fromiter(map(len, per_match), np.int64, len(per_match))
-    offsets = np.zeros(len(per_match) + 1, np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    flat = np.fromiter(chain.from_iterable(per_match), np.int64, int(offsets[-1])) - base
-    values = _flat(events.take(pa.array(flat, pa.int64())).to_struct_array())
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
+def _variable_lists(matches: list[ceql.Match], variables: Sequence[str], base: int,
+                    events: pa.Table) -> dict[str, pa.Array]:
+    """One list<struct> column per variable: each match's events of it, in time order.
+
+    Matches whose events carry the same labels (the engine shares that tuple) form a group:
+    the positions of a group are one 2-D array, and each variable takes fixed columns of it.
+    This is :attr:`ceql.Match.variables` for a whole batch at once.
+    """
+    n = len(matches)
+    groups: dict[int, tuple[Any, list[int]]] = {}
+    for i, m in enumerate(matches):
+        labels = m._labels
+        g = groups.get(id(labels))
+        if g is None:
+            g = groups[id(labels)] = (labels, [])
+        g[1].append(i)
+    plans = []
+    for labels, member_list in groups.values():
+        cols = {v: [k for k, vs in enumerate(labels) if v in vs] for v in variables}
+        positions = np.array([matches[i].positions for i in member_list], np.int64).reshape(
+            len(member_list), len(labels)) - base
+        plans.append((np.array(member_list, np.int64), cols, positions))
+    out: dict[str, pa.Array] = {}
+    for v in variables:
+        lengths = np.zeros(n, np.int64)
+        for members, cols, _ in plans:
+            lengths[members] = len(cols[v])
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.empty(int(offsets[-1]), np.int64)
+        for members, cols, positions in plans:
+            k = len(cols[v])
+            if k:
+                slots = offsets[members][:, None] + np.arange(k)
+                flat[slots] = positions[:, cols[v]]
+        values = _flat(events.take(pa.array(flat, pa.int64())).to_struct_array())
+        out[v] = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32), pa.int32()), values)
+    return out
 
 
 def _flat(a: pa.Array | pa.ChunkedArray) -> pa.Array:
