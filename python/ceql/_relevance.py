@@ -6,7 +6,9 @@ An event that satisfies no marking guard is skipped by every run, so it is never
 never the ``i`` or ``j`` of a complex event. Where the query's meaning never counts skipped
 events — no contiguity (``:``, ``:+``), no ``STRICT``, no ``WITHIN n EVENTS`` — and its window
 reads the time of ``i`` and ``j`` only, dropping such events before evaluation changes no output.
-Adapters use :func:`relevance` to filter rows early (the Spark adapter: before the shuffle).
+A time window must read a real time attribute: without one, times are positions, which
+dropping events changes. Adapters use :func:`relevance` to filter rows early (the Spark
+adapter, which always has a time column: before the shuffle).
 """
 
 from __future__ import annotations

@@ -88,10 +88,14 @@ def test_dataframe_api_gives_the_same_rows(spark: Any, stock: Any) -> None:
     assert spark_rows(ran, ("a", "b"), partition=("name",)) == \
         spark_rows(by_sql, ("a", "b"), partition=("name",))
     # without the shim (a session lacking the extension) the same UDTF is registered from Python
-    plain = _call(stock, PAIRS, CallInfo(partition_by=("name",)), time="ts", type_col="type",
-                  rows="matches", time_unit="s", jvm=False).collect()
+    plain_df = _call(stock, PAIRS, CallInfo(partition_by=("name",)), time="ts",
+                     type_col="type", rows="matches", time_unit="s", jvm=False)
+    plain = plain_df.collect()
     assert spark_rows(plain, ("a", "b"), partition=("name",)) == \
         spark_rows(by_sql, ("a", "b"), partition=("name",))
+    # nothing applies the prefilter there, so its hand-off key is not left in the schema
+    assert all(not f.metadata for f in plain_df.schema.fields)
+    assert all(not f.metadata for f in spark.sql(SPELLINGS["query partition"]).schema.fields)
 
 
 def test_run_reads_a_query_file(spark: Any, stock: Any, tmp_path: Any) -> None:

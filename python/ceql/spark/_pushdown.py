@@ -14,15 +14,19 @@ stands under NOT, through De Morgan). Filtering is therefore safe however much i
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Mapping
 
 from pyspark.sql.types import (
     ByteType,
+    CharType,
     DataType,
     DoubleType,
     FloatType,
     IntegerType,
     LongType,
+    NullType,
     ShortType,
     StringType,
     StructType,
@@ -50,6 +54,8 @@ _FLOATING = (FloatType, DoubleType)
 _EXACT_DOUBLE = 2 ** 53
 _LONG = 2 ** 63
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+#: Where Spark notes, in a column's metadata, the CHAR/VARCHAR type it reads as STRING.
+_CHAR_VARCHAR_KEY = "__CHAR_VARCHAR_TYPE_STRING"
 
 
 class _TooDeep(Exception):
@@ -59,12 +65,12 @@ class _TooDeep(Exception):
 def prefilter(query: ceql.Query, schema: StructType, spec: MatchSpec) -> str | None:
     """A Spark SQL condition keeping every row the query can use, or ``None`` to keep all.
 
-    Rows with a NULL time are kept as well, so that the task still reports them.
+    Rows with a NULL (or NaN) time are kept as well, so that the task still reports them.
     """
     rel = relevance(query, type_key=spec.type_key, stream_key=spec.stream_key)
     if rel is None:
         return None
-    types = {f.name: f.dataType for f in schema.fields}
+    types = _column_types(schema)
     writer = _Writer(rel.atoms, types, spec)
     try:
         cond = writer.write(rel.guard, True, 0)
@@ -72,7 +78,32 @@ def prefilter(query: ceql.Query, schema: StructType, spec: MatchSpec) -> str | N
         return None
     if cond == _TRUE or len(cond) > MAX_LENGTH:
         return None
-    return f"({cond}) OR {quote_identifier(spec.time)} IS NULL"
+    time = quote_identifier(spec.time)
+    if isinstance(types.get(spec.time), _FLOATING):
+        return f"({cond}) OR {time} IS NULL OR isnan({time})"
+    return f"({cond}) OR {time} IS NULL"
+
+
+def _column_types(schema: StructType) -> dict[str, DataType]:
+    """Each column's type as the condition may compare it.
+
+    A CHAR(n) column arrives as a string, but Spark pads the shorter side of its comparisons
+    (``'ab ' = 'ab'``) where the engine does not: it becomes a ``CharType``, for which no atom
+    is written. So do names that differ only in case (``NullType``): Spark may call them
+    ambiguous.
+    """
+    folded = Counter(f.name.lower() for f in schema.fields)
+    out: dict[str, DataType] = {}
+    for f in schema.fields:
+        char = re.fullmatch(r"\s*char\s*\(\s*(\d+)\s*\)\s*",
+                            str(f.metadata.get(_CHAR_VARCHAR_KEY, "")), re.IGNORECASE)
+        if folded[f.name.lower()] > 1:
+            out[f.name] = NullType()
+        elif char is not None:
+            out[f.name] = CharType(int(char.group(1)))
+        else:
+            out[f.name] = f.dataType
+    return out
 
 
 class _Writer:
@@ -215,7 +246,14 @@ def _binary_string(t: DataType) -> bool:
 
 
 def _string(s: str) -> str:
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A Spark SQL string literal for ``s``, the same under ``escapedStringLiterals``.
+
+    A quote or a backslash needs an escape, which that setting reads differently: such a
+    string is written as the cast of its UTF-8 bytes.
+    """
+    if "'" in s or "\\" in s:
+        return f"CAST(X'{s.encode('utf-8', 'surrogatepass').hex().upper()}' AS STRING)"
+    return f"'{s}'"
 
 
 def _double(v: int | float) -> str:

@@ -25,7 +25,7 @@ from ._pushdown import PREFILTER_KEY, prefilter
 from ._runner import MatchRunner, partition_starts
 from ._spec import INTERNAL_PREFIX, CallInfo, MatchSpec, output_schema, plan_match
 
-__all__ = ["CALL_ARGUMENT", "MatchAnalysis", "MatchCeql"]
+__all__ = ["CALL_ARGUMENT", "MatchAnalysis", "MatchCeql", "MatchCeqlPython"]
 
 #: The named argument through which the shim (or ``ceql.spark.match``) describes the call.
 CALL_ARGUMENT = "_table_call"
@@ -140,3 +140,21 @@ class MatchCeql:
     def terminate(self) -> None:
         """Nothing is pending at the end: every match is output when its last event arrives."""
         return None
+
+
+class MatchCeqlPython(MatchCeql):
+    """MATCH_CEQL registered from Python (a session without the shim): no prefilter hand-off.
+
+    Without the shim nobody applies the condition ``analyze`` writes, so it is left out of the
+    output schema's metadata rather than shown to the user.
+    """
+
+    @staticmethod
+    def analyze(*args: AnalyzeArgument, **kwargs: AnalyzeArgument) -> AnalyzeResult:
+        """:meth:`MatchCeql.analyze`, with the output schema free of the prefilter key."""
+        result = MatchCeql.analyze(*args, **kwargs)
+        fields = [StructField(f.name, f.dataType, f.nullable,
+                              {k: v for k, v in f.metadata.items() if k != PREFILTER_KEY})
+                  for f in result.schema.fields]
+        result.schema = StructType(fields)
+        return result
