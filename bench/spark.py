@@ -213,8 +213,9 @@ def row_md(rec: dict[str, Any], base: dict[str, Any] | None) -> str:
         slow = rec.get("seconds", rec.get("timeout_s", 0))
         ratio = ("≥" if "timeout_s" in rec else "") + f"{slow / base['seconds']:.1f}×"
     same = rec.get("same", "")
+    matches = f"{rec['matches']:,}" if "matches" in rec else "?"
     return (f"| {rec['events']:,} | {rec['window_s']} s | {rec['formulation']} | "
-            f"{rec.get('matches', '?'):,} | {secs} | {eps} | {ratio} | {same} | "
+            f"{matches} | {secs} | {eps} | {ratio} | {same} | "
             f"{rec['load']} |")
 
 
