@@ -55,5 +55,5 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP) jar
 	$(PY) bench/engine.py --repeat 3
 	$(PY) bench/scaling.py
-	$(PY) bench/spark.py
+	$(PY) bench/spark.py --timeout 300
 	$(PY) bench/plot.py
