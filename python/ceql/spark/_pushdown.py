@@ -34,7 +34,7 @@ from pyspark.sql.types import (
 
 import ceql
 from ceql import _ast
-from ceql._predicates import Atom, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
+from ceql._predicates import _FLIP, Atom, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
 from ceql._relevance import relevance
 
 from ._spec import STREAM_COLUMN, MatchSpec, quote_identifier
@@ -53,7 +53,6 @@ _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 _FLOATING = (FloatType, DoubleType)
 _EXACT_DOUBLE = 2 ** 53
 _LONG = 2 ** 63
-_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 #: Where Spark notes, in a column's metadata, the CHAR/VARCHAR type it reads as STRING.
 _CHAR_VARCHAR_KEY = "__CHAR_VARCHAR_TYPE_STRING"
 
