@@ -16,7 +16,7 @@ import ceql
 from ._errors import MatchCeqlError
 from ._session import EXTENSION_CLASS
 from ._spec import FROM_ORDER_COLUMN, STREAM_COLUMN, CallInfo
-from ._udtf import CALL_ARGUMENT, MatchCeqlPython
+from ._udtf import CALL_ARGUMENT, MatchCeql
 
 __all__ = ["match", "run"]
 
@@ -25,7 +25,7 @@ def _function() -> Any:
     from pyspark.sql.udtf import UserDefinedTableFunction
     from pyspark.util import PythonEvalType
 
-    return UserDefinedTableFunction(MatchCeqlPython, returnType=None, name="MATCH_CEQL",
+    return UserDefinedTableFunction(MatchCeql, returnType=None, name="MATCH_CEQL",
                                     evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
 
 

@@ -78,6 +78,7 @@ class CallInfo:
     table_name: str | None = None           # TABLE(name): the events' type if no type column
     streams: tuple[str, ...] = ()           # FROM names merged by the shim
     no_input: bool = False                  # no table argument and no FROM name to read
+    prefilter: bool = False                 # the shim applies a prefilter analyze writes
 
     @classmethod
     def from_json(cls, text: str | None) -> CallInfo:

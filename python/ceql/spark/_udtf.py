@@ -9,7 +9,7 @@ JVM shim references this class by name (``ceql.spark._udtf.MatchCeql``), so it m
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
@@ -25,10 +25,12 @@ from ._pushdown import PREFILTER_KEY, prefilter
 from ._runner import MatchRunner, partition_starts
 from ._spec import INTERNAL_PREFIX, CallInfo, MatchSpec, output_schema, plan_match
 
-__all__ = ["CALL_ARGUMENT", "MatchAnalysis", "MatchCeql", "MatchCeqlPython"]
+__all__ = ["CALL_ARGUMENT", "MatchAnalysis", "MatchCeql"]
 
 #: The named argument through which the shim (or ``ceql.spark.match``) describes the call.
 CALL_ARGUMENT = "_table_call"
+#: The named argument by which the shim asks ``analyze`` for a prefilter (it applies it).
+PREFILTER_ARGUMENT = "_prefilter"
 _USAGE = "MATCH_CEQL(TABLE(t), query => 'SELECT * FROM t WHERE …')"
 
 
@@ -62,6 +64,8 @@ def _table_and_options(args: tuple[AnalyzeArgument, ...],
                 "the rows.")
         options[k] = v.value
     call = CallInfo.from_json(options.pop(CALL_ARGUMENT, None))
+    if options.pop(PREFILTER_ARGUMENT, None) == "on":
+        call = replace(call, prefilter=True)
     schema = tables[0].dataType
     assert isinstance(schema, StructType)
     return schema, options, call
@@ -93,7 +97,8 @@ class MatchCeql:
         except ceql.CeqlError as e:
             raise PySparkValueError(f"MATCH_CEQL: {e}") from None
         return MatchAnalysis(
-            schema=_with_prefilter(output_schema(spec, schema), spec, schema),
+            schema=_with_prefilter(output_schema(spec, schema), spec, schema)
+            if call.prefilter else output_schema(spec, schema),
             withSinglePartition=not spec.spark_partitioned,
             partitionBy=[PartitioningColumn(c) for c in spec.request_partition_by],
             orderBy=[OrderingColumn(c) for c in spec.request_order_by],
@@ -141,20 +146,3 @@ class MatchCeql:
         """Nothing is pending at the end: every match is output when its last event arrives."""
         return None
 
-
-class MatchCeqlPython(MatchCeql):
-    """MATCH_CEQL registered from Python (a session without the shim): no prefilter hand-off.
-
-    Without the shim nobody applies the condition ``analyze`` writes, so it is left out of the
-    output schema's metadata rather than shown to the user.
-    """
-
-    @staticmethod
-    def analyze(*args: AnalyzeArgument, **kwargs: AnalyzeArgument) -> AnalyzeResult:
-        """:meth:`MatchCeql.analyze`, with the output schema free of the prefilter key."""
-        result = MatchCeql.analyze(*args, **kwargs)
-        fields = [StructField(f.name, f.dataType, f.nullable,
-                              {k: v for k, v in f.metadata.items() if k != PREFILTER_KEY})
-                  for f in result.schema.fields]
-        result.schema = StructType(fields)
-        return result

@@ -28,6 +28,7 @@ object MatchCeqlFunction extends org.apache.spark.internal.Logging {
   val StreamColumn = "__ceql_stream"
   val FromOrderColumn = "__ceql_from"
   val PrefilterKey = "ceql.prefilter"
+  val PrefilterArgument = "_prefilter"
   val PrefilterConf = "spark.ceql.prefilter.enabled"
 
   private val usage =
@@ -91,7 +92,9 @@ object MatchCeqlFunction extends org.apache.spark.internal.Logging {
     def analyzed(plan: LogicalPlan): LogicalPlan =
       if (plan.resolved) plan else session.sessionState.executePlan(plan).analyzed
     val input = table.withNewPlan(analyzed(table.plan))
-    val withInput = exprs.updated(i, rewrap(exprs(i), input))
+    // only this path applies a prefilter, so only it asks analyze for one
+    val withInput = exprs.updated(i, rewrap(exprs(i), input)) :+
+      NamedArgumentExpression(PrefilterArgument, Literal("on"))
     val result = new UserDefinedPythonTableFunctionAnalyzeRunner(
       Name, func, withInput, withInput.map(tableOf(_).isDefined), CatalystSqlParser).runInPython()
     val parts = result.partitionByExpressions
