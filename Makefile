@@ -39,7 +39,7 @@ clean:
 wheel: setup jar
 	rm -rf build dist
 	$(PY) -m pip wheel --no-deps --quiet --wheel-dir dist .
-	@for f in ceql/grammar/ceql.lark ceql/jars/ceql-shim.jar; do \
+	@for f in ceql/frontends/ceql/grammar/ceql.lark ceql/jars/ceql-shim.jar; do \
 	  $(PY) -m zipfile -l dist/ceql-*.whl | grep "^$$f " > /dev/null \
 	    || { echo "make wheel: $$f is missing from the wheel" >&2; exit 1; }; \
 	done

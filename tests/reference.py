@@ -1,7 +1,7 @@
 """A brute-force evaluator of CEQL, written straight from ``/work/shared/SEMANTICS.md``.
 
 It is deliberately naive — valuations are explicit Python sets, Kleene closures are computed as
-fixpoints — and shares no code with the engine (nor with ``ceql._predicates``): it only reads
+fixpoints — and shares no code with the engine (nor with ``ceql.predicates``): it only reads
 the AST. It is the oracle the test suites hold the engine to.
 
 ``reference_matches`` returns every output of a query as ``RefMatch(end, start, positions,
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from ceql import _ast as A
+from ceql.ir import nodes as A
 
 __all__ = ["MAX_EVENTS", "RefMatch", "pred_holds", "pred_value", "reference_matches"]
 

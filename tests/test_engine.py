@@ -14,11 +14,10 @@ import pyarrow.csv as pcsv
 import pytest
 
 import ceql
-from ceql import _tecs
-from ceql._automaton import DFA
-from ceql._cea import build_cea
-from ceql._parser import parse
-from ceql._predicates import AtomTable
+from ceql.automata import DFA, build_cea
+from ceql.frontends.ceql import parse
+from ceql.predicates import AtomTable
+from ceql.runtime import tecs as _tecs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -84,7 +83,7 @@ def test_filter_or_copies_the_filtered_formula_once_per_disjunct() -> None:
 
 def test_determinization_is_cached_and_inert_classes_are_recognized() -> None:
     q = ceql.compile("SELECT * FROM S WHERE A ; B")
-    atoms, cea = q._automaton_parts("type", "stream")
+    atoms, cea = q.automaton()
     dfa = DFA(cea, "ALL", 100)
     a = atoms.row_class({"type": "A"})
     c = atoms.row_class({"type": "C"})

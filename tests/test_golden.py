@@ -82,7 +82,7 @@ def test_engine(case: Path) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_reference_agrees(case: Path) -> None:
     """The expected file is the reference's answer (for LIMIT: a LIMIT-sized part of it)."""
-    from ceql._parser import parse
+    from ceql.frontends.ceql import parse
 
     query, events, options, expected = _load(case)
     q = parse(query)

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ceql import _ast as A
-from ceql._parser import SOFT_KEYWORDS, grammar_text, parse
 from ceql.errors import CeqlSyntaxError
+from ceql.frontends.ceql import SOFT_KEYWORDS, grammar_text, parse
+from ceql.ir import nodes as A
 
 # ---------------------------------------------------------------- helpers
 
@@ -72,6 +72,14 @@ def test_grammar_ships_as_package_data() -> None:
     text = grammar_text()
     assert text.startswith("// CEQL")
     assert "Formula precedence, tightest first" in text
+
+
+def test_the_packaged_grammar_is_the_repository_grammar() -> None:
+    """``sql_grammar/ceql.lark`` is the single source; the package ships an exact copy."""
+    source = Path(__file__).resolve().parents[1] / "sql_grammar" / "ceql.lark"
+    assert grammar_text() == source.read_text(encoding="utf-8"), (
+        "python/ceql/frontends/ceql/grammar/ceql.lark differs from sql_grammar/ceql.lark: "
+        "copy sql_grammar/ceql.lark over it")
 
 
 def test_soft_keywords_match_the_grammar() -> None:

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ceql import _ast as A
-from ceql import _predicates as P
-from ceql._predicates import (
+from ceql.errors import CeqlValidationError
+from ceql.ir import nodes as A
+from ceql.predicates import (
     AtomTable,
     GAnd,
     GAtom,
@@ -31,7 +31,7 @@ from ceql._predicates import (
     guard_from_pred,
     tri_state,
 )
-from ceql.errors import CeqlValidationError
+from ceql.predicates import table as P
 
 # ---------------------------------------------------------------- helpers
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ceql import _ast as A
+from ceql.ir import nodes as A
 from reference import RefMatch, pred_holds, reference_matches
 
 # ---------------------------------------------------------------- AST builders

@@ -12,9 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ceql import _ast as A
-from ceql._parser import parse
-from ceql._validate import KINDS, normalize_schema, validate
+from ceql.analysis import KINDS, normalize_schema, validate
 from ceql.errors import (
     CeqlError,
     CeqlValidationError,
@@ -24,6 +22,8 @@ from ceql.errors import (
     UnknownVariableError,
     UnsafeVariableError,
 )
+from ceql.frontends.ceql import parse
+from ceql.ir import nodes as A
 
 STOCK = {"name": "string", "price": "number", "volume": "number", "id": "number",
          "value": "number", "ts": "timestamp", "flag": "bool", "tags": "other"}

@@ -8,11 +8,6 @@
 
 from __future__ import annotations
 
-from ._evaluator import Evaluator
-from ._explain import describe as _describe
-from ._explain import to_dot as _to_dot
-from ._match import Match
-from ._query import DEFAULT_MAX_STATES, Query, compile
 from .errors import (
     CeqlError,
     CeqlInputError,
@@ -25,6 +20,9 @@ from .errors import (
     UnknownVariableError,
     UnsafeVariableError,
 )
+from .explanation import explain
+from .query import DEFAULT_MAX_STATES, Query, compile
+from .runtime import Evaluator, Match
 
 __all__ = [
     "DEFAULT_MAX_STATES",
@@ -46,16 +44,3 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
-
-
-def explain(text: str, *, dot: bool = False) -> str:
-    """Describe the query's automaton: predicates, states, transitions (or Graphviz DOT)."""
-    q = compile(text)
-    atoms, cea = q._automaton_parts("type", "stream")
-    if dot:
-        return _to_dot(cea, atoms)
-    from ._format import format_query
-    from ._query import _deep, _depth
-
-    with _deep(_depth(q.ast)):
-        return _describe(cea, atoms, format_query(q.ast))

@@ -35,7 +35,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_wheel_holds_the_grammar_and_the_jar(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as z:
         infos = {i.filename: i for i in z.infolist()}
-        grammar = infos["ceql/grammar/ceql.lark"]
+        grammar = infos["ceql/frontends/ceql/grammar/ceql.lark"]
         assert not stat.S_ISLNK(grammar.external_attr >> 16)  # a file, not the repo's symlink
         assert z.read(grammar) == (ROOT / "sql_grammar" / "ceql.lark").read_bytes()
         assert "ceql/cli.py" in infos and "ceql/__main__.py" in infos

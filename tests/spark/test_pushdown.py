@@ -3,7 +3,7 @@
 * the SQL written for representative queries, exactly;
 * on a grid of awkward values (NULL, NaN, -0.0, infinities, 64-bit extremes, quotes, backslashes,
   non-ASCII), Spark keeps every row whose guard the engine finds TRUE (through
-  ``ceql._predicates``, rows and Arrow batches alike), and exactly those rows where every atom is
+  ``ceql.predicates``, rows and Arrow batches alike), and exactly those rows where every atom is
   one the writer may write out;
 * end to end: MATCH_CEQL gives the same rows with ``spark.ceql.prefilter.enabled`` on and off,
   and the optimized plan has the Filter only where it should;
@@ -38,8 +38,8 @@ from spark_helpers import engine, spark_rows, sql_string
 
 import ceql
 import ceql.spark as cs
-from ceql._predicates import AtomTable, tri_state
-from ceql._relevance import Relevance, relevance
+from ceql.analysis import Relevance, relevance
+from ceql.predicates import AtomTable, tri_state
 from ceql.spark._pushdown import PREFILTER_KEY, prefilter
 from ceql.spark._spec import CallInfo, plan_match
 from ceql.spark._udtf import _with_prefilter

@@ -1,6 +1,6 @@
-"""The row filter MATCH_CEQL pushes below its shuffle: a Spark SQL form of ``ceql._relevance``.
+"""The row filter MATCH_CEQL pushes below its shuffle: relevance (ceql.analysis) as Spark SQL.
 
-The engine says which events can move a run (:func:`ceql._relevance.relevance`); this module
+The engine says which events can move a run (:func:`ceql.analysis.relevance`); this module
 writes that condition as a Spark SQL boolean expression over the input columns, so that Spark
 drops the other rows while scanning, before they are shuffled, sorted and sent to Python.
 
@@ -33,9 +33,9 @@ from pyspark.sql.types import (
 )
 
 import ceql
-from ceql import _ast
-from ceql._predicates import _FLIP, Atom, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
-from ceql._relevance import relevance
+from ceql.analysis import relevance
+from ceql.ir import nodes as _ast
+from ceql.predicates import FLIP, Atom, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
 
 from ._spec import STREAM_COLUMN, MatchSpec, quote_identifier
 
@@ -164,7 +164,7 @@ class _Writer:
         if isinstance(left, _ast.Attr) and _literal(right) is not None:
             return self.column_vs(left.name, op, _literal(right))
         if isinstance(right, _ast.Attr) and _literal(left) is not None:
-            return self.column_vs(right.name, _FLIP[op], _literal(left))
+            return self.column_vs(right.name, FLIP[op], _literal(left))
         return None
 
     def column_vs(self, name: str, op: str, v: int | float | str | bool | None) -> str | None:

@@ -25,7 +25,7 @@ import re
 from decimal import Decimal
 from fractions import Fraction
 
-from ceql import _ast as A
+from ...ir import nodes as A
 
 __all__ = ["format_expr", "format_filter", "format_formula", "format_pred", "format_query"]
 

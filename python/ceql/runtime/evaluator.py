@@ -14,7 +14,6 @@ import gc
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from fractions import Fraction
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -22,49 +21,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._match import Ending, Match, from_micros
-from ._tecs import insert, merge
-from .errors import CeqlError, CeqlInputError
+from ..errors import CeqlError, CeqlInputError
+from .match import Ending, Match
+from .tecs import insert, merge
+from .times import UNITS, exact, from_micros, to_micros, tzinfo_named
 
 if TYPE_CHECKING:
-    from ._query import Query
+    from ..query import Query
 
 __all__ = ["Evaluator"]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-_UNITS = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 _MISSING = object()
 _CHUNK = 2048  # matches enumerated ahead of the consumer
 _new = object.__new__
 _end_position = attrgetter("end_position")
-
-
-def _exact(x: Fraction) -> int | float:
-    return int(x) if x.denominator == 1 else float(x)
-
-
-def _to_micros(v: Any) -> int:
-    if isinstance(v, _dt.datetime):
-        if v.tzinfo is None:
-            v = v.replace(tzinfo=_dt.UTC)
-        return int((v - _EPOCH) // _dt.timedelta(microseconds=1))
-    if isinstance(v, _dt.date):
-        return (v - _dt.date(1970, 1, 1)).days * 86_400_000_000
-    raise TypeError
-
-
-_from_micros = from_micros
-
-
-def _tzinfo(name: str) -> _dt.tzinfo:
-    try:
-        import zoneinfo
-
-        return zoneinfo.ZoneInfo(name)
-    except Exception:  # fixed offsets such as "+01:00"
-        sign = -1 if name.startswith("-") else 1
-        hh, _, mm = name.lstrip("+-").partition(":")
-        return _dt.timezone(sign * _dt.timedelta(hours=int(hh), minutes=int(mm or 0)))
 
 
 class _Part:
@@ -91,14 +61,14 @@ class Evaluator:
 
     def __init__(self, query: Query, *, time: str | None = None, type_key: str = "type",
                  stream_key: str = "stream", time_unit: str = "s") -> None:
-        if time_unit not in _UNITS:
-            raise CeqlError(f"Unknown time_unit {time_unit!r}: use one of {', '.join(_UNITS)}.")
+        if time_unit not in UNITS:
+            raise CeqlError(f"Unknown time_unit {time_unit!r}: use one of {', '.join(UNITS)}.")
         self.query = query
         self.time = time
         self.type_key = type_key
         self.stream_key = stream_key
         self.time_unit = time_unit
-        self._atoms, self._dfa = query._determinized(type_key, stream_key)
+        self._atoms, self._dfa = query.determinized(type_key, stream_key)
         ast = query.ast
         self._streams = frozenset(ast.streams)
         self._pkeys = ast.partition_by
@@ -113,9 +83,9 @@ class Evaluator:
         self._tz: _dt.tzinfo | None = None  # timestamps come back as they came in
         self._as_date = False
         if w is not None and w.kind in ("events", "attr"):
-            self._eps = _exact(w.amount)
+            self._eps = exact(w.amount)
         elif w is not None and time is None:
-            self._eps = _exact(w.amount)  # positions stand for seconds
+            self._eps = exact(w.amount)  # positions stand for seconds
         self._parts: dict[tuple[Any, ...], _Part] = {}
         self._epoch = 0
         self._offset = 0
@@ -171,9 +141,9 @@ class Evaluator:
         if self._time_is_ts is None:
             self._time_is_ts = is_ts
             if self._wkind == "time" and self.time is not None:
-                per_s = 1_000_000 if is_ts else _UNITS[self.time_unit]
+                per_s = 1_000_000 if is_ts else UNITS[self.time_unit]
                 assert self._wamount is not None
-                self._eps = _exact(self._wamount * per_s)
+                self._eps = exact(self._wamount * per_s)
         elif self._time_is_ts != is_ts:
             raise CeqlInputError(
                 f"Event {where}: time attribute {self.time!r} mixes timestamps and numbers; "
@@ -193,7 +163,7 @@ class Evaluator:
                 self._as_date = not isinstance(v, _dt.datetime)
                 self._tz = v.tzinfo if isinstance(v, _dt.datetime) else None
             self._decide_time(True, pos)
-            return _to_micros(v)
+            return to_micros(v)
         if isinstance(v, (int, float)) and v == v:
             self._decide_time(False, pos)
             return v
@@ -204,7 +174,7 @@ class Evaluator:
 
     def _time_value(self, key: Any) -> Any:
         if self._time_is_ts:
-            return _from_micros(key, self._tz, self._as_date)
+            return from_micros(key, self._tz, self._as_date)
         return key
 
     def _out_of_order(self, pos: int, prev: Any, now: Any, what: str) -> CeqlInputError:
@@ -586,7 +556,7 @@ class Evaluator:
             if self._time_is_ts is None:
                 self._as_date = pa.types.is_date(t)
                 tzname = getattr(t, "tz", None)
-                self._tz = _tzinfo(tzname) if tzname else None
+                self._tz = tzinfo_named(tzname) if tzname else None
             self._decide_time(True, base)
             if pa.types.is_date(t):
                 col = col.cast(pa.timestamp("us"))

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from . import _ast as A
-from ._predicates import AtomTable, GAnd, GAtom, GTrue, GuardTree, StreamIs, TypeIs, guard_from_pred
+from ..ir import nodes as A
+from ..predicates import AtomTable, GAnd, GAtom, GTrue, GuardTree, StreamIs, TypeIs, guard_from_pred
 
 __all__ = ["CEA", "Transition", "build_cea"]
 
@@ -203,7 +203,7 @@ def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:
 def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     """The CEA of the query's WHERE formula, with STRICT applied and the SELECT projection
     recorded in ``pmark``/``vars`` (selection strategies other than STRICT are applied on the
-    fly by :mod:`ceql._automaton`)."""
+    fly by :mod:`ceql.automata.dfa`)."""
     b = _Builder(atoms)
     fr = b.build(query.where)
     trans = [_project(t, query.select) for t in fr.trans]

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from ._cea import CEA
-from ._predicates import AtomTable, GAnd, GAtom, GNot, GOr, GTrue, GuardTree
+from .automata import CEA
+from .frontends.ceql import format_pred, format_query
+from .ir import depth, recursion_for
+from .predicates import Atom, AtomTable, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
+from .query import compile
 
-__all__ = ["describe", "to_dot"]
+__all__ = ["describe", "explain", "to_dot"]
+
+
+def explain(text: str, *, dot: bool = False) -> str:
+    """Describe the query's automaton: predicates, states, transitions (or Graphviz DOT)."""
+    q = compile(text)
+    atoms, cea = q.automaton()
+    if dot:
+        return to_dot(cea, atoms)
+    with recursion_for(depth(q.ast)):
+        return describe(cea, atoms, format_query(q.ast))
 
 
 def _guard_text(g: GuardTree, atoms: AtomTable) -> str:
@@ -21,15 +34,12 @@ def _guard_text(g: GuardTree, atoms: AtomTable) -> str:
     return repr(g)
 
 
-def _atom_text(atom: object) -> str:
-    from ._format import format_pred
-
-    name = type(atom).__name__
-    if name == "TypeIs":
-        return f"type = {atom.name!r}"  # type: ignore[attr-defined]
-    if name == "StreamIs":
-        return f"stream = {atom.name!r} (or none)"  # type: ignore[attr-defined]
-    return format_pred(atom)  # type: ignore[arg-type]
+def _atom_text(atom: Atom) -> str:
+    if isinstance(atom, TypeIs):
+        return f"type = {atom.name!r}"
+    if isinstance(atom, StreamIs):
+        return f"stream = {atom.name!r} (or none)"
+    return format_pred(atom)
 
 
 def describe(cea: CEA, atoms: AtomTable, header: str) -> str:

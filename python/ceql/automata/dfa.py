@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from ._cea import CEA, Transition
-from ._predicates import guard_fn
-from .errors import CeqlResourceError
+from ..errors import CeqlResourceError
+from ..predicates import guard_fn
+from .cea import CEA, Transition
 
 __all__ = ["DFA", "Step"]
 

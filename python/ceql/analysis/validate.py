@@ -2,25 +2,19 @@
 
 :func:`validate` raises the first problem in text order as a subclass of
 :class:`~ceql.errors.CeqlValidationError`, located (line, column, caret) at the offending node.
-:func:`normalize_schema` turns the schemas users have at hand (dicts of type names or Python
-types, pyarrow schemas, Spark ``StructType``) into ``{attribute: kind}``.
+Schemas are read by :mod:`ceql.analysis.schema`.
 
 All walks over the AST use explicit stacks, so arbitrarily deep queries are fine.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import decimal
 import difflib
-import fractions
 import functools
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
 
-from . import _ast as A
-from .errors import (
+from ..errors import (
     CeqlValidationError,
     TypeClashError,
     UnknownAttributeError,
@@ -29,158 +23,12 @@ from .errors import (
     UnsafeVariableError,
     caret_snippet,
 )
+from ..frontends.ceql.formatter import format_expr
+from ..ir import nodes as A
+from ..ir.walks import bound_variables, filter_atoms, formula_nodes
+from .schema import normalize_schema
 
-__all__ = ["KINDS", "normalize_schema", "validate"]
-
-#: The attribute kinds of a normalized schema. ``other`` marks a column predicates cannot use
-#: (lists, structs, binary, ...): it may exist in the data, but a query may not test it.
-KINDS = ("number", "string", "bool", "timestamp", "other")
-
-# ---------------------------------------------------------------- schemas
-
-_KIND_NAMES: dict[str, str] = {}
-for _kind, _names in {
-    "number": "number numeric int integer long bigint smallint tinyint short byte int8 int16 "
-              "int32 int64 uint8 uint16 uint32 uint64 float float16 float32 float64 halffloat "
-              "double real decimal decimal128 decimal256",
-    "string": "string str text varchar char utf8 large_string large_utf8 string_view",
-    "bool": "bool boolean",
-    "timestamp": "timestamp timestamp_ntz timestamp_ltz datetime date date32 date64",
-    "other": "other",
-}.items():
-    for _name in _names.split():
-        _KIND_NAMES[_name] = _kind
-
-
-def _kind_of_name(name: str, attr: str) -> str:
-    key = name.strip().lower()
-    base = key.split("(", 1)[0].split("[", 1)[0].split("<", 1)[0].strip()
-    kind = _KIND_NAMES.get(key) or _KIND_NAMES.get(base)
-    if kind is None:
-        raise CeqlValidationError(
-            f"Unknown type {name!r} for attribute {attr!r} in the schema: use one of "
-            "number, string, bool, timestamp")
-    return kind
-
-
-def _kind_of_arrow(t: Any) -> str | None:
-    """Kind of a pyarrow DataType, or None if ``t`` is not one (pyarrow already imported)."""
-    pa = sys.modules.get("pyarrow")
-    if pa is None or not isinstance(t, pa.DataType):
-        return None
-    types = pa.types
-    if types.is_dictionary(t):
-        return _kind_of_arrow(t.value_type)
-    if types.is_boolean(t):
-        return "bool"
-    if types.is_integer(t) or types.is_floating(t) or types.is_decimal(t):
-        return "number"
-    if types.is_string(t) or types.is_large_string(t) or str(t) == "string_view":
-        return "string"
-    if types.is_timestamp(t) or types.is_date(t):
-        return "timestamp"
-    return "other"
-
-
-def _kind_of(t: object, attr: str) -> str:
-    if isinstance(t, str):
-        return _kind_of_name(t, attr)
-    if isinstance(t, type):
-        if issubclass(t, bool):
-            return "bool"
-        if issubclass(t, int | float | decimal.Decimal | fractions.Fraction):
-            return "number"
-        if issubclass(t, str):
-            return "string"
-        if issubclass(t, _dt.datetime | _dt.date):
-            return "timestamp"
-        raise CeqlValidationError(
-            f"Unsupported Python type {t.__name__} for attribute {attr!r} in the schema: use "
-            "int, float, str, bool or datetime")
-    kind = _kind_of_arrow(t)
-    if kind is not None:
-        return kind
-    inner = getattr(t, "type", None)  # a pyarrow Field given as a value
-    if inner is not None and _kind_of_arrow(inner) is not None:
-        return _kind_of(inner, attr)
-    type_name = getattr(t, "typeName", None)  # a Spark DataType
-    if callable(type_name):
-        spark = str(type_name()).lower()
-        return _KIND_NAMES.get(spark, "other")
-    np_kind = getattr(t, "kind", None)  # a numpy dtype
-    if isinstance(np_kind, str) and hasattr(t, "itemsize"):
-        return {"b": "bool", "i": "number", "u": "number", "f": "number", "U": "string",
-                "M": "timestamp"}.get(np_kind, "other")
-    raise CeqlValidationError(
-        f"Cannot read the type {t!r} of attribute {attr!r} in the schema: use one of number, "
-        "string, bool, timestamp (or a Python, pyarrow or Spark type)")
-
-
-def normalize_schema(obj: object) -> dict[str, str]:
-    """Turn a schema into ``{attribute: kind}`` with kinds from :data:`KINDS`.
-
-    Accepts a mapping from attribute names to kind names (``"number"``, ``"string"``,
-    ``"bool"``, ``"timestamp"`` and common SQL/Arrow spellings such as ``"double"``,
-    ``"varchar"``), Python types (``int``, ``float``, ``str``, ``bool``, ``datetime``),
-    pyarrow types or fields; a ``pyarrow.Schema``; a Spark ``StructType``; or an iterable of
-    ``(name, type)`` pairs or pyarrow fields. Columns of types predicates cannot use (lists,
-    structs, binary) get the kind ``other``.
-    """
-    if isinstance(obj, Mapping):
-        return {str(k): _kind_of(v, str(k)) for k, v in obj.items()}
-    fields = getattr(obj, "fields", None)  # Spark StructType
-    if fields is not None and not callable(fields):
-        return {str(f.name): _kind_of(f.dataType, str(f.name)) for f in fields}
-    if isinstance(obj, str | bytes) or not isinstance(obj, Iterable):
-        raise CeqlValidationError(
-            f"Cannot read a schema from {type(obj).__name__}: give a dict such as "
-            "{'price': 'number', 'name': 'string'}, a pyarrow schema or a Spark StructType")
-    out: dict[str, str] = {}
-    for item in obj:  # pyarrow.Schema iterates over fields; else (name, type) pairs
-        if hasattr(item, "name") and hasattr(item, "type"):
-            out[str(item.name)] = _kind_of(item.type, str(item.name))
-        elif isinstance(item, tuple) and len(item) == 2:
-            out[str(item[0])] = _kind_of(item[1], str(item[0]))
-        else:
-            raise CeqlValidationError(
-                f"Cannot read a schema entry {item!r}: give (name, type) pairs or fields")
-    return out
-
-
-# ---------------------------------------------------------------- traversal helpers
-
-def _formula_nodes(root: A.Formula) -> Iterator[A.Formula]:
-    """Every formula node below ``root`` (included), in source order."""
-    todo: list[A.Formula] = [root]
-    while todo:
-        node = todo.pop()
-        yield node
-        if isinstance(node, A.Seq | A.Or):
-            todo.extend((node.right, node.left))
-        elif isinstance(node, A.As | A.Plus | A.Filter):
-            todo.append(node.formula)
-
-
-def _bound(root: A.Formula) -> set[str]:
-    """Variables bound by ``root``: every ``AS`` name and every event type."""
-    names: set[str] = set()
-    for node in _formula_nodes(root):
-        if isinstance(node, A.EventType):
-            names.add(node.name)
-        elif isinstance(node, A.As):
-            names.add(node.var)
-    return names
-
-
-def _filter_atoms(cond: A.FilterExpr) -> Iterator[A.FilterAtom]:
-    todo: list[A.FilterExpr] = [cond]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, A.FilterAtom):
-            yield node
-        else:
-            todo.extend((node.right, node.left))
-
+__all__ = ["validate"]
 
 def _names_list(names: Iterable[str]) -> str:
     ordered = sorted(set(names), key=lambda n: (n.lower(), n))
@@ -190,31 +38,6 @@ def _names_list(names: Iterable[str]) -> str:
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, sorted(set(known)), n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
-
-
-def _render(expr: A.Expr) -> str:
-    """Source-like text of an expression (used when the query text is not at hand)."""
-    parts: list[str] = []
-    todo: list[A.Expr | str] = [expr]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, str):
-            parts.append(node)
-        elif isinstance(node, A.Attr):
-            parts.append(node.name)
-        elif isinstance(node, A.Literal):
-            v = node.value
-            if isinstance(v, bool):
-                parts.append("TRUE" if v else "FALSE")
-            elif isinstance(v, str):
-                parts.append("'" + v.replace("'", "''") + "'")
-            else:
-                parts.append(repr(v))
-        elif isinstance(node, A.Neg):
-            todo.extend((")", node.operand, "-("))
-        else:
-            todo.extend((")", node.right, f" {node.op} ", node.left, "("))
-    return "".join(parts)
 
 
 # ---------------------------------------------------------------- the checker
@@ -245,14 +68,14 @@ class _Checker:
         s = expr.span
         if s.line and 0 <= s.start < s.end <= len(self.text):
             return " ".join(self.text[s.start:s.end].split())
-        return _render(expr)
+        return format_expr(expr)
 
     # -- the checks
 
     def run(self) -> None:
         q = self.query
         self.check_clauses()
-        bound = _bound(q.where)
+        bound = bound_variables(q.where)
         self.check_streams()
         self.check_select(bound)
         self.check_formula(bound)
@@ -281,7 +104,7 @@ class _Checker:
                 self.report(CeqlValidationError, f"Stream '{name}' is listed twice in FROM",
                             spans[i] if spans else q.span)
             seen.add(name)
-        for node in _formula_nodes(q.where):
+        for node in formula_nodes(q.where):
             if isinstance(node, A.EventType) and node.stream is not None \
                     and node.stream not in seen:
                 self.report(UnknownStreamError,
@@ -308,11 +131,11 @@ class _Checker:
             seen.add(name)
 
     def check_formula(self, bound: set[str]) -> None:
-        for node in _formula_nodes(self.query.where):
+        for node in formula_nodes(self.query.where):
             if not isinstance(node, A.Filter):
                 continue
             inside: set[str] | None = None
-            for atom in _filter_atoms(node.cond):
+            for atom in filter_atoms(node.cond):
                 if atom.var not in bound:
                     self.report(UnknownVariableError,
                                 f"Unknown variable '{atom.var}' in FILTER: the WHERE formula "
@@ -320,7 +143,7 @@ class _Checker:
                                 f"{_did_you_mean(atom.var, bound)}", atom.span, len(atom.var))
                     continue
                 if inside is None:
-                    inside = _bound(node.formula)
+                    inside = bound_variables(node.formula)
                 if atom.var not in inside:
                     self.report(UnsafeVariableError,
                                 f"FILTER on '{atom.var}' can never reject anything: "

@@ -5,23 +5,15 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-__all__ = ["Match"]
+from .times import from_micros
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+__all__ = ["Match"]
 
 # What a match shares with every other match completed by the same event:
 # (end_position, end_time, partition, time_form) — ``time_form`` is ``None`` when times are
 # kept as given, else ``(tz, as_date)`` to turn microseconds since the epoch into a
 # ``datetime``/``date`` like the input's.
 Ending = tuple[int, Any, tuple[Any, ...], "tuple[_dt.tzinfo | None, bool] | None"]
-
-
-def from_micros(us: int, tz: _dt.tzinfo | None, as_date: bool) -> Any:
-    """Microseconds since the epoch as a naive (``tz=None``) or aware datetime, or a date."""
-    t = _EPOCH + _dt.timedelta(microseconds=int(us))
-    if as_date:
-        return t.date()
-    return t.replace(tzinfo=None) if tz is None else t.astimezone(tz)
 
 
 class Match:

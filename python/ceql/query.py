@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import functools
-import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from . import _ast
-from ._automaton import DFA
-from ._cea import CEA, build_cea
-from ._evaluator import Evaluator
-from ._match import Match
-from ._parser import parse
-from ._predicates import AtomTable
-from ._validate import normalize_schema, validate
-from .errors import CeqlValidationError
+from .analysis import normalize_schema, validate
+from .automata import CEA, DFA, build_cea
+from .errors import CeqlError, CeqlValidationError
+from .frontends.ceql import parse
+from .ir import MAX_DEPTH, bound_variables, depth, recursion_for
+from .ir import nodes as _ast
+from .predicates import AtomTable
+from .runtime import Evaluator, Match
+from .runtime.times import to_micros
 
 __all__ = ["DEFAULT_MAX_STATES", "Query", "compile"]
 
@@ -67,19 +64,21 @@ class Query:
         """The variables a match reports (the SELECT list, or every bound variable)."""
         if self.ast.select is not None:
             return self.ast.select
-        return tuple(sorted(_bound(self.ast.where)))
+        return tuple(sorted(bound_variables(self.ast.where)))
 
-    def _automaton_parts(self, type_key: str, stream_key: str) -> tuple[AtomTable, CEA]:
+    def automaton(self, type_key: str = "type",
+                  stream_key: str = "stream") -> tuple[AtomTable, CEA]:
+        """The query's atoms and complex event automaton for events keyed this way (cached)."""
         key = (type_key, stream_key)
         hit = self._cache.get(key)
         if hit is None:
             atoms = AtomTable(type_key=type_key, stream_key=stream_key)
-            with _deep(_depth(self.ast.where)):
+            with recursion_for(depth(self.ast.where)):
                 hit = (atoms, build_cea(self.ast, atoms))
             self._cache[key] = hit
         return hit
 
-    def _determinized(self, type_key: str, stream_key: str) -> tuple[AtomTable, DFA]:
+    def determinized(self, type_key: str, stream_key: str) -> tuple[AtomTable, DFA]:
         """The atoms and the lazily determinized automaton, shared by this thread's evaluators.
 
         Sharing means each partition, task or batch of a thread reuses the states and
@@ -88,13 +87,13 @@ class Query:
         key = (type_key, stream_key, threading.get_ident())
         hit = self._dfas.get(key)
         if hit is None:
-            atoms, cea = self._automaton_parts(type_key, stream_key)
+            atoms, cea = self.automaton(type_key, stream_key)
             hit = self._dfas[key] = (atoms, DFA(cea, self.ast.strategy, self.max_states))
         return hit
 
     def cea(self) -> CEA:
         """The (non-deterministic) complex event automaton of the query."""
-        return self._automaton_parts("type", "stream")[1]
+        return self.automaton("type", "stream")[1]
 
     # ------------------------------------------------------------------ running
     def evaluator(self, *, time: str | None = None, type_key: str = "type",
@@ -131,12 +130,10 @@ class Query:
 
 
 def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str) -> Iterator[Match]:
-    from ._evaluator import _to_micros
-
     def key(i: int) -> Any:
         v = rows[i].get(time)
         try:
-            return (0, _to_micros(v))
+            return (0, to_micros(v))
         except TypeError:
             return (0, v) if v is not None else (1, 0)
 
@@ -145,54 +142,6 @@ def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str) -> Iter
         ps = tuple(sorted(order[p] for p in m.positions))
         yield Match(order[m.start_position], order[m.end_position], m.start_time, m.end_time,
                     ps, m.partition, m._labels)
-
-
-def _bound(f: _ast.Formula) -> set[str]:
-    out: set[str] = set()
-    todo: list[_ast.Formula] = [f]
-    while todo:
-        g = todo.pop()
-        if isinstance(g, _ast.EventType):
-            out.add(g.name)
-        elif isinstance(g, _ast.As):
-            out.add(g.var)
-            todo.append(g.formula)
-        elif isinstance(g, (_ast.Filter, _ast.Plus)):
-            todo.append(g.formula)
-        else:
-            todo += [g.left, g.right]
-    return out
-
-
-MAX_DEPTH = 2000
-
-
-def _depth(node: object) -> int:
-    """How deeply the AST nests (iteratively, so deep queries cannot overflow the stack)."""
-    deepest = 0
-    todo: list[tuple[object, int]] = [(node, 1)]
-    while todo:
-        n, d = todo.pop()
-        deepest = max(deepest, d)
-        if dataclasses.is_dataclass(n):
-            for f in dataclasses.fields(n):
-                v = getattr(n, f.name)
-                if dataclasses.is_dataclass(v):
-                    todo.append((v, d + 1))
-                elif isinstance(v, tuple):
-                    todo += [(x, d + 1) for x in v if dataclasses.is_dataclass(x)]
-    return deepest
-
-
-@contextlib.contextmanager
-def _deep(depth: int) -> Iterator[None]:
-    """Let the compiler's recursive passes handle a query ``depth`` levels deep."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, 4 * depth + 1000))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def _restore(text: str, schema: tuple[tuple[str, str], ...] | None, max_states: int) -> Query:
@@ -205,15 +154,15 @@ def _compile_cached(text: str, schema: tuple[tuple[str, str], ...] | None,
                     max_states: int) -> Query:
     sch = dict(schema) if schema is not None else None
     ast = parse(text)
-    depth = _depth(ast)
-    if depth > MAX_DEPTH:
+    levels = depth(ast)
+    if levels > MAX_DEPTH:
         raise CeqlValidationError(
-            f"The query nests {depth} levels deep; ceql compiles at most {MAX_DEPTH}. Shorten "
+            f"The query nests {levels} levels deep; ceql compiles at most {MAX_DEPTH}. Shorten "
             "the longest sequence or nesting (e.g. use A+ for a run of A events).")
-    with _deep(depth):
+    with recursion_for(levels):
         ast = validate(ast, text, sch)
         q = Query(text, ast, sch, max_states)
-        q._automaton_parts("type", "stream")  # compile now: errors surface at compile time
+        q.automaton("type", "stream")  # compile now: errors surface at compile time
     return q
 
 
@@ -225,8 +174,6 @@ def compile(text: str, *, schema: Any = None, max_states: int = DEFAULT_MAX_STAT
     compile-time checks of attribute names and types.
     """
     if not isinstance(text, str):
-        from .errors import CeqlError
-
         raise CeqlError(f"A CEQL query must be a string, not {type(text).__name__}.")
     sch = normalize_schema(schema) if schema is not None else None
     key = tuple(sorted(sch.items())) if sch is not None else None

@@ -9,6 +9,40 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Union
 
+__all__ = [
+    "CONSUME_POLICIES",
+    "NO_SPAN",
+    "STRATEGIES",
+    "Arith",
+    "As",
+    "AtomPred",
+    "Attr",
+    "Compare",
+    "EventType",
+    "Expr",
+    "Filter",
+    "FilterAnd",
+    "FilterAtom",
+    "FilterExpr",
+    "FilterOr",
+    "Formula",
+    "InRange",
+    "InSet",
+    "Like",
+    "Literal",
+    "Neg",
+    "Or",
+    "PAnd",
+    "PNot",
+    "POr",
+    "Plus",
+    "Pred",
+    "Query",
+    "Seq",
+    "Span",
+    "Within",
+]
+
 
 @dataclass(frozen=True)
 class Span:

@@ -51,10 +51,12 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _ast
-from .errors import CeqlValidationError
+from ..errors import CeqlValidationError
+from ..ir import nodes as _ast
 
 __all__ = [
+    "FLIP",
+    "LIKE_CACHE_SIZE",
     "Atom",
     "AtomTable",
     "GAnd",
@@ -205,7 +207,8 @@ _PY_CMP: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt,
     "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
-_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+#: The comparison with its operands swapped: ``a op b`` is ``b FLIP[op] a``.
+FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _OP_ALIASES = {"==": "=", "<>": "!="}
 
 _PY_ARITH: dict[str, Callable[[Any, Any], Any]] = {
@@ -349,7 +352,7 @@ def _compile_row_expr(e: _ast.Expr) -> _ValFn:
 
 def _compile_row_compare(op: str, left: _ast.Expr, right: _ast.Expr) -> _RowFn:
     if isinstance(right, _ast.Attr) and isinstance(left, _ast.Literal):
-        op, left, right = _FLIP[op], right, left
+        op, left, right = FLIP[op], right, left
     pyop = _PY_CMP[op]
     if isinstance(left, _ast.Attr) and isinstance(right, _ast.Literal):
         name, lit = left.name, _norm(right.value)
@@ -739,7 +742,7 @@ def _b_compare(op: str, a: _BV, b: _BV, n: int) -> _Codes:
 
 def _str_cmp(op: str, a: _BV, b: _BV) -> _Codes:
     if a.const:
-        op, a, b = _FLIP[op], b, a
+        op, a, b = FLIP[op], b, a
     fn = _PC_CMP[op]
     if b.const:
         lit = b.py
@@ -835,7 +838,7 @@ def _temporal_cmp(op: str, x: Any, y: Any) -> _Codes:
 def _num_cmp(op: str, a: _BV, b: _BV, n: int) -> tuple[Any, _Arr | None]:
     valid = _vand(a.valid, b.valid)
     if a.const:
-        op, a, b = _FLIP[op], b, a
+        op, a, b = FLIP[op], b, a
     if b.const:
         if a.kind == _B_INT:
             if b.kind == _B_FLOAT:
@@ -848,7 +851,7 @@ def _num_cmp(op: str, a: _BV, b: _BV, n: int) -> tuple[Any, _Arr | None]:
         return _NP_CMP[op](a.data, b.data), valid
     if a.kind == _B_INT:
         return _int_vs_float_arrays(op, a.data, b.data, valid), valid
-    return _int_vs_float_arrays(_FLIP[op], b.data, a.data, valid), valid
+    return _int_vs_float_arrays(FLIP[op], b.data, a.data, valid), valid
 
 
 def _const_cmp(op: str, below: bool) -> bool:

@@ -14,15 +14,23 @@ adapter, which always has a time column: before the shuffle).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from . import _ast
-from ._predicates import Atom, GOr, GTrue, GuardTree
+from ..automata.cea import CEA
+from ..ir import nodes as N
+from ..ir.walks import has_contiguity
+from ..predicates import Atom, AtomTable, GOr, GTrue, GuardTree
 
-if TYPE_CHECKING:
-    from ._query import Query
+__all__ = ["Compiled", "Relevance", "relevance"]
 
-__all__ = ["Relevance", "relevance"]
+
+class Compiled(Protocol):
+    """What :func:`relevance` reads of a compiled query (:class:`ceql.Query` is one)."""
+
+    @property
+    def ast(self) -> N.Query: ...
+
+    def automaton(self, type_key: str = ..., stream_key: str = ...) -> tuple[AtomTable, CEA]: ...
 
 
 @dataclass(frozen=True)
@@ -33,19 +41,19 @@ class Relevance:
     atoms: tuple[Atom, ...]
 
 
-def relevance(query: Query, *, type_key: str = "type",
+def relevance(query: Compiled, *, type_key: str = "type",
               stream_key: str = "stream") -> Relevance | None:
     """The relevance condition of ``query``, or ``None`` when skipped events can matter.
 
     ``None`` also when every event is relevant (some marking transition has no guard).
     """
     q = query.ast
-    if q.strategy == "STRICT" or _has_contiguity(q.where):
+    if q.strategy == "STRICT" or has_contiguity(q.where):
         return None
     # WITHIN n [attr] also checks that attr never decreases, over every event: keep them all.
     if q.within is not None and q.within.kind != "time":
         return None
-    atoms, cea = query._automaton_parts(type_key, stream_key)
+    atoms, cea = query.automaton(type_key, stream_key)
     guards: dict[GuardTree, None] = {}
     for t in cea.transitions:
         if t.mark:
@@ -56,22 +64,3 @@ def relevance(query: Query, *, type_key: str = "type",
         return None
     items = tuple(guards)
     return Relevance(items[0] if len(items) == 1 else GOr(items), atoms.atoms)
-
-
-def _has_contiguity(f: _ast.Formula) -> bool:
-    todo: list[_ast.Formula] = [f]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, _ast.Seq):
-            if node.contiguous:
-                return True
-            todo += (node.left, node.right)
-        elif isinstance(node, _ast.Plus):
-            if node.contiguous:
-                return True
-            todo.append(node.formula)
-        elif isinstance(node, _ast.Or):
-            todo += (node.left, node.right)
-        elif isinstance(node, (_ast.As, _ast.Filter)):
-            todo.append(node.formula)
-    return False
