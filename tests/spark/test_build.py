@@ -1,4 +1,5 @@
-"""The shim's build: build.sbt names the installed pyspark's versions; the jar is current."""
+"""The shim's build: build.sbt names the installed pyspark's versions; the jar is current; the
+jar registers the settings and table functions Python defines."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pyspark
+import pytest
 
 from ceql.spark import EXTENSION_CLASS, build_jar
 
@@ -59,3 +61,31 @@ def test_configure_leaves_a_daemon_the_user_chose() -> None:
             return self
 
     assert configure(Builder())._options[DAEMON_CONF] == "my.daemon"
+
+
+def test_the_shim_registers_the_settings_as_defined(spark: Any) -> None:
+    from ceql.spark import CONFS
+    from ceql.spark.conf import PREFILTER_ENABLED
+
+    listed = {r[0]: r for r in spark.sql("SET -v").collect()}
+    entries = spark._jvm.org.apache.spark.sql.ceql.CeqlConf.All()
+    jvm = {e.key(): e for e in (entries.apply(i) for i in range(entries.length()))}
+    assert list(jvm) == [e.key for e in CONFS]
+    for e in CONFS:
+        assert (listed[e.key][2], listed[e.key][3]) == (e.doc, e.since)
+        default = "<undefined>" if e.default is None else str(e.default).lower()
+        assert jvm[e.key].defaultValueString() == default
+    with pytest.raises(Exception, match="boolean"):
+        spark.conf.set(PREFILTER_ENABLED.key, "maybe")
+    assert PREFILTER_ENABLED.get(spark) is True
+
+
+def test_the_shim_provides_the_table_functions_of_the_registry(spark: Any) -> None:
+    from ceql.constants import TABLE_FUNCTIONS
+
+    registry = spark._jvm.org.apache.spark.sql.ceql.CeqlTableFunctions.all()
+    names = [registry.apply(i).name() for i in range(registry.length())]
+    assert names == [t.name for t in TABLE_FUNCTIONS]
+    syntax = spark._jvm.org.apache.spark.sql.ceql.CeqlSyntax.functions()
+    assert [syntax.apply(i) for i in range(syntax.length())] == [
+        t.name for t in TABLE_FUNCTIONS if t.inline_ceql]

@@ -16,6 +16,7 @@ import ceql.spark as cs
 from ceql.spark._api import _call
 from ceql.spark._session import register
 from ceql.spark._spec import CallInfo
+from ceql.spark.conf import PARSER_ENABLED
 
 pytestmark = pytest.mark.spark
 
@@ -370,12 +371,12 @@ def test_rewrite_of_the_inline_syntax(spark: Any) -> None:
 def test_unclosed_inline_query_and_the_switch(spark: Any) -> None:
     assert "MATCH_CEQL( at position 14 has no closing parenthesis; end the CEQL query with " \
            "')'." in _parse_error(spark, "SELECT * FROM MATCH_CEQL( SELECT * FROM s WHERE A")
-    spark.conf.set("spark.ceql.parser.enabled", "false")
+    PARSER_ENABLED.set(spark, False)
     try:
         assert "PARSE_SYNTAX_ERROR" in _parse_error(
             spark, "SELECT * FROM MATCH_CEQL( SELECT * FROM s WHERE A )")
     finally:
-        spark.conf.unset("spark.ceql.parser.enabled")
+        spark.conf.unset(PARSER_ENABLED.key)
 
 
 def _parse_error(spark: Any, sql: str) -> str:

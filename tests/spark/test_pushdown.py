@@ -39,14 +39,16 @@ from spark_helpers import engine, spark_rows, sql_string
 import ceql
 import ceql.spark as cs
 from ceql.analysis import Relevance, relevance
+from ceql.constants import PREFILTER_KEY
 from ceql.predicates import AtomTable, tri_state
-from ceql.spark._pushdown import PREFILTER_KEY, prefilter
+from ceql.spark._pushdown import prefilter
 from ceql.spark._spec import CallInfo, plan_match
 from ceql.spark._udtf import _with_prefilter
+from ceql.spark.conf import PREFILTER_ENABLED
 
 pytestmark = pytest.mark.spark
 
-CONF = "spark.ceql.prefilter.enabled"
+CONF = PREFILTER_ENABLED.key
 
 
 @pytest.fixture(autouse=True)

@@ -13,18 +13,24 @@ SQL spellings (all the same function):
 - ``MATCH_CEQL( <CEQL> )``: the query written inline (needs the extension's parser)
 
 Options (named arguments): ``time``, ``time_unit``, ``type``, ``rows`` (``matches`` or
-``events``). :func:`match` and :func:`run` are the DataFrame API.
+``events``). :func:`match` and :func:`run` are the DataFrame API. The ``spark.ceql.*``
+settings are :data:`CONFS` (:mod:`ceql.spark.conf`).
 """
 
 from __future__ import annotations
 
+from ceql.constants import EXTENSION_CLASS
+
 from ._api import match, run
 from ._errors import MatchCeqlError
 from ._runner import match_id
-from ._session import EXTENSION_CLASS, configure, enable, jar_path, local_session
+from ._session import configure, enable, jar_path, local_session
+from .conf import CONFS, ConfEntry
 
 __all__ = [
+    "CONFS",
     "EXTENSION_CLASS",
+    "ConfEntry",
     "MatchCeqlError",
     "configure",
     "enable",

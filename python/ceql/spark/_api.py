@@ -12,11 +12,25 @@ from pathlib import Path
 from typing import Any
 
 import ceql
+from ceql.constants import (
+    CALL_ARGUMENT,
+    DEFAULT_ROWS,
+    DEFAULT_TIME_UNIT,
+    DEFAULT_TYPE_COLUMN,
+    EXTENSION_CLASS,
+    INTERNAL_FROM_ORDER_COLUMN,
+    INTERNAL_STREAM_COLUMN,
+    MATCH_CEQL,
+    OPTION_QUERY,
+    OPTION_ROWS,
+    OPTION_TIME,
+    OPTION_TIME_UNIT,
+    OPTION_TYPE,
+)
 
 from ._errors import MatchCeqlError
-from ._session import EXTENSION_CLASS
-from ._spec import FROM_ORDER_COLUMN, STREAM_COLUMN, CallInfo
-from ._udtf import CALL_ARGUMENT, MatchCeql
+from ._spec import CallInfo
+from ._udtf import MatchCeql
 
 __all__ = ["match", "run"]
 
@@ -25,7 +39,7 @@ def _function() -> Any:
     from pyspark.sql.udtf import UserDefinedTableFunction
     from pyspark.util import PythonEvalType
 
-    return UserDefinedTableFunction(MatchCeql, returnType=None, name="MATCH_CEQL",
+    return UserDefinedTableFunction(MatchCeql, returnType=None, name=MATCH_CEQL,
                                     evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
 
 
@@ -36,19 +50,20 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
     Both run the same ``analyze`` and engine; the shim's plan also splits partitions with
     Arrow compute rather than Spark's row-by-row check.
     """
-    options: dict[str, str] = {"query": query, "rows": rows, "time_unit": time_unit}
+    options: dict[str, str] = {OPTION_QUERY: query, OPTION_ROWS: rows, OPTION_TIME_UNIT: time_unit}
     if time is not None:
-        options["time"] = time
+        options[OPTION_TIME] = time
     if type_col is not None:
-        options["type"] = type_col
+        options[OPTION_TYPE] = type_col
     spark = df.sparkSession
     if jvm is None:
         jvm = EXTENSION_CLASS in (spark.conf.get("spark.sql.extensions", "") or "")
     if jvm:
         from pyspark.sql import DataFrame
 
-        fn = spark._jvm.org.apache.spark.sql.ceql.MatchCeqlFunction
-        return DataFrame(fn.dataFrame(df._jdf, list(call.partition_by), options), spark)
+        fns = spark._jvm.org.apache.spark.sql.ceql.CeqlTableFunctions
+        return DataFrame(fns.dataFrame(MATCH_CEQL, df._jdf, list(call.partition_by), options),
+                         spark)
     from pyspark.sql.functions import lit
 
     args = {k: lit(v) for k, v in options.items()}
@@ -56,8 +71,8 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
 
 
 def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = None,
-          time: str | None = None, type_col: str = "type", rows: str = "matches",
-          time_unit: str = "s") -> Any:
+          time: str | None = None, type_col: str = DEFAULT_TYPE_COLUMN, rows: str = DEFAULT_ROWS,
+          time_unit: str = DEFAULT_TIME_UNIT) -> Any:
     """The matches of CEQL ``query`` over DataFrame ``df``, as a DataFrame.
 
     ``partition_by`` names columns to partition by (like ``TABLE(t) PARTITION BY``; the query's
@@ -81,7 +96,8 @@ def _query_text(query: str | Path) -> str:
 
 
 def run(spark: Any, query: str | Path, source: Any = None, *, time: str | None = None,
-        type_col: str | None = None, rows: str = "matches", time_unit: str = "s") -> Any:
+        type_col: str | None = None, rows: str = DEFAULT_ROWS,
+        time_unit: str = DEFAULT_TIME_UNIT) -> Any:
     """Run a CEQL query (text, or a ``.ceql`` file path) on ``spark``; return a DataFrame.
 
     ``source`` is a DataFrame, a table or view name, or ``None`` to read the tables or views
@@ -105,7 +121,7 @@ def _merged(spark: Any, names: Sequence[str]) -> Any:
         return spark.table(names[0])
     from pyspark.sql.functions import lit
 
-    tagged = [spark.table(n).withColumn(STREAM_COLUMN, lit(n)).withColumn(FROM_ORDER_COLUMN,
-                                                                          lit(i))
+    tagged = [spark.table(n).withColumn(INTERNAL_STREAM_COLUMN, lit(n))
+              .withColumn(INTERNAL_FROM_ORDER_COLUMN, lit(i))
               for i, n in enumerate(names)]
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), tagged)

@@ -34,15 +34,13 @@ from pyspark.sql.types import (
 
 import ceql
 from ceql.analysis import relevance
+from ceql.constants import INTERNAL_STREAM_COLUMN
 from ceql.ir import nodes as _ast
 from ceql.predicates import FLIP, Atom, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
 
-from ._spec import STREAM_COLUMN, MatchSpec, quote_identifier
+from ._spec import MatchSpec, quote_identifier
 
-__all__ = ["MAX_DEPTH", "MAX_LENGTH", "PREFILTER_KEY", "prefilter"]
-
-#: The output-schema metadata key through which ``analyze`` hands the condition to the shim.
-PREFILTER_KEY = "ceql.prefilter"
+__all__ = ["MAX_DEPTH", "MAX_LENGTH", "prefilter"]
 
 #: Deeper guards or longer expressions are not pushed down (Spark's parser recurses too).
 MAX_DEPTH = 200
@@ -157,7 +155,7 @@ class _Writer:
             return None
         col = quote_identifier(spec.type_key)
         if spec.type_fill == "stream":
-            col = f"coalesce({col}, {quote_identifier(STREAM_COLUMN)})"
+            col = f"coalesce({col}, {quote_identifier(INTERNAL_STREAM_COLUMN)})"
         return f"coalesce({col} = {_string(name)}, FALSE)"
 
     def compare(self, op: str, left: _ast.Expr, right: _ast.Expr) -> str | None:

@@ -18,14 +18,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import ceql
+from ceql.constants import (
+    COLUMN_MATCH_END,
+    COLUMN_MATCH_ID,
+    COLUMN_MATCH_START,
+    COLUMN_VARIABLE,
+    INTERNAL_STREAM_COLUMN,
+    INTERNAL_TYPE_COLUMN,
+    ROWS_EVENTS,
+    TIME_UNIT_PER_SECOND,
+)
 
 from ._errors import MatchCeqlError
-from ._spec import STREAM_COLUMN, TYPE_COLUMN, MatchSpec
+from ._spec import MatchSpec
 
 __all__ = ["MatchRunner", "match_id", "partition_starts"]
 
 _MASK64 = (1 << 64) - 1
-_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
 def match_id(partition: Sequence[Any], ordinal: int) -> int:
@@ -80,7 +89,7 @@ class MatchRunner:
         self._ordinals: dict[tuple[Any, ...], tuple[int, int]] = {}  # key: (seed, next ordinal)
         self._where = ""
         if spec.window_seconds is not None:
-            per_s = 1_000_000 if spec.time_is_temporal else _PER_SECOND[spec.time_unit]
+            per_s = 1_000_000 if spec.time_is_temporal else TIME_UNIT_PER_SECOND[spec.time_unit]
             self._horizon: float | None = spec.window_seconds * per_s
         else:
             self._horizon = None
@@ -108,11 +117,11 @@ class MatchRunner:
                 f"(WHERE {spec.time} IS NOT NULL)."
             )
         if spec.type_fill == "table":
-            rb = rb.append_column(TYPE_COLUMN, pa.repeat(pa.scalar(spec.table_name,
+            rb = rb.append_column(INTERNAL_TYPE_COLUMN, pa.repeat(pa.scalar(spec.table_name,
                                                                    pa.string()), rb.num_rows))
         elif spec.type_fill == "stream":
             i = rb.schema.get_field_index(spec.type_key)
-            filled = pc.coalesce(rb.column(i), rb.column(STREAM_COLUMN))
+            filled = pc.coalesce(rb.column(i), rb.column(INTERNAL_STREAM_COLUMN))
             rb = rb.set_column(i, rb.schema.field(i), filled)
         return rb
 
@@ -169,12 +178,12 @@ class MatchRunner:
             self._ordinals[k] = (n[0], n[1] + 1)
         time = table.column(spec.time)
         cols: dict[str, pa.Array] = {
-            "match_id": pa.array(_match_ids(np.array(seeds, np.uint64)), pa.int64()),
-            "match_start": _flat(time.take(starts)),
-            "match_end": _flat(time.take(ends)),
+            COLUMN_MATCH_ID: pa.array(_match_ids(np.array(seeds, np.uint64)), pa.int64()),
+            COLUMN_MATCH_START: _flat(time.take(starts)),
+            COLUMN_MATCH_END: _flat(time.take(ends)),
         }
         events = table.select(list(spec.event_columns))
-        if spec.rows == "events":
+        if spec.rows == ROWS_EVENTS:
             cols.update(self._event_rows(matches, table, events, cols))
         else:
             cols.update(parts)
@@ -203,8 +212,8 @@ class MatchRunner:
         types = _flat(table.column(self._spec.type_key).take(idx)).to_pylist()
         who = pa.array(owner, pa.int64())
         out = {k: v.take(who) for k, v in fixed.items()}
-        out["variable"] = pa.array([_primary(ls, t) for ls, t in zip(labels, types, strict=True)],
-                                   pa.string())
+        out[COLUMN_VARIABLE] = pa.array(
+            [_primary(ls, t) for ls, t in zip(labels, types, strict=True)], pa.string())
         taken = events.take(idx)
         for name in events.column_names:
             out[name] = _flat(taken.column(name))

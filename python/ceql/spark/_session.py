@@ -8,15 +8,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ceql.constants import EXTENSION_CLASS
+
 from ._errors import MatchCeqlError
+from .conf import PYTHON
 
-__all__ = ["EXTENSION_CLASS", "configure", "enable", "jar_path", "local_session", "register"]
-
-#: The class to list in ``spark.sql.extensions`` (it lives in the shim jar).
-EXTENSION_CLASS = "org.ceql.spark.CeqlSparkSessionExtensions"
-#: The Python the JVM shim starts for MATCH_CEQL when set (else PYSPARK_PYTHON, else python3).
-PYTHON_CONF = "spark.ceql.python"
-
+__all__ = ["configure", "enable", "jar_path", "local_session", "register"]
 
 #: Spark's Python worker daemon: ours imports ceql once, before forking workers.
 DAEMON_CONF = "spark.python.daemon.module"
@@ -83,7 +80,7 @@ def enable(spark: Any) -> Any:
 
 def register(spark: Any) -> None:
     """Add the jar to a running session and register MATCH_CEQL in it (no parser)."""
-    spark.conf.set(PYTHON_CONF, os.environ.get("PYSPARK_PYTHON", sys.executable))
+    PYTHON.set(spark, os.environ.get("PYSPARK_PYTHON", sys.executable))
     spark.sql(f"ADD JAR '{jar_path()}'")
     jvm = spark.sparkContext._jvm
     gateway = spark.sparkContext._gateway

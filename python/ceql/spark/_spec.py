@@ -26,38 +26,52 @@ from pyspark.sql.types import (
 )
 
 import ceql
+from ceql.constants import (
+    CALL_BAD_PARTITION_BY,
+    CALL_DESCENDING,
+    CALL_NO_INPUT,
+    CALL_ORDER_BY,
+    CALL_ORDER_BY_COLUMN,
+    CALL_PARTITION_BY,
+    CALL_SINGLE_PARTITION,
+    CALL_STREAMS,
+    CALL_TABLE_NAME,
+    COLUMN_MATCH_END,
+    COLUMN_MATCH_ID,
+    COLUMN_MATCH_START,
+    COLUMN_VARIABLE,
+    CONSUME_ANY,
+    DEFAULT_ROWS,
+    DEFAULT_STREAM_COLUMN,
+    DEFAULT_TIME_COLUMN,
+    DEFAULT_TIME_UNIT,
+    DEFAULT_TYPE_COLUMN,
+    INTERNAL_FROM_ORDER_COLUMN,
+    INTERNAL_PREFIX,
+    INTERNAL_STREAM_COLUMN,
+    INTERNAL_TYPE_COLUMN,
+    OPTION_QUERY,
+    OPTION_ROWS,
+    OPTION_TIE_BREAK,
+    OPTION_TIME,
+    OPTION_TIME_UNIT,
+    OPTION_TYPE,
+    OPTIONS,
+    ROWS,
+    ROWS_EVENTS,
+    TIME_UNITS,
+    WITHIN_EVENTS,
+    WITHIN_TIME,
+)
 
 from ._errors import MatchCeqlError
 
 __all__ = [
-    "INTERNAL_PREFIX",
-    "OPTIONS",
     "CallInfo",
     "MatchSpec",
     "plan_match",
     "quote_identifier",
 ]
-
-#: Columns whose names start with this are the adapter's own (stream name, FROM order).
-INTERNAL_PREFIX = "__ceql_"
-STREAM_COLUMN = "__ceql_stream"
-FROM_ORDER_COLUMN = "__ceql_from"
-TYPE_COLUMN = "__ceql_type"
-
-#: The options MATCH_CEQL accepts as named arguments, with what each means.
-OPTIONS: dict[str, str] = {
-    "query": "the CEQL query text",
-    "time": "the time column (TIMESTAMP, DATE or numeric); default: the ORDER BY column, "
-            "else a column named ts, else the only TIMESTAMP/DATE column",
-    "time_unit": "what a numeric time counts: s (default), ms, us or ns",
-    "tie_break": "columns (comma-separated) that order events with equal times",
-    "type": "the column holding each event's type (default: type)",
-    "rows": "matches (default: one row per match) or events (one row per event of a match)",
-}
-_ROWS = ("matches", "events")
-_UNITS = ("s", "ms", "us", "ns")
-_FIXED_MATCH_COLUMNS = ("match_id", "match_start", "match_end")
-_EVENT_ROW_COLUMNS = ("match_id", "match_start", "match_end", "variable")
 
 
 def quote_identifier(name: str) -> str:
@@ -87,29 +101,29 @@ class CallInfo:
             return cls()
         d: dict[str, Any] = json.loads(text)
         return cls(
-            partition_by=tuple(d.get("partition_by", ())),
-            bad_partition_by=tuple(d.get("bad_partition_by", ())),
-            order_by=tuple(d.get("order_by", ())),
-            order_by_column=d.get("order_by_column"),
-            descending=bool(d.get("descending", False)),
-            single_partition=bool(d.get("single_partition", False)),
-            table_name=d.get("table_name"),
-            streams=tuple(d.get("streams", ())),
-            no_input=bool(d.get("no_input", False)),
+            partition_by=tuple(d.get(CALL_PARTITION_BY, ())),
+            bad_partition_by=tuple(d.get(CALL_BAD_PARTITION_BY, ())),
+            order_by=tuple(d.get(CALL_ORDER_BY, ())),
+            order_by_column=d.get(CALL_ORDER_BY_COLUMN),
+            descending=bool(d.get(CALL_DESCENDING, False)),
+            single_partition=bool(d.get(CALL_SINGLE_PARTITION, False)),
+            table_name=d.get(CALL_TABLE_NAME),
+            streams=tuple(d.get(CALL_STREAMS, ())),
+            no_input=bool(d.get(CALL_NO_INPUT, False)),
         )
 
     def to_json(self) -> str:
         """The inverse of :meth:`from_json`."""
         return json.dumps({
-            "partition_by": list(self.partition_by),
-            "bad_partition_by": list(self.bad_partition_by),
-            "order_by": list(self.order_by),
-            "order_by_column": self.order_by_column,
-            "descending": self.descending,
-            "single_partition": self.single_partition,
-            "table_name": self.table_name,
-            "streams": list(self.streams),
-            "no_input": self.no_input,
+            CALL_PARTITION_BY: list(self.partition_by),
+            CALL_BAD_PARTITION_BY: list(self.bad_partition_by),
+            CALL_ORDER_BY: list(self.order_by),
+            CALL_ORDER_BY_COLUMN: self.order_by_column,
+            CALL_DESCENDING: self.descending,
+            CALL_SINGLE_PARTITION: self.single_partition,
+            CALL_TABLE_NAME: self.table_name,
+            CALL_STREAMS: list(self.streams),
+            CALL_NO_INPUT: self.no_input,
         })
 
 
@@ -194,7 +208,7 @@ def _pick_time(schema: StructType, option: str | None, call: CallInfo) -> str:
         return _resolve(call.order_by_column, schema, "ORDER BY")
     names = [f.name for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
     for n in names:
-        if n.lower() == "ts":
+        if n.lower() == DEFAULT_TIME_COLUMN:
             return n
     temporal = [f.name for f in schema.fields
                 if isinstance(f.dataType, (TimestampType, TimestampNTZType, DateType))]
@@ -220,11 +234,12 @@ def _check_time_type(f: StructField) -> bool:
 
 def _pick_type(schema: StructType, option: str | None, call: CallInfo,
                names: Sequence[str]) -> tuple[str, str | None]:
-    has_stream = STREAM_COLUMN in names
+    has_stream = INTERNAL_STREAM_COLUMN in names
     if option is not None:
         col = _resolve(option, schema, "type")
     else:
-        folded = [n for n in names if n.lower() == "type" and not n.startswith(INTERNAL_PREFIX)]
+        folded = [n for n in names
+                  if n.lower() == DEFAULT_TYPE_COLUMN and not n.startswith(INTERNAL_PREFIX)]
         col = folded[0] if folded else ""
     if col:
         t = _field(schema, col).dataType
@@ -235,9 +250,9 @@ def _pick_type(schema: StructType, option: str | None, call: CallInfo,
             )
         return col, ("stream" if has_stream else None)
     if has_stream:
-        return STREAM_COLUMN, None
+        return INTERNAL_STREAM_COLUMN, None
     if call.table_name:
-        return TYPE_COLUMN, "table"
+        return INTERNAL_TYPE_COLUMN, "table"
     raise MatchCeqlError(
         "MATCH_CEQL: the input has no column 'type' to read event types from; name the column "
         "with type => 'col' (a table given by name, TABLE(t), uses its name as the type)."
@@ -266,9 +281,9 @@ def _windows(q: ceql.Query, one_substream: bool) -> tuple[float | None, int | No
     w = q.ast.within
     if w is None:
         return None, None
-    if w.kind == "time":
+    if w.kind == WITHIN_TIME:
         return float(w.amount), None
-    if w.kind == "events" and one_substream:
+    if w.kind == WITHIN_EVENTS and one_substream:
         return None, int(w.amount)
     return None, None
 
@@ -281,7 +296,7 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
             f"MATCH_CEQL has no option {', '.join(unknown)}; its options are "
             f"{', '.join(OPTIONS)}."
         )
-    text = _option(options, "query")
+    text = _option(options, OPTION_QUERY)
     if text is None or not text.strip():
         raise MatchCeqlError(
             "MATCH_CEQL needs a CEQL query: MATCH_CEQL(TABLE(t), query => 'SELECT * FROM t "
@@ -295,21 +310,21 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
             "MATCH_CEQL needs its input: give a table argument, MATCH_CEQL(TABLE(t), query => "
             "'…'), or the query as a string literal whose FROM names tables or views.")
     q = ceql.compile(text, schema=visible)  # CeqlError: syntax/unknown columns, with caret
-    time = _pick_time(schema, _option(options, "time"), call)
+    time = _pick_time(schema, _option(options, OPTION_TIME), call)
     temporal = _check_time_type(_field(schema, time))
-    unit = _option(options, "time_unit") or "s"
-    if unit not in _UNITS:
+    unit = _option(options, OPTION_TIME_UNIT) or DEFAULT_TIME_UNIT
+    if unit not in TIME_UNITS:
         raise MatchCeqlError(
-            f"MATCH_CEQL: time_unit {unit!r} is not one of {', '.join(_UNITS)}.")
-    type_key, fill = _pick_type(schema, _option(options, "type"), call, names)
-    if fill is None and type_key == TYPE_COLUMN:
+            f"MATCH_CEQL: time_unit {unit!r} is not one of {', '.join(TIME_UNITS)}.")
+    type_key, fill = _pick_type(schema, _option(options, OPTION_TYPE), call, names)
+    if fill is None and type_key == INTERNAL_TYPE_COLUMN:
         fill = "table"
-    rows = (_option(options, "rows") or "matches").lower()
-    if rows not in _ROWS:
+    rows = (_option(options, OPTION_ROWS) or DEFAULT_ROWS).lower()
+    if rows not in ROWS:
         raise MatchCeqlError(
-            f"MATCH_CEQL: rows => {rows!r} is not one of {', '.join(_ROWS)}.")
+            f"MATCH_CEQL: rows => {rows!r} is not one of {', '.join(ROWS)}.")
     partition = _partitioning(q, schema, call)
-    consume_any = q.ast.consume == "ANY"
+    consume_any = q.ast.consume == CONSUME_ANY
     if consume_any and call.partition_by:
         raise MatchCeqlError(
             "MATCH_CEQL: CONSUME BY ANY consumes across all partitions, so the table argument "
@@ -317,18 +332,20 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
         )
     spark_partitioned = bool(partition) and not consume_any and not call.single_partition
     order = [quote_identifier(time), *call.order_by[1:]]
-    ties = _option(options, "tie_break")
+    ties = _option(options, OPTION_TIE_BREAK)
     if ties:
         order += [quote_identifier(_resolve(c.strip(), schema, "tie_break"))
                   for c in ties.split(",") if c.strip()]
-    if FROM_ORDER_COLUMN in names:
-        order.append(quote_identifier(FROM_ORDER_COLUMN))
+    if INTERNAL_FROM_ORDER_COLUMN in names:
+        order.append(quote_identifier(INTERNAL_FROM_ORDER_COLUMN))
     events = tuple(n for n in names if not n.startswith(INTERNAL_PREFIX))
     seconds, n_events = _windows(q, spark_partitioned or not partition)
     spec = MatchSpec(
         query=text, time=time, time_unit=unit, type_key=type_key, type_fill=fill,
-        table_name=call.table_name, stream_key=STREAM_COLUMN if STREAM_COLUMN in names
-        else "stream", partition=partition, spark_partitioned=spark_partitioned, rows=rows,
+        table_name=call.table_name,
+        stream_key=INTERNAL_STREAM_COLUMN if INTERNAL_STREAM_COLUMN in names
+        else DEFAULT_STREAM_COLUMN,
+        partition=partition, spark_partitioned=spark_partitioned, rows=rows,
         event_columns=events, variables=tuple(q.variables),
         window_seconds=seconds, window_events=n_events, time_is_temporal=temporal,
         request_partition_by=tuple(quote_identifier(c) for c in partition)
@@ -350,12 +367,12 @@ def output_schema(spec: MatchSpec, schema: StructType) -> StructType:
         return StructField(f.name, f.dataType, True)
 
     time_type: DataType = _field(schema, spec.time).dataType
-    fixed = [StructField("match_id", LongType(), True),
-             StructField("match_start", time_type, True),
-             StructField("match_end", time_type, True)]
+    fixed = [StructField(COLUMN_MATCH_ID, LongType(), True),
+             StructField(COLUMN_MATCH_START, time_type, True),
+             StructField(COLUMN_MATCH_END, time_type, True)]
     events = [column(n) for n in spec.event_columns]
-    if spec.rows == "events":
-        fields = [*fixed, StructField("variable", StringType(), True), *events]
+    if spec.rows == ROWS_EVENTS:
+        fields = [*fixed, StructField(COLUMN_VARIABLE, StringType(), True), *events]
         _check_unique([f.name for f in fields], "an input column",
                       "rename the input column in a subquery")
         return StructType(fields)

@@ -3,7 +3,7 @@
 Spark calls :meth:`MatchCeql.analyze` once on the driver while analysing the SQL: it compiles
 the query, derives the output schema and requests the partitioning and ordering. Each task then
 builds a :class:`MatchCeql` from that result and gets its partition's rows as Arrow batches. The
-JVM shim references this class by name (``ceql.spark._udtf.MatchCeql``), so it must stay here.
+JVM shim references this class by name (its entry in ``ceql.constants.TABLE_FUNCTIONS``).
 """
 
 from __future__ import annotations
@@ -19,18 +19,22 @@ from pyspark.sql.types import StructField, StructType
 from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, OrderingColumn, PartitioningColumn
 
 import ceql
+from ceql.constants import (
+    CALL_ARGUMENT,
+    INTERNAL_PREFIX,
+    OPTION_QUERY,
+    PREFILTER_ARGUMENT,
+    PREFILTER_KEY,
+    PREFILTER_ON,
+)
 
 from ._errors import MatchCeqlError
-from ._pushdown import PREFILTER_KEY, prefilter
+from ._pushdown import prefilter
 from ._runner import MatchRunner, partition_starts
-from ._spec import INTERNAL_PREFIX, CallInfo, MatchSpec, output_schema, plan_match
+from ._spec import CallInfo, MatchSpec, output_schema, plan_match
 
-__all__ = ["CALL_ARGUMENT", "MatchAnalysis", "MatchCeql"]
+__all__ = ["MatchAnalysis", "MatchCeql"]
 
-#: The named argument through which the shim (or ``ceql.spark.match``) describes the call.
-CALL_ARGUMENT = "_table_call"
-#: The named argument by which the shim asks ``analyze`` for a prefilter (it applies it).
-PREFILTER_ARGUMENT = "_prefilter"
 _USAGE = "MATCH_CEQL(TABLE(t), query => 'SELECT * FROM t WHERE …')"
 
 
@@ -56,7 +60,7 @@ def _table_and_options(args: tuple[AnalyzeArgument, ...],
             f"{len(scalars)} unnamed values: {_USAGE}.")
     named = {k: v for k, v in kwargs.items() if not v.isTable}
     if scalars:
-        named = {"query": scalars[0], **named}
+        named = {OPTION_QUERY: scalars[0], **named}
     for k, v in named.items():
         if not v.isConstantExpression:
             raise MatchCeqlError(
@@ -64,7 +68,7 @@ def _table_and_options(args: tuple[AnalyzeArgument, ...],
                 "the rows.")
         options[k] = v.value
     call = CallInfo.from_json(options.pop(CALL_ARGUMENT, None))
-    if options.pop(PREFILTER_ARGUMENT, None) == "on":
+    if options.pop(PREFILTER_ARGUMENT, None) == PREFILTER_ON:
         call = replace(call, prefilter=True)
     schema = tables[0].dataType
     assert isinstance(schema, StructType)

@@ -1,10 +1,13 @@
 """Build the JVM shim jar with the Scala compiler that pyspark ships (no sbt needed).
 
-    python -m ceql.spark.build_jar [--force] [--src jvm-shim] [--out python/ceql/jars/...]
+    python -m ceql.spark.build_jar [--force] [--check] [--src jvm-shim] [--out ...]
 
-Compiles ``jvm-shim/src/main/scala`` against pyspark's ``jars/`` with Java 17 and zips the
-classes into ``ceql/jars/ceql-shim.jar``. Skips the work when the jar is newer than every
-source; ``build.sbt`` describes the same build for sbt users.
+First writes the generated Scala sources (``CeqlConstants.scala`` from :mod:`ceql.constants`,
+``CeqlConf.scala`` from :mod:`ceql.spark.conf`) where they changed; they are committed, so that
+``build.sbt`` builds the same jar without Python. Then compiles ``jvm-shim/src/main/scala``
+against pyspark's ``jars/`` with Java 17 and zips the classes into ``ceql/jars/ceql-shim.jar``,
+skipping that when the jar is newer than every source. ``--check`` only reports generated
+files that are out of date (exit status 1).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["build", "main"]
+from . import _scala
+
+__all__ = ["build", "generate", "generated_sources", "main", "stale_generated", "up_to_date"]
 
 _PACKAGE = Path(__file__).resolve().parent.parent          # python/ceql
 _DEFAULT_SRC = _PACKAGE.parent.parent / "jvm-shim"           # repo/jvm-shim
@@ -49,9 +54,34 @@ def _sources(src: Path) -> list[Path]:
     return sorted((src / "src" / "main" / "scala").rglob("*.scala"))
 
 
+def generated_sources(src: Path = _DEFAULT_SRC) -> dict[Path, str]:
+    """Each generated Scala source under ``src`` and the text it must hold."""
+    where = src / "src" / "main" / "scala" / _scala.PACKAGE_DIR
+    return {where / name: text for name, text in _scala.render().items()}
+
+
+def stale_generated(src: Path = _DEFAULT_SRC) -> list[Path]:
+    """The generated sources under ``src`` that are missing or differ from their source."""
+    return [p for p, text in generated_sources(src).items()
+            if not p.is_file() or p.read_text(encoding="utf-8") != text]
+
+
+def generate(src: Path = _DEFAULT_SRC) -> list[Path]:
+    """Write the generated sources that are stale (others keep their time); return those."""
+    stale = stale_generated(src)
+    texts = generated_sources(src)
+    for p in stale:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(texts[p], encoding="utf-8")
+    return stale
+
+
 def up_to_date(src: Path = _DEFAULT_SRC, out: Path = _DEFAULT_OUT) -> bool:
-    """True if ``out`` exists and is newer than every Scala source under ``src``."""
+    """True if ``out`` exists, is newer than every Scala source under ``src``, and those
+    include current generated sources."""
     sources = _sources(src)
+    if sources and stale_generated(src):
+        return False
     if not out.is_file() or not sources:
         return out.is_file()
     built = out.stat().st_mtime
@@ -65,6 +95,8 @@ def build(src: Path = _DEFAULT_SRC, out: Path = _DEFAULT_OUT, *, force: bool = F
         if out.is_file():
             return out  # an installed package: the jar ships prebuilt
         raise SystemExit(f"build_jar: no Scala sources under {src / 'src/main/scala'}.")
+    generate(src)
+    sources = _sources(src)
     if not force and up_to_date(src, out):
         return out
     jars = _spark_jars()
@@ -95,7 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--src", type=Path, default=_DEFAULT_SRC, help="the jvm-shim directory")
     ap.add_argument("--out", type=Path, default=_DEFAULT_OUT, help="the jar to write")
     ap.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    ap.add_argument("--check", action="store_true",
+                    help="only list the generated sources that are out of date (exit 1 if any)")
     args = ap.parse_args(argv)
+    if args.check:
+        stale = stale_generated(args.src)
+        for p in stale:
+            print(f"out of date: {p} (run python -m ceql.spark.build_jar)", file=sys.stderr)
+        return 1 if stale else 0
     print(build(args.src, args.out, force=args.force))
     return 0
 

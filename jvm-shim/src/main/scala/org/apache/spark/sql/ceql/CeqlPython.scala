@@ -11,46 +11,45 @@ import org.apache.spark.api.python.{PythonFunction, PythonUtils, SimplePythonFun
 import org.apache.spark.sql.AnalysisException
 import org.apache.spark.sql.internal.SQLConf
 
+import CeqlConstants.TableFunction
+
 /**
- * The Python side of MATCH_CEQL as Spark's Python runner wants it: a PythonFunction whose
- * command is a pickled reference to the importable class `ceql.spark._udtf.MatchCeql`, so no
- * Python code has to register anything.
+ * The Python side of a table function as Spark's Python runner wants it: a PythonFunction whose
+ * command is a pickled reference to the importable class the function's entry names (for
+ * MATCH_CEQL `ceql.spark._udtf.MatchCeql`), so no Python code has to register anything.
  */
 object CeqlPython {
-  val Module = "ceql.spark._udtf"
-  val HandlerClass = "MatchCeql"
-  /** Names the Python to start; else `spark.pyspark.python`, `PYSPARK_PYTHON`, `python3`. */
-  val PythonConf = "spark.ceql.python"
+  private val functions = new ConcurrentHashMap[(String, TableFunction), PythonFunction]()
 
-  private val functions = new ConcurrentHashMap[String, PythonFunction]()
+  /** `pickle.dumps` of the function's class, by reference: protocol 2, GLOBAL opcode, STOP. */
+  def command(spec: TableFunction): Array[Byte] =
+    ("\u0080\u0002c" + spec.pythonModule + "\n" + spec.pythonClass + "\n.")
+      .getBytes(StandardCharsets.ISO_8859_1)
 
-  /** `pickle.dumps` of the class, by reference: protocol 2, GLOBAL opcode, STOP. */
-  val command: Array[Byte] =
-    ("\u0080\u0002c" + Module + "\n" + HandlerClass + "\n.").getBytes(StandardCharsets.ISO_8859_1)
-
-  /** The Python executable MATCH_CEQL starts, from the settings above. */
+  /** The Python executable to start: `spark.ceql.python`, else `spark.pyspark.python`, else
+   * `PYSPARK_PYTHON`, else `python3`. */
   def pythonExec(): String = {
-    val fromSql = Option(SQLConf.get.getConfString(PythonConf, "")).filter(_.nonEmpty)
+    val fromSql = SQLConf.get.getConf(CeqlConf.Python).filter(_.nonEmpty)
     def fromSpark = Option(SparkEnv.get).flatMap(_.conf.getOption("spark.pyspark.python"))
     fromSql.orElse(fromSpark).orElse(sys.env.get("PYSPARK_PYTHON")).getOrElse("python3")
   }
 
-  /** The function for the current settings (checked once per Python executable). */
-  def function(): PythonFunction = {
+  /** The function's Python side for the current settings (checked once per executable). */
+  def function(spec: TableFunction): PythonFunction = {
     val exec = pythonExec()
-    val known = functions.get(exec)
+    val known = functions.get((exec, spec))
     if (known != null) return known
-    val created = create(exec)
-    functions.putIfAbsent(exec, created)
+    val created = create(exec, spec)
+    functions.putIfAbsent((exec, spec), created)
     created
   }
 
-  private def create(exec: String): PythonFunction = {
+  private def create(exec: String, spec: TableFunction): PythonFunction = {
     val pythonPath = PythonUtils.mergePythonPaths(
       PythonUtils.sparkPythonPath, sys.env.getOrElse("PYTHONPATH", ""))
-    val version = probe(exec, pythonPath)
+    val version = probe(exec, pythonPath, spec)
     SimplePythonFunction(
-      command = command.toSeq,
+      command = command(spec).toSeq,
       envVars = Map("PYTHONPATH" -> pythonPath).asJava,
       pythonIncludes = List.empty[String].asJava,
       pythonExec = exec,
@@ -60,9 +59,9 @@ object CeqlPython {
   }
 
   /** Starts `exec` once: it must import the handler; returns its `major.minor` version. */
-  private def probe(exec: String, pythonPath: String): String = {
+  private def probe(exec: String, pythonPath: String, spec: TableFunction): String = {
     val script =
-      s"import sys, $Module; print('%d.%d' % sys.version_info[:2])"
+      s"import sys, ${spec.pythonModule}; print('%d.%d' % sys.version_info[:2])"
     val out = new StringBuilder
     val err = new StringBuilder
     val code =
@@ -80,9 +79,9 @@ object CeqlPython {
       throw new AnalysisException(
         errorClass = "TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON",
         messageParameters = Map("msg" ->
-          (s"MATCH_CEQL cannot use the Python '$exec' ($why). Point PYSPARK_PYTHON (or " +
-            s"$PythonConf) to a Python where `import ceql` works, e.g. the one ceql is " +
-            "installed in.")))
+          (s"${spec.name} cannot use the Python '$exec' ($why). Point PYSPARK_PYTHON (or " +
+            s"${CeqlConstants.ConfPython}) to a Python where `import ceql` works, e.g. the " +
+            "one ceql is installed in.")))
     }
     out.toString.trim
   }

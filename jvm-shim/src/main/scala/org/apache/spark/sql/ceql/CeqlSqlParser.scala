@@ -14,27 +14,26 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
- * Spark's parser, plus the inline syntax `MATCH_CEQL( <CEQL> )`.
+ * Spark's parser, plus the inline syntax `MATCH_CEQL( <CEQL> )` (see [[CeqlSyntax]]).
  *
- * Statements are rewritten by [[CeqlSyntax]] into the MATCH_CEQL table function call, then
- * handed to Spark's parser; everything else goes to Spark's parser untouched. Statement
- * splitting (the `spark-sql` CLI) keeps a CEQL query's `;` inside its call.
+ * Statements are rewritten by [[CeqlSyntax]] into the table function call, then handed to
+ * Spark's parser; everything else goes to Spark's parser untouched. Statement splitting (the
+ * `spark-sql` CLI) keeps a CEQL query's `;` inside its call.
  */
 class CeqlSqlParser(val delegate: ParserInterface) extends ParserInterface {
 
-  private def enabled: Boolean =
-    SQLConf.get.getConfString(CeqlSqlParser.EnabledConf, "true").trim.equalsIgnoreCase("true")
+  private def enabled: Boolean = SQLConf.get.getConf(CeqlConf.ParserEnabled)
 
   /** `sqlText` with inline CEQL calls rewritten (unchanged when disabled or absent). */
   def rewrite(sqlText: String): String = {
-    if (!enabled || !sqlText.toUpperCase(java.util.Locale.ROOT).contains("MATCH_CEQL")) {
+    if (!enabled || !CeqlSyntax.mayHaveCalls(sqlText)) {
       return sqlText
     }
     try CeqlSyntax.rewrite(sqlText)
     catch {
-      case e: IllegalArgumentException =>
+      case e: CeqlSyntax.UnclosedCall =>
         throw new ParseException(Some(sqlText), Origin(), "PARSE_SYNTAX_ERROR",
-          Map("error" -> "'MATCH_CEQL('", "hint" -> s": ${e.getMessage}"))
+          Map("error" -> s"'${e.call.function}('", "hint" -> s": ${e.getMessage}"))
     }
   }
 
@@ -86,22 +85,22 @@ class CeqlSqlParser(val delegate: ParserInterface) extends ParserInterface {
 }
 
 object CeqlSqlParser {
-  /** `false` turns the inline syntax off (Spark's parser alone reads every statement). */
-  val EnabledConf = "spark.ceql.parser.enabled"
   private val log = LoggerFactory.getLogger(classOf[CeqlSqlParser])
 
-  /** For `injectParser`: this parser over Spark's, or Spark's alone if this one fails. */
+  /** For `injectParser`: this parser over Spark's, or Spark's alone if this one fails or
+   * `spark.ceql.parser.enabled` is false at start-up. */
   def inject(session: SparkSession, delegate: ParserInterface): ParserInterface = {
     try {
-      val on = session.sparkContext.getConf.get(EnabledConf, "true").trim.equalsIgnoreCase("true")
-      if (!on) return delegate
+      if (!session.sparkContext.getConf.get(CeqlConf.ParserEnabled)) return delegate
       val parser = new CeqlSqlParser(delegate)
-      CeqlSyntax.rewrite("SELECT * FROM MATCH_CEQL( SELECT * FROM s WHERE A ; B )")
+      CeqlSyntax.functions.foreach(f =>
+        CeqlSyntax.rewrite(s"SELECT * FROM $f( SELECT * FROM s WHERE A ; B )"))
       parser
     } catch {
       case e: Throwable if NonFatal(e) || e.isInstanceOf[LinkageError] =>
-        log.warn(s"ceql: the MATCH_CEQL( <CEQL> ) syntax is off, Spark's parser is used alone " +
-          s"(the shim's parser failed to start: $e). MATCH_CEQL(TABLE(t), query => '...') " +
+        val f = CeqlSyntax.functions.mkString("/")
+        log.warn(s"ceql: the $f( <CEQL> ) syntax is off, Spark's parser is used alone " +
+          s"(the shim's parser failed to start: $e). $f(TABLE(t), query => '...') " +
           "still works.", e)
         delegate
     }

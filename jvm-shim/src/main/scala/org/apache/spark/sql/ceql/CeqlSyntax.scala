@@ -3,7 +3,8 @@ package org.apache.spark.sql.ceql
 import scala.collection.mutable.ArrayBuffer
 
 /**
- * Lexical reading of the inline syntax `MATCH_CEQL( <CEQL> [, name => value]... )`.
+ * Lexical reading of the inline syntax `MATCH_CEQL( <CEQL> [, name => value]... )`, for every
+ * table function whose entry has `inlineCeql` (MATCH_CEQL).
  *
  * It finds such calls in SQL text (skipping Spark strings, quoted names and comments), finds
  * where the CEQL text ends (skipping CEQL strings, quoted names and comments, balancing
@@ -13,14 +14,27 @@ import scala.collection.mutable.ArrayBuffer
  */
 object CeqlSyntax {
 
-  /** One inline call: `MATCH_CEQL` at `start`, CEQL text in [bodyStart, bodyEnd), options in
+  /** One inline call: `function` at `start`, CEQL text in [bodyStart, bodyEnd), options in
    * [bodyEnd, close) (empty or starting with a comma), `)` at `close` (-1 if unclosed). */
-  final case class Call(start: Int, open: Int, bodyStart: Int, bodyEnd: Int, close: Int) {
+  final case class Call(function: String, start: Int, open: Int, bodyStart: Int, bodyEnd: Int,
+      close: Int) {
     def closed: Boolean = close >= 0
     def end(textLength: Int): Int = if (closed) close + 1 else textLength
   }
 
-  private val Function = "MATCH_CEQL"
+  /** An inline call without its closing parenthesis. */
+  final class UnclosedCall(val call: Call) extends IllegalArgumentException(
+    s"${call.function}( at position ${call.start} has no closing parenthesis; end the CEQL " +
+      "query with ')'")
+
+  /** The names of the functions that take CEQL inline. */
+  val functions: Seq[String] = CeqlConstants.TableFunctions.filter(_.inlineCeql).map(_.name)
+
+  /** False if `sql` certainly holds no inline call (a quick test before [[calls]]). */
+  def mayHaveCalls(sql: String): Boolean = {
+    val upper = sql.toUpperCase(java.util.Locale.ROOT)
+    functions.exists(f => upper.contains(f.toUpperCase(java.util.Locale.ROOT)))
+  }
 
   /** Every inline CEQL call of `sql`, in text order. */
   def calls(sql: String): Vector[Call] = {
@@ -35,9 +49,10 @@ object CeqlSyntax {
       else if (sql.startsWith("/*", i)) i = skipSqlComment(sql, i)
       else if (isSqlWordChar(c)) {
         val w = wordEnd(sql, i)
-        if (w - i == Function.length && sql.regionMatches(true, i, Function, 0, w - i) &&
-            (i == 0 || sql.charAt(i - 1) != '.')) {
-          inlineCall(sql, i, w) match {
+        val function = functions.find(f =>
+          w - i == f.length && sql.regionMatches(true, i, f, 0, w - i))
+        if (function.isDefined && (i == 0 || sql.charAt(i - 1) != '.')) {
+          inlineCall(function.get, sql, i, w) match {
             case Some(call) =>
               out += call
               i = call.end(n)
@@ -58,13 +73,9 @@ object CeqlSyntax {
     val sb = new java.lang.StringBuilder
     var last = 0
     for (call <- found) {
-      if (!call.closed) {
-        throw new IllegalArgumentException(
-          s"MATCH_CEQL( at position ${call.start} has no closing parenthesis; end the CEQL " +
-            "query with ')'")
-      }
+      if (!call.closed) throw new UnclosedCall(call)
       sb.append(sql, last, call.open + 1)
-      sb.append("query => ").append(sqlString(ceqlText(sql, call)))
+      sb.append(CeqlConstants.OptionQuery).append(" => ").append(sqlString(ceqlText(sql, call)))
       sb.append(sql, call.bodyEnd, call.close + 1)
       last = call.close + 1
     }
@@ -117,7 +128,8 @@ object CeqlSyntax {
 
   // ------------------------------------------------------------------ the call's extent
 
-  private def inlineCall(sql: String, start: Int, afterName: Int): Option[Call] = {
+  private def inlineCall(function: String, sql: String, start: Int,
+      afterName: Int): Option[Call] = {
     val open = skipSqlSpace(sql, afterName)
     if (open >= sql.length || sql.charAt(open) != '(') return None
     val body = skipSqlSpace(sql, open + 1)
@@ -133,12 +145,12 @@ object CeqlSyntax {
       else if (sql.startsWith("/*", i)) i = skipCeqlComment(sql, i)
       else if (c == '(') { depth += 1; i += 1 }
       else if (c == ')' && depth > 0) { depth -= 1; i += 1 }
-      else if (c == ')') return Some(Call(start, open, body, i, i))
+      else if (c == ')') return Some(Call(function, start, open, body, i, i))
       else if (c == ',' && depth == 0 && startsOption(sql, i + 1)) {
-        return Some(Call(start, open, body, i, closeOfOptions(sql, i)))
+        return Some(Call(function, start, open, body, i, closeOfOptions(sql, i)))
       } else i += 1
     }
-    Some(Call(start, open, body, sql.length, -1))
+    Some(Call(function, start, open, body, sql.length, -1))
   }
 
   /** True if `name =>` follows (after spaces): the CEQL text has ended, options begin. */

@@ -3,6 +3,7 @@ package org.apache.spark.sql.ceql
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.api.python.{PythonEvalType, PythonFunction}
+import org.apache.spark.internal.Logging
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.analysis.{UnresolvedAttribute, UnresolvedRelation, UnresolvedStar}
@@ -12,8 +13,29 @@ import org.apache.spark.sql.catalyst.plans.logical.{Filter, Generate, LogicalPla
 import org.apache.spark.sql.types.{MetadataBuilder, StructType}
 import org.apache.spark.sql.execution.python.{UserDefinedPythonTableFunction, UserDefinedPythonTableFunctionAnalyzeRunner}
 
+import CeqlConstants._
+
 /**
- * The MATCH_CEQL table function: a Python UDTF (Arrow eval type, with `analyze`) built here.
+ * The shim's table functions, one per entry of `CeqlConstants.TableFunctions` (generated from
+ * `TABLE_FUNCTIONS` in python/ceql/constants.py): adding one is adding an entry there.
+ */
+object CeqlTableFunctions {
+  val all: Seq[CeqlTableFunction] = TableFunctions.map(new CeqlTableFunction(_))
+
+  /** The function called `name` (any case). */
+  def apply(name: String): CeqlTableFunction =
+    all.find(_.name.equalsIgnoreCase(name)).getOrElse(throw new IllegalArgumentException(
+      s"no ceql table function $name; there are ${all.map(_.name).mkString(", ")}"))
+
+  /** The DataFrame API's entry (`ceql.spark.match`): see [[CeqlTableFunction.dataFrame]]. */
+  def dataFrame(name: String, input: DataFrame, partitionBy: java.util.List[String],
+      options: java.util.Map[String, String]): DataFrame =
+    apply(name).dataFrame(input, partitionBy, options)
+}
+
+/**
+ * One table function of the shim (MATCH_CEQL): a Python UDTF (Arrow eval type, with `analyze`)
+ * whose class `spec` names, built here.
  *
  * The builder describes the call to the Python `analyze` step in one extra named argument
  * (`_table_call`, JSON): the table argument's PARTITION BY / ORDER BY (removed from the table
@@ -22,39 +44,27 @@ import org.apache.spark.sql.execution.python.{UserDefinedPythonTableFunction, Us
  * several into one stream tagged with each row's table. It then runs `analyze` at once and
  * arranges the input (shuffle by the requested partitioning, sort by partition and time).
  */
-object MatchCeqlFunction extends org.apache.spark.internal.Logging {
-  val Name = "MATCH_CEQL"
-  val CallArgument = "_table_call"
-  val StreamColumn = "__ceql_stream"
-  val FromOrderColumn = "__ceql_from"
-  val PrefilterKey = "ceql.prefilter"
-  val PrefilterArgument = "_prefilter"
-  val PrefilterConf = "spark.ceql.prefilter.enabled"
-
-  private val usage =
-    "MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' " +
-      "[, time => 'ts'] [, time_unit => 's'] [, type => 'type'] [, rows => 'matches'|'events'])" +
-      " - the complex events the CEQL query finds in t, one row per match. " +
-      "Also MATCH_CEQL('<CEQL>') and MATCH_CEQL( <CEQL> ): the tables come from FROM."
+final class CeqlTableFunction(val spec: TableFunction) extends Logging {
+  def name: String = spec.name
 
   def description: (FunctionIdentifier, ExpressionInfo, Seq[Expression] => LogicalPlan) =
-    (FunctionIdentifier(Name),
-      new ExpressionInfo(getClass.getCanonicalName.stripSuffix("$"), null, Name, usage,
+    (FunctionIdentifier(name),
+      new ExpressionInfo(getClass.getCanonicalName, null, name, spec.usage,
         "", "", "", "", "", "", "python_udtf"),
       build)
 
-  /** Registers MATCH_CEQL in a running session (for sessions without the extension), as a
+  /** Registers the function in a running session (for sessions without the extension), as a
    * temporary function like `spark.udtf.register` does. */
   def register(session: SparkSession): Unit =
     session.asInstanceOf[org.apache.spark.sql.classic.SparkSession]
-      .sessionState.tableFunctionRegistry.createOrReplaceTempFunction(Name, build, "python_udtf")
+      .sessionState.tableFunctionRegistry.createOrReplaceTempFunction(name, build, "python_udtf")
 
   /** The plan of one call: Spark's Python UDTF, analysed in Python right away. */
   def build(args: Seq[Expression]): LogicalPlan =
     build(org.apache.spark.sql.classic.SparkSession.active, args)
 
-  /** The DataFrame API's entry (`ceql.spark.match`): MATCH_CEQL over `input`, as if called as
-   * `MATCH_CEQL(TABLE(input) PARTITION BY partitionBy, name => value, ...)`. */
+  /** The DataFrame API's entry (`ceql.spark.match`): the function over `input`, as if called
+   * as `NAME(TABLE(input) PARTITION BY partitionBy, name => value, ...)`. */
   def dataFrame(input: DataFrame, partitionBy: java.util.List[String],
       options: java.util.Map[String, String]): DataFrame = {
     val ds = input.asInstanceOf[org.apache.spark.sql.classic.Dataset[Row]]
@@ -71,11 +81,11 @@ object MatchCeqlFunction extends org.apache.spark.internal.Logging {
       args: Seq[Expression]): LogicalPlan = {
     val (withTable, call) = describeCall(args)
     val exprs = withTable :+ NamedArgumentExpression(CallArgument, Literal(call))
-    val func = CeqlPython.function()
+    val func = CeqlPython.function(spec)
     exprs.zipWithIndex.filter { case (e, _) => tableOf(e).isDefined } match {
       case Seq((arg, i)) => arranged(session, exprs, i, tableOf(arg).get, func)
       case _ => // not one table argument: Spark's own path, where analyze says what is wrong
-        UserDefinedPythonTableFunction(Name, func, None, PythonEvalType.SQL_ARROW_UDTF,
+        UserDefinedPythonTableFunction(name, func, None, PythonEvalType.SQL_ARROW_UDTF,
           udfDeterministic = true).builder(exprs, CatalystSqlParser)
     }
   }
@@ -94,9 +104,9 @@ object MatchCeqlFunction extends org.apache.spark.internal.Logging {
     val input = table.withNewPlan(analyzed(table.plan))
     // only this path applies a prefilter, so only it asks analyze for one
     val withInput = exprs.updated(i, rewrap(exprs(i), input)) :+
-      NamedArgumentExpression(PrefilterArgument, Literal("on"))
+      NamedArgumentExpression(PrefilterArgument, Literal(PrefilterOn))
     val result = new UserDefinedPythonTableFunctionAnalyzeRunner(
-      Name, func, withInput, withInput.map(tableOf(_).isDefined), CatalystSqlParser).runInPython()
+      name, func, withInput, withInput.map(tableOf(_).isDefined), CatalystSqlParser).runInPython()
     val parts = result.partitionByExpressions
     val source = prefiltered(session, result.schema, input.plan)
     val shuffled =
@@ -105,7 +115,7 @@ object MatchCeqlFunction extends org.apache.spark.internal.Logging {
     val sorted = Sort(parts.map(SortOrder(_, Ascending)) ++ result.orderByExpressions,
       global = false, shuffled)
     val udtf = PythonUDTF(
-      name = Name,
+      name = name,
       func = func,
       elementSchema = withoutPrefilter(result.schema),
       pickledAnalyzeResult = Some(result.pickledAnalyzeResult),
@@ -125,14 +135,14 @@ object MatchCeqlFunction extends org.apache.spark.internal.Logging {
    */
   private def prefiltered(session: org.apache.spark.sql.classic.SparkSession,
       schema: StructType, plan: LogicalPlan): LogicalPlan = {
-    val enabled = session.conf.get(PrefilterConf, "true").trim.equalsIgnoreCase("true")
+    val enabled = session.sessionState.conf.getConf(CeqlConf.PrefilterEnabled)
     schema.fields.headOption.filter(f => enabled && f.metadata.contains(PrefilterKey)) match {
       case Some(f) =>
         val sql = f.metadata.getString(PrefilterKey)
         try Filter(session.sessionState.sqlParser.parseExpression(sql), plan)
         catch {
           case e: Exception =>
-            logWarning(s"MATCH_CEQL: ignoring the prefilter '$sql' (${e.getMessage})")
+            logWarning(s"$name: ignoring the prefilter '$sql' (${e.getMessage})")
             plan
         }
       case None => plan
@@ -180,41 +190,41 @@ object MatchCeqlFunction extends org.apache.spark.internal.Logging {
   private def tableCall(t: FunctionTableSubqueryArgumentExpression): String = {
     val parts = t.partitionByExpressions
     val order = t.orderByExpressions
-    val name = t.plan match {
+    val tableName = t.plan match {
       case r: UnresolvedRelation => r.multipartIdentifier.lastOption
       case SubqueryAlias(alias, _) => Some(alias.name) // a table or view, already resolved
       case _ => None
     }
     Json.obj(
-      "partition_by" -> Json.arr(parts.flatMap(column)),
-      "bad_partition_by" -> Json.arr(parts.filter(column(_).isEmpty).map(_.sql)),
-      "order_by" -> Json.arr(order.map(_.child.sql)),
-      "order_by_column" -> order.headOption.flatMap(o => column(o.child)).map(Json.str)
+      CallPartitionBy -> Json.arr(parts.flatMap(column)),
+      CallBadPartitionBy -> Json.arr(parts.filter(column(_).isEmpty).map(_.sql)),
+      CallOrderBy -> Json.arr(order.map(_.child.sql)),
+      CallOrderByColumn -> order.headOption.flatMap(o => column(o.child)).map(Json.str)
         .getOrElse("null"),
-      "descending" -> order.exists(_.direction == Descending).toString,
-      "single_partition" -> t.withSinglePartition.toString,
-      "table_name" -> name.map(Json.str).getOrElse("null"))
+      CallDescending -> order.exists(_.direction == Descending).toString,
+      CallSinglePartition -> t.withSinglePartition.toString,
+      CallTableName -> tableName.map(Json.str).getOrElse("null"))
   }
 
   /** No table argument: read the tables the query's FROM clause names. */
   private def fromClause(args: Seq[Expression]): (Seq[Expression], String) = {
     val text = args.collectFirst {
-      case NamedArgumentExpression("query", Literal(v, _)) if v != null => v.toString
+      case NamedArgumentExpression(OptionQuery, Literal(v, _)) if v != null => v.toString
       case Literal(v, _) if v != null => v.toString
     }
     val names = text.map(CeqlSyntax.fromNames).getOrElse(Nil)
     val (plan, call) = names match {
       case Seq() =>
-        (OneRowRelation(), Json.obj("no_input" -> "true"))
+        (OneRowRelation(), Json.obj(CallNoInput -> "true"))
       case Seq(one) =>
-        (relation(one), Json.obj("table_name" -> Json.str(one)))
+        (relation(one), Json.obj(CallTableName -> Json.str(one)))
       case many =>
         val tagged = many.zipWithIndex.map { case (n, i) =>
-          Project(Seq(UnresolvedStar(None), Alias(Literal(n), StreamColumn)(),
-            Alias(Literal(i), FromOrderColumn)()), relation(n))
+          Project(Seq(UnresolvedStar(None), Alias(Literal(n), InternalStreamColumn)(),
+            Alias(Literal(i), InternalFromOrderColumn)()), relation(n))
         }
         (Union(tagged, byName = true, allowMissingCol = true),
-          Json.obj("streams" -> Json.arr(many)))
+          Json.obj(CallStreams -> Json.arr(many)))
     }
     (FunctionTableSubqueryArgumentExpression(plan) +: args, call)
   }

@@ -1,0 +1,63 @@
+// Generated from python/ceql/spark/conf.py by `python -m ceql.spark.build_jar`; do not edit.
+package org.apache.spark.sql.ceql
+
+import org.apache.spark.internal.config.{ConfigEntry, OptionalConfigEntry}
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * ceql's Spark settings, registered with Spark's SQLConf (SET -v lists them); jvm-shim/README.md
+ * documents them.
+ */
+object CeqlConf {
+
+  /**
+   * `spark.ceql.parser.enabled`: Whether the shim's parser reads MATCH_CEQL( <CEQL> ) with the CEQL
+   * query written inline and keeps its ';' together when the spark-sql CLI splits statements. When
+   * false, Spark's parser alone reads every statement (the string-literal and TABLE(t) spellings
+   * still work).
+   */
+  val ParserEnabled: ConfigEntry[Boolean] =
+    SQLConf.buildConf(CeqlConstants.ConfParserEnabled)
+      .doc("Whether the shim's parser reads MATCH_CEQL( <CEQL> ) with the CEQL query written " +
+           "inline and keeps its ';' together when the spark-sql CLI splits statements. When " +
+           "false, Spark's parser alone reads every statement (the string-literal and TABLE(t) " +
+           "spellings still work).")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true)
+
+  /**
+   * `spark.ceql.prefilter.enabled`: Whether MATCH_CEQL drops the rows no run can use (a filter from
+   * the query's event types and predicates) before shuffling its input. The result is the same
+   * either way.
+   */
+  val PrefilterEnabled: ConfigEntry[Boolean] =
+    SQLConf.buildConf(CeqlConstants.ConfPrefilterEnabled)
+      .doc("Whether MATCH_CEQL drops the rows no run can use (a filter from the query's event " +
+           "types and predicates) before shuffling its input. The result is the same either " +
+           "way.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true)
+
+  /**
+   * `spark.ceql.python`: The Python executable MATCH_CEQL starts (it must be able to import ceql).
+   * When unset: spark.pyspark.python, else $PYSPARK_PYTHON, else python3.
+   */
+  val Python: OptionalConfigEntry[String] =
+    SQLConf.buildConf(CeqlConstants.ConfPython)
+      .doc("The Python executable MATCH_CEQL starts (it must be able to import ceql). When " +
+           "unset: spark.pyspark.python, else $PYSPARK_PYTHON, else python3.")
+      .version("0.1.0")
+      .stringConf
+      .createOptional
+
+  /** Every setting. */
+  val All: Seq[ConfigEntry[_]] = Seq(ParserEnabled, PrefilterEnabled, Python)
+
+  /**
+   * Registers the settings with SQLConf (done once, when this object is first used), so that SET -v
+   * lists them and values are checked.
+   */
+  def register(): Unit = ()
+}
