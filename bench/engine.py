@@ -4,6 +4,7 @@
 Usage (from the repository root)::
 
     .venv/bin/python bench/engine.py [--events 1000000] [--repeat 3] [--only 'p3*'] [--no-core]
+                                     [--baseline REV]
 
 For every query file of ``<shared>/anchors/queries`` (``<shared>`` is ``$CEQL_SHARED`` or the
 ``shared`` folder next to the repository), interleaved query by query in one invocation:
@@ -16,10 +17,23 @@ For every query file of ``<shared>/anchors/queries`` (``<shared>`` is ``$CEQL_SH
   with pycer on first use), with the same CSV, query file and repeat count.
 * The two match sets, in core_cpp.py's match-file format, compared line by line.
 
+With ``--baseline REV`` (a git revision: ``HEAD~1``, ``7dce591``, ...), ceql *at REV* is
+measured against ceql of the working tree, query by query in the same invocation: REV's
+tree is exported with ``git archive`` into a temporary folder (no worktree, branch or
+index change; deleted at the end).  Each side is a long-lived worker (this script with
+``--serve``, the same interpreter, ``PYTHONPATH`` = that side's ``python/`` folder, which
+precedes the editable install's ``.pth`` entry; each worker reports where its ``ceql`` modules
+come from and a stray one is an error).  Both load the stream and compile before any timing;
+then the same repeat count each, alternated (REV first on odd repeats, the tree first on even
+ones), median reported.  Per query: events/s and CPU s of both, ratios tree / REV (> 1: the
+tree is faster) and whether the two match sets are equal; summary: geometric mean, min and
+max of the ratios, and the spread of repeats as a noise level.  CORE runs too unless
+``--no-core``.  The JSON lines get one more, last, line ``{"query": "(summary)", ...}``.
+
 Prints a Markdown report (per-query table and summary) and writes one JSON line per query
 to ``bench/out/engine-<date-time>.jsonl``.  This is a benchmark, not a test: the exit
-status is 0 even when ceql is slower, but 2 when any match set differs and 3 when a run
-failed.
+status is 0 even when ceql is slower, but 2 when any match set differs (ceql vs CORE, or tree
+vs REV) and 3 when a run failed.
 """
 
 from __future__ import annotations
@@ -48,6 +62,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import baseline  # bench/baseline.py: --baseline REV (export, paired workers, report)
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -204,12 +220,16 @@ def compare_match_files(ceql_file: Path, core_file: Path) -> Comparison:
 
 
 # --------------------------------------------------------------------------- ceql worker
-def engine_digest() -> str:
-    """Short SHA-256 of the ceql package's source files (the engine is edited concurrently)."""
-    spec = importlib.util.find_spec("ceql")
-    if spec is None or spec.origin is None:
-        return "ceql not importable"
-    root = Path(spec.origin).parent
+def engine_digest(root: Path | None = None) -> str:
+    """Short SHA-256 of the ceql package's source files (the engine is edited concurrently).
+
+    ``root``: a ``ceql`` package folder; default: the one ``import ceql`` would load.
+    """
+    if root is None:
+        spec = importlib.util.find_spec("ceql")
+        if spec is None or spec.origin is None:
+            return "ceql not importable"
+        root = Path(spec.origin).parent
     h = hashlib.sha256()
     for f in sorted(root.rglob("*")):
         if f.is_file() and f.suffix in (".py", ".lark"):
@@ -217,64 +237,106 @@ def engine_digest() -> str:
     return h.hexdigest()[:12]
 
 
-def worker(query_file: Path, csv_file: Path, repeat: int, matches_out: Path | None) -> None:
-    """Measure ceql on one query (runs in its own process); print one JSON line."""
-    import pyarrow.csv as pacsv
+class Measurement:
+    """ceql on one query in this process: the stream loaded, then timed repeats, a record."""
 
-    import ceql
+    def __init__(self, query_file: Path, csv_file: Path) -> None:
+        import pyarrow.csv as pacsv
 
-    rss_start = rss_peak_mb()
-    t0 = time.perf_counter()
-    table = pacsv.read_csv(csv_file)
-    load_s = time.perf_counter() - t0
-    text = query_file.read_text()
-    query = ceql.compile(text)
-    gc.collect()
-    rss_pre_peak, rss_pre_now = rss_peak_mb(), rss_now_mb()
-    runs: list[float] = []
-    cpus: list[float] = []
-    counts: list[int] = []
-    matches: list[Any] = []
-    for _ in range(max(1, repeat)):
-        matches = []
+        import ceql
+
+        self.ceql = ceql
+        self.query_file = query_file
+        self.rss_start = rss_peak_mb()
+        t0 = time.perf_counter()
+        self.table = pacsv.read_csv(csv_file)
+        self.load_s = time.perf_counter() - t0
+        self.text = query_file.read_text()
+        self.query = ceql.compile(self.text)
         gc.collect()
-        ev = ceql.compile(text).evaluator(time="ts", time_unit="us")
+        self.rss_pre_peak, self.rss_pre_now = rss_peak_mb(), rss_now_mb()
+        self.runs: list[float] = []
+        self.cpus: list[float] = []
+        self.counts: list[int] = []
+        self.matches: list[Any] = []
+
+    def run_once(self) -> tuple[float, float, int]:
+        """One timed ``feed`` of the whole table: (wall s, CPU s, matches)."""
+        self.matches = []
+        gc.collect()
+        ev, table = self.ceql.compile(self.text).evaluator(time="ts", time_unit="us"), self.table
         c0, w0 = time.process_time(), time.perf_counter()
         matches = ev.feed(table)
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        runs.append(wall)
-        cpus.append(cpu)
-        counts.append(len(matches))
-        del ev
-    rss_peak = rss_peak_mb()
-    seconds = statistics.median(runs)
-    keys = sorted({(m.end_position, m.start_position, tuple(m.positions)) for m in matches})
-    if matches_out is not None:
-        with matches_out.open("w") as f:
-            for end, start, pos in keys:
-                f.write(match_line(start, end, pos) + "\n")
-    result: dict[str, Any] = {
-        "system": f"ceql {ceql.__version__} (Python {platform.python_version()})",
-        "engine_digest": engine_digest(),
-        "query": query_file.name,
-        "events": table.num_rows,
-        "seconds": round(seconds, 4),
-        "events_per_s": round(table.num_rows / seconds),
-        "matches": counts[-1],
-        "distinct_matches": len(keys),
-        "runs_s": [round(r, 4) for r in runs],
-        "cpu_s": round(statistics.median(cpus), 4),
-        "load_csv_s": round(load_s, 3),
-        "rss_start_mb": round(rss_start, 1),
-        "rss_pre_timing_peak_mb": round(rss_pre_peak, 1),
-        "rss_pre_timing_now_mb": round(rss_pre_now, 1),
-        "peak_rss_mb": round(rss_peak, 1),
-        "strategy": query.ast.strategy,
-        "select_star": query.ast.select is None,
-    }
-    if len(set(counts)) > 1:
-        result["matches_per_run"] = counts
-    print(json.dumps(result), flush=True)
+        self.matches = matches
+        self.runs.append(wall)
+        self.cpus.append(cpu)
+        self.counts.append(len(matches))
+        del ev, matches
+        return wall, cpu, self.counts[-1]
+
+    def result(self, matches_out: Path | None) -> dict[str, Any]:
+        """The record of the runs so far (median); writes the last run's match file."""
+        rss_peak = rss_peak_mb()
+        seconds = statistics.median(self.runs)
+        keys = sorted({(m.end_position, m.start_position, tuple(m.positions))
+                       for m in self.matches})
+        if matches_out is not None:
+            with matches_out.open("w") as f:
+                for end, start, pos in keys:
+                    f.write(match_line(start, end, pos) + "\n")
+        rows = self.table.num_rows
+        result: dict[str, Any] = {
+            "system": f"ceql {self.ceql.__version__} (Python {platform.python_version()})",
+            "engine_digest": engine_digest(),
+            "query": self.query_file.name,
+            "events": rows,
+            "seconds": round(seconds, 4),
+            "events_per_s": round(rows / seconds),
+            "matches": self.counts[-1],
+            "distinct_matches": len(keys),
+            "runs_s": [round(r, 4) for r in self.runs],
+            "cpu_s": round(statistics.median(self.cpus), 4),
+            "load_csv_s": round(self.load_s, 3),
+            "rss_start_mb": round(self.rss_start, 1),
+            "rss_pre_timing_peak_mb": round(self.rss_pre_peak, 1),
+            "rss_pre_timing_now_mb": round(self.rss_pre_now, 1),
+            "peak_rss_mb": round(rss_peak, 1),
+            "strategy": self.query.ast.strategy,
+            "select_star": self.query.ast.select is None,
+        }
+        if len(set(self.counts)) > 1:
+            result["matches_per_run"] = self.counts
+        return result
+
+
+def worker(query_file: Path, csv_file: Path, repeat: int, matches_out: Path | None) -> None:
+    """Measure ceql on one query (runs in its own process); print one JSON line."""
+    m = Measurement(query_file, csv_file)
+    for _ in range(max(1, repeat)):
+        m.run_once()
+    print(json.dumps(m.result(matches_out)), flush=True)
+
+
+def serve(query_file: Path, csv_file: Path, matches_out: Path | None) -> None:
+    """Measure ceql on one query on command (``--baseline``'s workers).
+
+    Prints ``{"ready": ..., "ceql_modules": [files]}`` once loaded, then answers each stdin
+    line ``run`` with one timed repeat's JSON line, and ``done`` (or end of input) with the
+    record of :func:`worker`, plus ``ceql_file``.
+    """
+    m = Measurement(query_file, csv_file)
+    mods = sorted({str(mod.__file__) for name, mod in sys.modules.items()
+                   if (name == "ceql" or name.startswith("ceql.")) and getattr(mod, "__file__",
+                                                                                None)})
+    print(json.dumps({"ready": True, "ceql_file": m.ceql.__file__, "ceql_modules": mods}),
+          flush=True)
+    while sys.stdin.readline().strip() == "run":
+        wall, cpu, n = m.run_once()
+        print(json.dumps({"wall": wall, "cpu": cpu, "matches": n}), flush=True)
+    if not m.runs:
+        sys.exit("serve: no timed run before done")
+    print(json.dumps({**m.result(matches_out), "ceql_file": m.ceql.__file__}), flush=True)
 
 
 # --------------------------------------------------------------------------- orchestration
@@ -556,8 +618,55 @@ def core_best_recorded(folder: Path, events: int) -> dict[str, float]:
     return best
 
 
+def run_pair(query: Path, csv_file: Path, repeat: int, tree_out: Path, base_out: Path,
+             rev: baseline.Revision, timeout: int) -> tuple[dict[str, Any], dict[str, Any],
+                                                         list[str]]:
+    """ceql of the working tree and at REV on one query, repeats alternated (``--baseline``).
+
+    Returns the tree's record, REV's record and which side ran first in each repeat.
+    """
+    def cmd(out: Path) -> list[str]:
+        return [sys.executable, str(Path(__file__).resolve()), "--serve", "--query",
+                str(query), "--input", str(csv_file), "--matches-out", str(out)]
+
+    res, first = baseline.measure_pair(
+        {baseline.TREE: cmd(tree_out), baseline.BASE: cmd(base_out)},
+        {baseline.TREE: REPO_DIR / "python", baseline.BASE: rev.root}, repeat, timeout,
+        REPO_DIR)
+    return res[baseline.TREE], res[baseline.BASE], first
+
+
+def record_baseline_comparison(rec: dict[str, Any], cmp: Comparison, rev: str) -> None:
+    """Store the tree-vs-REV comparison in a record; any difference is a behaviour change."""
+    t, b = rec["ceql"], rec[baseline.BASE]
+    if cmp.equal and t["matches"] == b["matches"]:
+        rec["baseline_match_sets"], rec["baseline_match_kind"] = "equal", "equal"
+        return
+    rec["baseline_match_kind"] = "differ"
+    if cmp.equal:
+        rec["baseline_match_sets"] = (f"**DIFFER**: same distinct matches, {t['matches']:,} vs "
+                                      f"{b['matches']:,} with repeats")
+    else:
+        rec["baseline_match_sets"] = (f"**DIFFER** ({cmp.only_ceql:,} only tree, "
+                                      f"{cmp.only_core:,} only {rev})")
+        rec["only_tree"], rec["only_baseline"] = cmp.only_ceql, cmp.only_core
+        rec["examples_only_tree"] = cmp.examples_ceql
+        rec["examples_only_baseline"] = cmp.examples_core
+    print(f"!!! MATCH SETS DIFFER (tree vs {rev}) on {rec['query']}: "
+          f"{rec['baseline_match_sets']}; only-tree e.g. {cmp.examples_ceql}; only-{rev} e.g. "
+          f"{cmp.examples_core}", file=sys.stderr, flush=True)
+
+
 def run_benchmark(a: argparse.Namespace) -> int:
-    """Run every selected query through ceql and CORE; print the report; exit status."""
+    """Run the benchmark, against ``--baseline REV`` (exported for the run) when given."""
+    if a.baseline is None:
+        return benchmark(a, None)
+    with baseline.exported(a.baseline, REPO_DIR) as rev:
+        return benchmark(a, rev)
+
+
+def benchmark(a: argparse.Namespace, rev: baseline.Revision | None) -> int:
+    """Run every selected query through ceql (tree and REV) and CORE; print the report."""
     csv_file = ensure_stream(a.events, a.seed)
     queries = select_queries(a.queries, a.only)
     if not queries:
@@ -571,8 +680,11 @@ def run_benchmark(a: argparse.Namespace) -> int:
     core_python = a.core_python or shutil.which("python3") or sys.executable
     digest = engine_digest()
     reference = core_best_recorded(a.reference, a.events)
+    core = not a.no_core
+    title = "ceql vs CORE C++" if rev is None else \
+        f"ceql: working tree vs {rev.rev}" + (" and CORE C++" if core else "")
     head = [
-        f"# ceql vs CORE C++ — {started:%Y-%m-%d %H:%M:%S}",
+        f"# {title} — {started:%Y-%m-%d %H:%M:%S}",
         "",
         f"- Machine: {cpu_model()}, {os.cpu_count()} cores, {ram_gib():.1f} GiB RAM, "
         f"{platform.system()} {platform.release()}; load average (1/5/15 min) at start "
@@ -582,11 +694,25 @@ def run_benchmark(a: argparse.Namespace) -> int:
         f"- Stream: {csv_file} ({a.events:,} events, seed {a.seed}); repeat {a.repeat} "
         f"(median); queries: {a.only!r} ({len(queries)} files)",
         f"- ceql source digest at start: {digest} (sha256 of python/ceql/*.py, *.lark)",
-        f"- CORE reference for the last column: best run per query in {a.reference}/*.jsonl "
-        f"({len(reference)} queries)",
+    ]
+    if rev is None:
+        head.append(f"- CORE reference for the last column: best run per query in "
+                    f"{a.reference}/*.jsonl ({len(reference)} queries)")
+    else:
+        head += [
+            f"- Baseline {rev.rev}: commit {rev.commit} ({rev.title}); its tree exported "
+            f"with git archive, ceql from {rev.root} (temporary); source digest "
+            f"{engine_digest(rev.root / 'ceql')}",
+            f"- Working tree: {REPO_DIR / 'python'}.  Per query, two long-lived workers (same "
+            f"interpreter, PYTHONPATH = the side's python/ folder; each checks where its ceql "
+            f"modules come from), both loaded before timing; {a.repeat} timed repeat(s) each, "
+            f"alternated: {rev.rev} first on odd repeats, the tree first on even ones; ratios "
+            f"are tree / {rev.rev} (> 1: the tree is faster)",
+        ]
+    head += [
         f"- Command: `{shlex.join([os.path.relpath(sys.executable), *sys.argv])}`",
         "",
-        TABLE_HEAD,
+        TABLE_HEAD if rev is None else baseline.table_head(rev.rev, core),
     ]
     print("\n".join(head), flush=True)
     records: list[dict[str, Any]] = []
@@ -595,7 +721,17 @@ def run_benchmark(a: argparse.Namespace) -> int:
                                "load_1min": round(os.getloadavg()[0], 2),
                                "time": dt.datetime.now().isoformat(timespec="seconds")}
         ceql_file, core_file = work / f"{q.stem}.ceql.jsonl", work / f"{q.stem}.core.jsonl"
-        rec["ceql"] = run_ceql(q, csv_file, a.repeat, ceql_file, a.timeout)
+        base_file = work / f"{q.stem}.baseline.jsonl"
+        if rev is None:
+            rec["ceql"] = run_ceql(q, csv_file, a.repeat, ceql_file, a.timeout)
+        else:
+            rec["baseline_rev"], rec["baseline_commit"] = rev.rev, rev.commit
+            rec["ceql"], rec[baseline.BASE], rec["first"] = run_pair(
+                q, csv_file, a.repeat, ceql_file, base_file, rev, a.timeout)
+            baseline.add_ratios(rec)
+            if "error" not in rec["ceql"] and "error" not in rec[baseline.BASE]:
+                record_baseline_comparison(
+                    rec, compare_in_child(ceql_file, base_file, a.timeout), rev.rev)
         if not a.no_core:
             rec["core"] = run_core(q, csv_file, a.repeat, core_file, a.timeout, core_python)
         c, k = rec["ceql"], rec.get("core", {})
@@ -613,17 +749,26 @@ def run_benchmark(a: argparse.Namespace) -> int:
                 rec["core_best_recorded_eps"] = round(best)
                 rec["ref_ratio"] = round(c["events"] / c["cpu_s"] / best, 3)
         if not keep:
-            ceql_file.unlink(missing_ok=True)
-            core_file.unlink(missing_ok=True)
+            for path in (ceql_file, core_file, base_file):
+                path.unlink(missing_ok=True)
         records.append(rec)
-        print(table_row(rec), flush=True)
+        print(table_row(rec) if rev is None else baseline.table_row(rec, core), flush=True)
         with out_json.open("a") as f:
             f.write(json.dumps(rec) + "\n")
     if not keep:
         shutil.rmtree(work, ignore_errors=True)
     ended = dt.datetime.now()
-    tail = ["", "Summary:", "", *summary(records), "",
-            f"- Finished {ended:%Y-%m-%d %H:%M:%S} ({(ended - started).total_seconds() / 60:.1f}"
+    if rev is None:
+        tail = ["", "Summary:", "", *summary(records)]
+    else:
+        lines, data = baseline.summary(records, rev)
+        with out_json.open("a") as f:
+            f.write(json.dumps(data) + "\n")
+        tail = ["", f"Summary, working tree vs {rev.rev}:", "", *lines]
+        if core:
+            tail += ["", "Summary, ceql (working tree) vs CORE C++:", "", *summary(records)]
+    tail += ["",
+             f"- Finished {ended:%Y-%m-%d %H:%M:%S} ({(ended - started).total_seconds() / 60:.1f}"
             f" min); load average at end {load_avg()}; JSON lines: {out_json}"]
     unequal = [r for r in records if "only_ceql" in r]
     if unequal:
@@ -632,13 +777,21 @@ def run_benchmark(a: argparse.Namespace) -> int:
         for r in unequal:
             tail.append(f"- {r['query']} ({r['match_sets']}): only ceql "
                         f"{r['examples_only_ceql']}; only CORE {r['examples_only_core']}")
-    differ = [r for r in records if r.get("match_kind") == "differ"]
+    if rev is not None and any("only_tree" in r for r in records):
+        tail += ["", f"**Match sets tree vs {rev.rev} (examples of lines only one side has):**",
+                 ""]
+        tail += [f"- {r['query']}: only tree {r['examples_only_tree']}; only {rev.rev} "
+                 f"{r['examples_only_baseline']}" for r in records if "only_tree" in r]
+    differ = [r for r in records if "differ" in (r.get("match_kind"),
+                                                   r.get("baseline_match_kind"))]
     print("\n".join(tail), flush=True)
     if a.markdown:
-        a.markdown.write_text("\n".join(head + [table_row(r) for r in records] + tail) + "\n")
+        rows = [table_row(r) if rev is None else baseline.table_row(r, core) for r in records]
+        a.markdown.write_text("\n".join(head + rows + tail) + "\n")
     if differ:
         return 2
-    if any("error" in r["ceql"] or "error" in r.get("core", {}) for r in records):
+    if any("error" in r["ceql"] or "error" in r.get("core", {})
+           or "error" in r.get(baseline.BASE, {}) for r in records):
         return 3
     return 0
 
@@ -647,7 +800,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Examples: `.venv/bin/python bench/engine.py --only 'p3*' --repeat 1` (quick); "
-               "`.venv/bin/python bench/engine.py --repeat 3` (everything, ~30 min with CORE).",
+               "`.venv/bin/python bench/engine.py --repeat 3` (everything, ~30 min with CORE); "
+               "`.venv/bin/python bench/engine.py --baseline HEAD~1 --no-core` (regression "
+               "check against the previous commit).",
     )
     p.add_argument("--events", type=int, default=1_000_000,
                    help="stream length; the stream is gen_stock.py's with this many events "
@@ -659,7 +814,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="comma-separated globs on query file names, e.g. 'p3*' or "
                         "'p3_any,q*' (default: all)")
     p.add_argument("--no-core", action="store_true",
-                   help="measure ceql only (no CORE columns, no match-set comparison)")
+                   help="measure ceql only (no CORE columns, no match-set comparison with "
+                        "CORE)")
+    p.add_argument("--baseline", metavar="REV",
+                   help="also measure ceql at git revision REV (e.g. HEAD~1, 7dce591), "
+                        "exported to a temporary folder, against the working tree: "
+                        "interleaved repeats, ratios tree/REV, match sets compared")
     p.add_argument("--queries", type=Path, default=ANCHORS_DIR / "queries",
                    help="folder of .ceql query files (default: <shared>/anchors/queries)")
     p.add_argument("--timeout", type=int, default=1800,
@@ -680,6 +840,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="run nothing: print the table and summary of an earlier run's JSON lines")
     # internal: one ceql measurement in this (fresh) process
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--query", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--input", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--matches-out", type=Path, help=argparse.SUPPRESS)
@@ -687,14 +848,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.repeat < 1:
         p.error("--repeat must be at least 1")
-    if a.worker and (a.query is None or a.input is None):
-        p.error("--worker needs --query and --input")
+    if (a.worker or a.serve) and (a.query is None or a.input is None):
+        p.error("--worker and --serve need --query and --input")
     return a
 
 
 def render_saved(path: Path, reference_dir: Path) -> int:
     """Print the table and summary of an earlier run from its JSON lines (nothing is run)."""
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = [r for r in records if "summary" not in r]  # --baseline's last line
     if not records:
         sys.exit(f"{path}: no records")
     events = records[0].get("ceql", {}).get("events", 1_000_000)
@@ -706,8 +868,19 @@ def render_saved(path: Path, reference_dir: Path) -> int:
             rec["ref_ratio"] = round(c["events"] / c["cpu_s"] / best, 3)
     times = [r.get("time", "?") for r in records]
     print(f"Re-rendered from {path} (queries started {times[0]} … {times[-1]})\n")
-    print("\n".join([TABLE_HEAD, *map(table_row, records), "", "Summary:", "",
-                     *summary(records)]))
+    base = next((r for r in records if baseline.BASE in r), None)
+    if base is None:
+        print("\n".join([TABLE_HEAD, *map(table_row, records), "", "Summary:", "",
+                         *summary(records)]))
+        return 0
+    name, core = base["baseline_rev"], any("core" in r for r in records)
+    lines, _ = baseline.summary(records, {"baseline_rev": name,
+                                          "baseline_commit": base["baseline_commit"]})
+    out = [baseline.table_head(name, core), *(baseline.table_row(r, core) for r in records),
+           "", f"Summary, working tree vs {name}:", "", *lines]
+    if core:
+        out += ["", "Summary, ceql (working tree) vs CORE C++:", "", *summary(records)]
+    print("\n".join(out))
     return 0
 
 
@@ -715,6 +888,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     if a.worker:
         worker(a.query, a.input, a.repeat, a.matches_out)
+        return 0
+    if a.serve:
+        serve(a.query, a.input, a.matches_out)
         return 0
     if a.compare is not None:
         print(json.dumps(dataclasses.asdict(compare_match_files(*a.compare))))
