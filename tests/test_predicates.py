@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import itertools
+import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,15 +33,25 @@ from ceql.predicates import (
     guard_from_pred,
     tri_state,
 )
-from ceql.predicates import table as P
+from ceql.predicates import arrow as column_path
+from ceql.predicates import row as row_path
+from ceql.predicates.atoms import attr_names
 
 # ---------------------------------------------------------------- helpers
 
 
+def _column_path_failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.get_records("call") if r.name.startswith("ceql.predicates")]
+
+
 @pytest.fixture(autouse=True)
-def _strict_column_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Column-path exceptions other than the planned fallbacks fail the tests."""
-    monkeypatch.setattr(P, "_RAISE_UNEXPECTED", True)
+def _strict_column_path(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Column-path exceptions other than the planned fallbacks (logged) fail the tests."""
+    caplog.set_level(logging.WARNING, logger="ceql.predicates")
+    yield
+    if failures := _column_path_failures(caplog):
+        pytest.fail("column path failed:\n" + "\n".join(
+            logging.Formatter().format(r) for r in failures), pytrace=False)
 
 
 def attr(name: str) -> A.Attr:
@@ -163,7 +175,7 @@ def test_exact_int_float_comparisons() -> None:
 
 def test_arithmetic() -> None:
     r = {"a": 7, "b": -2, "z": 0, "f": 2.5, "s": "x"}
-    expect = {
+    expect: dict[A.Expr, float] = {
         A.Arith("+", attr("a"), attr("b")): 5,
         A.Arith("-", attr("a"), attr("b")): 9,
         A.Arith("*", attr("a"), attr("b")): -14,
@@ -271,13 +283,13 @@ def test_like_bad_regex_is_a_validation_error() -> None:
 
 def test_like_row_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Any] = []
-    real = P.pc.match_substring_regex
+    real = pc.match_substring_regex
 
     def counting(arr: Any, pattern: str) -> Any:
         calls.append(arr)
         return real(arr, pattern=pattern)
-    monkeypatch.setattr(P, "LIKE_CACHE_SIZE", 4)
-    monkeypatch.setattr(P.pc, "match_substring_regex", counting)
+    monkeypatch.setattr(row_path, "LIKE_CACHE_SIZE", 4)
+    monkeypatch.setattr(pc, "match_substring_regex", counting)
     t = AtomTable()
     t.add(A.Like(attr("s"), "a"))
     calls.clear()  # add() checks the pattern once
@@ -401,7 +413,7 @@ def test_string_column_variants() -> None:
 @pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 8, 9])
 def test_fixed_width_strings(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Columns whose strings all have one byte length take a byte-matrix path."""
-    monkeypatch.setattr(P, "_FIXED_MIN_ROWS", 1)
+    monkeypatch.setattr(column_path, "FIXED_MIN_ROWS", 1)
     pool = ["".join(p) for p in itertools.product("ab", repeat=width)][:6]
     if width >= 2:
         pool.append("é" + "a" * (width - 2))  # 'é' is two bytes
@@ -453,7 +465,7 @@ def test_temporal_columns() -> None:
     utc = dt.UTC
     plus5 = dt.timezone(dt.timedelta(hours=5))
     t0 = dt.datetime(2024, 1, 1, 12)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"a": t0, "b": t0 + dt.timedelta(seconds=1), "z": t0.replace(tzinfo=utc),
          "w": t0.replace(tzinfo=utc).astimezone(plus5), "d": t0.date(), "e": dt.date(2024, 1, 2)},
         {"a": t0, "b": t0, "z": None, "w": t0.replace(tzinfo=plus5), "d": None,
@@ -513,6 +525,23 @@ def test_many_atoms_give_python_ints() -> None:
     assert small.batch_classes(table).dtype == np.uint64
     assert small.batch_classes(table.slice(0, 0)).dtype == np.uint64
     assert len(AtomTable().batch_classes(table)) == 4
+
+
+def test_column_path_bug_falls_back_and_is_logged(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """An unplanned column-path error costs speed, not results; it is logged once per atom."""
+    def broken(ctx: column_path.BatchContext, name: str) -> Any:
+        raise RuntimeError("column path bug")
+    monkeypatch.setattr(column_path.BatchContext, "column", broken)
+    t = AtomTable()
+    t.add(cmp(">", attr("x"), 1))
+    t.add(TypeIs("a"))
+    rows: list[dict[str, Any]] = [{"x": 0, "type": "a"}, {"x": 2, "type": "b"}, {}]
+    for _ in range(2):
+        assert [int(c) for c in t.batch_classes(_table(rows))] == [t.row_class(r) for r in rows]
+    failures = _column_path_failures(caplog)
+    assert [r.exc_info[0] if r.exc_info else None for r in failures] == [RuntimeError] * 2
+    caplog.clear()  # seen: not a failure of this test
 
 
 def test_constant_atoms() -> None:
@@ -607,15 +636,15 @@ def _grid_atoms() -> list[Any]:
 def test_grid_through_threads_and_encoding(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tiny thresholds send small batches down the paths meant for big ones."""
     if path == "threads":
-        monkeypatch.setattr(P, "_PAR_MIN", 2)
-        monkeypatch.setattr(P, "BATCH_THREADS", 3)
+        monkeypatch.setattr(column_path, "PARALLEL_MIN_ROWS", 2)
+        monkeypatch.setattr(column_path, "BATCH_THREADS", 3)
     else:
-        monkeypatch.setattr(P, "_ENCODE_MIN_ROWS", 1)
-        monkeypatch.setattr(P, "_ENCODE_AT", 1)
+        monkeypatch.setattr(column_path, "ENCODE_MIN_ROWS", 1)
+        monkeypatch.setattr(column_path, "ENCODE_AT", 1)
     rows, table = _edge_rows(tame=True)
     strings = {"s", "sd"}
     _run_grid(rows, table, [a for a in _grid_atoms()
-                            if isinstance(a, (TypeIs, StreamIs)) or P._attrs(a, set()) & strings])
+                            if isinstance(a, (TypeIs, StreamIs)) or attr_names(a) & strings])
     test_string_column_variants()
 
 
@@ -627,7 +656,7 @@ def test_grid_of_edge_values(tame: bool) -> None:
 
 def _run_grid(rows: list[dict[str, Any]], table: pa.Table, atoms: list[Any]) -> None:
     chunked = _split(table, [5, 17, 18, 40])
-    bad = []
+    bad: list[tuple[Any, ...]] = []
     for start in range(0, len(atoms), 32):
         t = AtomTable()
         for a in atoms[start:start + 32]:
@@ -636,10 +665,13 @@ def _run_grid(rows: list[dict[str, Any]], table: pa.Table, atoms: list[Any]) -> 
         for tab in (table, chunked):
             got = [int(c) for c in t.batch_classes(tab)]
             if got != expected:
+                before = len(bad)
                 for k, a in enumerate(t.atoms):
                     for r, (g, e) in enumerate(zip(got, expected, strict=True)):
                         if (g >> 2 * k) & 3 != (e >> 2 * k) & 3:
                             bad.append((a, rows[r], (g >> 2 * k) & 3, (e >> 2 * k) & 3))
+                if len(bad) == before:  # the classes differ outside every atom's two bits
+                    bad.append(("classes", got, expected))
     assert not bad, f"{len(bad)} mismatches, e.g. {bad[:3]}"
 
 

@@ -1,0 +1,188 @@
+"""Guards: boolean trees over the atoms of an :class:`~.table.AtomTable`, evaluated on classes.
+
+A guard holds on an event when it is TRUE in SQL's 3-valued logic on the event's class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import nodes as _ast
+from .table import AtomTable
+from .values import FALSE, NOT3, TRUE, UNKNOWN
+
+__all__ = [
+    "GAnd",
+    "GAtom",
+    "GNot",
+    "GOr",
+    "GTrue",
+    "GuardTree",
+    "guard_fn",
+    "guard_from_pred",
+    "tri_state",
+]
+
+
+@dataclass(frozen=True)
+class GAtom:
+    """Atom ``k`` of an :class:`AtomTable`."""
+
+    k: int
+
+
+@dataclass(frozen=True)
+class GAnd:
+    """3-valued AND of the items."""
+
+    items: tuple[GuardTree, ...]
+
+
+@dataclass(frozen=True)
+class GOr:
+    """3-valued OR of the items."""
+
+    items: tuple[GuardTree, ...]
+
+
+@dataclass(frozen=True)
+class GNot:
+    """3-valued NOT of the item."""
+
+    item: GuardTree
+
+
+@dataclass(frozen=True)
+class GTrue:
+    """Always TRUE (no condition)."""
+
+
+GuardTree = GAtom | GAnd | GOr | GNot | GTrue
+
+# Beyond this depth the Python parser rejects a guard's source; a postfix program runs instead.
+_MAX_SOURCE_DEPTH = 50
+
+
+def guard_from_pred(pred: _ast.Pred, table: AtomTable) -> GuardTree:
+    """Register the atoms of ``pred`` in ``table`` and return the guard over them.
+
+    Nested ANDs (ORs) become one flat :class:`GAnd` (:class:`GOr`); atoms are added in
+    left-to-right order. Iterative, so long chains of conditions do not hit Python's recursion
+    limit.
+    """
+    done: list[GuardTree] = []
+    todo: list[tuple[Any, bool]] = [(pred, False)]
+    while todo:
+        node, ready = todo.pop()
+        if isinstance(node, (_ast.PAnd, _ast.POr, _ast.PNot)):
+            if not ready:
+                todo.append((node, True))
+                todo.extend((c, False) for c in reversed(_pred_children(node)))
+                continue
+            if isinstance(node, _ast.PNot):
+                done.append(GNot(done.pop()))
+                continue
+            right, left = done.pop(), done.pop()
+            cls = GAnd if isinstance(node, _ast.PAnd) else GOr
+            items: list[GuardTree] = []
+            for it in (left, right):
+                items.extend(it.items if isinstance(it, cls) else (it,))
+            done.append(cls(tuple(items)))
+        else:
+            done.append(GAtom(table.add(node)))
+    return done[0]
+
+
+def _pred_children(node: _ast.PAnd | _ast.POr | _ast.PNot) -> tuple[_ast.Pred, ...]:
+    return (node.operand,) if isinstance(node, _ast.PNot) else (node.left, node.right)
+
+
+def _guard_children(tree: GuardTree) -> tuple[GuardTree, ...]:
+    if isinstance(tree, (GAnd, GOr)):
+        return tree.items
+    return (tree.item,) if isinstance(tree, GNot) else ()
+
+
+def _depth(tree: GuardTree) -> int:
+    deepest, todo = 0, [(tree, 1)]
+    while todo:
+        node, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((c, d + 1) for c in _guard_children(node))
+    return deepest
+
+
+def _guard_src(tree: GuardTree, false: bool) -> str:
+    """Python source over ``c`` that is truthy iff ``tree`` is TRUE (or FALSE, if ``false``)."""
+    if isinstance(tree, GAtom):
+        return f"(c & {1 << (2 * tree.k + int(false))})"
+    if isinstance(tree, GNot):
+        return _guard_src(tree.item, not false)
+    if isinstance(tree, GTrue):
+        return "False" if false else "True"
+    if isinstance(tree, (GAnd, GOr)):
+        conj = isinstance(tree, GAnd) != false  # TRUE of AND / FALSE of OR: all items
+        if not tree.items:
+            return "True" if conj else "False"
+        parts = [_guard_src(it, false) for it in tree.items]
+        return "(" + (" and " if conj else " or ").join(parts) + ")"
+    raise TypeError(f"not a guard: {tree!r}")
+
+
+# A guard as a postfix program: ("a", k) atom, ("t", 0) TRUE, ("n", 0) NOT, ("&"|"|", arity).
+_Program = list[tuple[str, int]]
+
+
+def _postfix(tree: GuardTree) -> _Program:
+    prog: _Program = []
+    todo: list[tuple[GuardTree, bool]] = [(tree, False)]
+    while todo:
+        node, ready = todo.pop()
+        if isinstance(node, GAtom):
+            prog.append(("a", node.k))
+        elif isinstance(node, GTrue):
+            prog.append(("t", 0))
+        elif not isinstance(node, (GNot, GAnd, GOr)):
+            raise TypeError(f"not a guard: {node!r}")
+        elif ready:
+            prog.append(("n", 0) if isinstance(node, GNot) else (
+                "&" if isinstance(node, GAnd) else "|", len(node.items)))
+        else:
+            todo.append((node, True))
+            todo.extend((c, False) for c in reversed(_guard_children(node)))
+    return prog
+
+
+def _run(prog: _Program, cls: int) -> int:
+    """Evaluate a postfix guard on a class; the result is a code (0 unknown, 1 true, 2 false)."""
+    stack: list[int] = []
+    for op, arg in prog:
+        if op == "a":
+            stack.append(cls >> (2 * arg) & 3)
+        elif op == "t":
+            stack.append(TRUE)
+        elif op == "n":
+            stack.append(NOT3[stack.pop()])
+        else:
+            vals = stack[len(stack) - arg:]
+            del stack[len(stack) - arg:]
+            decisive, default = (FALSE, TRUE) if op == "&" else (TRUE, FALSE)
+            stack.append(decisive if decisive in vals else UNKNOWN if UNKNOWN in vals else default)
+    return stack[0]
+
+
+def tri_state(tree: GuardTree, cls: int) -> bool | None:
+    """3-valued value of ``tree`` on a class: True, False or None (unknown)."""
+    code = _run(_postfix(tree), cls)
+    return None if code == UNKNOWN else code == TRUE
+
+
+def guard_fn(tree: GuardTree) -> Callable[[int], bool]:
+    """Compile ``tree`` to a function of the class that holds iff the guard is TRUE."""
+    if _depth(tree) > _MAX_SOURCE_DEPTH:
+        prog = _postfix(tree)
+        return lambda c: _run(prog, c) == TRUE
+    fn: Callable[[int], bool] = eval(f"lambda c: bool({_guard_src(tree, False)})")
+    return fn

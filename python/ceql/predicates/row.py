@@ -1,0 +1,192 @@
+"""The row path: an atom compiled to a function of one event (a mapping), giving its code.
+
+This is the reference semantics; the column path (:mod:`.arrow`) must agree with it exactly.
+The closures test ``type(v)`` for the common ``str``/``int``/``float`` cases before falling back
+to the general value model, because they run once per event and atom.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import CeqlValidationError
+from ..ir import nodes as _ast
+from .atoms import FLIP, Atom, StreamIs, TypeIs, norm_op
+from .values import (
+    FALSE,
+    NOT3,
+    PY_ARITH,
+    PY_CMP,
+    TRUE,
+    UNKNOWN,
+    InSetSpec,
+    and3,
+    cmp3,
+    norm,
+    norm_slow,
+)
+
+__all__ = [
+    "LIKE_CACHE_SIZE",
+    "RowFn",
+    "check_regex",
+    "compile_row_atom",
+    "compile_row_expr",
+    "like_matcher",
+]
+
+#: Entries of the per-pattern LRU cache of LIKE results on the row path (read at compile time).
+LIKE_CACHE_SIZE = 65_536
+
+#: An atom on one event: its code.
+RowFn = Callable[[Mapping[str, Any]], int]
+_ValFn = Callable[[Mapping[str, Any]], Any]
+_NUM_TYPES = frozenset({int, float})
+
+
+def compile_row_expr(e: _ast.Expr) -> _ValFn:
+    """A closure giving the normalized value of ``e`` on an event (``None`` = NULL)."""
+    if isinstance(e, _ast.Attr):
+        name = e.name
+
+        def attr(ev: Mapping[str, Any]) -> Any:
+            v = ev.get(name)
+            t = type(v)
+            if t is str or t is int or v is None:
+                return v
+            if t is float:
+                return v if v == v else None
+            return norm_slow(v)
+        return attr
+    if isinstance(e, _ast.Literal):
+        c = norm(e.value)
+        return lambda ev: c
+    if isinstance(e, _ast.Neg):
+        f = compile_row_expr(e.operand)
+
+        def neg(ev: Mapping[str, Any]) -> Any:
+            a = f(ev)
+            t = type(a)
+            return -a if t is int or t is float else None
+        return neg
+    if isinstance(e, _ast.Arith):
+        pyop = PY_ARITH.get(e.op)
+        if pyop is None:
+            raise ValueError(f"unknown arithmetic operator {e.op!r}")
+        fl, fr = compile_row_expr(e.left), compile_row_expr(e.right)
+
+        def arith(ev: Mapping[str, Any]) -> Any:
+            a, b = fl(ev), fr(ev)
+            ta, tb = type(a), type(b)
+            if (ta is int or ta is float) and (tb is int or tb is float):
+                try:
+                    r = pyop(a, b)
+                except (ZeroDivisionError, OverflowError):
+                    return None
+                return r if r == r else None  # NaN (e.g. inf - inf) is NULL
+            return None
+        return arith
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def _compile_row_compare(op: str, left: _ast.Expr, right: _ast.Expr) -> RowFn:
+    if isinstance(right, _ast.Attr) and isinstance(left, _ast.Literal):
+        op, left, right = FLIP[op], right, left
+    pyop = PY_CMP[op]
+    if isinstance(left, _ast.Attr) and isinstance(right, _ast.Literal):
+        name, lit = left.name, norm(right.value)
+        if type(lit) is str:
+            def cmp_str(ev: Mapping[str, Any]) -> int:
+                v = ev.get(name)
+                if type(v) is str:
+                    return TRUE if pyop(v, lit) else FALSE
+                return cmp3(op, norm(v), lit)
+            return cmp_str
+        if type(lit) is int or type(lit) is float:
+            def cmp_num(ev: Mapping[str, Any]) -> int:
+                v = ev.get(name)
+                t = type(v)
+                if t is int or t is float:
+                    if v != v:
+                        return UNKNOWN
+                    return TRUE if pyop(v, lit) else FALSE
+                return cmp3(op, norm(v), lit)
+            return cmp_num
+    fl, fr = compile_row_expr(left), compile_row_expr(right)
+
+    def compare(ev: Mapping[str, Any]) -> int:
+        a, b = fl(ev), fr(ev)
+        t = type(a)
+        if t is type(b) and (t is int or t is float or t is str):
+            return TRUE if pyop(a, b) else FALSE
+        return cmp3(op, a, b)
+    return compare
+
+
+def like_matcher(pattern: str) -> Callable[[str], int]:
+    """The code of ``s LIKE pattern`` (RE2 partial match) for one string, LRU-cached."""
+    @functools.lru_cache(maxsize=LIKE_CACHE_SIZE)
+    def match(s: str) -> int:
+        try:
+            r = pc.match_substring_regex(pa.array([s], pa.string()), pattern=pattern)
+        except (UnicodeError, pa.ArrowException):  # e.g. lone surrogates: not Arrow text
+            return UNKNOWN
+        return TRUE if r[0].as_py() else FALSE
+    return match
+
+
+def check_regex(atom: _ast.Like) -> None:
+    """Raise :class:`CeqlValidationError` if RE2 rejects the pattern of ``atom``."""
+    try:
+        pc.match_substring_regex(pa.array([""], pa.string()), pattern=atom.pattern)
+    except pa.ArrowInvalid as exc:
+        span = atom.span
+        raise CeqlValidationError(
+            f"invalid regular expression {atom.pattern!r} in LIKE: {exc}",
+            line=span.line, column=span.column) from exc
+
+
+def compile_row_atom(atom: Atom, type_key: str, stream_key: str) -> RowFn:
+    """``atom`` as a function of one event giving its code."""
+    if isinstance(atom, TypeIs):
+        name = atom.name
+        return lambda ev: TRUE if ev.get(type_key) == name else FALSE
+    if isinstance(atom, StreamIs):
+        name = atom.name
+
+        def stream(ev: Mapping[str, Any]) -> int:
+            v = ev.get(stream_key)
+            if v is None or v == name:
+                return TRUE
+            return TRUE if norm(v) is None else FALSE  # NaN is NULL too
+        return stream
+    if isinstance(atom, _ast.Compare):
+        return _compile_row_compare(norm_op(atom.op), atom.left, atom.right)
+    if isinstance(atom, _ast.Like):
+        fx, match = compile_row_expr(atom.expr), like_matcher(atom.pattern)
+
+        def like(ev: Mapping[str, Any]) -> int:
+            x = fx(ev)
+            return match(x) if isinstance(x, str) else UNKNOWN
+        return like
+    if isinstance(atom, _ast.InSet):
+        fx, spec = compile_row_expr(atom.expr), InSetSpec(atom.values)
+        code_of = spec.row_code
+        if atom.negated:
+            return lambda ev: NOT3[code_of(fx(ev))]
+        return lambda ev: code_of(fx(ev))
+    if isinstance(atom, _ast.InRange):
+        fx, flo, fhi = (compile_row_expr(e) for e in (atom.expr, atom.lo, atom.hi))
+
+        def in_range(ev: Mapping[str, Any]) -> int:
+            x, lo, hi = fx(ev), flo(ev), fhi(ev)
+            if type(x) in _NUM_TYPES and type(lo) in _NUM_TYPES and type(hi) in _NUM_TYPES:
+                return TRUE if lo <= x <= hi else FALSE
+            return and3(cmp3(">=", x, lo), cmp3("<=", x, hi))
+        return in_range
+    raise TypeError(f"not a predicate atom: {atom!r}")
