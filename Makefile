@@ -25,6 +25,12 @@ lint: setup
 test: setup lint jar
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q
 
+# Long random property runs hunting new failures (not part of `make test`); failing examples
+# are saved in .hypothesis/ and replayed first by later runs of the default (dev) profile.
+.PHONY: explore
+explore: setup
+	HYPOTHESIS_PROFILE=explore $(PY) -m pytest -q tests/test_properties.py tests/test_relevance.py
+
 # The JVM shim (python/ceql/jars/ceql-shim.jar) with pyspark's Scala compiler; skipped when
 # no Scala source changed since the last build.
 .PHONY: jar

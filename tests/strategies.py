@@ -32,8 +32,9 @@ from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
-from ceql import _ast as A
+from ceql.ir import nodes as A
 
 __all__ = [
     "PROFILE",
@@ -59,19 +60,27 @@ _COMMON: dict[str, Any] = {
                               HealthCheck.filter_too_much],
     "print_blob": True,
 }
-settings.register_profile("ci", max_examples=300, **_COMMON)
+# ci (`make test`): the same examples on every run, and nothing read from or written to the
+# example database, so a failure is reproducible from the commit alone.
+settings.register_profile("ci", max_examples=300, derandomize=True, database=None, **_COMMON)
+# dev (default): random, with the local example database (failures are replayed first).
 settings.register_profile("dev", max_examples=100, **_COMMON)
+# explore (`make explore`): long random runs looking for new failures; they go to the database.
+settings.register_profile("explore", max_examples=5000, **_COMMON)
 
 
-def _profile() -> settings:
+def _profile() -> tuple[str, settings]:
     name = os.environ.get("HYPOTHESIS_PROFILE", "dev")
     try:
-        return settings.get_profile(name)
-    except Exception:  # a profile we do not know: dev
-        return settings.get_profile("dev")
+        return name, settings.get_profile(name)
+    except InvalidArgument:  # an unknown name must not silently run another profile
+        raise LookupError(f"HYPOTHESIS_PROFILE={name!r}: use ci, dev or explore") from None
 
 
-PROFILE = _profile()
+PROFILE_NAME, PROFILE = _profile()
+# The default of every @given test, those with their own @settings too (they inherit what they
+# do not set); conftest.py imports this module before any test module is collected.
+settings.load_profile(PROFILE_NAME)
 
 T = TypeVar("T")
 

@@ -706,10 +706,10 @@ def test_deep_nesting_and_long_sequences() -> None:
     "SELECT * FROM S WHERE " + "A ; " * 5_000,
 ])
 def test_errors_on_huge_inputs_are_fast(text: str) -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other processes on the machine do not count
     with pytest.raises(CeqlSyntaxError):
         parse(text)
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
 
 
 def test_parsing_is_fast() -> None:
@@ -717,10 +717,10 @@ def test_parsing_is_fast() -> None:
             "FILTER a[name = 'INTC'] AND b[price > 10.5] AND c[name IN {'A', 'B'}] "
             "WITHIN 10 SECONDS CONSUME BY ANY")
     parse(text)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other processes on the machine do not count
     for _ in range(200):
         parse(text)
-    assert (time.perf_counter() - start) / 200 < 0.025
+    assert (time.process_time() - start) / 200 < 0.025
 
 
 def test_numbers_too_long_for_python() -> None:

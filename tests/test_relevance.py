@@ -1,4 +1,4 @@
-"""``ceql._relevance``: which events can move a run, and that dropping the others changes nothing.
+"""``ceql.analysis.relevance``: which events can move a run; dropping the others changes nothing.
 
 * the queries whose meaning counts skipped events (contiguity, STRICT, WITHIN n EVENTS,
   WITHIN n [attr]) and a marking transition without a guard have no relevance condition;
@@ -20,16 +20,17 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, note, target
 from hypothesis import strategies as st
 
 import ceql
-from ceql import _ast as A
-from ceql._cea import CEA, Transition
-from ceql._format import format_query
-from ceql._predicates import AtomTable, GAtom, GTrue, TypeIs, tri_state
-from ceql._relevance import Relevance, relevance
+from ceql.analysis import Relevance, relevance
+from ceql.automata import CEA, Transition
+from ceql.frontends.ceql import format_query
+from ceql.ir import nodes as A
+from ceql.predicates import AtomTable, GAtom, GTrue, TypeIs, tri_state
 from strategies import PROFILE, Case, _type_names, cases, events_lists, queries
 
 # ---------------------------------------------------------------- helpers
@@ -91,7 +92,6 @@ WHY = {  # a stream where dropping the Z events (no query names Z) would change 
     "contiguous iteration": ("SELECT * FROM S WHERE A ; B:+", _ev("A", "B", "Z", "B")),
     "STRICT": ("SELECT STRICT * FROM S WHERE A ; B", _ev("A", "Z", "B")),
     "WITHIN n EVENTS": ("SELECT * FROM S WHERE A ; B WITHIN 1 EVENTS", _ev("A", "Z", "B")),
-    "WITHIN n [attr]": ("SELECT * FROM S WHERE A ; B WITHIN 3 [ts]", _ev("A@0", "Z@-1", "B@1")),
 }
 
 
@@ -100,11 +100,28 @@ def test_those_queries_do_see_skipped_events(text: str, events: list[dict[str, A
     q = ceql.compile(text)
     kept = [i for i, e in enumerate(events) if e["type"] != "Z"]
     without = _outputs(q.run([events[i] for i in kept], time="ts"), back=kept)
-    try:
-        whole = _outputs(q.run(events, time="ts"))
-    except ceql.CeqlError:
-        return  # the Z event is an error (WITHIN n [attr] checks every event's attr)
+    whole = _outputs(q.run(events, time="ts"))
     assert whole != without
+
+
+@pytest.mark.parametrize("arrow", [False, True], ids=["rows", "arrow"])
+@pytest.mark.parametrize("text", [UNSOUND["WITHIN n [attr]"],
+                                  UNSOUND["WITHIN n [attr], partitioned"]])
+def test_within_attr_checks_the_order_of_every_event(text: str, arrow: bool) -> None:
+    """WITHIN n [attr] checks that attr never decreases on every event, even one of a type no
+    run reads: dropping the Z would turn the error into a match. No ``time=``, so the error
+    can only come from the window attribute."""
+    events = [{**e, "g": 0, "v": 2} for e in _ev("A@0", "Z@-1", "B@1")]
+    q = ceql.compile(text)
+
+    def run(evs: list[dict[str, Any]]) -> list[Out]:
+        if arrow:
+            return _outputs(q.evaluator().feed(pa.Table.from_pylist(evs)))
+        return _outputs(q.run(evs))
+
+    assert [m[2] for m in run([events[0], events[2]])] == [(0, 1)]
+    with pytest.raises(ceql.CeqlInputError, match=r"Event 1 is out of order: 'ts' goes back"):
+        run(events)
 
 
 class _FakeQuery:
@@ -114,7 +131,8 @@ class _FakeQuery:
         self.ast = ceql.compile(text).ast
         self._parts = (atoms, cea)
 
-    def _automaton_parts(self, type_key: str, stream_key: str) -> tuple[AtomTable, CEA]:
+    def automaton(self, type_key: str = "type",
+                  stream_key: str = "stream") -> tuple[AtomTable, CEA]:
         return self._parts
 
 

@@ -83,7 +83,9 @@ def test_all_anchor_queries_validate() -> None:
     directory = _anchor_dir()
     assert directory is not None, "anchor queries not found: set CEQL_ANCHORS_DIR"
     schema = {"type": str, "id": int, "name": str, "volume": int, "price": float, "ts": int}
-    for f in sorted(directory.glob("*.ceql")):
+    files = sorted(directory.glob("*.ceql"))
+    assert len(files) == 42
+    for f in files:
         check(f.read_text(encoding="utf-8"), schema)
 
 

@@ -1,4 +1,18 @@
-"""The error tree of ceql: every error the package raises is a :class:`CeqlError`."""
+"""The error tree of ceql: every error the package raises is a :class:`CeqlError`.
+
+Each class below the root also subclasses the builtin a caller would catch for the same
+problem outside ceql (as lark does), so ``except ValueError`` catches a bad query or bad
+events, and ``except TypeError`` an argument of the wrong type::
+
+    CeqlError
+    ├── CeqlSyntaxError        (ValueError)
+    ├── CeqlValidationError    (ValueError)
+    │   ├── UnknownVariableError, UnknownStreamError, UnknownAttributeError
+    │   └── TypeClashError, UnsafeVariableError
+    ├── CeqlInputError         (ValueError)
+    ├── CeqlResourceError      (RuntimeError)
+    └── CeqlTypeError          (TypeError)
+"""
 
 from __future__ import annotations
 
@@ -7,6 +21,7 @@ __all__ = [
     "CeqlInputError",
     "CeqlResourceError",
     "CeqlSyntaxError",
+    "CeqlTypeError",
     "CeqlValidationError",
     "TypeClashError",
     "UnknownAttributeError",
@@ -31,7 +46,7 @@ class CeqlError(Exception):
     """Root of every error raised by ceql."""
 
 
-class CeqlSyntaxError(CeqlError):
+class CeqlSyntaxError(CeqlError, ValueError):
     """The query text does not follow CEQL's grammar."""
 
     def __init__(self, message: str, *, line: int, column: int, snippet: str,
@@ -44,7 +59,7 @@ class CeqlSyntaxError(CeqlError):
         super().__init__(f"{message} (line {line}, column {column})\n{snippet}")
 
 
-class CeqlValidationError(CeqlError):
+class CeqlValidationError(CeqlError, ValueError):
     """The query parses but cannot mean anything: names, types or structure are wrong."""
 
     def __init__(self, message: str, *, line: int = 0, column: int = 0, snippet: str = "") -> None:
@@ -77,9 +92,23 @@ class UnsafeVariableError(CeqlValidationError):
     """A variable is used where it cannot hold any event (e.g. filtered outside its scope)."""
 
 
-class CeqlResourceError(CeqlError):
-    """Evaluation would exceed a configured resource cap (e.g. determinized states)."""
+class CeqlResourceError(CeqlError, RuntimeError):
+    """Evaluation would exceed a configured resource cap (e.g. determinized states).
+
+    A :class:`RuntimeError`, like :class:`RecursionError`: a limit the caller set (and can
+    raise) was hit. Not a :class:`MemoryError`, which means the interpreter itself ran out of
+    memory and which handlers may treat as fatal; here memory is fine and retrying with a
+    higher cap or a simpler query is a normal recovery.
+    """
 
 
-class CeqlInputError(CeqlError):
+class CeqlInputError(CeqlError, ValueError):
     """The events given to a query are unusable (e.g. times out of order, bad time values)."""
+
+
+class CeqlTypeError(CeqlError, TypeError):
+    """An argument of the wrong Python type, e.g. a query that is not a ``str``.
+
+    About the caller's arguments, not the query's values: a type clash inside a query is a
+    :class:`TypeClashError`.
+    """

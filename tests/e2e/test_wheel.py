@@ -22,6 +22,10 @@ JAR = ROOT / "python" / "ceql" / "jars" / "ceql-shim.jar"
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from ceql.spark import build_jar
+
+    build_jar.build()  # the wheel must hold the shim (`make wheel` checks it too)
+    assert JAR.is_file()
     out = tmp_path_factory.mktemp("dist")
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
                         "--wheel-dir", str(out), str(ROOT)],
@@ -42,8 +46,7 @@ def test_wheel_holds_the_grammar_and_the_jar(wheel: Path) -> None:
         assert "ceql/py.typed" in infos
         entry_points = next(n for n in infos if n.endswith(".dist-info/entry_points.txt"))
         assert "ceql = ceql.cli:main" in z.read(entry_points).decode()
-        if JAR.is_file():
-            assert z.read("ceql/jars/ceql-shim.jar") == JAR.read_bytes()
+        assert z.read("ceql/jars/ceql-shim.jar") == JAR.read_bytes()
 
 
 @pytest.mark.e2e
@@ -77,9 +80,8 @@ def test_installed_wheel_runs(wheel: Path, tmp_path: Path) -> None:
     expected = ceql.compile(query.read_text()).evaluator(time="ts", time_unit="us").feed(table)
     assert [json.loads(line) for line in r.stdout.splitlines()] == [m.to_dict()
                                                                     for m in expected]
-    if JAR.is_file():
-        jar = subprocess.run([str(python), "-c", "import ceql.spark; "
-                              "print(ceql.spark.jar_path())"], env=env, cwd=tmp_path,
-                             capture_output=True, text=True, timeout=120)
-        assert jar.returncode == 0, jar.stderr
-        assert Path(jar.stdout.strip()).resolve().is_relative_to(venv.resolve())
+    jar = subprocess.run([str(python), "-c", "import ceql.spark; "
+                          "print(ceql.spark.jar_path())"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert jar.returncode == 0, jar.stderr
+    assert Path(jar.stdout.strip()).resolve().is_relative_to(venv.resolve())
