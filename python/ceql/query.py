@@ -9,7 +9,8 @@ from typing import Any
 
 from .analysis import normalize_schema, validate
 from .automata import CEA, DFA, build_cea
-from .errors import CeqlError, CeqlValidationError
+from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
+from .errors import CeqlTypeError, CeqlValidationError
 from .frontends.ceql import parse
 from .ir import MAX_DEPTH, bound_variables, depth, recursion_for
 from .ir import nodes as _ast
@@ -66,8 +67,8 @@ class Query:
             return self.ast.select
         return tuple(sorted(bound_variables(self.ast.where)))
 
-    def automaton(self, type_key: str = "type",
-                  stream_key: str = "stream") -> tuple[AtomTable, CEA]:
+    def automaton(self, type_key: str = DEFAULT_TYPE_COLUMN,
+                  stream_key: str = DEFAULT_STREAM_COLUMN) -> tuple[AtomTable, CEA]:
         """The query's atoms and complex event automaton for events keyed this way (cached)."""
         key = (type_key, stream_key)
         hit = self._cache.get(key)
@@ -93,11 +94,12 @@ class Query:
 
     def cea(self) -> CEA:
         """The (non-deterministic) complex event automaton of the query."""
-        return self.automaton("type", "stream")[1]
+        return self.automaton()[1]
 
     # ------------------------------------------------------------------ running
-    def evaluator(self, *, time: str | None = None, type_key: str = "type",
-                  stream_key: str = "stream", time_unit: str = "s") -> Evaluator:
+    def evaluator(self, *, time: str | None = None, type_key: str = DEFAULT_TYPE_COLUMN,
+                  stream_key: str = DEFAULT_STREAM_COLUMN,
+                  time_unit: str = DEFAULT_TIME_UNIT) -> Evaluator:
         """A stateful evaluator: ``feed(batch)`` returns the matches each batch completes.
 
         ``time`` names the time attribute (numbers count ``time_unit``s — seconds by default;
@@ -106,9 +108,17 @@ class Query:
         return Evaluator(self, time=time, type_key=type_key, stream_key=stream_key,
                          time_unit=time_unit)
 
+    def restore(self, data: bytes) -> Evaluator:
+        """Continue an evaluation of this query saved by :meth:`Evaluator.snapshot`.
+
+        The restored evaluator takes the options of the one that took the snapshot and gives
+        exactly the matches the original would have given for the events that follow.
+        """
+        return Evaluator.restore(self, data)
+
     def run(self, events: Iterable[Mapping[str, Any]], *, time: str | None = None,
-            type_key: str = "type", stream_key: str = "stream", time_unit: str = "s",
-            sort: bool = False) -> Iterator[Match]:
+            type_key: str = DEFAULT_TYPE_COLUMN, stream_key: str = DEFAULT_STREAM_COLUMN,
+            time_unit: str = DEFAULT_TIME_UNIT, sort: bool = False) -> Iterator[Match]:
         """Evaluate over ``events`` (mappings) and yield every match, in stream order.
 
         With ``sort=True`` the events are first sorted by ``time`` (stable); positions still
@@ -162,7 +172,7 @@ def _compile_cached(text: str, schema: tuple[tuple[str, str], ...] | None,
     with recursion_for(levels):
         ast = validate(ast, text, sch)
         q = Query(text, ast, sch, max_states)
-        q.automaton("type", "stream")  # compile now: errors surface at compile time
+        q.automaton()  # compile now: errors surface at compile time
     return q
 
 
@@ -174,7 +184,7 @@ def compile(text: str, *, schema: Any = None, max_states: int = DEFAULT_MAX_STAT
     compile-time checks of attribute names and types.
     """
     if not isinstance(text, str):
-        raise CeqlError(f"A CEQL query must be a string, not {type(text).__name__}.")
+        raise CeqlTypeError(f"A CEQL query must be a string, not {type(text).__name__}.")
     sch = normalize_schema(schema) if schema is not None else None
     key = tuple(sorted(sch.items())) if sch is not None else None
     return _compile_cached(text, key, int(max_states))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..automata.cea import CEA
+from ..constants import DEFAULT_STREAM_COLUMN, DEFAULT_TYPE_COLUMN, STRATEGY_STRICT, WITHIN_TIME
 from ..ir import nodes as N
 from ..ir.walks import has_contiguity
 from ..predicates import Atom, AtomTable, GOr, GTrue, GuardTree
@@ -41,17 +42,17 @@ class Relevance:
     atoms: tuple[Atom, ...]
 
 
-def relevance(query: Compiled, *, type_key: str = "type",
-              stream_key: str = "stream") -> Relevance | None:
+def relevance(query: Compiled, *, type_key: str = DEFAULT_TYPE_COLUMN,
+              stream_key: str = DEFAULT_STREAM_COLUMN) -> Relevance | None:
     """The relevance condition of ``query``, or ``None`` when skipped events can matter.
 
     ``None`` also when every event is relevant (some marking transition has no guard).
     """
     q = query.ast
-    if q.strategy == "STRICT" or has_contiguity(q.where):
+    if q.strategy == STRATEGY_STRICT or has_contiguity(q.where):
         return None
     # WITHIN n [attr] also checks that attr never decreases, over every event: keep them all.
-    if q.within is not None and q.within.kind != "time":
+    if q.within is not None and q.within.kind != WITHIN_TIME:
         return None
     atoms, cea = query.automaton(type_key, stream_key)
     guards: dict[GuardTree, None] = {}

@@ -14,6 +14,7 @@ import functools
 import sys
 from collections.abc import Iterable, Mapping
 
+from ..constants import WITHIN_ATTR, WITHIN_EVENTS, WITHIN_KINDS
 from ..errors import (
     CeqlValidationError,
     TypeClashError,
@@ -182,14 +183,14 @@ class _Checker:
         w = self.query.within
         if w is None:
             return
-        if w.kind not in ("events", "time", "attr"):
+        if w.kind not in WITHIN_KINDS:
             self.report(CeqlValidationError, f"Unknown WITHIN kind {w.kind!r}", w.span)
         if w.amount < 0:
             self.report(CeqlValidationError, "A WITHIN amount cannot be negative", w.span)
-        if w.kind == "events" and w.amount.denominator != 1:
+        if w.kind == WITHIN_EVENTS and w.amount.denominator != 1:
             self.report(CeqlValidationError,
                         "WITHIN ... EVENTS needs a whole number of events", w.span)
-        if w.kind == "attr":
+        if w.kind == WITHIN_ATTR:
             if not w.attr:
                 self.report(CeqlValidationError, "WITHIN n [attr] needs an attribute", w.span)
                 return

@@ -1,6 +1,9 @@
-"""The abstract syntax of CEQL: frozen dataclasses with source positions.
+"""The IR: frozen dataclasses for formulas, FILTER conditions, predicates, expressions and
+the query with its clauses, with source positions.
 
-Spans take no part in equality, so two parses of equivalent text compare equal.
+Front ends (:mod:`ceql.frontends`) produce it; analysis, automata and runtime read it. Spans take
+no part in equality (nor in ``repr``), so two parses of equivalent text compare equal and the
+``repr`` of a query is a canonical description of it (snapshots fingerprint it).
 """
 
 from __future__ import annotations
@@ -8,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Union
+
+from ..constants import CONSUME_NONE, CONSUME_POLICIES, STRATEGIES
 
 __all__ = [
     "CONSUME_POLICIES",
@@ -67,10 +72,13 @@ def _span() -> Span:
 
 @dataclass(frozen=True)
 class Attr:
-    """An attribute of the event being tested."""
+    """An attribute of an event: ``var`` None is the event being tested (the variable of the
+    enclosing ``X[...]``); a variable name qualifies it (``Y.attr``, a condition between
+    events, which front ends do not produce yet)."""
 
     name: str
     span: Span = _span()
+    var: str | None = None
 
 
 @dataclass(frozen=True)
@@ -251,8 +259,6 @@ Formula = Union[EventType, As, Filter, Or, Seq, Plus]
 
 # ---------------------------------------------------------------- clauses
 
-STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
-CONSUME_POLICIES = ("NONE", "ANY", "PARTITION")
 
 
 @dataclass(frozen=True)
@@ -283,7 +289,7 @@ class Query:
     where: Formula
     partition_by: tuple[str, ...] = ()
     within: Within | None = None
-    consume: str = "NONE"
+    consume: str = CONSUME_NONE
     limit: int | None = None
     span: Span = _span()
     select_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)

@@ -1,14 +1,17 @@
 """The timed enumerable compact set (tECS) of the CORE paper, Section 4.1–4.2.
 
-Nodes are plain sequences, for speed:
+Nodes are plain sequences, for speed (a node is created per event that moves a run); the
+field indices are named below:
 
 * bottom ``(mx, mt, pos, None, time)``: an open complex event starting at ``pos``;
-* output ``(mx, mt, pos, next, label)``: ``pos`` is in the complex event;
+* output ``(mx, mt, pos, next, label)``: ``pos`` is in the complex event, ``label`` the
+  frozenset of variables that bind it;
 * union ``[mx, mt, -1, left, right]`` (a list: ``right`` is cut to ``None`` once everything
   under it has left the time window, so expired nodes are freed).
 
-``mx`` is the node's maximum start as a substream position (orders union-lists), ``mt`` the
-window key (time, position or attribute) of that start. Union nodes keep
+``mx`` (:data:`MAX_START`) is the node's maximum start as a substream position (orders
+union-lists), ``mt`` (:data:`MAX_START_KEY`) the window key (time, position or attribute) of
+that start. Union nodes keep
 ``max(left) >= max(right)`` (time-ordered) and output-depth at most 3 (the paper's gadgets), so
 enumeration has output-linear delay.
 """
@@ -19,7 +22,29 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["enumerate_node", "insert", "merge", "union"]
+__all__ = [
+    "KIND_POS",
+    "LABEL",
+    "LEFT",
+    "MAX_START",
+    "MAX_START_KEY",
+    "NEXT",
+    "RIGHT",
+    "START_TIME",
+    "enumerate_node",
+    "insert",
+    "merge",
+    "union",
+]
+
+MAX_START = 0  #: every node: the latest start (substream position) below it
+MAX_START_KEY = 1  #: every node: the window key of that start
+KIND_POS = 2  #: bottom/output: the event's position; union: -1
+NEXT = 3  #: output: the node below; bottom: None (what tells a bottom from an output)
+LABEL = 4  #: output: the variables binding the event
+START_TIME = 4  #: bottom: the time key of the start, for ``Match.start_time``
+LEFT = 3  #: union: the left child (max start >= the right child's)
+RIGHT = 4  #: union: the right child, or None once it left the window
 
 Node = Any  # tuple | list, see module docstring
 Fifo = deque[tuple[Any, list[Any]]]

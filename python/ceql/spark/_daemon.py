@@ -16,5 +16,7 @@ except Exception:  # pragma: no cover - depends on the worker's environment
 
 from pyspark.daemon import manager
 
+__all__: list[str] = []
+
 if __name__ == "__main__":
     manager()

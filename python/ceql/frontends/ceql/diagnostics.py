@@ -10,6 +10,7 @@ from lark import Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.parsers.lalr_interactive_parser import InteractiveParser
 
+from ...constants import STRATEGIES, WITHIN_UNITS
 from ...errors import CeqlSyntaxError, caret_snippet
 from .lalr import lalr
 
@@ -35,11 +36,10 @@ _PUNCT = {
     "LTGT": "<>", "LE": "<=", "GE": ">=", "LT": "<", "GT": ">",
 }
 _COMPARISONS = frozenset({"EQ", "EQEQ", "NE", "LTGT", "LT", "LE", "GT", "GE"})
-_STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
-_UNITS = ("HOURS", "HOUR", "MINUTES", "MINUTE", "SECONDS", "SECOND", "MILLISECONDS",
-          "MILLISECOND")
+
+
 #: Keywords the grammar also accepts as attribute names (``attr_name``); kept in step by a test.
-SOFT_KEYWORDS = frozenset(_STRATEGIES + _UNITS + ("NONE", "EVENTS", "EVENT", "INTERVAL",
+SOFT_KEYWORDS = frozenset(STRATEGIES + WITHIN_UNITS + ("NONE", "EVENTS", "EVENT", "INTERVAL",
                                                   "RANGE"))
 _CLAUSE_RANK = {"SELECT": 0, "FROM": 1, "WHERE": 2, "PARTITION": 3, "WITHIN": 3, "CONSUME": 4,
                 "LIMIT": 5}
@@ -120,11 +120,11 @@ def _describe_expected(expected: Iterable[str], tokens: Sequence[Token]) -> tupl
     if _COMPARISONS <= terms:
         terms -= _COMPARISONS
         words.add("a comparison (=, !=, <, <=, >, >=)")
-    if set(_UNITS) <= terms:
-        terms -= set(_UNITS)
+    if set(WITHIN_UNITS) <= terms:
+        terms -= set(WITHIN_UNITS)
         words.add("a time unit (HOURS, MINUTES, SECONDS, MILLISECONDS)")
-    if set(_STRATEGIES) <= terms:
-        terms -= set(_STRATEGIES)
+    if set(STRATEGIES) <= terms:
+        terms -= set(STRATEGIES)
         words.add("a selection strategy (ALL, ANY, NEXT, LAST, MAX, STRICT)")
     if "NUMBER" in terms:
         terms.discard("NUMBER")
@@ -265,7 +265,7 @@ def _token_error(text: str, bad: Token | None, prev: Token | None, before: Seque
     if filter_open and "LSQB" in expected_terms and kind in _COMPARISONS | {"LIKE", "IN", "NOT"}:
         return err(f"{generic}: a FILTER condition is written variable[predicate], "
                    f"e.g. SELL[price > 100]")
-    if (prev is not None and prev.type in _STRATEGIES and kind in ("FROM", "COMMA")
+    if (prev is not None and prev.type in STRATEGIES and kind in ("FROM", "COMMA")
             and len(before) == 2):
         return err(f"{generic}: {prev} was read as the selection strategy {prev.type}; write "
                    f"`{prev}` in backquotes to select a variable of that name")

@@ -25,6 +25,7 @@ import re
 from decimal import Decimal
 from fractions import Fraction
 
+from ...constants import CONSUME_NONE, WITHIN_ATTR, WITHIN_EVENTS, WITHIN_TIME
 from ...ir import nodes as A
 
 __all__ = ["format_expr", "format_filter", "format_formula", "format_pred", "format_query"]
@@ -272,11 +273,11 @@ def format_formula(f: A.Formula) -> str:
 
 def _within(w: A.Within) -> str:
     amount = _fraction(Fraction(w.amount))
-    if w.kind == "events":
+    if w.kind == WITHIN_EVENTS:
         return f"WITHIN {amount} EVENTS"
-    if w.kind == "time":
+    if w.kind == WITHIN_TIME:
         return f"WITHIN {amount} SECONDS"
-    if w.kind == "attr":
+    if w.kind == WITHIN_ATTR:
         if w.attr is None:
             raise ValueError("an attribute window needs an attribute")
         return f"WITHIN {amount} [{_ident(w.attr)}]"
@@ -305,7 +306,7 @@ def format_query(q: A.Query) -> str:
         lines.append(f"PARTITION BY [{', '.join(_ident(a) for a in q.partition_by)}]")
     if q.within is not None:
         lines.append(_within(q.within))
-    if q.consume != "NONE":
+    if q.consume != CONSUME_NONE:
         lines.append(f"CONSUME BY {q.consume}")
     if q.limit is not None:
         lines.append(f"LIMIT {q.limit}")

@@ -23,6 +23,15 @@ from lark import Token, Tree
 from lark.exceptions import LarkError
 from lark.tree import Meta
 
+from ...constants import (
+    CONSUME_NONE,
+    STRATEGY_ANY,
+    WITHIN_ATTR,
+    WITHIN_EVENTS,
+    WITHIN_TIME,
+    WITHIN_UNIT_MILLIS,
+)
+from ...errors import CeqlTypeError
 from ...ir import nodes as A
 from .diagnostics import SOFT_KEYWORDS, diagnose, syntax_error
 from .lalr import grammar_text, lalr
@@ -38,7 +47,7 @@ def parse(text: str) -> A.Query:
     :func:`ceql.analysis.validate` afterwards to check names and types.
     """
     if not isinstance(text, str):
-        raise TypeError(f"parse() needs the query as a str, not {type(text).__name__}")
+        raise CeqlTypeError(f"A CEQL query must be a string, not {type(text).__name__}.")
     try:
         tree = lalr().parse(text)
     except LarkError as exc:
@@ -65,12 +74,7 @@ def _join_spans(first: A.Span, last: A.Span) -> A.Span:
 
 
 _NUMBER_TEXT = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_TIME_UNITS: dict[str, Fraction] = {
-    "HOURS": Fraction(3600), "HOUR": Fraction(3600),
-    "MINUTES": Fraction(60), "MINUTE": Fraction(60),
-    "SECONDS": Fraction(1), "SECOND": Fraction(1),
-    "MILLISECONDS": Fraction(1, 1000), "MILLISECOND": Fraction(1, 1000),
-}
+_TIME_UNITS: dict[str, Fraction] = {u: Fraction(ms, 1000) for u, ms in WITHIN_UNIT_MILLIS.items()}
 
 
 @dataclass(frozen=True)
@@ -421,7 +425,7 @@ def _b_select_vars(b: _Builder, t: Tree[Token], a: list[object]) -> _SelectList:
 @_rule("select_clause")
 def _b_select(b: _Builder, t: Tree[Token], a: list[object]) -> _Select:
     strategy = next((x for x in a[1:] if isinstance(x, str) and not isinstance(x, Token)),
-                    "ANY")
+                    STRATEGY_ANY)
     return _Select(strategy, _is(a[-1], _SelectList).names)
 
 
@@ -483,17 +487,18 @@ def _b_w_events(b: _Builder, t: Tree[Token], a: list[object]) -> _WithinSpec:
     if amount.value.denominator != 1:
         b.error(f"WITHIN ... EVENTS needs a whole number of events, not {float(amount.value)}",
                 amount.span)
-    return _WithinSpec("events", amount.value, None)
+    return _WithinSpec(WITHIN_EVENTS, amount.value, None)
 
 
 @_rule("w_time")
 def _b_w_time(b: _Builder, t: Tree[Token], a: list[object]) -> _WithinSpec:
-    return _WithinSpec("time", sum((x for x in a if isinstance(x, Fraction)), Fraction(0)), None)
+    total = sum((x for x in a if isinstance(x, Fraction)), Fraction(0))
+    return _WithinSpec(WITHIN_TIME, total, None)
 
 
 @_rule("w_attr")
 def _b_w_attr(b: _Builder, t: Tree[Token], a: list[object]) -> _WithinSpec:
-    return _WithinSpec("attr", _is(a[0], _Amount).value, _is(a[2], _Name).text)
+    return _WithinSpec(WITHIN_ATTR, _is(a[0], _Amount).value, _is(a[2], _Name).text)
 
 
 @_rule("within_clause")
@@ -530,7 +535,7 @@ def _b_query(b: _Builder, t: Tree[Token], a: list[object]) -> A.Query:
     where = next(x for x in parts if isinstance(x, _Where))
     partition = next((x for x in parts if isinstance(x, _Partition)), _Partition(()))
     within = next((x for x in parts if isinstance(x, A.Within)), None)
-    consume = next((x for x in parts if isinstance(x, _Consume)), _Consume("NONE"))
+    consume = next((x for x in parts if isinstance(x, _Consume)), _Consume(CONSUME_NONE))
     limit = next((x for x in parts if isinstance(x, _Limit)), None)
     names = select.names
     return A.Query(

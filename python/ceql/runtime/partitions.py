@@ -1,0 +1,110 @@
+"""Partitions: the per-key state of an evaluation, created lazily and dropped when expired.
+
+Without PARTITION BY there is one partition, keyed ``()``. CONSUME BY ANY empties every
+partition at once; instead of visiting them all, it bumps :attr:`Partitions.epoch`, and a
+partition whose own epoch is older is emptied the next time it is touched.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from .tecs import MAX_START_KEY, Fifo, Node
+
+__all__ = ["Partition", "Partitions"]
+
+
+class Partition:
+    """The state of one partition's evaluation.
+
+    ``states`` maps each active deterministic state to its union-list of tECS nodes (sorted
+    by max start, latest first); ``g`` is the strategy's global state; ``n`` counts the
+    partition's events (substream positions); ``fifo`` lists union nodes by creation key so
+    expired right branches can be cut (windowed queries only); ``sig`` caches
+    ``(g, frozenset(states))`` for the inertness tables.
+    """
+
+    __slots__ = ("epoch", "fifo", "g", "key", "n", "sig", "states")
+
+    def __init__(self, key: tuple[Any, ...], g: int, windowed: bool, epoch: int) -> None:
+        self.key = key
+        self.states: dict[int, list[Node]] = {}
+        self.g = g
+        self.n = 0
+        self.sig: tuple[int, frozenset[int]] | None = None
+        self.fifo: Fifo | None = deque() if windowed else None
+        self.epoch = epoch
+
+    def signature(self) -> tuple[int, frozenset[int]]:
+        """``(g, active states)``: what decides which event classes leave this partition be."""
+        s = self.sig
+        if s is None:
+            s = self.sig = (self.g, frozenset(self.states))
+        return s
+
+    def catch_up(self, epoch: int) -> None:
+        """Empty the partition if CONSUME BY ANY fired elsewhere since it was last touched."""
+        if self.epoch != epoch:
+            self.states = {}
+            self.epoch = epoch
+            self.sig = None
+            if self.fifo:
+                self.fifo.clear()  # nothing in it is reachable any more
+
+
+class Partitions:
+    """Every live partition, by key, with the CONSUME BY ANY epoch."""
+
+    __slots__ = ("by_key", "epoch", "g0", "windowed")
+
+    def __init__(self, g0: int, windowed: bool) -> None:
+        self.by_key: dict[tuple[Any, ...], Partition] = {}
+        self.epoch = 0
+        self.g0 = g0
+        self.windowed = windowed
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+    def __iter__(self) -> Iterator[Partition]:
+        return iter(self.by_key.values())
+
+    def get(self, key: tuple[Any, ...]) -> Partition:
+        """The partition of ``key``, created on first use."""
+        P = self.by_key.get(key)
+        if P is None:
+            P = Partition(key, self.g0, self.windowed, self.epoch)
+            self.by_key[key] = P
+        return P
+
+    def sweep(self, now_key: Any, eps: Any, timewise: bool) -> None:
+        """Drop partitions with nothing left that could ever output.
+
+        A partition whose strategy state is initial and whose runs all started more than
+        ``eps`` before ``now_key`` (when the window is measured in time or an attribute,
+        ``timewise``) starts over exactly as a new one would.
+        """
+        g0 = self.g0
+        dead = []
+        for k, P in self.by_key.items():
+            if P.g != g0:
+                continue
+            if P.states and timewise and all(now_key - ul[0][MAX_START_KEY] > eps
+                                             for ul in P.states.values()):
+                P.states = {}
+            if not P.states:
+                dead.append(k)
+        for k in dead:
+            del self.by_key[k]
+
+    def states_in_use(self) -> tuple[set[int], set[int]]:
+        """The deterministic states and global states some partition holds."""
+        states: set[int] = set()
+        globals_: set[int] = {self.g0}
+        for P in self.by_key.values():
+            if P.epoch == self.epoch:
+                states.update(P.states)
+            globals_.add(P.g)
+        return states, globals_

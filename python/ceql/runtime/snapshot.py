@@ -1,0 +1,228 @@
+"""Saving and restoring an evaluation: only what a later event can still use.
+
+A snapshot is ``MAGIC`` followed by a pickle of plain data: the format number, a fingerprint
+of the query (its IR, spans excluded), the evaluator's options, the clock, and per live
+partition its key, strategy state and active automaton states *by content*
+(:meth:`~ceql.automata.DFA.state_key`, so the numbering of another process does not matter),
+with the tECS below them flattened into a table (children first, so no recursion on long
+chains, and shared nodes stay shared). Before saving, runs and union branches that left the
+window are cut and empty partitions dropped, exactly as the next event would.
+
+Snapshots are pickles: restore only snapshots you made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from collections import deque
+from typing import Any, NamedTuple
+
+from ..constants import WITHIN_ATTR, WITHIN_EVENTS
+from ..errors import CeqlInputError
+from .partitions import Partition
+from .state import Compiled, Evaluation
+from .tecs import KIND_POS, LABEL, LEFT, MAX_START_KEY, NEXT, RIGHT, START_TIME, Node
+
+__all__ = ["FORMAT", "MAGIC", "Options", "dump", "fingerprint", "load", "options"]
+
+MAGIC = b"CEQLSNAP"
+FORMAT = 1  #: bumped whenever the layout below or the meaning of state keys changes
+
+
+class Options(NamedTuple):
+    """The evaluator options a snapshot was taken with."""
+
+    time: str | None
+    type_key: str
+    stream_key: str
+    time_unit: str
+
+
+def fingerprint(query: Compiled) -> str:
+    """A digest of the query's IR: snapshots restore only into the same query."""
+    return hashlib.sha256(repr(query.ast).encode("utf-8")).hexdigest()[:32]
+
+
+# ---------------------------------------------------------------------- saving
+
+def _now_key(ev: Evaluation, P: Partition) -> Any:
+    """The window key of the partition's latest event (a lower bound on every later one)."""
+    if ev.wkind == WITHIN_EVENTS:
+        return P.n - 1
+    if ev.wkind == WITHIN_ATTR:
+        return ev.clock.last_wattr
+    if ev.time is not None:
+        return ev.clock.last_time
+    return ev.offset - 1
+
+
+def _prune(ev: Evaluation) -> None:
+    eps = ev.eps
+    for P in ev.parts:
+        P.catch_up(ev.parts.epoch)
+        if eps is None:
+            continue
+        now = _now_key(ev, P)
+        if now is None:
+            continue
+        fifo = P.fifo
+        lim = now - eps
+        while fifo and fifo[0][0] < lim:
+            fifo.popleft()[1][RIGHT] = None
+        kept: dict[int, list[Node]] = {}
+        for d, ul in P.states.items():
+            if now - ul[0][MAX_START_KEY] > eps:
+                continue
+            while now - ul[-1][MAX_START_KEY] > eps:
+                ul.pop()
+            kept[d] = ul
+        if len(kept) != len(P.states):
+            P.states = kept
+            P.sig = None
+    if ev.wkind != WITHIN_EVENTS and ev.eps is not None:
+        last = ev.clock.last_wattr if ev.wkind == WITHIN_ATTR else (
+            ev.clock.last_time if ev.time is not None else ev.offset - 1)
+        if last is not None:
+            ev.sweep(last)
+    else:
+        ev.sweep(0)
+
+
+class _Flattener:
+    """Numbers tECS nodes children-first; a node reached twice keeps one number."""
+
+    def __init__(self) -> None:
+        self.ids: dict[int, int] = {}
+        self.table: list[tuple[Any, ...]] = []
+        self.labels: dict[frozenset[str], int] = {}
+        self.keep: list[Node] = []  # holds nodes so their ids stay unique while flattening
+
+    def label(self, vs: frozenset[str]) -> int:
+        k = self.labels.get(vs)
+        if k is None:
+            k = self.labels[vs] = len(self.labels)
+        return k
+
+    def number(self, root: Node) -> int:
+        """The number of ``root``, numbering every node below it first (depth-first, O(nodes))."""
+        ids = self.ids
+        hit = ids.get(id(root))
+        if hit is not None:
+            return hit
+        # (node, its children, how many of them are numbered); the tECS is acyclic, so a node
+        # met again is either numbered already or on this path's stack — never the latter
+        stack: list[tuple[Node, list[Node], int]] = [(root, _children(root), 0)]
+        while stack:
+            n, kids, i = stack[-1]
+            while i < len(kids) and id(kids[i]) in ids:
+                i += 1
+            if i < len(kids):
+                stack[-1] = (n, kids, i + 1)
+                stack.append((kids[i], _children(kids[i]), 0))
+                continue
+            stack.pop()
+            if n[KIND_POS] < 0:
+                right = n[RIGHT]
+                entry: tuple[Any, ...] = ("u", n[0], n[1], ids[id(n[LEFT])],
+                                          -1 if right is None else ids[id(right)])
+            elif n[NEXT] is not None:
+                entry = ("o", n[0], n[1], n[KIND_POS], ids[id(n[NEXT])], self.label(n[LABEL]))
+            else:
+                entry = ("b", n[0], n[1], n[KIND_POS], n[START_TIME])
+            ids[id(n)] = len(self.table)
+            self.table.append(entry)
+            self.keep.append(n)
+        return ids[id(root)]
+
+
+def _children(n: Node) -> list[Node]:
+    if n[KIND_POS] < 0:
+        return [n[LEFT]] if n[RIGHT] is None else [n[LEFT], n[RIGHT]]
+    return [] if n[NEXT] is None else [n[NEXT]]
+
+
+def dump(ev: Evaluation) -> bytes:
+    """The evaluation's live state as bytes."""
+    _prune(ev)
+    dfa = ev.dfa
+    flat = _Flattener()
+    parts = []
+    for P in ev.parts:
+        states = [(dfa.state_key(d), [flat.number(n) for n in ul]) for d, ul in P.states.items()]
+        fifo = [(k, flat.ids[id(u)]) for k, u in (P.fifo or ()) if id(u) in flat.ids]
+        parts.append((P.key, dfa.global_key(P.g), P.n, states, fifo))
+    clock = ev.clock
+    payload = {
+        "format": FORMAT,
+        "fingerprint": fingerprint(ev.query),
+        "options": tuple(Options(ev.time, ev.type_key, ev.stream_key, ev.time_unit)),
+        "offset": ev.offset,
+        "since_sweep": ev.since_sweep,
+        "epoch": ev.parts.epoch,
+        "eps": ev.eps,
+        "clock": (clock.is_ts, clock.tz, clock.as_date, clock.last_time, clock.last_wattr),
+        "labels": [tuple(sorted(vs)) for vs in flat.labels],
+        "nodes": flat.table,
+        "partitions": parts,
+    }
+    return MAGIC + pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+# ---------------------------------------------------------------------- restoring
+
+def _payload(data: bytes) -> dict[str, Any]:
+    if not isinstance(data, (bytes, bytearray, memoryview)) or bytes(data[:len(MAGIC)]) != MAGIC:
+        raise CeqlInputError("Not a ceql snapshot: pass the bytes Evaluator.snapshot() returned.")
+    try:
+        payload = pickle.loads(bytes(data[len(MAGIC):]))
+    except Exception as exc:
+        raise CeqlInputError(f"The ceql snapshot is damaged ({exc}); take a new one.") from None
+    if not isinstance(payload, dict) or "format" not in payload:
+        raise CeqlInputError("The ceql snapshot is damaged (no format number); take a new one.")
+    if payload["format"] != FORMAT:
+        raise CeqlInputError(
+            f"The snapshot has format {payload['format']}; this ceql reads format {FORMAT}. "
+            "Restore it with the ceql version that took it.")
+    return payload
+
+
+def options(query: Compiled, data: bytes) -> Options:
+    """The options of the evaluator that took ``data``, once ``data`` is checked against
+    ``query``."""
+    payload = _payload(data)
+    if payload["fingerprint"] != fingerprint(query):
+        raise CeqlInputError(
+            "The snapshot was taken from another query: restore it with the query whose "
+            "evaluator took it.")
+    return Options(*payload["options"])
+
+
+def load(ev: Evaluation, data: bytes) -> None:
+    """Put the state saved in ``data`` into a fresh evaluation of the same query."""
+    payload = _payload(data)
+    dfa = ev.dfa
+    labels = [frozenset(vs) for vs in payload["labels"]]
+    nodes: list[Node] = []
+    for e in payload["nodes"]:
+        kind = e[0]
+        if kind == "u":
+            nodes.append([e[1], e[2], -1, nodes[e[3]], None if e[4] < 0 else nodes[e[4]]])
+        elif kind == "o":
+            nodes.append((e[1], e[2], e[3], nodes[e[4]], labels[e[5]]))
+        else:
+            nodes.append((e[1], e[2], e[3], None, e[4]))
+    ev.offset = payload["offset"]
+    ev.since_sweep = payload["since_sweep"]
+    ev.set_eps(payload["eps"])
+    clock = ev.clock
+    clock.is_ts, clock.tz, clock.as_date, clock.last_time, clock.last_wattr = payload["clock"]
+    parts = ev.parts
+    parts.epoch = payload["epoch"]
+    for key, gkey, n, states, fifo in payload["partitions"]:
+        P = parts.get(key)
+        P.g = dfa.global_id(gkey)
+        P.n = n
+        P.states = {dfa.state_id(skey): [nodes[i] for i in ul] for skey, ul in states}
+        if P.fifo is not None:
+            P.fifo = deque((k, nodes[i]) for k, i in fifo)

@@ -1,0 +1,139 @@
+"""The package layout reads as the pipeline: each stage imports only earlier stages, no module
+imports another's private names, there are no import cycles, and every module says what it
+exports."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "python" / "ceql"
+
+# stage → the stages it may import (besides itself); ``ceql`` is the public API module
+ALLOWED: dict[str, set[str]] = {
+    "constants": set(),
+    "errors": set(),
+    "ir": {"constants", "errors"},
+    "frontends": {"ir", "constants", "errors"},
+    "predicates": {"ir", "constants", "errors"},
+    "automata": {"ir", "predicates", "constants", "errors"},
+    "analysis": {"ir", "frontends", "predicates", "automata", "constants", "errors"},
+    "runtime": {"ir", "predicates", "automata", "constants", "errors"},
+    "query": {"ir", "frontends", "analysis", "predicates", "automata", "runtime", "constants",
+              "errors"},
+    "explanation": {"ir", "frontends", "predicates", "automata", "query", "constants",
+                    "errors"},
+    "ceql": {"query", "explanation", "runtime", "errors", "constants"},
+    "__main__": {"cli"},
+    "cli": {"ceql", "constants", "spark"},
+    "spark": {"ceql", "analysis", "ir", "predicates", "constants", "errors"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _stage(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "ceql"
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, list[str], bool]]:
+    """(imported module, names, at module level) for every ceql import of ``module``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    top = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "ceql":
+                continue
+            names = [a.name for a in node.names]
+            # ``from pkg import submodule`` imports a module
+            for name in names:
+                if f"{target}.{name}" in MODULES:
+                    out.append((f"{target}.{name}", [], id(node) in top))
+            rest = [n for n in names if f"{target}.{n}" not in MODULES]
+            if rest:
+                out.append((target, rest, id(node) in top))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "ceql":
+                    out.append((a.name, [], id(node) in top))
+    return out
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_stages_import_only_earlier_stages(module: str) -> None:
+    stage = _stage(module)
+    assert stage in ALLOWED, f"{module}: stage {stage!r} is not in the layout table"
+    for target, _, _ in _imports(module, MODULES[module]):
+        other = _stage(target)
+        assert other == stage or other in ALLOWED[stage], (
+            f"{module} imports {target}: stage {stage!r} may not depend on {other!r}")
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_names_cross_modules(module: str) -> None:
+    for target, names, _ in _imports(module, MODULES[module]):
+        private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+        assert not private, f"{module} imports private names {private} from {target}"
+
+
+def test_no_import_cycles() -> None:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for m, path in MODULES.items():
+        for target, _, top in _imports(m, path):
+            if top and target in MODULES and target != m:
+                graph[m].add(target)
+    # a package's __init__ re-exporting its modules is not a cycle through them
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if n.startswith(m + "."):
+                continue  # a package importing its own submodules
+            if state.get(n) == 1:
+                cycle = [*path[path.index(n):], n] if n in path else [m, n]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if n not in state:
+                visit(n, [*path, n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_module_declares_its_exports(module: str) -> None:
+    path = MODULES[module]
+    if path.name == "__main__.py":
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assert ast.get_docstring(tree), f"{module} has no docstring"
+    declared = any(isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
+        isinstance(t, ast.Name) and t.id == "__all__"
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+        for n in tree.body)
+    assert declared, f"{module} has no __all__"
