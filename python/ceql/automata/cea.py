@@ -203,7 +203,7 @@ def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:
 def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     """The CEA of the query's WHERE formula, with STRICT applied and the SELECT projection
     recorded in ``pmark``/``vars`` (selection strategies other than STRICT are applied on the
-    fly by :mod:`ceql.automata.dfa`)."""
+    fly by :mod:`ceql.automata.strategies`)."""
     b = _Builder(atoms)
     fr = b.build(query.where)
     trans = [_project(t, query.select) for t in fr.trans]

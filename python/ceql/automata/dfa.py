@@ -1,168 +1,171 @@
-"""Selection strategies and on-the-fly I/O-determinization of a CEA.
+"""On-the-fly I/O-determinization of a CEA under a selection strategy, as a bounded cache.
 
-The evaluator sees a deterministic automaton whose states are small integers:
+The evaluator sees a deterministic automaton whose states are integer ids:
 
-* ``start(g)`` — the state a run starting at the current event is in;
-* ``step(d, c)`` — for state ``d`` and event class ``c`` a tuple
+* ``start(g)`` — the state a run starting at the current event is in, in global state ``g``;
+* ``step(d, c)`` — for state ``d`` and event class ``c`` a :data:`Step`
   ``(marked_target, marked_accepts, unmarked_target, unmarked_accepts, label)``, targets
-  being ``-1`` when the run dies; ``label`` indexes ``labels`` (the variables of the marked
-  event);
-* ``gstep(g, c)`` — the strategy's global state after the event (constant for ALL/ANY/STRICT).
+  being ``-1`` when the run dies; ``label`` is the (interned) frozenset of the variables the
+  marked event binds;
+* ``gstep(g, c)`` — the strategy's global state after the event (constant when
+  ``constant_global``).
 
-Determinization is a subset construction over *run components*, computed lazily and cached
-per (state, class). A component is what a strategy needs to know about one group of runs:
+A state is a frozenset of run components and a global state is strategy content (see
+:mod:`ceql.automata.strategies`); :meth:`DFA.state_key` / :meth:`DFA.state_id` (and
+``global_key`` / ``global_id``) translate between ids and this content, which is the same for
+the same query in any process. Transitions are computed lazily (subset construction over
+components) and cached per (state, class).
 
-* ALL / ANY / STRICT: one CEA state.
-* NEXT / LAST: ``(g, entry, E)``. ``g`` ranks the CEA states reachable by any run by the best
-  mark string reaching them (the strategy's total order on prefixes, CEL paper Theorem 4); a run
-  survives only in the entry where it is best. ``E`` are the CEA states of runs with one
-  (full, projected) mark string. A component accepts when ``E`` holds a final state and its
-  entry is the best entry holding one.
-* MAX: ``(E, R)``: ``R`` are the CEA states of runs whose marks so far are a strict superset of
-  ours. A component accepts when ``E`` holds a final state and ``R`` none.
-
-Accepting is decided before components that cannot move any more (CEA states without
-outgoing transitions) are dropped, so finished runs leave the active set at once.
+The DFA is a cache shared by the evaluators of one thread, bounded RE2-style: ids are never
+reused; once more than ``max_states`` states and global states were created since the last
+reset, ``full`` is set, and an evaluator calls :meth:`DFA.collect` between two events. That
+keeps the states the attached evaluators still hold (same ids, same content), drops the rest
+and every cached transition, and tells the evaluators to drop what they derived. It fails
+only a query that alone holds ``max_states`` states at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from typing import Any
+import itertools
+import weakref
+from collections.abc import Hashable, Iterable
+from typing import Any, Protocol
 
 from ..errors import CeqlResourceError
-from ..predicates import guard_fn
-from .cea import CEA, Transition
+from .cea import CEA
+from .strategies import Strategy, strategy_for
 
-__all__ = ["DFA", "Step"]
+__all__ = ["DFA", "DFAOwner", "Step"]
 
-Step = tuple[int, bool, int, bool, int]
-_Z = -1  # the "not started yet" pseudo-state of NEXT / LAST / MAX
+#: ``(marked_target, marked_accepts, unmarked_target, unmarked_accepts, label)``
+Step = tuple[int, bool, int, bool, frozenset[str]]
+
+_EMPTY: frozenset[str] = frozenset()
+
+
+class DFAOwner(Protocol):
+    """An evaluator sharing a :class:`DFA` (see :meth:`DFA.attach`)."""
+
+    def dfa_in_use(self) -> tuple[Iterable[int], Iterable[int]]:
+        """The state ids and global state ids it holds."""
+        ...
+
+    def dfa_was_reset(self) -> None:
+        """The DFA dropped its caches: drop whatever was derived from them."""
+        ...
 
 
 class DFA:
-    """Lazily determinized automaton for one query (not thread-safe; one per evaluator)."""
+    """Lazily determinized automaton for one query; a bounded cache (not thread-safe).
+
+    Read-only fast caches, for hot loops (a miss means "call the method"; each is mutated in
+    place, never replaced, so a reference to it stays valid across :meth:`collect`):
+
+    * ``trans[d].get(c)`` — the cached :meth:`step` (``trans`` has an entry per live state);
+    * ``starts.get(g)`` — the cached :meth:`start`;
+    * ``gtrans[g].get(c)`` — the cached :meth:`gstep` (an entry per live global state).
+    """
 
     def __init__(self, cea: CEA, strategy: str, max_states: int) -> None:
         self.cea = cea
-        self.strategy = "ALL" if strategy in ("ANY", "STRICT") else strategy
+        #: the selection strategy's name, as in the query
+        self.strategy = strategy
+        #: the strategy's construction
+        self.policy: Strategy[Any, Any] = strategy_for(strategy, cea)
+        #: True when the global state never changes (always ``g0``)
+        self.constant_global: bool = self.policy.constant_global
         self.max_states = max_states
-        self.out = cea.outgoing()
-        self.finals = cea.finals
-        self.deadend = frozenset(q for q in range(cea.n_states) if not self.out[q])
-        self._guards: dict[Any, Callable[[int], bool]] = {}
-        # interned DFA states: id -> frozenset of components
-        self.states: list[frozenset[Hashable]] = []
+        #: set when the cache went over budget; the owner should call :meth:`collect`
+        self.full = False
+        self.trans: dict[int, dict[int, Step]] = {}
+        self.starts: dict[int, int] = {}
+        self.gtrans: dict[int, dict[int, int]] = {}
+        self._states: dict[int, frozenset[Hashable]] = {}
         self._ids: dict[frozenset[Hashable], int] = {}
-        self.trans: list[dict[int, Step]] = []
-        self.labels: list[frozenset[str]] = [frozenset()]
-        self._label_ids: dict[frozenset[str], int] = {frozenset(): 0}
-        # global strategy states
-        self.globals: list[Any] = []
-        self._gids: dict[Any, int] = {}
-        self._gtrans: list[dict[int, int]] = []
-        self._starts: dict[int, int] = {}
-        self._nexts: dict[tuple[int, int], tuple[Any, dict[tuple[int, bool], int]]] = {}
-        init: Any
-        if self.strategy in ("NEXT", "LAST"):
-            init = (frozenset({_Z}),)
-        elif self.strategy == "MAX":
-            init = frozenset()
-        else:
-            init = None
-        self.g0 = self._gid(init)
+        self._globals: dict[int, Hashable] = {}
+        self._gids: dict[Hashable, int] = {}
+        self._labels: dict[frozenset[str], frozenset[str]] = {_EMPTY: _EMPTY}
+        self._next_state = itertools.count()
+        self._next_global = itertools.count()
+        self._limit = max_states  # the cache is full above this size
+        self._owners: dict[int, weakref.ref[DFAOwner]] = {}
+        #: the global state before any event (kept across resets)
+        self.g0 = self.global_id(self.policy.initial())
 
-    # ------------------------------------------------------------------ interning
-    def _gid(self, g: Any) -> int:
-        k = self._gids.get(g)
+    # ------------------------------------------------------------------ content and ids
+    @property
+    def size(self) -> int:
+        """How many states and global states the cache holds now."""
+        return len(self._states) + len(self._globals)
+
+    def state_key(self, d: int) -> Hashable:
+        """The content of state ``d``: picklable, equal for the same query in any process."""
+        return self._states[d]
+
+    def state_id(self, key: Hashable) -> int:
+        """The id of the state with content ``key`` (interned if new; ``-1`` for the empty
+        state)."""
+        if not isinstance(key, frozenset):
+            raise TypeError(f"not a DFA state key: {key!r}")
+        return self._sid(key)
+
+    def global_key(self, g: int) -> Hashable:
+        """The content of global state ``g``: picklable, equal in any process."""
+        return self._globals[g]
+
+    def global_id(self, key: Hashable) -> int:
+        """The id of the global state with content ``key`` (interned if new)."""
+        k = self._gids.get(key)
         if k is None:
-            k = len(self.globals)
-            self._gids[g] = k
-            self.globals.append(g)
-            self._gtrans.append({})
-            self._check_cap()
+            k = next(self._next_global)
+            self._gids[key] = k
+            self._globals[k] = key
+            self.gtrans[k] = {}
+            self._grew()
         return k
 
-    def _sid(self, comps: frozenset[Hashable]) -> int:
-        if not comps:
+    def _sid(self, key: frozenset[Hashable]) -> int:
+        if not key:
             return -1
-        k = self._ids.get(comps)
+        k = self._ids.get(key)
         if k is None:
-            k = len(self.states)
-            self._ids[comps] = k
-            self.states.append(comps)
-            self.trans.append({})
-            self._check_cap()
+            k = next(self._next_state)
+            self._ids[key] = k
+            self._states[k] = key
+            self.trans[k] = {}
+            self._grew()
         return k
 
-    def _check_cap(self) -> None:
-        if len(self.states) + len(self.globals) > self.max_states:
-            raise CeqlResourceError(
-                f"The query needs more than {self.max_states} determinized automaton states "
-                "on this stream: raise max_states (ceql.compile(..., max_states=N)) or simplify "
-                "the query (fewer alternatives or nested iterations, or a plainer selection "
-                "strategy than MAX)."
-            )
+    def _grew(self) -> None:
+        if len(self._states) + len(self._globals) > self._limit:
+            self.full = True
 
-    def _lid(self, vs: frozenset[str]) -> int:
-        k = self._label_ids.get(vs)
-        if k is None:
-            k = len(self.labels)
-            self._label_ids[vs] = k
-            self.labels.append(vs)
-        return k
+    def _label(self, vs: frozenset[str]) -> frozenset[str]:
+        return self._labels.setdefault(vs, vs)
 
-    def _sat(self, t: Transition, c: int) -> bool:
-        f = self._guards.get(t.guard)
-        if f is None:
-            f = self._guards[t.guard] = guard_fn(t.guard)
-        return f(c)
-
-    def _succ(self, qs: frozenset[int] | set[int], c: int) -> list[Transition]:
-        out: list[Transition] = []
-        for q in qs:
-            src = 0 if q == _Z else q
-            for t in self.out[src]:
-                if self._sat(t, c):
-                    out.append(t)
-        return out
-
-    # ------------------------------------------------------------------ public steps
+    # ------------------------------------------------------------------ steps
     def start(self, g: int) -> int:
         """The state of a run that starts at the current event, given global state ``g``."""
-        d = self._starts.get(g)
+        d = self.starts.get(g)
         if d is None:
-            comp: Hashable
-            if self.strategy in ("NEXT", "LAST"):
-                entries = self.globals[g]
-                comp = (g, len(entries) - 1, frozenset({_Z}))
-            elif self.strategy == "MAX":
-                comp = (frozenset({_Z}), self.globals[g])
-            else:
-                comp = 0
-            d = self._sid(frozenset({comp}))
-            self._starts[g] = d
+            d = self._sid(frozenset({self.policy.start(self._globals[g])}))
+            self.starts[g] = d
         return d
 
     def gstep(self, g: int, c: int) -> int:
         """The strategy's global state after an event of class ``c``."""
-        r = self._gtrans[g].get(c)
+        r = self.gtrans[g].get(c)
         if r is None:
-            if self.strategy in ("NEXT", "LAST"):
-                r = self._gid(self._rank(g, c)[0])
-            elif self.strategy == "MAX":
-                old = self.globals[g] | {_Z}
-                r = self._gid(frozenset(t.dst for t in self._succ(old, c)) - self.deadend)
-            else:
-                r = g
-            self._gtrans[g][c] = r
+            r = self.global_id(self.policy.global_step(self._globals[g], c))
+            self.gtrans[g][c] = r
         return r
 
     def step(self, d: int, c: int) -> Step:
-        """Targets of state ``d`` on class ``c`` (cached)."""
+        """Targets of state ``d`` on class ``c`` (cached in ``trans``)."""
         r = self.trans[d].get(c)
         if r is None:
-            r = self.trans[d][c] = self._compute(d, c)
+            r = self._compute(d, c)
+            self.trans[d][c] = r
         return r
 
     def is_inert(self, d: int, c: int) -> bool:
@@ -170,125 +173,86 @@ class DFA:
         r = self.step(d, c)
         return r[0] < 0 and not r[1] and r[2] == d and not r[3]
 
-    # ------------------------------------------------------------------ construction
     def _compute(self, d: int, c: int) -> Step:
-        succ: dict[bool, set[Hashable]] = {True: set(), False: set()}
-        acc = {True: False, False: False}
+        # Acceptance is decided before dead-end CEA states are stripped, so finished runs
+        # leave the active set at once.
+        pol = self.policy
+        marked: set[Hashable] = set()
+        unmarked: set[Hashable] = set()
+        acc_m = acc_u = False
         label: set[str] = set()
-        for comp in self.states[d]:
-            for pm, comp2, vs in self._comp_succ(comp, c):
+        for comp in self._states[d]:
+            for pm, comp2, vs in pol.successors(comp, c):
+                live = pol.strip(comp2)
                 if pm:
                     label |= vs
-                if self._accepts(comp2):
-                    acc[pm] = True
-                live = self._strip(comp2)
-                if live is not None:
-                    succ[pm].add(live)
-        return (
-            self._sid(frozenset(succ[True])),
-            acc[True],
-            self._sid(frozenset(succ[False])),
-            acc[False],
-            self._lid(frozenset(label)),
-        )
+                    acc_m = acc_m or pol.accepts(comp2)
+                    if live is not None:
+                        marked.add(live)
+                else:
+                    acc_u = acc_u or pol.accepts(comp2)
+                    if live is not None:
+                        unmarked.add(live)
+        return (self._sid(frozenset(marked)), acc_m, self._sid(frozenset(unmarked)), acc_u,
+                self._label(frozenset(label)))
 
-    def _comp_succ(self, comp: Any, c: int) -> list[tuple[bool, Hashable, frozenset[str]]]:
-        s = self.strategy
-        res: list[tuple[bool, Hashable, frozenset[str]]] = []
-        if s == "ALL":
-            for t in self._succ({comp}, c):
-                res.append((t.pmark, t.dst, t.vars))
-            return res
-        if s in ("NEXT", "LAST"):
-            g, idx, E = comp
-            g2, where = self._rank(g, c)
-            buckets: dict[tuple[int, bool], tuple[set[int], set[str]]] = {}
-            for t in self._succ(E, c):
-                if comp[2] == frozenset({_Z}) and not t.mark:
-                    continue
-                k = where.get((idx, t.mark))
-                if k is None or t.dst not in g2[k]:
-                    continue  # a better-ranked run already holds this state
-                b = buckets.setdefault((k, t.pmark), (set(), set()))
-                b[0].add(t.dst)
-                b[1].update(t.vars)
-            g2id = self._gid(g2)
-            for (k, pm), (qs, vs) in buckets.items():
-                res.append((pm, (g2id, k, frozenset(qs)), frozenset(vs)))
-            return res
-        # MAX
-        E, R = comp
-        ts = self._succ(E, c)
-        rs = self._succ(R, c)
-        r_marked = frozenset(t.dst for t in rs if t.mark)
-        r_any = frozenset(t.dst for t in rs)
-        e_marked = frozenset(t.dst for t in ts if t.mark)
-        mbuckets: dict[tuple[bool, bool], tuple[set[int], set[str]]] = {}
-        for t in ts:
-            b = mbuckets.setdefault((t.mark, t.pmark), (set(), set()))
-            b[0].add(t.dst)
-            b[1].update(t.vars)
-        for (m, pm), (qs, vs) in mbuckets.items():
-            r2 = r_marked if m else r_any | e_marked
-            res.append((pm, (frozenset(qs), r2), frozenset(vs)))
-        return res
+    # ------------------------------------------------------------------ the bounded cache
+    def attach(self, owner: DFAOwner) -> None:
+        """Register ``owner`` (weakly): :meth:`collect` keeps what it holds and tells it of
+        resets."""
+        key = id(owner)
+        owners = self._owners
 
-    def _rank(self, g: int, c: int) -> tuple[Any, dict[tuple[int, bool], int]]:
-        """NEXT/LAST: the ranked entries after class ``c`` and where each (entry, mark) went."""
-        key = (g, c)
-        hit = self._nexts.get(key)
-        if hit is not None:
-            return hit
-        entries = self.globals[g]
-        order: list[tuple[int, bool]]
-        if self.strategy == "NEXT":  # first difference decides: marking now beats skipping
-            order = [(i, m) for i in range(len(entries)) for m in (True, False)]
-        else:  # LAST: last difference decides: every marking run beats every skipping one
-            order = [(i, m) for m in (True, False) for i in range(len(entries))]
-        seen: set[int] = set()
-        new: list[frozenset[int]] = []
-        where: dict[tuple[int, bool], int] = {}
-        for i, m in order:
-            S = entries[i]
-            if S == frozenset({_Z}):
-                qs = {_Z} if not m else {t.dst for t in self._succ(S, c) if t.mark}
-            else:
-                qs = {t.dst for t in self._succ(S, c) if t.mark == m}
-            qs -= seen
-            if qs:
-                where[(i, m)] = len(new)
-                new.append(frozenset(qs))
-                seen |= qs
-        res = (tuple(new), where)
-        self._nexts[key] = res
-        return res
+        def gone(ref: weakref.ref[DFAOwner]) -> None:
+            if owners.get(key) is ref:
+                del owners[key]
 
-    def _accepts(self, comp: Any) -> bool:
-        s = self.strategy
-        if s == "ALL":
-            return comp in self.finals
-        if s in ("NEXT", "LAST"):
-            g, idx, E = comp
-            if not (E & self.finals):
-                return False
-            for k, S in enumerate(self.globals[g]):
-                if S & self.finals:
-                    return bool(k == idx)
-            return False
-        E, R = comp
-        return bool(E & self.finals) and not (R & self.finals)
+        old = owners.get(key)
+        if old is None or old() is not owner:
+            owners[key] = weakref.ref(owner, gone)
 
-    def _strip(self, comp: Any) -> Hashable | None:
-        """Drop CEA states that can never move again; None when nothing is left."""
-        s = self.strategy
-        if s == "ALL":
-            return None if comp in self.deadend else comp
-        if s in ("NEXT", "LAST"):
-            g, idx, E = comp
-            E2 = E - self.deadend
-            if not E2:
-                return None
-            return (g, idx, E2)
-        E, R = comp
-        E2 = E - self.deadend
-        return (E2, R - self.deadend) if E2 else None
+    def collect(self, owner: DFAOwner) -> None:
+        """Reset the cache, keeping what live attached owners (and ``owner``) hold.
+
+        Call it between two events (when ``full``). Kept states and global states keep their
+        ids and content; every other one is dropped, every cached transition is cleared, and
+        each owner's ``dfa_was_reset`` is called. The budget then counts from what was kept.
+        Raises :class:`CeqlResourceError` when ``owner`` alone holds ``max_states`` or more.
+        """
+        owners = [o for o in (r() for r in list(self._owners.values())) if o is not None]
+        if not any(o is owner for o in owners):
+            owners.append(owner)
+        keep_s: set[int] = set()
+        keep_g: set[int] = {self.g0}
+        held = 0
+        for o in owners:
+            s_in, g_in = o.dfa_in_use()
+            s, g = set(s_in), set(g_in)
+            if o is owner:
+                held = len(s) + len(g)
+            keep_s |= s
+            keep_g |= g
+        states = {d: self._states[d] for d in keep_s if d in self._states}
+        globals_ = {g: self._globals[g] for g in keep_g if g in self._globals}
+        self._states = states
+        self._ids = {key: d for d, key in states.items()}
+        self._globals = globals_
+        self._gids = {key: g for g, key in globals_.items()}
+        self.trans.clear()
+        self.trans.update((d, {}) for d in states)
+        self.gtrans.clear()
+        self.gtrans.update((g, {}) for g in globals_)
+        self.starts.clear()
+        self._labels = {_EMPTY: _EMPTY}
+        self.policy.clear()
+        self._limit = len(states) + len(globals_) + self.max_states
+        self.full = False
+        for o in owners:
+            o.dfa_was_reset()
+        if held >= self.max_states:
+            raise CeqlResourceError(
+                f"The query needs more than {self.max_states} determinized automaton states "
+                "on this stream: raise max_states (ceql.compile(..., max_states=N)) or simplify "
+                "the query (fewer alternatives or nested iterations, a shorter WITHIN, or a "
+                "plainer selection strategy than MAX)."
+            )
