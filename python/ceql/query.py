@@ -13,7 +13,7 @@ from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_CO
 from .errors import CeqlTypeError, CeqlValidationError
 from .frontends.ceql import parse
 from .ir import MAX_DEPTH, bound_variables, depth, recursion_for
-from .ir import nodes as _ast
+from .ir import nodes as N
 from .predicates import AtomTable
 from .runtime import Evaluator, Match
 from .runtime.times import to_micros
@@ -27,22 +27,22 @@ _CHUNK = 2048
 class Query:
     """A parsed, validated CEQL query, ready to run. Immutable and picklable."""
 
-    __slots__ = ("__weakref__", "_cache", "_dfas", "ast", "max_states", "schema", "text")
+    __slots__ = ("__weakref__", "_cache", "_local", "ast", "max_states", "schema", "text")
     text: str
-    ast: _ast.Query
+    ast: N.Query
     schema: dict[str, str] | None
     max_states: int
     _cache: dict[tuple[str, str], tuple[AtomTable, CEA]]
-    _dfas: dict[tuple[str, str, int], tuple[AtomTable, DFA]]
+    _local: threading.local  # .dfas: this thread's automata, by (type_key, stream_key)
 
-    def __init__(self, text: str, ast: _ast.Query, schema: dict[str, str] | None,
+    def __init__(self, text: str, ast: N.Query, schema: dict[str, str] | None,
                  max_states: int) -> None:
         object.__setattr__(self, "text", text)
         object.__setattr__(self, "ast", ast)
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "max_states", max_states)
         object.__setattr__(self, "_cache", {})
-        object.__setattr__(self, "_dfas", {})
+        object.__setattr__(self, "_local", threading.local())
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Query is immutable")
@@ -83,13 +83,19 @@ class Query:
         """The atoms and the lazily determinized automaton, shared by this thread's evaluators.
 
         Sharing means each partition, task or batch of a thread reuses the states and
-        transitions computed before it; one copy per thread, because the DFA grows as it runs.
+        transitions computed before it. The automaton is a cache with a budget
+        (``max_states``): when full, it keeps what live evaluators hold and drops the rest. One
+        per thread (it changes as it runs), dropped with the thread.
         """
-        key = (type_key, stream_key, threading.get_ident())
-        hit = self._dfas.get(key)
+        dfas: dict[tuple[str, str], tuple[AtomTable, DFA]] | None = getattr(
+            self._local, "dfas", None)
+        if dfas is None:
+            dfas = self._local.dfas = {}
+        key = (type_key, stream_key)
+        hit = dfas.get(key)
         if hit is None:
             atoms, cea = self.automaton(type_key, stream_key)
-            hit = self._dfas[key] = (atoms, DFA(cea, self.ast.strategy, self.max_states))
+            hit = dfas[key] = (atoms, DFA(cea, self.ast.strategy, self.max_states))
         return hit
 
     def cea(self) -> CEA:

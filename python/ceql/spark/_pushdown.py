@@ -35,7 +35,7 @@ from pyspark.sql.types import (
 import ceql
 from ceql.analysis import relevance
 from ceql.constants import INTERNAL_STREAM_COLUMN
-from ceql.ir import nodes as _ast
+from ceql.ir import nodes as N
 from ceql.predicates import FLIP, Atom, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
 
 from ._spec import MatchSpec, quote_identifier
@@ -138,12 +138,12 @@ class _Writer:
                 return None
             c = quote_identifier(col)
             return f"({c} IS NULL OR {c} = {_string(a.name)})"
-        if isinstance(a, _ast.Compare):
+        if isinstance(a, N.Compare):
             return self.compare(a.op, a.left, a.right)
-        if isinstance(a, _ast.InRange):
+        if isinstance(a, N.InRange):
             lo, hi = self.compare(">=", a.expr, a.lo), self.compare("<=", a.expr, a.hi)
             return None if lo is None or hi is None else f"({lo} AND {hi})"
-        if isinstance(a, _ast.InSet):
+        if isinstance(a, N.InSet):
             return self.in_set(a)
         return None  # LIKE: Spark's regular expressions are not RE2
 
@@ -158,10 +158,10 @@ class _Writer:
             col = f"coalesce({col}, {quote_identifier(INTERNAL_STREAM_COLUMN)})"
         return f"coalesce({col} = {_string(name)}, FALSE)"
 
-    def compare(self, op: str, left: _ast.Expr, right: _ast.Expr) -> str | None:
-        if isinstance(left, _ast.Attr) and _literal(right) is not None:
+    def compare(self, op: str, left: N.Expr, right: N.Expr) -> str | None:
+        if isinstance(left, N.Attr) and _literal(right) is not None:
             return self.column_vs(left.name, op, _literal(right))
-        if isinstance(right, _ast.Attr) and _literal(left) is not None:
+        if isinstance(right, N.Attr) and _literal(left) is not None:
             return self.column_vs(right.name, FLIP[op], _literal(left))
         return None
 
@@ -187,8 +187,8 @@ class _Writer:
             return f"nanvl(CAST({c} AS DOUBLE), CAST(NULL AS DOUBLE)) {op} {_double(v)}"
         return None
 
-    def in_set(self, a: _ast.InSet) -> str | None:
-        if not isinstance(a.expr, _ast.Attr) or not a.values:
+    def in_set(self, a: N.InSet) -> str | None:
+        if not isinstance(a.expr, N.Attr) or not a.values:
             return None
         t = self.types.get(a.expr.name)
         vals = [v.value for v in a.values]
@@ -213,10 +213,10 @@ def _join(parts: list[str], op: str) -> str:
     return kept[0] if len(kept) == 1 else "(" + f" {op} ".join(kept) + ")"
 
 
-def _literal(e: _ast.Expr) -> int | float | str | bool | None:
-    if isinstance(e, _ast.Literal):
+def _literal(e: N.Expr) -> int | float | str | bool | None:
+    if isinstance(e, N.Literal):
         return e.value
-    if isinstance(e, _ast.Neg) and isinstance(e.operand, _ast.Literal):
+    if isinstance(e, N.Neg) and isinstance(e.operand, N.Literal):
         v = e.operand.value
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return -v
