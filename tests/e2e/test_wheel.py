@@ -42,7 +42,7 @@ def test_wheel_holds_the_grammar_and_the_jar(wheel: Path) -> None:
         grammar = infos["ceql/frontends/ceql/grammar/ceql.lark"]
         assert not stat.S_ISLNK(grammar.external_attr >> 16)  # a file, not the repo's symlink
         assert z.read(grammar) == (ROOT / "sql_grammar" / "ceql.lark").read_bytes()
-        assert "ceql/cli.py" in infos and "ceql/__main__.py" in infos
+        assert "ceql/cli/__init__.py" in infos and "ceql/__main__.py" in infos
         assert "ceql/py.typed" in infos
         entry_points = next(n for n in infos if n.endswith(".dist-info/entry_points.txt"))
         assert "ceql = ceql.cli:main" in z.read(entry_points).decode()

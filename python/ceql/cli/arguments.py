@@ -1,0 +1,171 @@
+"""The command line itself: its arguments, the ``run`` and ``explain`` commands, exit statuses.
+
+Exit status: 0 done; 1 the input or output cannot be used (missing file, unknown column, events
+out of time order, …); 2 a bad query or bad arguments; 130 interrupted; 141 output pipe closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+import ceql
+
+from .errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    QueryError,
+)
+from .local_run import run_local
+from .progress import say
+from .query import compile_query, read_query
+from .readers import input_format
+from .sinks import output_format
+from .spark_run import run_spark
+
+__all__ = ["build_parser", "main"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+_RUN_DESCRIPTION = """\
+Evaluate a CEQL query over the events of a file, in input order, and write every
+match: JSON lines on standard output, or --output FILE. A progress bar (on a
+terminal) and a summary line go to standard error."""
+
+_RUN_EPILOG = """\
+output:
+  one JSON line per match, e.g. {"start": 408, "end": 415, "positions": [408, 413, 415]}:
+  0-based input rows of the interval's ends and of the match's events; "partition"
+  holds the PARTITION BY key, "variables" (--variables) the rows of each variable.
+  CSV and Parquet: columns start, end, positions (';'-joined in CSV), one per
+  PARTITION BY attribute, and variables.
+
+examples:
+  ceql run examples/queries/p3.ceql --input examples/stock.csv --time ts --time-unit us
+  ceql run q.ceql -i events.parquet -t ts -o matches.parquet --engine spark"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``ceql`` and its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="ceql",
+        description="Complex event recognition with CEQL queries (CORE's algorithm).",
+        epilog="exit status: 0 done, 1 unusable input or output, 2 bad query or arguments, "
+               "130 interrupted",
+    )
+    parser.add_argument("--version", action="version", version=f"ceql {ceql.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = sub.add_parser(
+        "run", help="evaluate a query over an event file",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=_RUN_DESCRIPTION, epilog=_RUN_EPILOG,
+    )
+    run.add_argument("query", metavar="QUERY_FILE", help="CEQL query file ('-': standard input)")
+    run.add_argument("-i", "--input", required=True, metavar="EVENTS",
+                     help="events: .csv, .parquet or .jsonl (.csv and .jsonl may end in .gz, "
+                          ".bz2, .zst or .lz4); '-' reads standard input (give --input-format)")
+    run.add_argument("--input-format", choices=("csv", "parquet", "jsonl"),
+                     help="read EVENTS in this format, whatever its name")
+    run.add_argument("-t", "--time", metavar="COL",
+                     help="column with each event's time: numbers (see --time-unit) or "
+                          "timestamps; without it an event's position is its time")
+    run.add_argument("--time-unit", choices=("s", "ms", "us", "ns"), default="s",
+                     help="unit of a numeric --time column (default: s)")
+    run.add_argument("--type-col", default="type", metavar="COL",
+                     help="column with the event type (default: type)")
+    run.add_argument("--stream-col", default="stream", metavar="COL",
+                     help="column naming each event's stream, checked against FROM "
+                          "(default: stream; events without one belong to every stream)")
+    run.add_argument("--sort", action="store_true",
+                     help="sort the events by --time first instead of refusing events out of "
+                          "order (reads the whole input into memory; positions still count "
+                          "input rows)")
+    run.add_argument("-e", "--engine", choices=("local", "spark"), default="local",
+                     help="local: the pure-Python engine, no JVM (default); spark: an embedded "
+                          "local Spark session and its MATCH_CEQL table function")
+    run.add_argument("-o", "--output", metavar="FILE",
+                     help="write the matches to FILE (.jsonl, .csv or .parquet) instead of "
+                          "standard output; FILE appears only once the run succeeds")
+    run.add_argument("--output-format", choices=("jsonl", "csv", "parquet"),
+                     help="write in this format, whatever the name of FILE (standard output: "
+                          "jsonl or csv)")
+    run.add_argument("--variables", action="store_true",
+                     help="also write, for each match, the positions each variable binds")
+    run.add_argument("--max-states", type=_positive_int, default=ceql.DEFAULT_MAX_STATES,
+                     metavar="N", help="cap on determinized automaton states (default: "
+                                       f"{ceql.DEFAULT_MAX_STATES:,})")
+    noise = run.add_mutually_exclusive_group()
+    noise.add_argument("-q", "--quiet", action="store_true",
+                       help="print no progress bar, summary line or warning")
+    noise.add_argument("--progress", action="store_true",
+                       help="draw the progress bar even when standard error is not a terminal")
+
+    explain = sub.add_parser(
+        "explain", help="describe a query's automaton",
+        description="Print the query as ceql reads it, its predicates and its automaton.",
+    )
+    explain.add_argument("query", metavar="QUERY_FILE", help="CEQL query file ('-': standard "
+                                                             "input)")
+    explain.add_argument("--dot", action="store_true",
+                         help="print the automaton as Graphviz DOT instead")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ceql`` command line; return its exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "explain":
+            return _explain(args)
+        return _run(args, parser)
+    except QueryError as exc:
+        say(f"ceql: error: {exc}")
+        return EXIT_USAGE
+    except CliError as exc:
+        say(f"ceql: error: {exc}")
+        return exc.status
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader of standard output went away (e.g. `| head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _explain(args: argparse.Namespace) -> int:
+    text, source = read_query(args.query)
+    compile_query(text, source)
+    sys.stdout.write(ceql.explain(text, dot=args.dot).rstrip("\n") + "\n")
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.query == "-" and args.input == "-":
+        parser.error("the query and the events cannot both come from standard input")
+    if args.sort and args.time is None:
+        parser.error("--sort needs --time")
+    fmt_in, compression = input_format(args.input, args.input_format)
+    fmt_out = output_format(args)
+    text, source = read_query(args.query)
+    compile_query(text, source, max_states=args.max_states)  # a bad query: before any input
+    if args.engine == "spark":
+        return run_spark(args, text, source, fmt_in, fmt_out)
+    return run_local(args, text, source, fmt_in, compression, fmt_out)

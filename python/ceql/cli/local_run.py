@@ -1,0 +1,148 @@
+"""``ceql run --engine local``: the pure-Python engine over the input, batch by batch (or
+over the whole input sorted by time first, with ``--sort``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import ceql
+
+from .errors import EXIT_OK, CliError
+from .progress import Progress, say, summary_line
+from .query import compile_query, time_warnings, unit_warning
+from .readers import BATCH_ROWS, Events, check_columns, open_events
+from .sinks import Row, Sink, open_sink, ordered_variables
+
+__all__ = ["run_local"]
+
+_CHUNK = 4096  # matches handed to the output at a time
+
+
+class _Counts:
+    """Running totals of one ``ceql run``."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.matches = 0
+
+
+def run_local(args: argparse.Namespace, text: str, source: str, fmt_in: str,
+              compression: str | None, fmt_out: str) -> int:
+    """Evaluate the query ``text`` (read from ``source``) over ``args.input``; write matches."""
+    if args.input != "-" and not os.path.exists(args.input):
+        raise CliError(f"cannot read {args.input}: No such file or directory")
+    started = time.perf_counter()
+    events = open_events(args.input, fmt_in, compression)
+    try:
+        check_columns(events, args)
+        # compile again knowing the columns: names and types in FILTER are checked now
+        query = compile_query(text, source, schema=events.schema, max_states=args.max_states)
+        sink = open_sink(args, fmt_out, query.partition_by, events.schema)
+        if not args.quiet:
+            time_warnings(query, args)
+        progress = Progress(not args.quiet and (args.progress or sys.stderr.isatty()))
+        counts = _Counts()
+        try:
+            if args.sort:
+                _evaluate_sorted(query, events, args, sink, progress, counts)
+            else:
+                _evaluate(query, events, args, sink, progress, counts)
+            sink.finish()
+        except BaseException:
+            progress.clear()
+            sink.abort()
+            raise
+        progress.clear()
+    finally:
+        events.close()
+    if not args.quiet:
+        say(summary_line(counts.events, counts.matches, time.perf_counter() - started))
+    return EXIT_OK
+
+
+def _evaluator(query: ceql.Query, args: argparse.Namespace) -> ceql.Evaluator:
+    return query.evaluator(time=args.time, type_key=args.type_col, stream_key=args.stream_col,
+                           time_unit=args.time_unit)
+
+
+def _drain(matches: Iterator[ceql.Match], convert: Callable[[ceql.Match], Row], sink: Sink,
+           name: str, counts: _Counts, tick: Callable[[], None]) -> None:
+    """Write the matches of one batch as they are enumerated, a chunk at a time."""
+    chunk: list[Row] = []
+    try:
+        for m in matches:
+            chunk.append(convert(m))
+            if len(chunk) >= _CHUNK:
+                sink.write(chunk)
+                counts.matches += len(chunk)
+                chunk = []
+                tick()
+    except ceql.CeqlError as exc:
+        raise CliError(f"{name}: {_input_message(exc)}") from None
+    sink.write(chunk)
+    counts.matches += len(chunk)
+
+
+def _input_message(exc: ceql.CeqlError) -> str:
+    return str(exc).replace("Query.run(..., sort=True) does it", "ceql run --sort does it")
+
+
+def _evaluate(query: ceql.Query, events: Events, args: argparse.Namespace, sink: Sink,
+              progress: Progress, counts: _Counts) -> None:
+    ev = _evaluator(query, args)
+
+    def convert(m: ceql.Match) -> Row:
+        return Row(m.start_position, m.end_position, m.positions, m.partition,
+                   ordered_variables(m.variables) if args.variables else {})
+
+    def tick() -> None:
+        progress.update(counts.events, counts.matches, events.done())
+
+    first = True
+    for batch in events:
+        if first and not args.quiet:
+            unit_warning(query, args, batch)
+        first = False
+        _drain(ev.iter_feed(batch), convert, sink, events.name, counts, tick)
+        counts.events += batch.num_rows
+        tick()
+
+
+def _evaluate_sorted(query: ceql.Query, events: Events, args: argparse.Namespace, sink: Sink,
+                     progress: Progress, counts: _Counts) -> None:
+    table = pa.Table.from_batches(list(events), schema=events.schema)
+    column = table.column(args.time)
+    if column.null_count:
+        bad = pc.index(pc.is_null(column), True).as_py()
+        raise CliError(f"{events.name}: Event {bad} has no usable time: column {args.time!r} "
+                       "is empty there; every event needs a number or a timestamp.")
+    order = pc.sort_indices(table, sort_keys=[(args.time, "ascending")]).to_numpy()
+    if not args.quiet and table.num_rows:
+        unit_warning(query, args, table.slice(0, 1))
+    ev = _evaluator(query, args)
+
+    def convert(m: ceql.Match) -> Row:
+        # positions count sorted rows: map them back to input rows
+        variables = (ordered_variables({v: tuple(sorted(order[list(ps)].tolist()))
+                                        for v, ps in m.variables.items()})
+                     if args.variables else {})
+        return Row(int(order[m.start_position]), int(order[m.end_position]),
+                   tuple(sorted(order[list(m.positions)].tolist())), m.partition, variables)
+
+    n = table.num_rows
+
+    def tick() -> None:
+        progress.update(counts.events, counts.matches, counts.events / n)
+
+    for lo in range(0, n, BATCH_ROWS):
+        chunk = table.take(pa.array(order[lo:lo + BATCH_ROWS]))
+        _drain(ev.iter_feed(chunk), convert, sink, events.name, counts, tick)
+        counts.events += chunk.num_rows
+        tick()
