@@ -62,4 +62,5 @@ bench: $(BENCH_STAMP) jar
 	$(PY) bench/engine.py --repeat 3
 	$(PY) bench/scaling.py
 	$(PY) bench/spark.py --timeout 300
+	$(PY) bench/snapshot.py
 	$(PY) bench/plot.py

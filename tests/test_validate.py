@@ -15,6 +15,7 @@ import pytest
 from ceql.analysis import KINDS, normalize_schema, validate
 from ceql.errors import (
     CeqlError,
+    CeqlTypeError,
     CeqlValidationError,
     TypeClashError,
     UnknownAttributeError,
@@ -349,7 +350,7 @@ def test_normalize_schema_errors() -> None:
         normalize_schema({"p": "money"})
     with pytest.raises(CeqlValidationError, match="Unsupported Python type list"):
         normalize_schema({"p": list})
-    with pytest.raises(CeqlValidationError, match="Cannot read a schema from int"):
+    with pytest.raises(CeqlTypeError, match="Cannot read a schema from int"):
         normalize_schema(3)
     with pytest.raises(CeqlValidationError, match="Cannot read a schema entry"):
         normalize_schema([("a",)])

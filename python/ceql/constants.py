@@ -23,8 +23,10 @@ __all__ = [
     "CALL_STREAMS",
     "CALL_TABLE_NAME",
     "COLUMN_MATCH_END",
+    "COLUMN_MATCH_END_PREFIX",
     "COLUMN_MATCH_ID",
     "COLUMN_MATCH_START",
+    "COLUMN_MATCH_START_PREFIX",
     "COLUMN_VARIABLE",
     "CONF_PARSER_ENABLED",
     "CONF_PREFILTER_ENABLED",
@@ -47,6 +49,7 @@ __all__ = [
     "MATCH_CEQL",
     "MATCH_COLUMNS",
     "OPTIONS",
+    "OPTION_BOUNDS",
     "OPTION_QUERY",
     "OPTION_ROWS",
     "OPTION_TIE_BREAK",
@@ -167,9 +170,11 @@ OPTION_TIE_BREAK = "tie_break"
 OPTION_TYPE = "type"
 #: Option: one row per match or per (match, event) (one of ROWS).
 OPTION_ROWS = "rows"
+#: Option: columns (comma-separated) to report at the match's interval's first and last events.
+OPTION_BOUNDS = "bounds"
 #: The options MATCH_CEQL accepts as named arguments.
 OPTIONS = (OPTION_QUERY, OPTION_TIME, OPTION_TIME_UNIT, OPTION_TIE_BREAK, OPTION_TYPE,
-           OPTION_ROWS)
+           OPTION_ROWS, OPTION_BOUNDS)
 
 #: rows => 'matches': one row per match.
 ROWS_MATCHES = "matches"
@@ -186,6 +191,12 @@ COLUMN_MATCH_ID = "match_id"
 COLUMN_MATCH_START = "match_start"
 #: Output column: the time of the match's last event.
 COLUMN_MATCH_END = "match_end"
+#: Output column prefix (option bounds): with a column's name, that column at the match's first
+#: event (of its interval, reported or not).
+COLUMN_MATCH_START_PREFIX = "match_start_"
+#: Output column prefix (option bounds): with a column's name, that column at the match's last
+#: event.
+COLUMN_MATCH_END_PREFIX = "match_end_"
 #: Output column of rows => 'events': the variable an event is reported under.
 COLUMN_VARIABLE = "variable"
 #: The output columns every match row starts with.
@@ -249,9 +260,9 @@ TABLE_FUNCTIONS = (
         python_class="MatchCeql",
         usage="MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' "
               "[, time => 'ts'] [, time_unit => 's'] [, type => 'type'] "
-              "[, rows => 'matches'|'events']) - the complex events the CEQL query finds in t, "
-              "one row per match. Also MATCH_CEQL('<CEQL>') and MATCH_CEQL( <CEQL> ): the "
-              "tables come from FROM.",
+              "[, rows => 'matches'|'events'] [, bounds => 'col']) - the complex events the "
+              "CEQL query finds in t, one row per match. Also MATCH_CEQL('<CEQL>') and "
+              "MATCH_CEQL( <CEQL> ): the tables come from FROM.",
         inline_ceql=True,
     ),
 )

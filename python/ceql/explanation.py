@@ -22,16 +22,27 @@ def explain(text: str, *, dot: bool = False) -> str:
 
 
 def _guard_text(g: GuardTree, atoms: AtomTable) -> str:
-    if isinstance(g, GTrue):
-        return "TRUE"
-    if isinstance(g, GAtom):
-        return f"p{g.k}"
-    if isinstance(g, GNot):
-        return f"NOT {_guard_text(g.item, atoms)}"
-    if isinstance(g, (GAnd, GOr)):
-        op = " AND " if isinstance(g, GAnd) else " OR "
-        return "(" + op.join(_guard_text(x, atoms) for x in g.items) + ")"
-    return repr(g)
+    out: list[str] = []
+    todo: list[GuardTree | str] = [g]  # a str is text to write as is
+    while todo:
+        x = todo.pop()
+        if isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, GTrue):
+            out.append("TRUE")
+        elif isinstance(x, GAtom):
+            out.append(f"p{x.k}")
+        elif isinstance(x, GNot):
+            todo += [x.item, "NOT "]
+        elif isinstance(x, (GAnd, GOr)):
+            op = " AND " if isinstance(x, GAnd) else " OR "
+            parts: list[GuardTree | str] = ["("]
+            for i, item in enumerate(x.items):
+                parts += [op, item] if i else [item]
+            todo += reversed([*parts, ")"])
+        else:
+            out.append(repr(x))
+    return "".join(out)
 
 
 def _atom_text(atom: Atom) -> str:

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import functools
+import operator
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, SupportsIndex
 
 from .analysis import normalize_schema, validate
 from .automata import CEA, DFA, build_cea
 from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
-from .errors import CeqlTypeError, CeqlValidationError
-from .frontends.ceql import parse
+from .errors import CeqlInputError, CeqlTypeError, CeqlValidationError
+from .frontends.ceql import depth_floor, parse
 from .ir import MAX_DEPTH, bound_variables, depth, recursion_for
 from .ir import nodes as N
 from .predicates import AtomTable
 from .runtime import Evaluator, Match
-from .runtime.times import to_micros
+from .runtime.feeds import not_an_event
+from .runtime.times import Clock
 
 __all__ = ["DEFAULT_MAX_STATES", "Query", "compile"]
 
@@ -127,9 +129,14 @@ class Query:
             time_unit: str = DEFAULT_TIME_UNIT, sort: bool = False) -> Iterator[Match]:
         """Evaluate over ``events`` (mappings) and yield every match, in stream order.
 
-        With ``sort=True`` the events are first sorted by ``time`` (stable); positions still
-        index the input as given.
+        With ``sort=True`` the events are first sorted by ``time`` (stable; a time must be a
+        number or a datetime, events without one go last); positions still index the input as
+        given.
         """
+        if isinstance(events, Mapping | str | bytes | bytearray) or not _iterable(events):
+            one = " (one event? put it in a list)" if isinstance(events, Mapping) else ""
+            raise CeqlTypeError("Query.run takes an iterable of mappings (e.g. a list of dicts), "
+                                f"not {type(events).__name__}{one}.")
         ev = self.evaluator(time=time, type_key=type_key, stream_key=stream_key,
                             time_unit=time_unit)
         if sort and time is not None:
@@ -145,16 +152,31 @@ class Query:
             yield from ev.iter_feed(chunk)
 
 
-def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str) -> Iterator[Match]:
-    def key(i: int) -> Any:
-        v = rows[i].get(time)
-        try:
-            return (0, to_micros(v))
-        except TypeError:
-            return (0, v) if v is not None else (1, 0)
+def _iterable(x: object) -> bool:
+    try:
+        iter(x)  # type: ignore[call-overload]
+    except TypeError:
+        return False
+    return True
 
-    order = sorted(range(len(rows)), key=key)
-    for m in ev.feed([rows[i] for i in order]):
+
+def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str) -> Iterator[Match]:
+    # Times are read (and refused) as the evaluator reads them, but with the events' own
+    # positions; events without a time go last, for the evaluator to skip or refuse.
+    clock = Clock(time, None)
+    keys: list[tuple[int, Any]] = []
+    for i, e in enumerate(rows):
+        if not isinstance(e, Mapping):
+            raise not_an_event(e, i)
+        keys.append((1, 0) if e.get(time) is None else (0, clock.row_time(e, i)[0]))
+    order = sorted(range(len(rows)), key=keys.__getitem__)
+    try:
+        matches = ev.feed([rows[i] for i in order])
+    except CeqlInputError as exc:
+        exc.add_note("With sort=True, event positions in this message count the events in "
+                     "time order.")
+        raise
+    for m in matches:
         ps = tuple(sorted(order[p] for p in m.positions))
         yield Match(order[m.start_position], order[m.end_position], m.start_time, m.end_time,
                     ps, m.partition, m._labels)
@@ -169,12 +191,15 @@ def _restore(text: str, schema: tuple[tuple[str, str], ...] | None, max_states: 
 def _compile_cached(text: str, schema: tuple[tuple[str, str], ...] | None,
                     max_states: int) -> Query:
     sch = dict(schema) if schema is not None else None
-    ast = parse(text)
-    levels = depth(ast)
+    levels, exact = depth_floor(text)  # refuses a huge query before parsing it (seconds)
+    if levels <= MAX_DEPTH:
+        ast = parse(text)
+        levels, exact = depth(ast), True
     if levels > MAX_DEPTH:
         raise CeqlValidationError(
-            f"The query nests {levels} levels deep; ceql compiles at most {MAX_DEPTH}. Shorten "
-            "the longest sequence or nesting (e.g. use A+ for a run of A events).")
+            f"The query nests {'' if exact else 'at least '}{levels} levels deep; ceql compiles "
+            f"at most {MAX_DEPTH}. Shorten the longest sequence or nesting (e.g. use A+ for a "
+            "run of A events).")
     with recursion_for(levels):
         ast = validate(ast, text, sch)
         q = Query(text, ast, sch, max_states)
@@ -193,4 +218,15 @@ def compile(text: str, *, schema: Any = None, max_states: int = DEFAULT_MAX_STAT
         raise CeqlTypeError(f"A CEQL query must be a string, not {type(text).__name__}.")
     sch = normalize_schema(schema) if schema is not None else None
     key = tuple(sorted(sch.items())) if sch is not None else None
-    return _compile_cached(text, key, int(max_states))
+    return _compile_cached(text, key, _checked_max_states(max_states))
+
+
+def _checked_max_states(n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, SupportsIndex):
+        raise CeqlTypeError(f"max_states must be a whole number (an int), not {type(n).__name__}.")
+    value = operator.index(n)
+    if value < 1:
+        raise CeqlValidationError(
+            f"max_states must be at least 1, not {value}: it caps the automaton states one "
+            f"evaluation holds at once (default {DEFAULT_MAX_STATES}).")
+    return value

@@ -392,7 +392,7 @@ def test_spark_engine_gives_the_local_matches(tmp_path: Path) -> None:
 def test_spark_engine_positions_with_equal_times(tmp_path: Path) -> None:
     """Four events a time in two partitions: the interval's ends of a match that SELECT leaves
     out, which times alone cannot tell apart, still come out as the local engine gives them,
-    in file order and after --sort."""
+    with and without a time window, in file order and after --sort."""
     pytest.importorskip("pyspark")
     rows = [{"type": "ABCAACBBCCAB"[i % 12] if i % 5 else "CAB"[i % 3],
              "k": "xy"[(i // 3) % 2], "ts": i // 4} for i in range(48)]
@@ -405,8 +405,11 @@ def test_spark_engine_positions_with_equal_times(tmp_path: Path) -> None:
     every = tmp_path / "every.ceql"
     every.write_text("SELECT * FROM S WHERE A AS x ; B+ AS mid ; C AS z\n"
                      "PARTITION BY [k] WITHIN 2 SECONDS\n")
+    timed = tmp_path / "timed.ceql"  # MATCH_CEQL gets the real times: a window reads them
+    timed.write_text("SELECT mid FROM S WHERE A AS x ; B AS mid ; C AS z\n"
+                     "PARTITION BY [k] WITHIN 3 SECONDS\n")
     runs = [(projected, tied, []), (projected, shuffled, ["--sort"]),
-            (every, shuffled, ["--sort"])]
+            (every, shuffled, ["--sort"]), (timed, tied, []), (timed, shuffled, ["--sort"])]
     for query, path, extra in runs:
         args = ["run", query, "-i", path, "--time", "ts", "--variables", *extra]
         local = ceql_cmd(*args, "--engine", "local")
@@ -415,11 +418,16 @@ def test_spark_engine_positions_with_equal_times(tmp_path: Path) -> None:
         spark = ceql_cmd(*args, "--engine", "spark", timeout=900)
         assert spark.returncode == 0, spark.stderr
         assert spark.stdout == local.stdout, (query.name, extra)
-        if query == projected and not extra:
-            # some match starts after an event of its own partition and time: the first row
-            # at a match's start time is not always its start
+        if query in (projected, timed) and not extra:
+            # some match starts after an event of its own partition and time, and some ends
+            # before one: the rows at a match's times do not say where it starts and ends
             first: dict[tuple[Any, Any], int] = {}
+            last: dict[tuple[Any, Any], int] = {}
             for i, r in enumerate(rows):
                 first.setdefault((r["ts"], r["k"]), i)
+                last[r["ts"], r["k"]] = i
+            found = lines(local.stdout)
             assert any(first[rows[m["start"]]["ts"], rows[m["start"]]["k"]] != m["start"]
-                       for m in lines(local.stdout))
+                       for m in found)
+            assert any(last[rows[m["end"]]["ts"], rows[m["end"]]["k"]] != m["end"]
+                       for m in found)

@@ -12,6 +12,7 @@ import pytest
 from pyspark.errors import AnalysisException, PythonException
 from spark_helpers import engine, spark_rows, sql_string
 
+import ceql
 import ceql.spark as cs
 from ceql.spark._api import _call
 from ceql.spark._session import register
@@ -233,6 +234,34 @@ def test_rows_events_gives_one_row_per_event_with_its_variable(spark: Any, stock
     assert {(r.variable, r.seq) for r in paper} == {("msft", 0)}  # not the type name SELL
 
 
+def test_bounds_name_the_rows_that_start_and_end_the_interval(spark: Any) -> None:
+    rows = [{"seq": i, "type": "ABCAACBBCCAB"[i % 12] if i % 5 else "CAB"[i % 3],
+             "name": "xy"[(i // 3) % 2], "ts": float(i // 4)} for i in range(48)]
+    df = spark.createDataFrame(rows, "seq int, type string, name string, ts double")
+    df.createOrReplaceTempView("tied")
+    q = "SELECT b FROM tied WHERE A AS a ; B AS b ; C AS c PARTITION BY [name] WITHIN 3 SECONDS"
+    out = spark.sql(f"SELECT * FROM MATCH_CEQL(TABLE(tied) PARTITION BY name ORDER BY (ts, seq), "
+                    f"bounds => 'seq', query => {sql_string(q)})")
+    assert out.columns == ["match_id", "name", "match_start", "match_end", "match_start_seq",
+                           "match_end_seq", "b"]
+    got = sorted((r.name, r.match_start_seq, r.match_end_seq, tuple(e.seq for e in r.b))
+                 for r in out.collect())
+    want = []
+    for name in "xy":
+        part = [r for r in rows if r["name"] == name]
+        for m in ceql.compile(q).run(part, time="ts"):
+            want.append((name, part[m.start_position]["seq"], part[m.end_position]["seq"],
+                         tuple(part[p]["seq"] for p in m.positions)))
+    assert got == sorted(want)
+    # the start is not always the first row at its time: times alone could not say which
+    assert any(r.match_start_seq != min(x["seq"] for x in rows if x["ts"] == r.match_start
+                                        and x["name"] == r.name) for r in out.collect())
+    api = cs.match(df, q, bounds=["seq", "ts"], rows="events")
+    assert api.columns[:7] == ["match_id", "match_start", "match_end", "match_start_seq",
+                               "match_end_seq", "match_start_ts", "match_end_ts"]
+    spark.catalog.dropTempView("tied")
+
+
 def test_match_ids_are_deterministic(spark: Any, stock: Any) -> None:
     sql = SPELLINGS["query partition"]
     first = sorted(r.match_id for r in spark.sql(sql).collect())
@@ -300,6 +329,11 @@ ERRORS = {
         "time => 'ts', query => 'SELECT * FROM s WHERE SELL')",
         "MATCH_CEQL: the table argument is ORDER BY seq but time => 'ts'; they must name the "
         "same column (or give only one)."),
+    "bounds column": (
+        "SELECT * FROM MATCH_CEQL(TABLE(stock), query => 'SELECT * FROM s WHERE SELL', "
+        "bounds => 'seq, sq')",
+        "MATCH_CEQL: the bounds column 'sq' is not in the input table; its columns are seq, "
+        "type, name, price, ts. Name one of them."),
     "descending": (
         "SELECT * FROM MATCH_CEQL(TABLE(stock) PARTITION BY name ORDER BY ts DESC, "
         "query => 'SELECT * FROM s WHERE SELL')",
@@ -314,7 +348,7 @@ ERRORS = {
         "SELECT * FROM MATCH_CEQL(TABLE(stock), query => 'SELECT * FROM s WHERE SELL', "
         "tiem => 'ts')",
         "MATCH_CEQL has no option tiem; its options are query, time, time_unit, tie_break, "
-        "type, rows."),
+        "type, rows, bounds."),
     "no type column": (
         "SELECT * FROM MATCH_CEQL(TABLE(SELECT name, ts FROM stock), "
         "query => 'SELECT * FROM s WHERE SELL')",

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import CeqlValidationError
+from ..errors import CeqlTypeError, CeqlValidationError
 
 __all__ = ["KINDS", "normalize_schema"]
 
@@ -115,7 +115,7 @@ def normalize_schema(obj: object) -> dict[str, str]:
     if fields is not None and not callable(fields):
         return {str(f.name): _kind_of(f.dataType, str(f.name)) for f in fields}
     if isinstance(obj, str | bytes) or not isinstance(obj, Iterable):
-        raise CeqlValidationError(
+        raise CeqlTypeError(
             f"Cannot read a schema from {type(obj).__name__}: give a dict such as "
             "{'price': 'number', 'name': 'string'}, a pyarrow schema or a Spark StructType")
     out: dict[str, str] = {}

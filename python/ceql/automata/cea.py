@@ -1,18 +1,26 @@
 """Compile a CEQL WHERE formula into a complex event automaton (CEA).
 
-The construction is ε-free and linear in the formula (FILTER with OR copies the filtered
-sub-formula once per disjunct, as the semantics asks). Every transition carries its guard,
-whether it marks the event (``mark``: the event is in D before projection), whether it marks
-after the SELECT projection (``pmark``) and the variables it binds the event to.
-The initial state has no incoming transitions, as Algorithm 1 requires.
+The construction is ε-free and linear in the formula for the shapes queries are made of
+(FILTER with OR copies the filtered sub-formula once per disjunct, as the semantics asks).
+Every transition carries its guard, whether it marks the event (``mark``: the event is in D
+before projection), whether it marks after the SELECT projection (``pmark``) and the variables
+it binds the event to. The initial state has no incoming transitions, as Algorithm 1 requires.
+
+Linear work: fragments keep their transitions as a rope (concatenated in O(1), flattened once)
+and track the two sets every composition reads (the transitions leaving the initial state and
+those entering a final state), so no step rescans what it did not create. An OR chain is one
+n-ary union. Iterations that repeat what an enclosing one repeats already are built once (see
+:func:`_dropped`): ``(φ+)+``, ``(φ:+)+`` and ``(φ+):+`` equal ``φ+``, ``(φ:+):+`` equals ``φ:+``
+(both concatenate the same blocks of ``φ``), also through AS, which commutes with iteration.
+Before a contiguous step the final states without outgoing transitions become one, so ``(A OR
+B OR …) : C`` links once, not once per alternative.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias, cast
 
 from ..ir import nodes as A
 from ..predicates import AtomTable, GAnd, GAtom, GTrue, GuardTree, StreamIs, TypeIs, guard_from_pred
@@ -51,14 +59,72 @@ class CEA:
         return tuple(tuple(ts) for ts in out)
 
 
+class _Tr:
+    """A transition under construction (mutable: a union renames the sources of its parts'
+    initial transitions in place, AS and FILTER update the parts they wrap)."""
+
+    __slots__ = ("dst", "guard", "mark", "src", "vars")
+
+    def __init__(self, src: int, guard: GuardTree, mark: bool, vars: frozenset[str],
+                 dst: int) -> None:
+        self.src = src
+        self.guard = guard
+        self.mark = mark
+        self.vars = vars
+        self.dst = dst
+
+    def moved(self, src: int | None = None, dst: int | None = None) -> _Tr:
+        return _Tr(self.src if src is None else src, self.guard, self.mark, self.vars,
+                   self.dst if dst is None else dst)
+
+
+# Transitions in order: a record or a list of ropes (concatenation without copying).
+_Rope: TypeAlias = "_Tr | Sequence[_Rope]"
+
+
+def _records(rope: _Rope) -> Iterator[_Tr]:
+    """The transitions of ``rope`` in order, without recursion."""
+    todo: list[_Rope] = [rope]
+    while todo:
+        r = todo.pop()
+        if isinstance(r, _Tr):
+            yield r
+        else:
+            todo.extend(reversed(r))
+
+
 @dataclass
 class _Frag:
+    """A partial automaton. ``starts`` are its transitions from ``init`` and ``ins`` those
+    into ``finals``, both in rope order; ``sinks`` are the finals without outgoing
+    transitions. ``rope`` may also hold transitions from states that lost every incoming
+    transition (``_trim`` drops them)."""
+
     init: int
     finals: set[int]
-    trans: list[Transition]
+    rope: _Rope
+    starts: list[_Tr]
+    ins: list[_Tr]
+    sinks: set[int]
+
+    def merge_sinks(self) -> None:
+        """Make the sinks one state (they are equivalent), so that a contiguous step links
+        from one state rather than from each alternative's own (quadratic otherwise)."""
+        if len(self.sinks) < 2:
+            return
+        keep = min(self.sinks)
+        for r in self.ins:
+            if r.dst in self.sinks:
+                r.dst = keep
+        self.finals = (self.finals - self.sinks) | {keep}
+        self.sinks = {keep}
 
 
 _TRUE = GTrue()
+# The builder's explicit stack: ("build", (formula, under)) expands a formula, the others
+# combine the fragments built last: ("as", var), ("filter", conjunctions), ("or", n),
+# ("seq", contiguous), ("plus", contiguous).
+_Step = tuple[str, object]
 
 
 class _Builder:
@@ -70,75 +136,171 @@ class _Builder:
         self.n += 1
         return self.n - 1
 
-    def build(self, f: A.Formula) -> _Frag:
+    def build(self, root: A.Formula) -> _Frag:
+        """The fragment of ``root``: a post-order walk on an explicit stack (no recursion)."""
+        done: list[_Frag] = []
+        todo: list[_Step] = [("build", (root, _KEEP))]
+        while todo:
+            op, arg = todo.pop()
+            if op == "build":
+                f, under = cast(tuple[A.Formula, int], arg)
+                self._expand(f, under, todo, done)
+            elif op == "as":
+                var = cast(str, arg)
+                for r in _records(done[-1].rope):
+                    if r.mark:
+                        r.vars = r.vars | {var}
+            elif op == "filter":
+                conjs = cast(list[list[A.FilterAtom]], arg)
+                frags = done[len(done) - len(conjs):]
+                del done[len(done) - len(conjs):]
+                for fr, conj in zip(frags, conjs, strict=True):
+                    for atom in conj:
+                        pg = guard_from_pred(atom.pred, self.atoms)
+                        for r in _records(fr.rope):
+                            if atom.var in r.vars:
+                                r.guard = _and(r.guard, pg)
+                done.append(self._union(frags))
+            elif op == "or":
+                n = cast(int, arg)
+                frags = done[len(done) - n:]
+                del done[len(done) - n:]
+                done.append(self._union(frags))
+            elif op == "seq":
+                b = done.pop()
+                a = done.pop()
+                done.append(self._seq(a, b, bool(arg)))
+            else:  # "plus"
+                done.append(self._plus(done.pop(), bool(arg)))
+        return done[0]
+
+    def _expand(self, f: A.Formula, under: int, todo: list[_Step],
+                 done: list[_Frag]) -> None:
+        """Push the steps that build ``f`` (children first, left to right).
+
+        ``under`` says which iterations ``f`` may drop because an enclosing one repeats it
+        already (see :func:`_dropped`).
+        """
         if isinstance(f, A.EventType):
             i, q = self.new(), self.new()
             g: GuardTree = GAtom(self.atoms.add(TypeIs(f.name)))
             if f.stream is not None:
                 g = GAnd((g, GAtom(self.atoms.add(StreamIs(f.stream)))))
-            return _Frag(i, {q}, [Transition(i, g, True, True, frozenset({f.name}), q)])
-        if isinstance(f, A.As):
-            fr = self.build(f.formula)
-            fr.trans = [_with(t, vars=t.vars | {f.var}) if t.mark else t for t in fr.trans]
-            return fr
-        if isinstance(f, A.Filter):
-            frags = []
-            for conj in _dnf(f.cond):
-                fr = self.build(f.formula)
-                for atom in conj:
-                    pg = guard_from_pred(atom.pred, self.atoms)
-                    fr.trans = [
-                        _with(t, guard=_and(t.guard, pg)) if atom.var in t.vars else t
-                        for t in fr.trans
-                    ]
-                frags.append(fr)
-            return self._union(frags)
-        if isinstance(f, A.Or):
-            return self._union([self.build(f.left), self.build(f.right)])
-        if isinstance(f, A.Seq):
-            return self._seq(self.build(f.left), self.build(f.right), f.contiguous)
-        if isinstance(f, A.Plus):
-            return self._plus(self.build(f.formula), f.contiguous)
-        raise TypeError(f"not a formula: {f!r}")
+            r = _Tr(i, g, True, frozenset({f.name}), q)
+            done.append(_Frag(i, {q}, r, [r], [r], {q}))
+        elif isinstance(f, A.As):  # AS commutes with iteration: (φ AS x)+ = (φ+) AS x
+            todo += [("as", f.var), ("build", (f.formula, under))]
+        elif isinstance(f, A.Filter):
+            conjs = _dnf(f.cond)
+            todo.append(("filter", conjs))
+            todo += [("build", (f.formula, _KEEP))] * len(conjs)
+        elif isinstance(f, A.Or):
+            leaves = _or_leaves(f)
+            todo.append(("or", len(leaves)))
+            todo += [("build", (leaf, under)) for leaf in reversed(leaves)]
+        elif isinstance(f, A.Seq):
+            todo += [("seq", f.contiguous), ("build", (f.right, _KEEP)),
+                     ("build", (f.left, _KEEP))]
+        elif isinstance(f, A.Plus):
+            if _dropped(f, under):
+                todo.append(("build", (f.formula, under)))
+                return
+            # A chain of iterations through AS is one: (φ+)+ = (φ:+)+ = (φ+):+ = φ+ and
+            # (φ:+):+ = φ:+.
+            contiguous = f.contiguous
+            body = f.formula
+            names: list[str] = []
+            while isinstance(body, A.Plus | A.As):
+                if isinstance(body, A.Plus):
+                    contiguous = contiguous and body.contiguous
+                else:
+                    names.append(body.var)
+                body = body.formula
+            todo += [("as", name) for name in names]
+            todo += [("plus", contiguous),
+                     ("build", (body, _UNDER_CPLUS if contiguous else _UNDER_PLUS))]
+        else:
+            raise TypeError(f"not a formula: {f!r}")
 
     def _union(self, frags: list[_Frag]) -> _Frag:
         if len(frags) == 1:
             return frags[0]
         i = self.new()
-        trans: list[Transition] = []
         finals: set[int] = set()
+        sinks: set[int] = set()
+        starts: list[_Tr] = []
+        ins: list[_Tr] = []
         for fr in frags:
-            trans += [_with(t, src=i) if t.src == fr.init else t for t in fr.trans]
+            for r in fr.starts:
+                r.src = i
+            starts += fr.starts
+            ins += fr.ins
             finals |= fr.finals
-        return _Frag(i, finals, trans)
+            sinks |= fr.sinks
+        return _Frag(i, finals, [fr.rope for fr in frags], starts, ins, sinks)
 
     def _seq(self, a: _Frag, b: _Frag, contiguous: bool) -> _Frag:
-        starts = [t for t in b.trans if t.src == b.init]
-        rest = [t for t in b.trans if t.src != b.init]
+        # b's initial transitions are replaced by copies from a's finals (or the gap); the
+        # originals stay in b's rope, unreachable.
+        rest_ins = [r for r in b.ins if r.src != b.init]
         if contiguous:
-            links = [_with(t, src=f) for f in a.finals for t in starts]
-            return _Frag(a.init, set(b.finals), a.trans + links + rest)
+            a.merge_sinks()
+            links = [r.moved(src=f) for f in sorted(a.finals) for r in b.starts]
+            ins = [r for r in links if r.dst in b.finals] + rest_ins
+            return _Frag(a.init, set(b.finals), [a.rope, links, b.rope], a.starts, ins,
+                         b.sinks)
         gap = self.new()
-        into_gap = [_with(t, dst=gap) for t in a.trans if t.dst in a.finals]
-        loop = Transition(gap, _TRUE, False, False, frozenset(), gap)
-        from_gap = [_with(t, src=gap) for t in starts]
-        return _Frag(a.init, set(b.finals), a.trans + into_gap + [loop] + from_gap + rest)
+        into_gap = [r.moved(dst=gap) for r in a.ins]
+        loop = _Tr(gap, _TRUE, False, frozenset(), gap)
+        from_gap = [r.moved(src=gap) for r in b.starts]
+        starts = a.starts + [r for r in into_gap if r.src == a.init]
+        ins = [r for r in from_gap if r.dst in b.finals] + rest_ins
+        rope: list[_Rope] = [a.rope, into_gap, loop, from_gap, b.rope]
+        return _Frag(a.init, set(b.finals), rope, starts, ins, b.sinks)
 
     def _plus(self, a: _Frag, contiguous: bool) -> _Frag:
-        starts = [t for t in a.trans if t.src == a.init]
         if contiguous:
-            again = [_with(t, src=f) for f in a.finals for t in starts]
-            return _Frag(a.init, set(a.finals), a.trans + again)
+            a.merge_sinks()
+            again = [r.moved(src=f) for f in sorted(a.finals) for r in a.starts]
+            ins = a.ins + [r for r in again if r.dst in a.finals]
+            return _Frag(a.init, set(a.finals), [a.rope, again], a.starts, ins, set())
         gap = self.new()
-        restart = [_with(t, src=gap) for t in starts]
-        body = a.trans + restart
-        into_gap = [_with(t, dst=gap) for t in body if t.dst in a.finals]
-        loop = Transition(gap, _TRUE, False, False, frozenset(), gap)
-        return _Frag(a.init, set(a.finals), body + into_gap + [loop])
+        restart = [r.moved(src=gap) for r in a.starts]
+        ins = a.ins + [r for r in restart if r.dst in a.finals]
+        into_gap = [r.moved(dst=gap) for r in ins]
+        loop = _Tr(gap, _TRUE, False, frozenset(), gap)
+        starts = a.starts + [r for r in into_gap if r.src == a.init]
+        # no transition leaves a final state here: restarts leave the gap
+        return _Frag(a.init, set(a.finals), [a.rope, restart, into_gap, loop], starts, ins,
+                     a.sinks)
 
 
-def _with(t: Transition, **kw: Any) -> Transition:
-    return dataclasses.replace(t, **kw)
+# What an enclosing iteration lets a formula drop, for the alternatives directly under it
+# (through OR and AS): under φ+ every iteration, under φ:+ the contiguous ones.
+_KEEP, _UNDER_PLUS, _UNDER_CPLUS = 0, 1, 2
+
+
+def _dropped(f: A.Plus, under: int) -> bool:
+    """True when the iteration ``f`` adds nothing to the one it is an alternative under.
+
+    ``(ψ+ OR χ)+`` equals ``(ψ OR χ)+``: a block of the outer iteration that is itself a run
+    of ψ blocks is a run of outer blocks. The same holds for ``ψ:+`` under ``+`` and under
+    ``:+``, but not for ``ψ+`` under ``:+`` (its gaps would join contiguous blocks).
+    """
+    return under == _UNDER_PLUS or (under == _UNDER_CPLUS and f.contiguous)
+
+
+def _or_leaves(f: A.Or) -> list[A.Formula]:
+    """The operands of a chain of ORs, left to right (one n-ary union instead of n - 1)."""
+    leaves: list[A.Formula] = []
+    todo: list[A.Formula] = [f]
+    while todo:
+        g = todo.pop()
+        if isinstance(g, A.Or):
+            todo += [g.right, g.left]
+        else:
+            leaves.append(g)
+    return leaves
 
 
 def _and(a: GuardTree, b: GuardTree) -> GuardTree:
@@ -159,13 +321,12 @@ def _dnf(c: A.FilterExpr) -> list[list[A.FilterAtom]]:
     return [x + y for x in _dnf(c.left) for y in _dnf(c.right)]
 
 
-def _project(t: Transition, select: tuple[str, ...] | None) -> Transition:
-    if not t.mark:
-        return t
-    if select is None:
-        return t
-    keep = t.vars & frozenset(select)
-    return _with(t, pmark=bool(keep), vars=keep)
+def _frozen(r: _Tr, select: frozenset[str] | None) -> Transition:
+    """``r`` as a transition, with the SELECT projection recorded in ``pmark``/``vars``."""
+    if not r.mark or select is None:
+        return Transition(r.src, r.guard, r.mark, r.mark, r.vars, r.dst)
+    keep = r.vars & select
+    return Transition(r.src, r.guard, True, bool(keep), keep, r.dst)
 
 
 def _trim(init: int, finals: set[int], trans: Iterable[Transition]) -> CEA:
@@ -182,7 +343,7 @@ def _trim(init: int, finals: set[int], trans: Iterable[Transition]) -> CEA:
     order = [init, *sorted(live - {init})]
     num = {q: k for k, q in enumerate(order)}
     kept = tuple(
-        _with(t, src=num[t.src], dst=num[t.dst])
+        Transition(num[t.src], t.guard, t.mark, t.pmark, t.vars, num[t.dst])
         for t in trans
         if t.src in live and t.dst in live
     )
@@ -204,9 +365,9 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     """The CEA of the query's WHERE formula, with STRICT applied and the SELECT projection
     recorded in ``pmark``/``vars`` (selection strategies other than STRICT are applied on the
     fly by :mod:`ceql.automata.strategies`)."""
-    b = _Builder(atoms)
-    fr = b.build(query.where)
-    trans = [_project(t, query.select) for t in fr.trans]
+    fr = _Builder(atoms).build(query.where)
+    select = frozenset(query.select) if query.select is not None else None
+    trans: Iterable[Transition] = (_frozen(r, select) for r in _records(fr.rope))
     if query.strategy == "STRICT":
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
         trans = [t for t in trans if t.mark]

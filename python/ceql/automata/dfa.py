@@ -17,11 +17,13 @@ the same query in any process. Transitions are computed lazily (subset construct
 components) and cached per (state, class).
 
 The DFA is a cache shared by the evaluators of one thread, bounded RE2-style: ids are never
-reused; once more than ``max_states`` states and global states were created since the last
-reset, ``full`` is set, and an evaluator calls :meth:`DFA.collect` between two events. That
-keeps the states the attached evaluators still hold (same ids, same content), drops the rest
-and every cached transition, and tells the evaluators to drop what they derived. It fails
-only a query that alone holds ``max_states`` states at once.
+reused; once more than ``max_states`` states and global states were created, or more than
+``max_transitions`` transitions cached (:data:`MAX_TRANSITIONS`; a query over many atoms meets
+up to ``2**atoms`` event classes), since the last reset, ``full`` is set, and an evaluator calls
+:meth:`DFA.collect` between two events. That keeps the states the attached evaluators still
+hold (same ids, same content), drops the rest and every cached transition, and tells the
+evaluators to drop what they derived. It fails only a query that alone holds ``max_states``
+states at once.
 """
 
 from __future__ import annotations
@@ -35,7 +37,12 @@ from ..errors import CeqlResourceError
 from .cea import CEA
 from .strategies import Strategy, strategy_for
 
-__all__ = ["DFA", "DFAOwner", "Step"]
+__all__ = ["DFA", "MAX_TRANSITIONS", "DFAOwner", "Step"]
+
+#: Cached transitions (state × event class, global state × class) an automaton keeps before a
+#: reset, read when it is built; each evaluator's inertness answers get the same budget. An
+#: entry costs about 100 bytes.
+MAX_TRANSITIONS = 1 << 18
 
 #: ``(marked_target, marked_accepts, unmarked_target, unmarked_accepts, label)``
 Step = tuple[int, bool, int, bool, frozenset[str]]
@@ -64,9 +71,13 @@ class DFA:
     * ``trans[d].get(c)`` — the cached :meth:`step` (``trans`` has an entry per live state);
     * ``starts.get(g)`` — the cached :meth:`start`;
     * ``gtrans[g].get(c)`` — the cached :meth:`gstep` (an entry per live global state).
+
+    ``max_transitions`` (default :data:`MAX_TRANSITIONS`) bounds the entries of ``trans`` and
+    ``gtrans`` (:attr:`cached`) between two resets.
     """
 
-    def __init__(self, cea: CEA, strategy: str, max_states: int) -> None:
+    def __init__(self, cea: CEA, strategy: str, max_states: int,
+                 max_transitions: int | None = None) -> None:
         self.cea = cea
         #: the selection strategy's name, as in the query
         self.strategy = strategy
@@ -75,6 +86,10 @@ class DFA:
         #: True when the global state never changes (always ``g0``)
         self.constant_global: bool = self.policy.constant_global
         self.max_states = max_states
+        #: the budget of cached transitions (see :attr:`cached`)
+        self.max_transitions = MAX_TRANSITIONS if max_transitions is None else max_transitions
+        #: transitions cached in ``trans`` and ``gtrans`` since the last reset
+        self.cached = 0
         #: set when the cache went over budget; the owner should call :meth:`collect`
         self.full = False
         self.trans: dict[int, dict[int, Step]] = {}
@@ -158,6 +173,7 @@ class DFA:
         if r is None:
             r = self.global_id(self.policy.global_step(self._globals[g], c))
             self.gtrans[g][c] = r
+            self._cache_grew()
         return r
 
     def step(self, d: int, c: int) -> Step:
@@ -166,7 +182,13 @@ class DFA:
         if r is None:
             r = self._compute(d, c)
             self.trans[d][c] = r
+            self._cache_grew()
         return r
+
+    def _cache_grew(self) -> None:
+        self.cached += 1
+        if self.cached > self.max_transitions:
+            self.full = True
 
     def is_inert(self, d: int, c: int) -> bool:
         """True when class ``c`` leaves state ``d`` unchanged without marking or accepting."""
@@ -243,6 +265,7 @@ class DFA:
         self.gtrans.clear()
         self.gtrans.update((g, {}) for g in globals_)
         self.starts.clear()
+        self.cached = 0
         self._labels = {_EMPTY: _EMPTY}
         self.policy.clear()
         self._limit = len(states) + len(globals_) + self.max_states

@@ -2,12 +2,9 @@
 
 Spark reads the file and numbers its rows in reading order: that number, an extra column, is
 each event's position. MATCH_CEQL returns, for each variable of a match, every input column of
-the events it binds, so the match's positions are read back from that column. The interval's
-ends come from MATCH_CEQL's ``match_start``/``match_end``, the time column's values there.
-Unless the query has a time window, nothing but the order of the events depends on their
-times, so MATCH_CEQL is given each event's place in the stream as its time: those values then
-name the ends exactly. Under a time window, the ends are the match's first and last events, or,
-when SELECT leaves those out, are looked up by time (see :func:`_bounds_by_time`).
+the events it binds, so the match's positions are read back from that column; its option
+``bounds`` gives the stream-order column at the interval's first and last events, which SELECT
+may leave out, so the interval's ends are exact too, whatever the times.
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import ceql
+from ceql.constants import COLUMN_MATCH_END_PREFIX, COLUMN_MATCH_START_PREFIX
 
 from .errors import EXIT_OK, EXIT_USAGE, CliError
 from .progress import Progress, summary_line
@@ -171,14 +169,12 @@ class _Numbered:
     """The events as MATCH_CEQL gets them, and the names of the columns added to number them.
 
     ``position`` is the input row; ``order`` the place in the stream the engine reads (the
-    same column unless ``--sort`` reorders); ``time`` the time column (``position`` without
-    ``--time``); ``engine_time`` the column MATCH_CEQL takes as time.
+    same column unless ``--sort`` reorders); ``engine_time`` the column MATCH_CEQL takes as time.
     """
 
     frame: Any
     position: str
     order: str
-    time: str
     engine_time: str
 
 
@@ -208,8 +204,10 @@ def _spark_matches(spark: Any, args: argparse.Namespace, text: str, source: str,
         unit_warning(query, args, cols.frame.select(args.time).limit(1).toArrow(), err)
     view = _fresh_name("ceql_events", [])
     cols.frame.createOrReplaceTempView(view)
-    params = {"ceql_query": text, "ceql_type": args.type_col, "ceql_unit": args.time_unit}
-    options = ["query => :ceql_query", "type => :ceql_type", "time_unit => :ceql_unit"]
+    params = {"ceql_query": text, "ceql_type": args.type_col, "ceql_unit": args.time_unit,
+              "ceql_bounds": cols.order}
+    options = ["query => :ceql_query", "type => :ceql_type", "time_unit => :ceql_unit",
+               "bounds => :ceql_bounds"]
     # a query partitioned by its own key runs one Spark task per key, except under CONSUME BY
     # ANY, which consumes across keys; ties in time keep the file's order either way
     if query.partition_by and query.ast.consume != "ANY":
@@ -269,12 +267,11 @@ def _number(raw: Any, query: ceql.Query, args: argparse.Namespace) -> tuple[_Num
                        f"from {pair['prev']!r} to {pair['t']!r}. Sort the events by time first "
                        "(ceql run --sort does it), or fix the data.")
     within = query.ast.within
-    # only a time window reads the times: other queries get the stream order as their time,
-    # which makes match_start/match_end exact; times the engine refuses still go to it, for
-    # MATCH_CEQL to say what is wrong
+    # only a time window reads the times: other queries get the stream order as their time;
+    # times the engine refuses still go to it, for MATCH_CEQL to say what is wrong
     reads_time = ((within is not None and within.kind == "time") or bool(stats["nan"])
                   or not _time_type(time_type))
-    cols = _Numbered(numbered, pos, seq, time_col, time_col if reads_time else seq)
+    cols = _Numbered(numbered, pos, seq, time_col if reads_time else seq)
     return cols, int(stats["n"])
 
 
@@ -306,8 +303,9 @@ def _rows(result: pa.Table, query: ceql.Query, cols: _Numbered, variables: bool)
     keys: list[tuple[Any, ...]] = (
         list(zip(*(result.column(c).to_pylist() for c in query.partition_by), strict=True))
         if query.partition_by else [()] * n)
-    starts = result.column("match_start").to_pylist()
-    ends = result.column("match_end").to_pylist()
+    first, last = (COLUMN_MATCH_START_PREFIX + cols.order, COLUMN_MATCH_END_PREFIX + cols.order)
+    bounds = list(zip(result.column(first).to_pylist(), result.column(last).to_pylist(),
+                      strict=True))
     bound = {v: _bound_events(result.column(v), cols, n) for v in query.variables}
     matched: list[dict[int, int]] = []  # per match: stream order → position of its events
     for i in range(n):
@@ -315,10 +313,6 @@ def _rows(result: pa.Table, query: ceql.Query, cols: _Numbered, variables: bool)
         for per_match in bound.values():
             events.update(per_match[i])
         matched.append(events)
-    if cols.engine_time == cols.order:  # the ends' times are their places in the stream
-        bounds = list(zip(starts, ends, strict=True))
-    else:
-        bounds = _bounds_by_time(query, cols, matched, starts, ends, keys)
     known = {s: p for events in matched for s, p in events.items()}
     where = _positions(cols, known, [o for b in bounds for o in b])
     out: list[tuple[int, Row]] = []
@@ -332,42 +326,6 @@ def _rows(result: pa.Table, query: ceql.Query, cols: _Numbered, variables: bool)
     # report each partition's matches in that order, one partition after another
     out.sort(key=lambda kr: kr[0])
     return [r for _, r in out]
-
-
-def _bounds_by_time(query: ceql.Query, cols: _Numbered, matched: list[dict[int, int]],
-                    starts: list[Any], ends: list[Any], keys: list[tuple[Any, ...]]
-                    ) -> list[tuple[int, int]]:
-    """The interval's ends (stream order) of matches whose ends MATCH_CEQL gives as times.
-
-    With every event in the output (no SELECT projection) they are its first and last events.
-    Otherwise they are the events of the match's partition at those times, before its first
-    and after its last output event; where equal times leave several, the earliest is taken as
-    the start and the latest as the end, which may not be the ones the local engine reports
-    (MATCH_CEQL names the ends only by their times).
-    """
-    from pyspark.sql import functions as F
-
-    projected = query.ast.select is not None
-    wanted = sorted({t for i, m in enumerate(matched) if projected or not m
-                     for t in (starts[i], ends[i]) if t is not None})
-    at: dict[tuple[Any, tuple[Any, ...]], list[int]] = {}
-    if wanted:
-        found = (cols.frame.where(F.col(cols.time).isin(wanted))
-                 .select(cols.time, cols.order, *query.partition_by).toArrow().to_pylist())
-        for r in found:
-            key = tuple(r[c] for c in query.partition_by)
-            at.setdefault((r[cols.time], key), []).append(r[cols.order])
-    out = []
-    for i, events in enumerate(matched):
-        if events and not projected:
-            out.append((min(events), max(events)))
-            continue
-        first = min(events, default=None)
-        last = max(events, default=None)
-        start = [o for o in at.get((starts[i], keys[i]), []) if first is None or o <= first]
-        end = [o for o in at.get((ends[i], keys[i]), []) if last is None or o >= last]
-        out.append((min(start, default=-1), max(end, default=-1)))
-    return out
 
 
 def _positions(cols: _Numbered, known: dict[int, int], orders: list[int]) -> dict[int, int]:

@@ -40,6 +40,7 @@ from .nodes import (
 from .walks import (
     MAX_DEPTH,
     bound_variables,
+    canonical_repr,
     depth,
     filter_atoms,
     formula_nodes,
@@ -81,6 +82,7 @@ __all__ = [
     "Span",
     "Within",
     "bound_variables",
+    "canonical_repr",
     "depth",
     "filter_atoms",
     "formula_nodes",

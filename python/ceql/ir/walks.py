@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
+import threading
 from collections.abc import Iterator
 
 from . import nodes as N
@@ -15,6 +16,7 @@ from . import nodes as N
 __all__ = [
     "MAX_DEPTH",
     "bound_variables",
+    "canonical_repr",
     "depth",
     "filter_atoms",
     "formula_nodes",
@@ -83,12 +85,65 @@ def depth(node: object) -> int:
     return deepest
 
 
+def canonical_repr(node: object) -> str:
+    """``repr(node)`` of an IR tree (spans left out), built without recursion."""
+    out: list[str] = []
+    # (True, text) is emitted as is; (False, value) is a value still to write
+    todo: list[tuple[bool, object]] = [(False, node)]
+    while todo:
+        is_text, x = todo.pop()
+        if is_text:
+            out.append(x)  # type: ignore[arg-type]
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            parts: list[tuple[bool, object]] = [(True, f"{type(x).__qualname__}(")]
+            for i, f in enumerate(f for f in dataclasses.fields(x) if f.repr):
+                parts += [(True, f"{', ' if i else ''}{f.name}="), (False, getattr(x, f.name))]
+            parts.append((True, ")"))
+            todo += reversed(parts)
+        elif type(x) is tuple:
+            parts = [(True, "(")]
+            for i, v in enumerate(x):
+                parts += [(True, ", ")] if i else []
+                parts.append((False, v))
+            parts.append((True, ",)" if len(x) == 1 else ")"))
+            todo += reversed(parts)
+        else:
+            out.append(repr(x))
+    return "".join(out)
+
+
+# The recursion limit is one per process: passes running at once in several threads share it.
+# It stays at the largest allowance any of them needs and goes back to the limit found before
+# the first one when the last one ends (unless something else changed it meanwhile).
+_limit_lock = threading.Lock()
+_allowances: list[int] = []
+_base_limit = 0  # the limit to go back to
+_our_limit = 0  # the limit last set here
+
+
+def _apply_limit() -> None:
+    global _base_limit, _our_limit
+    now = sys.getrecursionlimit()
+    if now != _our_limit:  # first use, or changed by someone else: the new base
+        _base_limit = now
+    _our_limit = max([_base_limit, *_allowances])
+    if _our_limit != now:
+        sys.setrecursionlimit(_our_limit)
+
+
 @contextlib.contextmanager
 def recursion_for(levels: int) -> Iterator[None]:
-    """Let recursive passes (dataclass hashing, guard construction) handle ``levels`` levels."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, 4 * levels + 1000))
+    """Let recursive passes (dataclass hashing, guard construction) handle ``levels`` levels.
+
+    Thread-safe: the process-wide limit is restored when the last such pass ends.
+    """
+    allowance = 4 * levels + 1000
+    with _limit_lock:
+        _allowances.append(allowance)
+        _apply_limit()
     try:
         yield
     finally:
-        sys.setrecursionlimit(old)
+        with _limit_lock:
+            _allowances.remove(allowance)
+            _apply_limit()

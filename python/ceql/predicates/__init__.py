@@ -23,7 +23,8 @@ exactly the same integers. Value rules, shared by both paths:
   empty list is FALSE. ``NOT IN`` is the 3-valued negation. ``IN RANGE(lo, hi)`` is
   ``x >= lo AND x <= hi``.
 * ``LIKE``: RE2 partial match on strings (through pyarrow, so linear time); a non-string is
-  UNKNOWN. The row path caches results per distinct string (LRU, ``LIKE_CACHE_SIZE``).
+  UNKNOWN. The row path caches results per distinct string, within a budget
+  (``row.LIKE_CACHE_SIZE`` strings, ``row.LIKE_CACHE_CHARS`` characters).
 * :class:`TypeIs` / :class:`StreamIs` are 2-valued: a NULL stream value matches every stream.
 
 Column-wise, numbers go through numpy with exactness guards (int64 overflow, int/float ties,

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from ..ir import nodes as _ast
 from .atoms import FLIP, Atom, StreamIs, TypeIs, attr_names, norm_op
+from .programs import is_deep, stack_program
 from .row import RowFn, compile_row_expr, like_matcher
 from .values import (
     FALSE,
@@ -669,6 +670,43 @@ BatchAtom = Callable[[BatchContext], Codes]
 
 
 def _compile_batch_expr(e: _ast.Expr) -> _BatchExpr:
+    if is_deep(e):
+        const = _attr_free(e)
+
+        def leaf(node: _ast.Expr) -> _BatchExpr | None:
+            if id(node) in const:
+                bv = _const_bv(compile_row_expr(node)({}))
+                return lambda ctx: bv
+            if isinstance(node, _ast.Attr):
+                name = node.name
+                return lambda ctx: ctx.column(name)
+            return None
+        return stack_program(e, leaf, _b_neg, _b_arith)
+    return _closure_batch_expr(e)
+
+
+def _attr_free(e: _ast.Expr) -> set[int]:
+    """The ids of the nodes of ``e`` that read no attribute (without recursion)."""
+    free: set[int] = set()
+    todo: list[tuple[_ast.Expr, bool]] = [(e, False)]
+    while todo:
+        node, ready = todo.pop()
+        if isinstance(node, _ast.Neg):
+            if not ready:
+                todo += [(node, True), (node.operand, False)]
+            elif id(node.operand) in free:
+                free.add(id(node))
+        elif isinstance(node, _ast.Arith):
+            if not ready:
+                todo += [(node, True), (node.right, False), (node.left, False)]
+            elif id(node.left) in free and id(node.right) in free:
+                free.add(id(node))
+        elif not isinstance(node, _ast.Attr):
+            free.add(id(node))
+    return free
+
+
+def _closure_batch_expr(e: _ast.Expr) -> _BatchExpr:
     if not attr_names(e):
         bv = _const_bv(compile_row_expr(e)({}))
         return lambda ctx: bv
@@ -676,10 +714,10 @@ def _compile_batch_expr(e: _ast.Expr) -> _BatchExpr:
         name = e.name
         return lambda ctx: ctx.column(name)
     if isinstance(e, _ast.Neg):
-        f = _compile_batch_expr(e.operand)
+        f = _closure_batch_expr(e.operand)
         return lambda ctx: _b_neg(f(ctx))
     if isinstance(e, _ast.Arith):
-        op, fl, fr = e.op, _compile_batch_expr(e.left), _compile_batch_expr(e.right)
+        op, fl, fr = e.op, _closure_batch_expr(e.left), _closure_batch_expr(e.right)
         return lambda ctx: _b_arith(op, fl(ctx), fr(ctx))
     raise TypeError(f"not an expression: {e!r}")
 

@@ -6,7 +6,7 @@ A guard holds on an event when it is TRUE in SQL's 3-valued logic on the event's
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import nodes as _ast
@@ -26,11 +26,26 @@ __all__ = [
 ]
 
 
+# Guards may nest thousands of levels (``NOT NOT ... x = 1``) and are hashed at run time (the
+# automaton's guard caches), so hashing and equality must not recurse: each node's hash is
+# computed when it is built, from its children's (ints only: the same in every process), and
+# equality walks the two trees with a stack.
+
 @dataclass(frozen=True)
 class GAtom:
     """Atom ``k`` of an :class:`AtomTable`."""
 
     k: int
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash((1, self.k)))
+
+    def __hash__(self) -> int:
+        return self._h
+
+    def __eq__(self, other: object) -> bool:
+        return _same_guard(self, other)
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,16 @@ class GAnd:
     """3-valued AND of the items."""
 
     items: tuple[GuardTree, ...]
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash((2, *(it._h for it in self.items))))
+
+    def __hash__(self) -> int:
+        return self._h
+
+    def __eq__(self, other: object) -> bool:
+        return _same_guard(self, other)
 
 
 @dataclass(frozen=True)
@@ -45,6 +70,16 @@ class GOr:
     """3-valued OR of the items."""
 
     items: tuple[GuardTree, ...]
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash((3, *(it._h for it in self.items))))
+
+    def __hash__(self) -> int:
+        return self._h
+
+    def __eq__(self, other: object) -> bool:
+        return _same_guard(self, other)
 
 
 @dataclass(frozen=True)
@@ -52,11 +87,54 @@ class GNot:
     """3-valued NOT of the item."""
 
     item: GuardTree
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash((4, self.item._h)))
+
+    def __hash__(self) -> int:
+        return self._h
+
+    def __eq__(self, other: object) -> bool:
+        return _same_guard(self, other)
 
 
 @dataclass(frozen=True)
 class GTrue:
     """Always TRUE (no condition)."""
+
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash((5,)))
+
+    def __hash__(self) -> int:
+        return self._h
+
+    def __eq__(self, other: object) -> bool:
+        return _same_guard(self, other)
+
+
+def _same_guard(a: GuardTree, b: object) -> bool:
+    if not isinstance(b, GAtom | GAnd | GOr | GNot | GTrue):
+        return False
+    todo: list[tuple[GuardTree, GuardTree]] = [(a, b)]
+    while todo:
+        x, y = todo.pop()
+        if x is y:
+            continue
+        if type(x) is not type(y) or x._h != y._h:
+            return False
+        if isinstance(x, GAtom) and isinstance(y, GAtom):
+            if x.k != y.k:
+                return False
+        elif isinstance(x, GNot) and isinstance(y, GNot):
+            todo.append((x.item, y.item))
+        elif isinstance(x, GAnd | GOr) and isinstance(y, GAnd | GOr):
+            if len(x.items) != len(y.items):
+                return False
+            todo.extend(zip(x.items, y.items, strict=True))
+    return True
 
 
 GuardTree = GAtom | GAnd | GOr | GNot | GTrue

@@ -7,7 +7,6 @@ to the general value model, because they run once per event and atom.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,6 +16,7 @@ import pyarrow.compute as pc
 from ..errors import CeqlValidationError
 from ..ir import nodes as _ast
 from .atoms import FLIP, Atom, StreamIs, TypeIs, norm_op
+from .programs import is_deep, stack_program
 from .values import (
     FALSE,
     NOT3,
@@ -32,7 +32,9 @@ from .values import (
 )
 
 __all__ = [
+    "LIKE_CACHE_CHARS",
     "LIKE_CACHE_SIZE",
+    "LikeMatcher",
     "RowFn",
     "check_regex",
     "compile_row_atom",
@@ -40,8 +42,11 @@ __all__ = [
     "like_matcher",
 ]
 
-#: Entries of the per-pattern LRU cache of LIKE results on the row path (read at compile time).
-LIKE_CACHE_SIZE = 65_536
+#: Entries of the per-pattern cache of LIKE results on the row path (read at compile time).
+LIKE_CACHE_SIZE = 16_384
+#: Characters of the strings that cache keeps, in all (read at compile time); a string longer
+#: than 1/64 of it is matched every time it is met.
+LIKE_CACHE_CHARS = 1 << 20
 
 #: An atom on one event: its code.
 RowFn = Callable[[Mapping[str, Any]], int]
@@ -51,6 +56,33 @@ _NUM_TYPES = frozenset({int, float})
 
 def compile_row_expr(e: _ast.Expr) -> _ValFn:
     """A closure giving the normalized value of ``e`` on an event (``None`` = NULL)."""
+    if is_deep(e):
+        return stack_program(e, _row_leaf, _neg_value, _arith_value)
+    return _closure_expr(e)
+
+
+def _row_leaf(e: _ast.Expr) -> _ValFn | None:
+    return _closure_expr(e) if isinstance(e, _ast.Attr | _ast.Literal) else None
+
+
+def _neg_value(a: Any) -> Any:
+    t = type(a)
+    return -a if t is int or t is float else None
+
+
+def _arith_value(op: str, a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if (ta is int or ta is float) and (tb is int or tb is float):
+        try:
+            r = PY_ARITH[op](a, b)
+        except (ZeroDivisionError, OverflowError):
+            return None
+        return r if r == r else None
+    return None
+
+
+def _closure_expr(e: _ast.Expr) -> _ValFn:
+    # one closure per level; neg and arith inline _neg_value and _arith_value (speed)
     if isinstance(e, _ast.Attr):
         name = e.name
 
@@ -67,7 +99,7 @@ def compile_row_expr(e: _ast.Expr) -> _ValFn:
         c = norm(e.value)
         return lambda ev: c
     if isinstance(e, _ast.Neg):
-        f = compile_row_expr(e.operand)
+        f = _closure_expr(e.operand)
 
         def neg(ev: Mapping[str, Any]) -> Any:
             a = f(ev)
@@ -78,7 +110,7 @@ def compile_row_expr(e: _ast.Expr) -> _ValFn:
         pyop = PY_ARITH.get(e.op)
         if pyop is None:
             raise ValueError(f"unknown arithmetic operator {e.op!r}")
-        fl, fr = compile_row_expr(e.left), compile_row_expr(e.right)
+        fl, fr = _closure_expr(e.left), _closure_expr(e.right)
 
         def arith(ev: Mapping[str, Any]) -> Any:
             a, b = fl(ev), fr(ev)
@@ -128,16 +160,52 @@ def _compile_row_compare(op: str, left: _ast.Expr, right: _ast.Expr) -> RowFn:
     return compare
 
 
-def like_matcher(pattern: str) -> Callable[[str], int]:
-    """The code of ``s LIKE pattern`` (RE2 partial match) for one string, LRU-cached."""
-    @functools.lru_cache(maxsize=LIKE_CACHE_SIZE)
-    def match(s: str) -> int:
+class LikeMatcher:
+    """The code of ``s LIKE pattern`` (RE2 partial match) for one string, cached per string.
+
+    The cache (``cache``, mutated in place) holds at most ``LIKE_CACHE_SIZE`` strings of
+    ``LIKE_CACHE_CHARS`` characters in all, as they were when the matcher was made; over
+    either, it starts afresh (RE2-style: no bookkeeping on a hit).
+    """
+
+    __slots__ = ("cache", "chars", "longest", "max_chars", "max_entries", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.cache: dict[str, int] = {}
+        self.chars = 0
+        self.max_entries = LIKE_CACHE_SIZE
+        self.max_chars = LIKE_CACHE_CHARS
+        self.longest = LIKE_CACHE_CHARS // 64
+
+    def __call__(self, s: str) -> int:
+        r = self.cache.get(s)
+        return r if r is not None else self.miss(s)
+
+    def cached(self) -> tuple[int, int]:
+        """``(strings, characters)`` in the cache now."""
+        return len(self.cache), self.chars
+
+    def miss(self, s: str) -> int:
+        """Match ``s`` with RE2 and cache the answer if it fits."""
         try:
-            r = pc.match_substring_regex(pa.array([s], pa.string()), pattern=pattern)
+            r = pc.match_substring_regex(pa.array([s], pa.string()), pattern=self.pattern)
+            code = TRUE if r[0].as_py() else FALSE
         except (UnicodeError, pa.ArrowException):  # e.g. lone surrogates: not Arrow text
-            return UNKNOWN
-        return TRUE if r[0].as_py() else FALSE
-    return match
+            code = UNKNOWN
+        n = len(s)
+        if n <= self.longest:
+            if len(self.cache) >= self.max_entries or self.chars + n > self.max_chars:
+                self.cache.clear()
+                self.chars = 0
+            self.cache[s] = code
+            self.chars += n
+        return code
+
+
+def like_matcher(pattern: str) -> LikeMatcher:
+    """The code of ``s LIKE pattern`` for one string, cached within a budget."""
+    return LikeMatcher(pattern)
 
 
 def check_regex(atom: _ast.Like) -> None:
@@ -168,11 +236,15 @@ def compile_row_atom(atom: Atom, type_key: str, stream_key: str) -> RowFn:
     if isinstance(atom, _ast.Compare):
         return _compile_row_compare(norm_op(atom.op), atom.left, atom.right)
     if isinstance(atom, _ast.Like):
-        fx, match = compile_row_expr(atom.expr), like_matcher(atom.pattern)
+        fx, matcher = compile_row_expr(atom.expr), like_matcher(atom.pattern)
+        cache, miss = matcher.cache, matcher.miss
 
         def like(ev: Mapping[str, Any]) -> int:
             x = fx(ev)
-            return match(x) if isinstance(x, str) else UNKNOWN
+            if isinstance(x, str):
+                r = cache.get(x)
+                return r if r is not None else miss(x)
+            return UNKNOWN
         return like
     if isinstance(atom, _ast.InSet):
         fx, spec = compile_row_expr(atom.expr), InSetSpec(atom.values)

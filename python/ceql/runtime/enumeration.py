@@ -5,6 +5,10 @@ A depth-first walk below each accepting node (left before right, as
 tuples (latest last), so a match costs its bottom node and one object; union branches that start
 outside the window are not entered (output-linear delay). LIMIT caps the matches per end
 position; matches come in chunks so a consumer can stop early.
+
+Prepending to a tuple copies it, so a long match would cost the square of its length: the walk
+prepends to tuples of at most :data:`RUN` entries and sets full ones aside in a linked list
+(shared between branches, like the tuples), which a match joins once.
 """
 
 from __future__ import annotations
@@ -17,10 +21,26 @@ from .partitions import Partition
 from .tecs import KIND_POS, LABEL, LEFT, MAX_START_KEY, NEXT, RIGHT, Node
 from .times import Clock
 
-__all__ = ["CHUNK", "Enumerator"]
+__all__ = ["CHUNK", "RUN", "Enumerator"]
 
 CHUNK = 2048  #: matches enumerated ahead of the consumer
+RUN = 64  #: the longest tuple of positions built by prepending; longer ones are joined once
 _new = object.__new__
+
+# Full runs set aside: (positions, labels, the runs after them in the stream) or None.
+_Runs = tuple[tuple[int, ...], tuple[frozenset[str], ...], Any] | None
+
+
+def _joined(ps: tuple[int, ...], ls: tuple[frozenset[str], ...],
+            runs: _Runs) -> tuple[tuple[int, ...], tuple[frozenset[str], ...]]:
+    """``ps``/``ls`` followed by the runs set aside, as two tuples (linear in their length)."""
+    pos = list(ps)
+    lab = list(ls)
+    while runs is not None:
+        rp, rl, runs = runs
+        pos += rp
+        lab += rl
+    return tuple(pos), tuple(lab)
 
 
 class Enumerator:
@@ -52,13 +72,14 @@ class Enumerator:
         append = out.append
         left = limit  # matches still allowed (-1: no LIMIT)
         cap = CHUNK if left < 0 else min(CHUNK, left)
-        stack: list[tuple[Node, tuple[int, ...], tuple[frozenset[str], ...]]] = []
+        stack: list[tuple[Node, tuple[int, ...], tuple[frozenset[str], ...], _Runs]] = []
         push = stack.append
         pop = stack.pop
+        run = RUN
         for node in accs:
-            push((node, (), ()))
+            push((node, (), (), None))
             while stack:
-                n, ps, ls = pop()
+                n, ps, ls, runs = pop()
                 while True:
                     if n[KIND_POS] < 0:  # union: the right side only if it starts in the window
                         r = n[RIGHT]
@@ -74,8 +95,10 @@ class Enumerator:
                                     pl = (n[KIND_POS],) + ps  # noqa: RUF005 (faster)
                                     ll = (n[LABEL],) + ls  # noqa: RUF005
                                 else:
-                                    push((r, ps, ls))
+                                    push((r, ps, ls, runs))
                                     continue
+                                if runs is not None:
+                                    pl, ll = _joined(pl, ll, runs)
                                 m = new(M)
                                 m._start = b
                                 m._end = end
@@ -84,8 +107,10 @@ class Enumerator:
                                 append(m)
                                 n = r
                             else:
-                                push((r, ps, ls))
+                                push((r, ps, ls, runs))
                     elif n[NEXT] is None:  # bottom: one complex event
+                        if runs is not None:
+                            ps, ls = _joined(ps, ls, runs)
                         m = new(M)
                         m._start = n
                         m._end = end
@@ -94,6 +119,10 @@ class Enumerator:
                         append(m)
                         break
                     else:  # output: its position and label go before those seen so far
+                        if len(ps) == run:
+                            runs = (ps, ls, runs)
+                            ps = ()
+                            ls = ()
                         ps = (n[KIND_POS],) + ps  # noqa: RUF005 (faster than unpacking)
                         ls = (n[LABEL],) + ls  # noqa: RUF005
                         n = n[NEXT]

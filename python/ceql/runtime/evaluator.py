@@ -15,11 +15,11 @@ import pyarrow as pa
 from ..automata import DFA
 from ..constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
 from . import snapshot as _snapshot
-from .feeds import feed_arrow, feed_rows
+from .feeds import feed_arrow, feed_rows, row_error
 from .match import Match
 from .state import Compiled, Evaluation
 
-__all__ = ["Evaluator", "Live"]
+__all__ = ["Caches", "Evaluator", "Live"]
 
 
 class Live(NamedTuple):
@@ -32,6 +32,14 @@ class Live(NamedTuple):
     expiring: int
 
 
+class Caches(NamedTuple):
+    """Entries of the caches an evaluator uses: the shared automaton's cached transitions
+    (budget ``DFA.max_transitions``) and this evaluation's inertness answers (same budget)."""
+
+    automaton: int
+    inertness: int
+
+
 class Evaluator:
     """Stateful evaluation of one query over a stream delivered in pieces.
 
@@ -39,12 +47,13 @@ class Evaluator:
     matches completed by those events, in stream order; state carries over between calls.
     """
 
-    __slots__ = ("__weakref__", "_ev")
+    __slots__ = ("__weakref__", "_ev", "_oldest")
 
     def __init__(self, query: Compiled, *, time: str | None = None,
                  type_key: str = DEFAULT_TYPE_COLUMN, stream_key: str = DEFAULT_STREAM_COLUMN,
                  time_unit: str = DEFAULT_TIME_UNIT) -> None:
         self._ev = Evaluation(query, time, type_key, stream_key, time_unit)
+        self._oldest = (0, 0, 0)  # oldest_live_position: (answer, events_seen then, cost)
         self._ev.runs.on_full = self._collect
         self._ev.dfa.attach(self)
 
@@ -94,6 +103,29 @@ class Evaluator:
             fifo += len(P.fifo) if P.fifo is not None else 0
         return Live(len(parts), states, lists, fifo)
 
+    def caches(self) -> Caches:
+        """How many entries the caches it uses hold now (counts, for monitoring and tests)."""
+        return Caches(self._ev.dfa.cached, self._ev.inert.size)
+
+    def oldest_live_position(self) -> int:
+        """The position of the earliest event a match reported from now on can include
+        (:attr:`events_seen` when no run is live): a caller keeping the events for its
+        matches may drop those before it. Call it between feeds.
+
+        A lower bound that never decreases. It is exact when refreshed, but refreshing walks
+        the live tECS, so it is refreshed only once as many events were fed since the last
+        walk as that walk visited nodes (amortized O(1) per event).
+        """
+        ev = self._ev
+        now = ev.offset
+        last, then, cost = self._oldest
+        if now - then < cost:
+            return last  # runs only die or start later, so it is still a lower bound
+        best, cost = ev.parts.oldest_start(last)
+        pos = now if best is None else best
+        self._oldest = (pos, now, cost)
+        return pos
+
     # ------------------------------------------------------------------ feeding
     def feed(self, batch: Any) -> list[Match]:
         """Evaluate the next events; return the matches they complete, in stream order."""
@@ -129,7 +161,14 @@ class Evaluator:
         elif isinstance(batch, pa.RecordBatch):
             yield from feed_arrow(ev, batch)
         else:
-            yield from feed_rows(ev, batch)
+            base = ev.offset
+            try:
+                yield from feed_rows(ev, batch)
+            except (AttributeError, TypeError) as exc:  # not events: say which and why
+                err = row_error(ev, batch, base, exc)
+                if err is None:
+                    raise
+                raise err from exc
 
     # ------------------------------------------------------------------ saving
     def snapshot(self) -> bytes:

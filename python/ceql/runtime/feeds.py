@@ -9,8 +9,9 @@ batch's events in stream order instead.
 
 from __future__ import annotations
 
+import reprlib
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -19,13 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..constants import CONSUME_ANY, WITHIN_ATTR, WITHIN_EVENTS
+from ..errors import CeqlError, CeqlInputError, CeqlTypeError
 from .match import Match
 from .partitions import Partition
 from .state import Evaluation
 
-__all__ = ["SWEEP_EVERY", "feed_arrow", "feed_rows"]
+__all__ = ["feed_arrow", "feed_rows", "not_an_event", "row_error"]
 
-SWEEP_EVERY = 4096  #: relevant rows between two sweeps of expired partitions (row path)
 _MISSING = object()
 _end_position = attrgetter("end_position")
 
@@ -33,7 +34,11 @@ _end_position = attrgetter("end_position")
 # ---------------------------------------------------------------------- rows
 
 def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]]) -> Iterator[list[Match]]:
-    """Evaluate mappings one by one; yield the matches in stream order, in chunks."""
+    """Evaluate mappings one by one; yield the matches in stream order, in chunks.
+
+    A row inert for a partition that does not exist creates none: it would only count in it,
+    and a partition with no run and the initial strategy state starts over like a new one.
+    """
     streams = ev.streams
     skey = ev.stream_key
     pkeys = ev.pkeys
@@ -43,9 +48,15 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]]) -> Iterator[lis
     wattr = clock.wattr
     events = ev.wkind == WITHIN_EVENTS
     parts = ev.parts
-    inert = ev.inert.inert
+    by_key = parts.by_key
+    inertness = ev.inert
+    inert = inertness.inert
+    fresh = inertness.fresh
     step = ev.runs.step
     emit = ev.enum.emit
+    since = ev.since_sweep
+    due, next_key, floor = ev.sweep_rows, ev.sweep_key, ev.sweep_floor
+    wkey: Any = 0
     for e in rows:
         pos = ev.offset
         ev.offset += 1
@@ -65,25 +76,78 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]]) -> Iterator[lis
             clock.check_row_time(tkey, pos)
         else:
             tkey = pos
-        P = parts.get(key)
-        sub = P.n
-        P.n += 1
-        if events:
-            wkey: Any = sub
-        elif wattr is not None:
-            wkey = clock.row_wattr(e, pos)
-        else:
-            wkey = tkey
+        if not events:
+            wkey = clock.row_wattr(e, pos) if wattr is not None else tkey
+        since += 1
+        if since >= due or (next_key is not None and wkey >= next_key and since >= floor):
+            ev.sweep(wkey)
+            since = 0
+            due, next_key, floor = ev.sweep_rows, ev.sweep_key, ev.sweep_floor
         c = row_class(e)
+        P = by_key.get(key)
+        if P is None:
+            if inert(fresh, c):
+                continue
+            P = parts.get(key)
+        sub = P.n
+        P.n = sub + 1
+        if events:
+            wkey = sub
         if inert(P.signature(), c):
             continue
         accs = step(P, c, pos, sub, wkey, tkey)
         if accs:
+            ev.since_sweep = since
             yield from emit(P, accs, pos, wkey, tkey)
-        ev.since_sweep += 1
-        if ev.since_sweep >= SWEEP_EVERY:
-            ev.since_sweep = 0
-            ev.sweep(wkey)
+    ev.since_sweep = since
+
+
+def row_error(ev: Evaluation, rows: Any, base: int, exc: Exception) -> CeqlError | None:
+    """What was wrong with ``rows`` (fed from position ``base``) when :func:`feed_rows` raised
+    ``exc`` (an ``AttributeError`` or ``TypeError``); None if the events are not to blame.
+
+    Diagnosed only after the fact, so the loop pays nothing for it. The loop counts an event
+    (``ev.offset``) before it reads it, so the culprit is the last event counted.
+    """
+    if isinstance(rows, Mapping | str | bytes | bytearray) or not isinstance(rows, Iterable):
+        one = " (one event? put it in a list)" if isinstance(rows, Mapping) else ""
+        return CeqlTypeError(
+            "Events must be an iterable of mappings (e.g. a list of dicts) or a pyarrow "
+            f"RecordBatch/Table, not {type(rows).__name__}{one}.")
+    pos = ev.offset - 1
+    e: Any = _MISSING
+    if isinstance(rows, Sequence) and 0 <= pos - base < len(rows):
+        e = rows[pos - base]
+    elif isinstance(exc, AttributeError) and exc.name == "get":
+        e = exc.obj
+    if e is _MISSING:
+        if isinstance(exc, TypeError) and str(exc).startswith("unhashable type"):
+            return CeqlInputError(
+                f"Event {pos} has a stream or partition value that cannot be a key ({exc}); "
+                "use numbers, strings, booleans or timestamps there.")
+        return None
+    if not isinstance(e, Mapping):
+        return not_an_event(e, pos)
+    st = e.get(ev.stream_key)
+    if st is not None and not isinstance(st, Hashable):
+        return CeqlInputError(
+            f"Event {pos} has {reprlib.repr(st)} in stream attribute {ev.stream_key!r}: a "
+            f"stream is a name (a string), not of type {type(st).__name__}.")
+    for a in ev.pkeys:
+        v = e.get(a)
+        if not isinstance(v, Hashable):
+            return CeqlInputError(
+                f"Event {pos} has {reprlib.repr(v)} in partition attribute {a!r}: a partition "
+                "value must be a number, string, boolean or timestamp, not of type "
+                f"{type(v).__name__}.")
+    return None
+
+
+def not_an_event(e: object, pos: int) -> CeqlInputError:
+    """The error for event ``pos``, ``e``, which is not a mapping."""
+    return CeqlInputError(
+        f"Event {pos} is of type {type(e).__name__}, not a mapping: give each event as a dict "
+        "of its attributes, e.g. {'type': 'A', 'price': 10}.")
 
 
 # ---------------------------------------------------------------------- Arrow batches
@@ -103,7 +167,13 @@ def feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
     keep = np.ones(n, dtype=bool)
     scol = _column(rb, ev.stream_key)
     if scol is not None and scol.null_count < n:
-        in_from = pc.is_in(scol.cast(pa.string()), value_set=pa.array(sorted(ev.streams)))
+        try:
+            names = scol.cast(pa.string())
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            raise CeqlInputError(
+                f"Column {ev.stream_key!r}, the stream of each event, has type {scol.type} "
+                f"(events {base} to {base + n - 1}): a stream is a name (a string).") from None
+        in_from = pc.is_in(names, value_set=pa.array(sorted(ev.streams)))
         keep &= np.asarray(pc.or_kleene(in_from, pc.is_null(scol)).fill_null(True)
                            .to_numpy(zero_copy_only=False), dtype=bool)
     pcols: list[pa.Array] = []
@@ -112,6 +182,11 @@ def feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
         if col is None:
             keep[:] = False
             break
+        if pa.types.is_nested(col.type):
+            raise CeqlInputError(
+                f"Column {a!r}, which PARTITION BY reads, has type {col.type} (events {base} to "
+                f"{base + n - 1}): a partition value must be a number, string, boolean or "
+                "timestamp.")
         pcols.append(col)
         keep &= np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
     idx = np.flatnonzero(keep)
@@ -133,16 +208,57 @@ def feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
     cls_list = [int(x) for x in uniq.tolist()]
     inv = inv.reshape(-1)
     positions = idx + base
+    now: Any = 0  # the window key of the batch's last row that takes part (for sweeping)
+    if ev.wkind != WITHIN_EVENTS:
+        last = wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None else positions
+        now = last[-1:].tolist()[0]
     if not ev.pkeys:
         yield from _run_segment(ev, ev.parts.get(()), cls_list, inv, positions, tkeys,
                                 wkeys_attr)
-    else:
+    elif ev.parts.by_key or (moves := _moves_fresh(ev, cls_list)[inv]).any():
         codes, keys = _factorize(pcols, idx)
-        run = _run_interleaved if ev.runs.consume == CONSUME_ANY else _run_grouped
-        yield from run(ev, codes, keys, cls_list, inv, positions, tkeys, wkeys_attr)
-    last = tkeys[-1] if tkeys is not None else positions[-1]
-    ev.sweep(wkeys_attr[-1] if wkeys_attr is not None else
-             (last if ev.wkind != WITHIN_EVENTS else 0))
+        sel = _runnable(ev, codes, keys, moves if not ev.parts.by_key else None, cls_list, inv)
+        if sel is not None:
+            codes, inv, positions = codes[sel], inv[sel], positions[sel]
+            tkeys = tkeys[sel] if tkeys is not None else None
+            wkeys_attr = wkeys_attr[sel] if wkeys_attr is not None else None
+        if codes.size:
+            run = _run_interleaved if ev.runs.consume == CONSUME_ANY else _run_grouped
+            yield from run(ev, codes, keys, cls_list, inv, positions, tkeys, wkeys_attr)
+    ev.since_sweep += int(idx.size)
+    if ev.sweep_due(now):
+        ev.sweep(now)
+
+
+def _moves_fresh(ev: Evaluation, cls_list: list[int]) -> np.ndarray:
+    """Per event class: whether it moves a partition that has seen nothing."""
+    inert, fresh = ev.inert.inert, ev.inert.fresh
+    return np.fromiter((not inert(fresh, c) for c in cls_list), dtype=bool,
+                       count=len(cls_list))
+
+
+def _runnable(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ...]],
+              moves: np.ndarray | None, cls_list: list[int],
+              inv: np.ndarray) -> np.ndarray | None:
+    """Which rows to run (None: all): not those of a key without a partition before the key's
+    first row that moves a fresh one (``moves``, per row, if known); they would only count in
+    it (see :func:`feed_rows`)."""
+    by_key = ev.parts.by_key
+    if by_key:
+        missing = np.fromiter((k not in by_key for k in keys), dtype=bool, count=len(keys))
+        if not missing.any():
+            return None
+    else:
+        missing = np.ones(len(keys), dtype=bool)
+    if moves is None:
+        moves = _moves_fresh(ev, cls_list)[inv]
+    moving = np.flatnonzero(moves)
+    first = np.full(len(keys), codes.size, dtype=np.int64)
+    if moving.size:
+        moved, at = np.unique(codes[moving], return_index=True)
+        first[moved] = moving[at]
+    sel = ~missing[codes] | (np.arange(codes.size) >= first[codes])
+    return None if sel.all() else sel
 
 
 def _factorize(pcols: list[pa.Array], idx: np.ndarray) -> tuple[np.ndarray,
@@ -179,6 +295,8 @@ def _run_grouped(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ...]],
     out: list[Match] = []
     start = 0
     for k, end in zip(keys, bounds, strict=True):
+        if end == start:
+            continue  # every row of the key was left out (see _runnable)
         sel = order[start:end]
         start = end
         for chunk in _run_segment(
@@ -200,17 +318,21 @@ def _run_interleaved(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ..
     by one (with strategies whose global state never changes)."""
     n = codes.size
     partitions = ev.parts
-    parts = [partitions.get(k) for k in keys]
+    by_key = partitions.by_key
+    # a key's partition is created at its first row (see _runnable) when it has none
+    parts: list[Partition | None] = [by_key.get(k) for k in keys]
     # substream position of every row: partition's count so far + rank in this batch
     order = np.argsort(codes, kind="stable")
     counts = np.bincount(codes, minlength=len(keys))
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n, dtype=np.int64) - np.repeat(starts, counts)
-    base_n = np.asarray([P.n for P in parts], dtype=np.int64)
+    base_n = np.asarray([0 if P is None else P.n for P in parts], dtype=np.int64)
     subs = (rank + base_n[codes]).tolist()
-    for P, c in zip(parts, counts.tolist(), strict=True):
-        P.n += c
+    count_l = counts.tolist()
+    for P, c in zip(parts, count_l, strict=True):
+        if P is not None:
+            P.n += c
     code_l = codes.tolist()
     pos_l = positions.tolist()
     t_l = tkeys.tolist() if tkeys is not None else pos_l
@@ -220,7 +342,7 @@ def _run_interleaved(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ..
     filtering = ev.dfa.constant_global
     active: dict[int, int] = {}
     for P in parts:
-        if P.epoch == partitions.epoch:
+        if P is not None and P.epoch == partitions.epoch:
             for d in P.states:
                 active[d] = active.get(d, 0) + 1
     cache: dict[frozenset[int], list[int] | None] = {}
@@ -259,7 +381,11 @@ def _run_interleaved(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ..
             j = rel[k]
             skipped += j - i
         i = j + 1
-        P = parts[code_l[j]]
+        code = code_l[j]
+        P = parts[code]
+        if P is None:
+            P = parts[code] = partitions.get(keys[code])
+            P.n = count_l[code]
         c = cls_list[inv_l[j]]
         epoch = partitions.epoch
         P.catch_up(epoch)

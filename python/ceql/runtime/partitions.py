@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from .tecs import MAX_START_KEY, Fifo, Node
+from .tecs import KIND_POS, LEFT, MAX_START_KEY, NEXT, RIGHT, Fifo, Node
 
 __all__ = ["Partition", "Partitions"]
 
@@ -79,32 +79,79 @@ class Partitions:
             self.by_key[key] = P
         return P
 
-    def sweep(self, now_key: Any, eps: Any, timewise: bool) -> None:
-        """Drop partitions with nothing left that could ever output.
+    def sweep(self, now_key: Any, eps: Any, timewise: bool) -> int:
+        """Drop partitions with nothing left that could ever output; return how many were kept
+        for their strategy state alone (time will not drop them).
 
         A partition whose strategy state is initial and whose runs all started more than
-        ``eps`` before ``now_key`` (when the window is measured in time or an attribute,
-        ``timewise``) starts over exactly as a new one would.
+        ``eps`` before the next event's window key — ``now_key`` when the window is measured
+        in time or an attribute (``timewise``), the partition's own count for ``n EVENTS`` —
+        or were emptied by CONSUME BY ANY, starts over exactly as a new one would (only
+        differences of substream positions within a partition matter).
         """
         g0 = self.g0
+        epoch = self.epoch
         dead = []
+        held = 0
         for k, P in self.by_key.items():
             if P.g != g0:
+                held += 1
                 continue
-            if P.states and timewise and all(now_key - ul[0][MAX_START_KEY] > eps
-                                             for ul in P.states.values()):
-                P.states = {}
+            if P.epoch != epoch:
+                P.catch_up(epoch)
+            if P.states and eps is not None:
+                now = now_key if timewise else P.n
+                if all(now - ul[0][MAX_START_KEY] > eps for ul in P.states.values()):
+                    P.states = {}
             if not P.states:
                 dead.append(k)
         for k in dead:
             del self.by_key[k]
+        return held
+
+    def oldest_start(self, floor: int) -> tuple[int | None, int]:
+        """The earliest position at which a run below some union-list started (None: no run),
+        and how many partitions and nodes were visited to find it.
+
+        Walks the live tECS, oldest union-list entries and right (older) branches first; it
+        stops at a bottom at ``floor`` or before, a bound the caller knows nothing beats.
+        """
+        best: int | None = None
+        seen: set[int] = set()  # ids: every node visited stays reachable during the walk
+        stack: list[Node] = []
+        visited = 0
+        for P in self.by_key.values():
+            visited += 1
+            if P.epoch != self.epoch:
+                continue  # emptied by CONSUME BY ANY
+            for ul in P.states.values():
+                stack.extend(ul)
+                while stack:
+                    n = stack.pop()
+                    while id(n) not in seen:
+                        seen.add(id(n))
+                        visited += 1
+                        if n[KIND_POS] < 0:  # union: the right (older starts) first
+                            if n[RIGHT] is not None:
+                                stack.append(n[LEFT])
+                                n = n[RIGHT]
+                            else:
+                                n = n[LEFT]
+                        elif n[NEXT] is not None:  # output
+                            n = n[NEXT]
+                        else:  # bottom: where its run started
+                            if best is None or n[KIND_POS] < best:
+                                best = n[KIND_POS]
+                                if best <= floor:
+                                    return best, visited
+                            break
+        return best, visited
 
     def states_in_use(self) -> tuple[set[int], set[int]]:
         """The deterministic states and global states some partition holds."""
         states: set[int] = set()
         globals_: set[int] = {self.g0}
         for P in self.by_key.values():
-            if P.epoch == self.epoch:
-                states.update(P.states)
+            states.update(P.states)  # stale ones too: a signature may still name them
             globals_.add(P.g)
         return states, globals_

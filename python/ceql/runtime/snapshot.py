@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from ..constants import WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlInputError
+from ..ir import canonical_repr
 from .partitions import Partition
 from .state import Compiled, Evaluation
 from .tecs import KIND_POS, LABEL, LEFT, MAX_START_KEY, NEXT, RIGHT, START_TIME, Node
@@ -41,7 +42,7 @@ class Options(NamedTuple):
 
 def fingerprint(query: Compiled) -> str:
     """A digest of the query's IR: snapshots restore only into the same query."""
-    return hashlib.sha256(repr(query.ast).encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(canonical_repr(query.ast).encode("utf-8")).hexdigest()[:32]
 
 
 # ---------------------------------------------------------------------- saving

@@ -7,6 +7,10 @@ epoch; numbers stay as given and count ``time_unit``s.
 from __future__ import annotations
 
 import datetime as _dt
+import math
+import re
+import sys
+import zoneinfo
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -20,12 +24,27 @@ from ..errors import CeqlInputError
 __all__ = ["Clock", "exact", "from_micros", "to_micros", "tzinfo_named"]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-
+_FLOAT_WHOLE = 2**53
+_FLOAT_MAX = Fraction(sys.float_info.max)
+# Arrow times ceql can give back as datetimes in any time zone (a day inside Python's range)
+_MIN_US = (_dt.datetime(1, 1, 2) - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1)
+_MAX_US = (_dt.datetime(9999, 12, 30) - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1)
+_PER_US = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 1}  # ns: compared as microseconds
+_OFFSET = re.compile(r"([+-])([01]\d|2[0-3]):?([0-5]\d)")
 
 
 def exact(x: Fraction) -> int | float:
-    """A window amount as an ``int`` when whole (exact comparisons), else a ``float``."""
-    return int(x) if x.denominator == 1 else float(x)
+    """A window amount as an ``int`` when whole (exact comparisons), else a ``float``.
+
+    From 2**53 on every float is whole, so the amount's integer part compares with any key
+    exactly as the amount would; beyond the largest float it is infinite (keys are added to and
+    compared with it, and no two float keys are that far apart).
+    """
+    if x > _FLOAT_MAX:
+        return math.inf
+    if x.denominator == 1 or x >= _FLOAT_WHOLE:
+        return int(x)
+    return float(x)
 
 
 def to_micros(v: Any) -> int:
@@ -47,16 +66,20 @@ def from_micros(us: int, tz: _dt.tzinfo | None, as_date: bool) -> Any:
     return t.replace(tzinfo=None) if tz is None else t.astimezone(tz)
 
 
-def tzinfo_named(name: str) -> _dt.tzinfo:
-    """The time zone of an Arrow timestamp type: an IANA name or a fixed offset (``+01:00``)."""
+def tzinfo_named(name: str, column: str | None = None) -> _dt.tzinfo:
+    """The time zone of an Arrow timestamp type: an IANA name or a fixed offset (``+01:00``);
+    :class:`CeqlInputError` (naming ``column``) for anything else."""
+    m = _OFFSET.fullmatch(name)
+    if m:
+        sign = -1 if m[1] == "-" else 1
+        return _dt.timezone(sign * _dt.timedelta(hours=int(m[2]), minutes=int(m[3])))
     try:
-        import zoneinfo
-
         return zoneinfo.ZoneInfo(name)
-    except Exception:  # fixed offsets such as "+01:00"
-        sign = -1 if name.startswith("-") else 1
-        hh, _, mm = name.lstrip("+-").partition(":")
-        return _dt.timezone(sign * _dt.timedelta(hours=int(hh), minutes=int(mm or 0)))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        where = f" of time column {column!r}" if column is not None else ""
+        raise CeqlInputError(
+            f"Unknown time zone {name!r}{where}: use an IANA name such as 'Europe/Paris' or "
+            "an offset from -23:59 to +23:59 such as '+01:00'.") from None
 
 
 class Clock:
@@ -173,16 +196,20 @@ class Clock:
                 f"columns are {', '.join(names)}."
             )
         t = col.type
-        if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        sel = col.take(pa.array(idx))
+        temporal = pa.types.is_timestamp(t) or pa.types.is_date(t)
+        if temporal:
+            tzname = getattr(t, "tz", None)
             if self.is_ts is None:
                 self.as_date = pa.types.is_date(t)
-                tzname = getattr(t, "tz", None)
-                self.tz = tzinfo_named(tzname) if tzname else None
+                self.tz = tzinfo_named(tzname, self.time) if tzname else None
             decided = self.decide(True, base)
-            if pa.types.is_date(t):
-                col = col.cast(pa.timestamp("us"))
-            col = col.cast(pa.timestamp("us", tz=getattr(t, "tz", None)), safe=False)
-            col = col.cast(pa.int64())
+            try:  # finer units are truncated to microseconds, overflows refused
+                sel = pc.cast(sel, options=pc.CastOptions(pa.timestamp("us", tz=tzname),
+                                                          allow_time_truncate=True))
+            except pa.ArrowInvalid:
+                raise self.out_of_range(sel, idx, base) from None
+            sel = sel.cast(pa.int64())
         elif pa.types.is_integer(t) or pa.types.is_floating(t):
             decided = self.decide(False, base)
         else:
@@ -190,7 +217,6 @@ class Clock:
                 f"Event {base} has time of type {t} in column {self.time!r}: use a number "
                 "(seconds, or the time_unit given) or a timestamp/date column."
             )
-        sel = col.take(pa.array(idx))
         if sel.null_count:
             bad = int(idx[np.flatnonzero(np.asarray(pc.is_null(sel)))[0]]) + base
             raise CeqlInputError(
@@ -202,7 +228,26 @@ class Clock:
             bad = int(idx[np.flatnonzero(np.isnan(arr))[0]]) + base
             raise CeqlInputError(f"Event {bad} has time NaN in attribute {self.time!r}.")
         self.check_order(arr, idx, base, "time")
+        if temporal and (arr[0] < _MIN_US or arr[-1] > _MAX_US):  # in order: ends are extremes
+            raise self.out_of_range(col.take(pa.array(idx)), idx, base)
         return np.asarray(arr), decided
+
+    def out_of_range(self, sel: pa.Array, idx: np.ndarray, base: int) -> CeqlInputError:
+        """The error for the first time (of rows ``idx``, values ``sel``) ceql cannot hold."""
+        t = sel.type
+        ints = sel.cast(pa.int32()) if t == pa.date32() else sel
+        raw = np.asarray(ints.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False))
+        if pa.types.is_date(t):
+            per = 86_400_000_000 if t == pa.date32() else 1_000
+        else:
+            per = _PER_US[t.unit]
+        us = raw // 1_000 if getattr(t, "unit", None) == "ns" else raw
+        bad = np.flatnonzero((us < -(-_MIN_US // per)) | (us > _MAX_US // per))
+        k = int(bad[0]) if bad.size else 0
+        return CeqlInputError(
+            f"Event {int(idx[k]) + base} has time {int(raw[k])} ({t}) in column {self.time!r}, "
+            "outside the years 1 to 9999 that ceql can give back as datetimes."
+        )
 
     def arrow_wattr(self, col: pa.Array | None, idx: np.ndarray, base: int) -> np.ndarray:
         """The ``WITHIN n [attr]`` keys of rows ``idx`` of a batch, checked for order."""

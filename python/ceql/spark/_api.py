@@ -21,6 +21,7 @@ from ceql.constants import (
     INTERNAL_FROM_ORDER_COLUMN,
     INTERNAL_STREAM_COLUMN,
     MATCH_CEQL,
+    OPTION_BOUNDS,
     OPTION_QUERY,
     OPTION_ROWS,
     OPTION_TIME,
@@ -44,7 +45,8 @@ def _function() -> Any:
 
 
 def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: str | None,
-          rows: str, time_unit: str, jvm: bool | None = None) -> Any:
+          rows: str, time_unit: str, bounds: str | Sequence[str] = (),
+          jvm: bool | None = None) -> Any:
     """MATCH_CEQL over ``df``: through the shim when the session has it, else from Python.
 
     Both run the same ``analyze`` and engine; the shim's plan also splits partitions with
@@ -55,6 +57,8 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
         options[OPTION_TIME] = time
     if type_col is not None:
         options[OPTION_TYPE] = type_col
+    if bounds:
+        options[OPTION_BOUNDS] = bounds if isinstance(bounds, str) else ",".join(bounds)
     spark = df.sparkSession
     if jvm is None:
         jvm = EXTENSION_CLASS in (spark.conf.get("spark.sql.extensions", "") or "")
@@ -72,18 +76,19 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
 
 def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = None,
           time: str | None = None, type_col: str = DEFAULT_TYPE_COLUMN, rows: str = DEFAULT_ROWS,
-          time_unit: str = DEFAULT_TIME_UNIT) -> Any:
+          time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = ()) -> Any:
     """The matches of CEQL ``query`` over DataFrame ``df``, as a DataFrame.
 
     ``partition_by`` names columns to partition by (like ``TABLE(t) PARTITION BY``; the query's
     own ``PARTITION BY`` works too), ``time`` the time column (default: a column ``ts`` or the
     only TIMESTAMP/DATE column), ``type_col`` the event-type column, ``rows`` ``"matches"`` or
-    ``"events"``. The columns are those of SQL's ``MATCH_CEQL``.
+    ``"events"``, ``bounds`` columns to report at each match's first and last events. The
+    columns are those of SQL's ``MATCH_CEQL``.
     """
     parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
     call = CallInfo(partition_by=parts)
     return _call(df, query, call, time=time, type_col=type_col, rows=rows,
-                 time_unit=time_unit)
+                 time_unit=time_unit, bounds=bounds)
 
 
 def _query_text(query: str | Path) -> str:
@@ -97,7 +102,7 @@ def _query_text(query: str | Path) -> str:
 
 def run(spark: Any, query: str | Path, source: Any = None, *, time: str | None = None,
         type_col: str | None = None, rows: str = DEFAULT_ROWS,
-        time_unit: str = DEFAULT_TIME_UNIT) -> Any:
+        time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = ()) -> Any:
     """Run a CEQL query (text, or a ``.ceql`` file path) on ``spark``; return a DataFrame.
 
     ``source`` is a DataFrame, a table or view name, or ``None`` to read the tables or views
@@ -107,12 +112,12 @@ def run(spark: Any, query: str | Path, source: Any = None, *, time: str | None =
     text = _query_text(query)
     if source is not None and not isinstance(source, str):
         return _call(source, text, CallInfo(), time=time, type_col=type_col, rows=rows,
-                     time_unit=time_unit)
+                     time_unit=time_unit, bounds=bounds)
     names = (source,) if isinstance(source, str) else ceql.compile(text).ast.streams
     call = CallInfo(table_name=names[0] if len(names) == 1 else None,
                     streams=tuple(names) if len(names) > 1 else ())
     return _call(_merged(spark, names), text, call, time=time, type_col=type_col, rows=rows,
-                 time_unit=time_unit)
+                 time_unit=time_unit, bounds=bounds)
 
 
 def _merged(spark: Any, names: Sequence[str]) -> Any:

@@ -1,9 +1,10 @@
 """Run one MATCH_CEQL partition: feed Arrow batches to the engine, turn matches into rows.
 
 A :class:`MatchRunner` lives in one task for one partition of the input (or for the whole
-input when Spark gives the task a single partition). It keeps the rows a later match may still
-report (bounded by the query's WITHIN where there is one) and builds Arrow batches in the output
-schema that :mod:`ceql.spark._spec` derived.
+input when Spark gives the task a single partition). It keeps the batches of rows a later match
+may still report — from the start of the engine's oldest live run on
+(:meth:`ceql.Evaluator.oldest_live_position`), and within the query's WITHIN where there is
+one — and builds Arrow batches in the output schema that :mod:`ceql.spark._spec` derived.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ceql.constants import (
 )
 
 from ._errors import MatchCeqlError
-from ._spec import MatchSpec
+from ._spec import MatchSpec, bound_columns
 
 __all__ = ["MatchRunner", "match_id", "partition_starts"]
 
@@ -140,23 +141,31 @@ class MatchRunner:
         self._forget()
         return out
 
+    @property
+    def retained_rows(self) -> int:
+        """How many input rows the runner holds for matches still to come."""
+        return sum(b.num_rows for b in self._kept)
+
     def _forget(self) -> None:
-        """Drop kept batches that no later match can reach (WITHIN bounds them)."""
-        spec = self._spec
-        while len(self._kept) > 1:
+        """Drop kept batches whose rows no later match can include: those before the oldest
+        run the engine still holds, or (WITHIN) out of every later match's window."""
+        low = self._ev.oldest_live_position()
+        while self._kept:
             first = self._kept[0]
-            if self._horizon is not None:
-                last = self._kept[-1].column(spec.time)
-                if _time_number(first.column(spec.time)[-1]) >= (
-                        _time_number(last[-1]) - self._horizon):
-                    break
-            elif spec.window_events is not None:
-                if self._base + first.num_rows > self._fed - spec.window_events - 1:
-                    break
-            else:
+            if self._base + first.num_rows > low and not self._outside_window(first):
                 break
             self._base += first.num_rows
             self._kept.pop(0)
+
+    def _outside_window(self, first: pa.RecordBatch) -> bool:
+        """Whether WITHIN keeps every row of ``first`` out of any later match."""
+        spec = self._spec
+        if self._horizon is not None:
+            last = _time_number(self._kept[-1].column(spec.time)[-1])
+            return _time_number(first.column(spec.time)[-1]) < last - self._horizon
+        if spec.window_events is not None:
+            return self._base + int(first.num_rows) <= self._fed - spec.window_events - 1
+        return False
 
     # ------------------------------------------------------------------ output
     def _assemble(self, matches: list[ceql.Match]) -> pa.RecordBatch:
@@ -182,6 +191,10 @@ class MatchRunner:
             COLUMN_MATCH_START: _flat(time.take(starts)),
             COLUMN_MATCH_END: _flat(time.take(ends)),
         }
+        for c in spec.bounds:
+            first, last = bound_columns(c)
+            cols[first] = _flat(table.column(c).take(starts))
+            cols[last] = _flat(table.column(c).take(ends))
         events = table.select(list(spec.event_columns))
         if spec.rows == ROWS_EVENTS:
             cols.update(self._event_rows(matches, table, events, cols))

@@ -37,8 +37,10 @@ from ceql.constants import (
     CALL_STREAMS,
     CALL_TABLE_NAME,
     COLUMN_MATCH_END,
+    COLUMN_MATCH_END_PREFIX,
     COLUMN_MATCH_ID,
     COLUMN_MATCH_START,
+    COLUMN_MATCH_START_PREFIX,
     COLUMN_VARIABLE,
     CONSUME_ANY,
     DEFAULT_ROWS,
@@ -50,6 +52,7 @@ from ceql.constants import (
     INTERNAL_PREFIX,
     INTERNAL_STREAM_COLUMN,
     INTERNAL_TYPE_COLUMN,
+    OPTION_BOUNDS,
     OPTION_QUERY,
     OPTION_ROWS,
     OPTION_TIE_BREAK,
@@ -69,6 +72,7 @@ from ._errors import MatchCeqlError
 __all__ = [
     "CallInfo",
     "MatchSpec",
+    "bound_columns",
     "plan_match",
     "quote_identifier",
 ]
@@ -146,6 +150,7 @@ class MatchSpec:
     window_seconds: float | None    # WITHIN in time, in seconds (for trimming kept rows)
     window_events: int | None       # WITHIN n EVENTS when a task sees one substream
     time_is_temporal: bool
+    bounds: tuple[str, ...] = ()    # columns reported at the interval's first and last events
     request_partition_by: tuple[str, ...] = ()
     request_order_by: tuple[str, ...] = ()
     output_names: tuple[str, ...] = field(default=())
@@ -282,10 +287,22 @@ def _windows(q: ceql.Query, one_substream: bool) -> tuple[float | None, int | No
     if w is None:
         return None, None
     if w.kind == WITHIN_TIME:
-        return float(w.amount), None
+        # beyond any float: no row ever leaves the window
+        return (float(w.amount) if w.amount < 10**300 else float("inf")), None
     if w.kind == WITHIN_EVENTS and one_substream:
         return None, int(w.amount)
     return None, None
+
+
+def _columns(option: str | None, schema: StructType, what: str) -> list[str]:
+    """The columns a comma-separated option names, in the schema's spelling."""
+    return [_resolve(c.strip(), schema, what) for c in (option or "").split(",") if c.strip()]
+
+
+def bound_columns(column: str) -> tuple[str, str]:
+    """The output columns option ``bounds`` adds for ``column``: its value at the match's
+    first and at its last event."""
+    return COLUMN_MATCH_START_PREFIX + column, COLUMN_MATCH_END_PREFIX + column
 
 
 def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -> MatchSpec:
@@ -332,10 +349,8 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
         )
     spark_partitioned = bool(partition) and not consume_any and not call.single_partition
     order = [quote_identifier(time), *call.order_by[1:]]
-    ties = _option(options, OPTION_TIE_BREAK)
-    if ties:
-        order += [quote_identifier(_resolve(c.strip(), schema, "tie_break"))
-                  for c in ties.split(",") if c.strip()]
+    order += [quote_identifier(c)
+              for c in _columns(_option(options, OPTION_TIE_BREAK), schema, OPTION_TIE_BREAK)]
     if INTERNAL_FROM_ORDER_COLUMN in names:
         order.append(quote_identifier(INTERNAL_FROM_ORDER_COLUMN))
     events = tuple(n for n in names if not n.startswith(INTERNAL_PREFIX))
@@ -348,6 +363,8 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
         partition=partition, spark_partitioned=spark_partitioned, rows=rows,
         event_columns=events, variables=tuple(q.variables),
         window_seconds=seconds, window_events=n_events, time_is_temporal=temporal,
+        bounds=tuple(dict.fromkeys(_columns(_option(options, OPTION_BOUNDS), schema,
+                                            OPTION_BOUNDS))),
         request_partition_by=tuple(quote_identifier(c) for c in partition)
         if spark_partitioned else (),
         request_order_by=tuple(order),
@@ -370,6 +387,8 @@ def output_schema(spec: MatchSpec, schema: StructType) -> StructType:
     fixed = [StructField(COLUMN_MATCH_ID, LongType(), True),
              StructField(COLUMN_MATCH_START, time_type, True),
              StructField(COLUMN_MATCH_END, time_type, True)]
+    fixed += [StructField(name, _field(schema, c).dataType, True)
+              for c in spec.bounds for name in bound_columns(c)]
     events = [column(n) for n in spec.event_columns]
     if spec.rows == ROWS_EVENTS:
         fields = [*fixed, StructField(COLUMN_VARIABLE, StringType(), True), *events]
@@ -379,7 +398,7 @@ def output_schema(spec: MatchSpec, schema: StructType) -> StructType:
     event_struct = StructType([_field(schema, n) for n in spec.event_columns])
     parts = [column(c) for c in spec.partition]
     vars_ = [StructField(v, ArrayType(event_struct, True), True) for v in spec.variables]
-    fields = [fixed[0], *parts, fixed[1], fixed[2], *vars_]
+    fields = [fixed[0], *parts, *fixed[1:], *vars_]
     _check_unique([f.name for f in fields], "a variable",
                   "Spark SQL does not tell apart names that differ only in case: SELECT the "
                   "variables you need (SELECT a, b) or rename one with AS")

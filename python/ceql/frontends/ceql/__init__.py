@@ -3,9 +3,11 @@
 from .formatter import format_expr, format_filter, format_formula, format_pred, format_query
 from .lalr import grammar_text
 from .parser import SOFT_KEYWORDS, parse
+from .prescan import depth_floor
 
 __all__ = [
     "SOFT_KEYWORDS",
+    "depth_floor",
     "format_expr",
     "format_filter",
     "format_formula",

@@ -485,8 +485,8 @@ def _b_interval_part(b: _Builder, t: Tree[Token], a: list[object]) -> Fraction:
 def _b_w_events(b: _Builder, t: Tree[Token], a: list[object]) -> _WithinSpec:
     amount = _is(a[0], _Amount)
     if amount.value.denominator != 1:
-        b.error(f"WITHIN ... EVENTS needs a whole number of events, not {float(amount.value)}",
-                amount.span)
+        shown = b.text[amount.span.start:amount.span.end]
+        b.error(f"WITHIN ... EVENTS needs a whole number of events, not {shown}", amount.span)
     return _WithinSpec(WITHIN_EVENTS, amount.value, None)
 
 

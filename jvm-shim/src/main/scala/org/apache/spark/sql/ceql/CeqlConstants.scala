@@ -137,8 +137,22 @@ object CeqlConstants {
   /** `OPTION_ROWS`: Option: one row per match or per (match, event) (one of ROWS). */
   final val OptionRows = "rows"
 
+  /**
+   * `OPTION_BOUNDS`: Option: columns (comma-separated) to report at the match's interval's first
+   * and last events.
+   */
+  final val OptionBounds = "bounds"
+
   /** `OPTIONS`: The options MATCH_CEQL accepts as named arguments. */
-  val Options: Seq[String] = Seq("query", "time", "time_unit", "tie_break", "type", "rows")
+  val Options: Seq[String] = Seq(
+    "query",
+    "time",
+    "time_unit",
+    "tie_break",
+    "type",
+    "rows",
+    "bounds"
+  )
 
   /** `ROWS_MATCHES`: rows => 'matches': one row per match. */
   final val RowsMatches = "matches"
@@ -162,6 +176,18 @@ object CeqlConstants {
 
   /** `COLUMN_MATCH_END`: Output column: the time of the match's last event. */
   final val ColumnMatchEnd = "match_end"
+
+  /**
+   * `COLUMN_MATCH_START_PREFIX`: Output column prefix (option bounds): with a column's name, that
+   * column at the match's first event (of its interval, reported or not).
+   */
+  final val ColumnMatchStartPrefix = "match_start_"
+
+  /**
+   * `COLUMN_MATCH_END_PREFIX`: Output column prefix (option bounds): with a column's name, that
+   * column at the match's last event.
+   */
+  final val ColumnMatchEndPrefix = "match_end_"
 
   /**
    * `COLUMN_VARIABLE`: Output column of rows => 'events': the variable an event is reported under.
@@ -273,8 +299,8 @@ object CeqlConstants {
       pythonModule = "ceql.spark._udtf",
       pythonClass = "MatchCeql",
       usage = "MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' [, time " +
-              "=> 'ts'] [, time_unit => 's'] [, type => 'type'] [, rows => " +
-              "'matches'|'events']) - the complex events the CEQL query finds in t, one row " +
+              "=> 'ts'] [, time_unit => 's'] [, type => 'type'] [, rows => 'matches'|'events'] " +
+              "[, bounds => 'col']) - the complex events the CEQL query finds in t, one row " +
               "per match. Also MATCH_CEQL('<CEQL>') and MATCH_CEQL( <CEQL> ): the tables come " +
               "from FROM.",
       inlineCeql = true
