@@ -6,6 +6,7 @@ State carries over between batches and can be saved (:meth:`Evaluator.snapshot`)
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -178,7 +179,8 @@ class Evaluator:
         pruned tECS, automaton states by content — plus the format number and a fingerprint of
         the query. Take it between feeds (not while an ``iter_feed`` iterator is unfinished).
         """
-        return _snapshot.dump(self._ev)
+        with _no_gc():  # many young acyclic nodes: the cyclic collector only rescans them
+            return _snapshot.dump(self._ev)
 
     @classmethod
     def restore(cls, query: Compiled, data: bytes) -> Evaluator:
@@ -186,7 +188,8 @@ class Evaluator:
         opts = _snapshot.options(query, data)
         ev = cls(query, time=opts.time, type_key=opts.type_key, stream_key=opts.stream_key,
                  time_unit=opts.time_unit)
-        _snapshot.load(ev._ev, data)
+        with _no_gc():
+            _snapshot.load(ev._ev, data)
         return ev
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -203,6 +206,17 @@ class Evaluator:
     def dfa_was_reset(self) -> None:
         """The shared automaton dropped its caches: drop what was derived from them."""
         self._ev.inert.clear()
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _restore(query: Compiled, data: bytes) -> Evaluator:
