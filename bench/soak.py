@@ -52,6 +52,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine as eb  # bench/engine.py: RSS, load, subprocess helpers
+from scaling import fmt  # bench/scaling.py: the same table formatting
+from scaling import size_label as label
 
 WINDOWED = "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 10 SECONDS"
 UNWINDOWED = "SELECT * FROM S WHERE A : B PARTITION BY [k]"
@@ -137,19 +139,6 @@ def run_worker(a: argparse.Namespace, shape: str) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- report
-def label(n: int) -> str:
-    """1000000 → '1M', 500000 → '500k'."""
-    if n % 1_000_000 == 0:
-        return f"{n // 1_000_000}M"
-    if n % 1000 == 0:
-        return f"{n // 1000}k"
-    return str(n)
-
-
-def fmt(x: Any, spec: str = ",.0f") -> str:
-    return format(x, spec) if isinstance(x, (int, float)) else "–"
-
-
 TABLE_HEAD = (
     "| shape | events | matches | events/s (wall) | evaluator alone, events/s "
     "| RSS MB, first chunk | peak RSS MB, first chunk | RSS MB, end | peak RSS MB, end "
