@@ -12,6 +12,14 @@ events, and ``except TypeError`` an argument of the wrong type::
     ├── CeqlInputError         (ValueError)
     ├── CeqlResourceError      (RuntimeError)
     └── CeqlTypeError          (TypeError)
+
+Warnings (for answers that are probably not what the user meant, but may be)::
+
+    CeqlWarning                (UserWarning)
+    ├── UnseenNameWarning      an event type or stream of the query never occurred in the input
+    ├── LikePatternWarning     a LIKE pattern written with SQL wildcards (LIKE is a regex here)
+    ├── ValueTypeWarning       a comparison between a string and a number in the events
+    └── UnboundedOutputWarning neither WITHIN nor PARTITION BY: output may grow without limit
 """
 
 from __future__ import annotations
@@ -23,11 +31,16 @@ __all__ = [
     "CeqlSyntaxError",
     "CeqlTypeError",
     "CeqlValidationError",
+    "CeqlWarning",
+    "LikePatternWarning",
     "TypeClashError",
+    "UnboundedOutputWarning",
     "UnknownAttributeError",
     "UnknownStreamError",
     "UnknownVariableError",
     "UnsafeVariableError",
+    "UnseenNameWarning",
+    "ValueTypeWarning",
     "caret_snippet",
 ]
 
@@ -112,3 +125,23 @@ class CeqlTypeError(CeqlError, TypeError):
     About the caller's arguments, not the query's values: a type clash inside a query is a
     :class:`TypeClashError`.
     """
+
+
+class CeqlWarning(UserWarning):
+    """Root of every warning ceql issues: an answer that is probably not what was meant."""
+
+
+class UnseenNameWarning(CeqlWarning):
+    """An event type or stream named by the query never occurred in the events of a run."""
+
+
+class LikePatternWarning(CeqlWarning):
+    """A LIKE pattern that looks like SQL's (``%``, ``_``), while ceql's LIKE is a regex."""
+
+
+class ValueTypeWarning(CeqlWarning):
+    """Events compare a string with a number (e.g. a CSV read without a schema)."""
+
+
+class UnboundedOutputWarning(CeqlWarning):
+    """A query with neither WITHIN nor PARTITION BY, whose output can grow without limit."""
