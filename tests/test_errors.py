@@ -42,7 +42,17 @@ TREE: dict[type[CeqlError], tuple[type[Exception] | None, CeqlError]] = {
 
 def test_the_table_covers_every_error_class() -> None:
     public = {getattr(errors, n) for n in errors.__all__}
-    assert {c for c in public if isinstance(c, type)} == set(TREE)
+    assert {c for c in public if isinstance(c, type) and issubclass(c, CeqlError)} == set(TREE)
+
+
+def test_every_warning_is_a_ceql_warning_and_a_user_warning() -> None:
+    warns = {getattr(errors, n) for n in errors.__all__ if n.endswith("Warning")}
+    assert {w.__name__ for w in warns} == {
+        "CeqlWarning", "UnseenNameWarning", "LikePatternWarning", "ValueTypeWarning",
+        "UnboundedOutputWarning"}
+    for w in warns:
+        assert issubclass(w, errors.CeqlWarning) and issubclass(w, UserWarning)
+        assert not issubclass(w, CeqlError)
 
 
 @pytest.mark.parametrize("cls", TREE, ids=lambda c: c.__name__)
