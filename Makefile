@@ -3,23 +3,27 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# pip prints errors only (-qq), so that its notices (index locations, upgrades, PATH) do not
+# bury the demo's output.
+PIP    := $(PY) -m pip -qq --disable-pip-version-check
 
 .PHONY: run test setup lint clean bench
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@echo "make: installing ceql and its dependencies into $(VENV) (the first time takes a few minutes)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) install --upgrade pip
+	@$(PIP) install -e '.[test]'
+	@touch $(STAMP)
 
 setup: $(STAMP)
 
 # The demo: the shim jar (built when out of date), then the paper's queries on local Spark.
 run: setup jar
-	$(PY) examples/demo.py
+	@$(PY) examples/demo.py
 
 lint: setup
-	$(VENV)/bin/ruff check python tests bench examples
+	$(VENV)/bin/ruff check python tests bench examples docs
 	$(VENV)/bin/mypy
 
 test: setup lint jar
@@ -35,7 +39,7 @@ explore: setup
 # no Scala source changed since the last build.
 .PHONY: jar
 jar: setup
-	$(PY) -m ceql.spark.build_jar
+	@$(PY) -m ceql.spark.build_jar > /dev/null
 
 clean:
 	rm -rf $(VENV) build dist python/*.egg-info
@@ -44,7 +48,7 @@ clean:
 .PHONY: wheel
 wheel: setup jar
 	rm -rf build dist
-	$(PY) -m pip wheel --no-deps --quiet --wheel-dir dist .
+	$(PIP) wheel --no-deps --wheel-dir dist .
 	@for f in ceql/frontends/ceql/grammar/ceql.lark ceql/jars/ceql-shim.jar; do \
 	  $(PY) -m zipfile -l dist/ceql-*.whl | grep "^$$f " > /dev/null \
 	    || { echo "make wheel: $$f is missing from the wheel" >&2; exit 1; }; \
@@ -55,7 +59,7 @@ wheel: setup jar
 # MATCH_CEQL vs Spark self-joins, and the plot; results in bench/out, summary in bench/RESULTS.md.
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PIP) install -e '.[test,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP) jar

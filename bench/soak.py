@@ -4,9 +4,12 @@
 Usage (from the repository root)::
 
     .venv/bin/python bench/soak.py [--events 20000000 | --quick]
-        [--shapes windowed,unwindowed,unique] [--chunk 1000000] [--keys 1000] [--seed 42]
+        [--shapes windowed,unwindowed,unique] [--surfaces engine,spark] [--chunk 1000000]
+        [--keys 1000] [--seed 42]
 
-For every shape, one fresh subprocess (so that VmHWM is that shape's alone):
+For every shape and surface, one fresh subprocess (so that VmHWM is that run's alone).
+
+Surface ``engine``:
 
 * generates the stream on the fly with NumPy, ``--chunk`` rows at a time (an Arrow table with
   columns ``type`` (dictionary of ``A``/``B``, uniform), ``k`` (int64 key) and ``t`` (float64
@@ -17,6 +20,11 @@ For every shape, one fresh subprocess (so that VmHWM is that shape's alone):
   only counted, never kept — not even as ``feed``'s per-chunk list, which for the windowed
   shape would hold millions of matches at once and dominate the peak;
 * samples VmRSS and VmHWM (``/proc/self/status``) and ``ev.live()`` after every chunk.
+
+Surface ``spark`` (``bench/soak_spark.py``): MATCH_CEQL over the same stream generated in
+Spark (``range`` with ``rand``), on ``local[1]`` with one shuffle partition, so one Python
+worker evaluates all of it in one task; the worker samples its own VmRSS/VmHWM every
+``--chunk`` rows (``live`` is not available there).
 
 Shapes:
 
@@ -32,7 +40,7 @@ end, the ratio of peak RSS at the end to that after the first chunk (target from
 ≤ 1.2× for every shape with bounded live state), and ``ev.live()`` at the end; writes one JSON
 line per shape (with the full per-chunk trace) to ``bench/out/soak-<date-time>.jsonl``.  A
 benchmark, not a test: the exit status is 0 even when the target is missed, 3 when a run
-failed.  No Spark mode (``--spark``) yet.
+failed.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ from scaling import size_label as label
 
 WINDOWED = "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 10 SECONDS"
 UNWINDOWED = "SELECT * FROM S WHERE A : B PARTITION BY [k]"
+SURFACES = ("engine", "spark")
 SHAPES: dict[str, tuple[str, bool]] = {  # name → (query, bounded live state?)
     "windowed": (WINDOWED, True),
     "unwindowed": (UNWINDOWED, True),
@@ -119,8 +128,9 @@ def worker(shape: str, events: int, chunk: int, keys: int, seed: int) -> None:
     wall = time.perf_counter() - w0
     live = ev.live()
     print(json.dumps({
-        "shape": shape, "query": text, "bounded": bounded, "keys": None if shape == "unique"
-        else keys, "events": fed, "chunk": chunk, "seed": seed, "matches": matches,
+        "shape": shape, "surface": "engine", "query": text, "bounded": bounded,
+        "keys": None if shape == "unique" else keys, "events": fed, "chunk": chunk,
+        "seed": seed, "matches": matches,
         "seconds": round(wall, 3), "gen_s": round(gen_s, 3), "feed_s": round(feed_s, 3),
         "events_per_s": round(fed / wall) if wall else None,
         "engine_events_per_s": round(fed / feed_s) if feed_s else None,
@@ -130,26 +140,57 @@ def worker(shape: str, events: int, chunk: int, keys: int, seed: int) -> None:
     }), flush=True)
 
 
-def run_worker(a: argparse.Namespace, shape: str) -> dict[str, Any]:
-    """``worker`` in a fresh interpreter, so that its VmHWM is this shape's alone."""
+def spark_worker(shape: str, events: int, chunk: int, keys: int, seed: int) -> None:
+    """One MATCH_CEQL soak pass of ``shape`` in this (fresh) process; one JSON line."""
+    import tempfile
+
+    import soak_spark
+
+    text, bounded = SHAPES[shape]
+    with tempfile.TemporaryDirectory(prefix="ceql-soak-") as tmp:
+        res = soak_spark.run(shape, text, events, chunk, keys, seed,
+                             os.path.join(tmp, "trace.jsonl"))
+    trace = [{k: v for k, v in t.items() if k != "at"} for t in res.pop("trace")]
+    print(json.dumps({
+        "shape": shape, "surface": "spark", "query": text, "bounded": bounded,
+        "keys": None if shape == "unique" else keys, "events": events, "chunk": chunk,
+        "seed": seed, **res, "engine_events_per_s": None, "live_end": None,
+        "engine_digest": eb.engine_digest(), "trace": trace,
+    }), flush=True)
+
+
+def run_worker(a: argparse.Namespace, shape: str, surface: str) -> dict[str, Any]:
+    """A worker in a fresh interpreter, so that its VmHWM is this run's alone."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", shape,
            "--events", str(a.events), "--chunk", str(a.chunk), "--keys", str(a.keys),
            "--seed", str(a.seed)]
+    if surface == "spark":
+        cmd.append("--spark-worker")
+        bench = str(Path(__file__).resolve().parent)  # soak_spark, for Spark's Python workers
+        old = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = bench + (os.pathsep + old if old else "")
+        try:
+            return eb.run_json(cmd, a.timeout, cwd=eb.REPO_DIR)
+        finally:
+            if old is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = old
     return eb.run_json(cmd, a.timeout, cwd=eb.REPO_DIR)
 
 
 # --------------------------------------------------------------------------- report
 TABLE_HEAD = (
-    "| shape | events | matches | events/s (wall) | evaluator alone, events/s "
+    "| shape | surface | events | matches | events/s (wall) | evaluator alone, events/s "
     "| RSS MB, first chunk | peak RSS MB, first chunk | RSS MB, end | peak RSS MB, end "
     "| peak end / first | target ≤ 1.2× | live at end (partitions, states, runs, expiring) |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
 )
 
 
-def summarize(shape: str, res: dict[str, Any]) -> dict[str, Any]:
-    """The JSON record of one shape: the worker's result plus the first/end ratios."""
-    rec: dict[str, Any] = {"kind": "shape", "shape": shape,
+def summarize(shape: str, surface: str, res: dict[str, Any]) -> dict[str, Any]:
+    """The JSON record of one run: the worker's result plus the first/end ratios."""
+    rec: dict[str, Any] = {"kind": "shape", "shape": shape, "surface": surface,
                            "time": dt.datetime.now().isoformat(timespec="seconds"), **res}
     if "error" in res or not res.get("trace"):
         return rec
@@ -165,11 +206,13 @@ def summarize(shape: str, res: dict[str, Any]) -> dict[str, Any]:
 
 def table_row(rec: dict[str, Any]) -> str:
     if "error" in rec:
-        return f"| {rec['shape']} | | error: {rec['error'][:150]} | | | | | | | | | |"
+        return (f"| {rec['shape']} | {rec['surface']} | | error: {rec['error'][:150]} "
+                "| | | | | | | | | |")
     met = {True: "met", False: "**MISSED**", None: "n/a (unbounded)"}[rec["rss_target_met"]]
     live = rec["live_end"]
-    live_s = ", ".join(f"{v:,}" for v in (live.values() if isinstance(live, dict) else live))
-    return (f"| {rec['shape']} | {fmt(rec['events'])} | {fmt(rec['matches'])} "
+    live_s = "n/a" if live is None else ", ".join(
+        f"{v:,}" for v in (live.values() if isinstance(live, dict) else live))
+    return (f"| {rec['shape']} | {rec['surface']} | {fmt(rec['events'])} | {fmt(rec['matches'])} "
             f"| {fmt(rec['events_per_s'])} | {fmt(rec['engine_events_per_s'])} "
             f"| {fmt(rec['rss_first_mb'], '.1f')} | {fmt(rec['hwm_first_mb'], '.1f')} "
             f"| {fmt(rec['rss_end_mb'], '.1f')} | {fmt(rec['hwm_end_mb'], '.1f')} "
@@ -197,11 +240,12 @@ def run_benchmark(a: argparse.Namespace) -> int:
     print("\n".join(head), flush=True)
     failed = False
     for shape in a.shapes:
-        rec = summarize(shape, run_worker(a, shape))
-        failed |= "error" in rec
-        print(table_row(rec), flush=True)
-        with out_json.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
+        for surface in a.surfaces:
+            rec = summarize(shape, surface, run_worker(a, shape, surface))
+            failed |= "error" in rec
+            print(table_row(rec), flush=True)
+            with out_json.open("a") as f:
+                f.write(json.dumps(rec) + "\n")
     ended = dt.datetime.now()
     print(f"\n- Finished {ended:%Y-%m-%d %H:%M:%S} "
           f"({(ended - started).total_seconds() / 60:.1f} min); load average at end "
@@ -221,6 +265,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help=f"shorthand for --events {QUICK_EVENTS}")
     p.add_argument("--shapes", default=",".join(SHAPES),
                    help=f"comma-separated shapes (default {','.join(SHAPES)})")
+    p.add_argument("--surfaces", default=",".join(SURFACES),
+                   help="comma-separated: engine (ceql's evaluator), spark (MATCH_CEQL's "
+                        f"Python worker) (default {','.join(SURFACES)})")
     p.add_argument("--chunk", type=int, default=1_000_000,
                    help="events generated and fed at a time; RSS is sampled after each "
                         "(default 1000000)")
@@ -233,10 +280,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--json", type=Path,
                    help="JSON-lines output (default bench/out/soak-<date-time>.jsonl)")
     p.add_argument("--worker", metavar="SHAPE", help=argparse.SUPPRESS)
+    p.add_argument("--spark-worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.quick:
         a.events = QUICK_EVENTS
     a.shapes = [s.strip() for s in a.shapes.split(",") if s.strip()]
+    a.surfaces = [s.strip() for s in a.surfaces.split(",") if s.strip()]
+    if bad := [s for s in a.surfaces if s not in SURFACES]:
+        p.error(f"unknown surface(s) {', '.join(bad)}; known: {', '.join(SURFACES)}")
     unknown = [s for s in a.shapes + ([a.worker] if a.worker else []) if s not in SHAPES]
     if unknown:
         p.error(f"unknown shape(s) {', '.join(unknown)}; known: {', '.join(SHAPES)}")
@@ -248,7 +299,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     if a.worker:
-        worker(a.worker, a.events, a.chunk, a.keys, a.seed)
+        run = spark_worker if a.spark_worker else worker
+        run(a.worker, a.events, a.chunk, a.keys, a.seed)
         return 0
     return run_benchmark(a)
 

@@ -419,7 +419,7 @@ def cases(draw: st.DrawFn, mixed: bool = True) -> Case:
     q = draw(queries())
     extra = draw(st.sampled_from(("", "", "A", "B", "C")))
     types = tuple(sorted((_type_names(q.where) | {extra}) - {""}))
-    return q, draw(events_lists(mixed=mixed, types=types)), draw(st.sampled_from([None, "ts"]))
+    return q, draw(events_lists(mixed=mixed, types=types)), draw(_time_option(q))
 
 
 MultiCase = tuple[A.Query, list[list[dict[str, Any]]], str | None]
@@ -434,7 +434,15 @@ def multi_cases(draw: st.DrawFn, mixed: bool = True, streams: int = 3) -> MultiC
         extra = draw(st.sampled_from(("", "", "A", "B", "C")))
         types = tuple(sorted((_type_names(q.where) | {extra}) - {""}))
         out.append(draw(events_lists(mixed=mixed, types=types)))
-    return q, out, draw(st.sampled_from([None, "ts"]))
+    return q, out, draw(_time_option(q))
+
+
+def _time_option(q: A.Query) -> st.SearchStrategy[str | None]:
+    """The time option: positions or ``ts``; a window in time needs ``ts`` (ceql refuses
+    positions as seconds)."""
+    if q.within is not None and q.within.kind == "time":
+        return st.just("ts")
+    return st.sampled_from([None, "ts"])
 
 
 def core(q: A.Query) -> A.Query:

@@ -202,8 +202,9 @@ def test_row_and_arrow_paths_agree_on_the_example_stock_file() -> None:
 def test_out_of_order_time_is_an_error_naming_the_position() -> None:
     q = ceql.compile("SELECT * FROM S WHERE A ; B WITHIN 5 SECONDS")
     events = [{"type": "A", "ts": 1}, {"type": "B", "ts": 3}, {"type": "B", "ts": 2}]
-    msg = ("Event 2 is out of order: 'ts' goes back from 3 to 2. Sort the events by time "
-           "first (Query.run(..., sort=True) does it), or fix the data.")
+    msg = ("Event 2 is out of order: 'ts' goes back from 3 to 2 (the event: {'type': 'B', "
+           "'ts': 2}). Sort the events by time first (Query.run(..., sort=True) does it), or "
+           "fix the data.")
     with pytest.raises(ceql.CeqlInputError) as e:
         list(q.run(events, time="ts"))
     assert str(e.value) == msg
@@ -219,8 +220,8 @@ def test_missing_time_is_an_error_naming_the_position() -> None:
     with pytest.raises(ceql.CeqlInputError) as e:
         list(q.run([{"type": "A", "ts": 1}, {"type": "B"}], time="ts"))
     assert str(e.value) == (
-        "Event 1 has no usable time: attribute 'ts' is missing; every event needs a number "
-        "or a timestamp there.")
+        "Event 1 has no usable time: attribute 'ts' is missing from the event {'type': 'B'}; "
+        "every event needs a number or a timestamp there.")
 
 
 def test_datetimes_and_time_units() -> None:

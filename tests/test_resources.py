@@ -95,6 +95,33 @@ def test_a_batch_creates_no_partition_per_irrelevant_key(consume: str) -> None:
     assert seen == [1]
 
 
+def test_a_big_arrow_batch_is_evaluated_in_bounded_slices(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The working arrays of one Arrow batch are bounded by the slice, not the batch: over a
+    # long stream of big batches, large transient arrays fragment the C heap (issue 9's soak).
+    from ceql.runtime import evaluator as evaluator_module
+
+    sizes: list[int] = []
+    real = evaluator_module.feed_arrow
+
+    def spy(ev: Any, rb: pa.RecordBatch) -> Any:
+        sizes.append(rb.num_rows)
+        return real(ev, rb)
+
+    rnd = random.Random(7)
+    events = [{"type": rnd.choice("ABC"), "k": rnd.randrange(5), "t": i} for i in range(1000)]
+    q = ceql.compile(WINDOWED)
+    whole = [m.key() for m in q.evaluator(time="t").feed(pa.Table.from_pylist(events))]
+    monkeypatch.setattr(evaluator_module, "ARROW_SLICE", 64)
+    monkeypatch.setattr(evaluator_module, "feed_arrow", spy)
+    sliced = [m.key() for m in q.evaluator(time="t").feed(pa.Table.from_pylist(events))]
+    assert sliced == whole and len(whole) > 100
+    assert max(sizes) == 64 and sum(sizes) == 1000
+    late = [*events[:700], {"type": "A", "k": 0, "t": -1}]
+    with pytest.raises(ceql.CeqlInputError, match=r"\b700\b"):
+        q.evaluator(time="t").feed(pa.Table.from_pylist(late))
+
+
 # ---------------------------------------------------------------------- caches
 
 ATOMS = 24
@@ -178,7 +205,7 @@ def test_bounded_state_gives_the_reference_outputs(case: Case, parts: int) -> No
             setattr(m, name, value)
         # a max_states no other test uses: a Query (and automaton) built under these knobs
         compiled = ceql.compile(text, max_states=1_000_003)
-        assert compiled.evaluator().automaton.max_transitions == 1
+        assert compiled.evaluator(time="ts").automaton.max_transitions == 1
         got = keys(compiled.run(events, time=time))
         check_against_reference(got, ref, q.limit)
         ev = compiled.evaluator(time=time)

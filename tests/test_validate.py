@@ -363,3 +363,58 @@ def test_validate_accepts_any_schema_form() -> None:
         check(text, pa.schema([("price", pa.string())]))
     with pytest.raises(UnknownAttributeError):
         check(text, {"cost": float})
+
+
+# ---------------------------------------------------------------- issue 10: scopes and names
+
+def test_filter_on_a_variable_bound_in_one_branch_of_an_or_is_sound() -> None:
+    """Defect 3: ``((A AS a) OR B) FILTER a[x > 1]`` raises no UnsafeVariableError, and that is
+    right. SEMANTICS.md: ``φ FILTER X[P]`` keeps the valuations of φ whose X-events all satisfy
+    P, "an empty V(X) satisfies it"; ``a`` is bound inside the filtered formula, so the FILTER
+    does reject something (an A with x ≤ 1), and a B match (empty ``a``) passes. The engine
+    gives exactly that."""
+    import ceql
+
+    text = "SELECT * FROM S WHERE ((A AS a) OR B) FILTER a[x > 1]"
+    check(text)
+    events = [{"type": "A", "x": 0}, {"type": "A", "x": 5}, {"type": "B", "x": 0},
+              {"type": "B"}, {"type": "A"}]
+    matches = list(ceql.compile(text + " WITHIN 1 EVENTS").run(events))
+    assert [m.positions for m in matches] == [(1,), (2,), (3,)]
+    assert [m.variables.get("a") for m in matches] == [(1,), None, None]
+
+
+def test_a_variable_read_as_an_attribute() -> None:
+    message = ("'a' is a variable of this query, not an attribute: inside b[…] names are "
+               "attributes of b's events, and comparing with another event's attribute (a.temp) "
+               "is not supported yet. If the events have an attribute 'a', rename the variable "
+               "(AS a1) or compile with a schema that lists the attribute")
+    text = "SELECT * FROM S WHERE A AS a ; B AS b FILTER b[temp > a]"
+    fails(text, CeqlValidationError, message, 55, " " * 54 + "^")
+    fails(text, CeqlValidationError, message, 55, " " * 54 + "^", {"temp": "number"})
+    # a schema with an attribute 'a' makes it unambiguous
+    check(text, {"temp": "number", "a": "number"})
+    # so does renaming the variable
+    check("SELECT * FROM S WHERE A AS a1 ; B AS b FILTER b[temp > a]")
+    # type names are not flagged: types and attributes often share a name
+    check("SELECT * FROM S WHERE temp AS t FILTER t[temp > 30]")
+    fails("SELECT * FROM S WHERE A AS a FILTER a[a IN {1, 2}]", CeqlValidationError,
+          "'a' is a variable of this query, not an attribute: inside a[…] names are attributes "
+          "of a's events, and comparing with another event's attribute (a.attr) is not "
+          "supported yet. If the events have an attribute 'a', rename the variable (AS a1) or "
+          "compile with a schema that lists the attribute", 39, " " * 38 + "^")
+
+
+def test_null_is_not_a_value() -> None:
+    fails("SELECT * FROM S WHERE A FILTER A[x = NULL]", CeqlValidationError,
+          "NULL is not a value in CEQL: a comparison with a missing or NULL attribute is false, "
+          "so no test for NULL can hold; write `NULL` in backquotes for an attribute of that "
+          "name", 38, " " * 37 + "^^^^")
+    check("SELECT * FROM S WHERE A FILTER A[x = `NULL`]")
+    # the formatter keeps the backquotes, so its text validates too
+    from ceql.frontends.ceql import format_query
+
+    text = format_query(parse("SELECT * FROM S WHERE A FILTER A[x = `NULL`]"))
+    assert "`NULL`" in text
+    check(text)
+    check("SELECT * FROM S WHERE A FILTER A[x = null]", {"x": "number", "null": "number"})

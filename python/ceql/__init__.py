@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from . import plot
 from .errors import (
     CeqlError,
     CeqlInputError,
@@ -26,9 +27,10 @@ from .errors import (
     UnseenNameWarning,
     ValueTypeWarning,
 )
-from .explanation import explain
+from .explanation import Explanation, explain
 from .query import DEFAULT_MAX_STATES, Query, compile
 from .runtime import Evaluator, Match
+from .runtime.match import Matches
 
 __all__ = [
     "DEFAULT_MAX_STATES",
@@ -40,8 +42,10 @@ __all__ = [
     "CeqlValidationError",
     "CeqlWarning",
     "Evaluator",
+    "Explanation",
     "LikePatternWarning",
     "Match",
+    "Matches",
     "Query",
     "TypeClashError",
     "UnboundedOutputWarning",
@@ -53,6 +57,7 @@ __all__ = [
     "ValueTypeWarning",
     "compile",
     "explain",
+    "plot",
 ]
 
 __version__ = "0.1.0"

@@ -54,6 +54,7 @@ __all__ = [
     "OPTION_ROWS",
     "OPTION_TIE_BREAK",
     "OPTION_TIME",
+    "OPTION_TIME_FORMAT",
     "OPTION_TIME_UNIT",
     "OPTION_TYPE",
     "PREFILTER_ARGUMENT",
@@ -164,6 +165,8 @@ OPTION_QUERY = "query"
 OPTION_TIME = "time"
 #: Option: what a numeric time counts (one of TIME_UNITS).
 OPTION_TIME_UNIT = "time_unit"
+#: Option: the Spark datetime pattern of a time column of text (as to_timestamp takes).
+OPTION_TIME_FORMAT = "time_format"
 #: Option: columns (comma-separated) ordering events with equal times.
 OPTION_TIE_BREAK = "tie_break"
 #: Option: the event-type column.
@@ -173,8 +176,8 @@ OPTION_ROWS = "rows"
 #: Option: columns (comma-separated) to report at the match's interval's first and last events.
 OPTION_BOUNDS = "bounds"
 #: The options MATCH_CEQL accepts as named arguments.
-OPTIONS = (OPTION_QUERY, OPTION_TIME, OPTION_TIME_UNIT, OPTION_TIE_BREAK, OPTION_TYPE,
-           OPTION_ROWS, OPTION_BOUNDS)
+OPTIONS = (OPTION_QUERY, OPTION_TIME, OPTION_TIME_UNIT, OPTION_TIME_FORMAT, OPTION_TIE_BREAK,
+           OPTION_TYPE, OPTION_ROWS, OPTION_BOUNDS)
 
 #: rows => 'matches': one row per match.
 ROWS_MATCHES = "matches"
@@ -259,7 +262,8 @@ TABLE_FUNCTIONS = (
         python_module="ceql.spark._udtf",
         python_class="MatchCeql",
         usage="MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' "
-              "[, time => 'ts'] [, time_unit => 's'] [, type => 'type'] "
+              "[, time => 'ts'] [, time_unit => 's'] [, time_format => 'yyyy-MM-dd HH:mm:ss'] "
+              "[, type => 'type'] "
               "[, rows => 'matches'|'events'] [, bounds => 'col']) - the complex events the "
               "CEQL query finds in t, one row per match. Also MATCH_CEQL('<CEQL>') and "
               "MATCH_CEQL( <CEQL> ): the tables come from FROM.",

@@ -5,19 +5,21 @@ from __future__ import annotations
 import functools
 import operator
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, SupportsIndex
 
-from .analysis import normalize_schema, validate
+from .analysis import compile_warnings, normalize_schema, output_variables, validate
 from .automata import CEA, DFA, build_cea
 from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
-from .errors import CeqlInputError, CeqlTypeError, CeqlValidationError
+from .errors import CeqlInputError, CeqlTypeError, CeqlValidationError, UnseenNameWarning
 from .frontends.ceql import depth_floor, parse
-from .ir import MAX_DEPTH, bound_variables, depth, recursion_for
+from .ir import MAX_DEPTH, depth, recursion_for
 from .ir import nodes as N
 from .predicates import AtomTable
-from .runtime import Evaluator, Match
+from .runtime import Evaluator, Match, unseen_names_message
 from .runtime.feeds import not_an_event
+from .runtime.notices import warn
 from .runtime.times import Clock
 
 __all__ = ["DEFAULT_MAX_STATES", "Query", "compile"]
@@ -56,6 +58,13 @@ class Query:
     def __repr__(self) -> str:
         return f"ceql.compile({self.text!r})"
 
+    def _repr_html_(self) -> str:
+        """The query in a notebook: its text, its automaton drawn, its plan."""
+        from .display import query_html
+
+        atoms, cea = self.automaton()
+        return query_html(self.ast, atoms, cea)
+
     # ------------------------------------------------------------------ facts
     @property
     def partition_by(self) -> tuple[str, ...]:
@@ -64,10 +73,9 @@ class Query:
 
     @property
     def variables(self) -> tuple[str, ...]:
-        """The variables a match reports (the SELECT list, or every bound variable)."""
-        if self.ast.select is not None:
-            return self.ast.select
-        return tuple(sorted(bound_variables(self.ast.where)))
+        """The variables a match reports: the SELECT list, or in pattern order every variable
+        but a type name that only repeats an alias (:func:`ceql.analysis.output_variables`)."""
+        return output_variables(self.ast)
 
     def automaton(self, type_key: str = DEFAULT_TYPE_COLUMN,
                   stream_key: str = DEFAULT_STREAM_COLUMN) -> tuple[AtomTable, CEA]:
@@ -107,14 +115,19 @@ class Query:
     # ------------------------------------------------------------------ running
     def evaluator(self, *, time: str | None = None, type_key: str = DEFAULT_TYPE_COLUMN,
                   stream_key: str = DEFAULT_STREAM_COLUMN,
-                  time_unit: str = DEFAULT_TIME_UNIT) -> Evaluator:
+                  time_unit: str = DEFAULT_TIME_UNIT, time_format: str | None = None,
+                  keep_events: bool = False) -> Evaluator:
         """A stateful evaluator: ``feed(batch)`` returns the matches each batch completes.
 
         ``time`` names the time attribute (numbers count ``time_unit``s — seconds by default;
-        datetimes allowed); ``None`` uses positions as time.
+        datetimes allowed; strings with ``time_format``, a ``datetime.strptime`` format such
+        as ``"%d/%m/%Y %H:%M"``); ``None`` uses positions as time, which a window in time
+        (``WITHIN 10 SECONDS``) refuses. With ``keep_events=True`` each match carries its
+        events (:attr:`Match.events`); the evaluator keeps only those a later match can
+        include.
         """
         return Evaluator(self, time=time, type_key=type_key, stream_key=stream_key,
-                         time_unit=time_unit)
+                         time_unit=time_unit, time_format=time_format, keep_events=keep_events)
 
     def restore(self, data: bytes) -> Evaluator:
         """Continue an evaluation of this query saved by :meth:`Evaluator.snapshot`.
@@ -126,30 +139,42 @@ class Query:
 
     def run(self, events: Iterable[Mapping[str, Any]], *, time: str | None = None,
             type_key: str = DEFAULT_TYPE_COLUMN, stream_key: str = DEFAULT_STREAM_COLUMN,
-            time_unit: str = DEFAULT_TIME_UNIT, sort: bool = False) -> Iterator[Match]:
+            time_unit: str = DEFAULT_TIME_UNIT, sort: bool = False,
+            time_format: str | None = None) -> Iterator[Match]:
         """Evaluate over ``events`` (mappings) and yield every match, in stream order.
 
-        With ``sort=True`` the events are first sorted by ``time`` (stable; a time must be a
-        number or a datetime, events without one go last); positions still index the input as
-        given.
+        Options as for :meth:`evaluator`; each match carries its events
+        (:attr:`Match.events`). Positions are the events' indices in ``events`` as given. With
+        ``sort=True`` the events are first sorted by ``time`` (stable; a time must be a number
+        or a datetime, or a string with ``time_format``; events without one go last): matches
+        come in time order, ``positions`` stay ascending indices of the input, each variable
+        lists the indices of its events, and ``start_position``/``end_position`` are the
+        indices of the match's first and last event *in time order* (so ``start_position``
+        may exceed ``end_position``, while ``start_time <= end_time``).
+
+        Once all events were read, an event type or stream of the query that none of them
+        carried (a misspelling?) is warned of (:class:`ceql.UnseenNameWarning`).
         """
         if isinstance(events, Mapping | str | bytes | bytearray) or not _iterable(events):
             one = " (one event? put it in a list)" if isinstance(events, Mapping) else ""
             raise CeqlTypeError("Query.run takes an iterable of mappings (e.g. a list of dicts), "
                                 f"not {type(events).__name__}{one}.")
         ev = self.evaluator(time=time, type_key=type_key, stream_key=stream_key,
-                            time_unit=time_unit)
+                            time_unit=time_unit, time_format=time_format, keep_events=True)
         if sort and time is not None:
-            yield from _run_sorted(ev, list(events), time)
-            return
-        chunk: list[Mapping[str, Any]] = []
-        for e in events:
-            chunk.append(e)
-            if len(chunk) >= _CHUNK:
+            yield from _run_sorted(ev, list(events), time, time_format)
+        else:
+            chunk: list[Mapping[str, Any]] = []
+            for e in events:
+                chunk.append(e)
+                if len(chunk) >= _CHUNK:
+                    yield from ev.iter_feed(chunk)
+                    chunk = []
+            if chunk:
                 yield from ev.iter_feed(chunk)
-                chunk = []
-        if chunk:
-            yield from ev.iter_feed(chunk)
+        message = unseen_names_message(ev.unseen(), ev.seen(), ev.events_seen)
+        if message is not None:
+            warn(message, UnseenNameWarning)
 
 
 def _iterable(x: object) -> bool:
@@ -160,16 +185,18 @@ def _iterable(x: object) -> bool:
     return True
 
 
-def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str) -> Iterator[Match]:
+def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str,
+                time_format: str | None) -> Iterator[Match]:
     # Times are read (and refused) as the evaluator reads them, but with the events' own
     # positions; events without a time go last, for the evaluator to skip or refuse.
-    clock = Clock(time, None)
+    clock = Clock(time, None, time_format)
     keys: list[tuple[int, Any]] = []
     for i, e in enumerate(rows):
         if not isinstance(e, Mapping):
             raise not_an_event(e, i)
         keys.append((1, 0) if e.get(time) is None else (0, clock.row_time(e, i)[0]))
     order = sorted(range(len(rows)), key=keys.__getitem__)
+    ev._label_positions(order.__getitem__)
     try:
         matches = ev.feed([rows[i] for i in order])
     except CeqlInputError as exc:
@@ -177,14 +204,22 @@ def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str) -> Iter
                      "time order.")
         raise
     for m in matches:
-        ps = tuple(sorted(order[p] for p in m.positions))
+        # positions ascending in the input; labels and events follow their events
+        events = m.events or ()
+        moved = sorted(zip([order[p] for p in m.positions], m._labels, events, strict=True),
+                       key=_first)
         yield Match(order[m.start_position], order[m.end_position], m.start_time, m.end_time,
-                    ps, m.partition, m._labels)
+                    tuple(p for p, _, _ in moved), m.partition, tuple(lb for _, lb, _ in moved),
+                    timed=m.timed, events=tuple(e for _, _, e in moved))
+
+
+def _first(t: tuple[int, Any, Any]) -> int:
+    return t[0]
 
 
 def _restore(text: str, schema: tuple[tuple[str, str], ...] | None, max_states: int) -> Query:
-    return compile(text, schema=dict(schema) if schema is not None else None,
-                   max_states=max_states)
+    # Unpickling (e.g. in every Spark task) does not repeat the compile-time warnings.
+    return _compile_cached(text, schema, max_states)
 
 
 @functools.lru_cache(maxsize=256)
@@ -218,7 +253,19 @@ def compile(text: str, *, schema: Any = None, max_states: int = DEFAULT_MAX_STAT
         raise CeqlTypeError(f"A CEQL query must be a string, not {type(text).__name__}.")
     sch = normalize_schema(schema) if schema is not None else None
     key = tuple(sorted(sch.items())) if sch is not None else None
-    return _compile_cached(text, key, _checked_max_states(max_states))
+    states = _checked_max_states(max_states)
+    q = _compile_cached(text, key, states)
+    # On every call, cached or not; Python's filters show each once per calling line.
+    for category, message in _compile_warnings(text, key, states):
+        warnings.warn(message, category, stacklevel=2)
+    return q
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_warnings(text: str, schema: tuple[tuple[str, str], ...] | None,
+                      max_states: int) -> tuple[tuple[type[Warning], str], ...]:
+    """The LIKE and unbounded-output warnings of a compiled query (computed once)."""
+    return compile_warnings(_compile_cached(text, schema, max_states).ast)
 
 
 def _checked_max_states(n: object) -> int:

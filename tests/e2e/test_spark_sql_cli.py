@@ -11,6 +11,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+import ceql
 import ceql.spark as cs
 from ceql.spark import build_jar
 
@@ -40,15 +41,20 @@ SELECT 'table', m.name, m.a[0].seq, m.b[0].seq FROM MATCH_CEQL(TABLE(stock) PART
 """
 
 
-def test_spark_sql_cli_runs_match_ceql(tmp_path: Path) -> None:
+def _spark_sql(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+    """``spark-sql -f`` of ``script`` with only the jar and the extension."""
     jar = build_jar.build()
     home = Path(pyspark.__file__).resolve().parent
-    (tmp_path / "q.sql").write_text(SCRIPT)
+    (tmp_path / "q.sql").write_text(script)
     env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
+    return subprocess.run(
         [str(home / "bin" / "spark-sql"), "--jars", str(jar),
          "--conf", f"spark.sql.extensions={cs.EXTENSION_CLASS}", "-f", "q.sql"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_spark_sql_cli_runs_match_ceql(tmp_path: Path) -> None:
+    done = _spark_sql(tmp_path, SCRIPT)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [ln.split("\t") for ln in done.stdout.splitlines() if ln.strip()]
     assert lines == [
@@ -59,3 +65,28 @@ def test_spark_sql_cli_runs_match_ceql(tmp_path: Path) -> None:
         ["table", "AMZN", "4", "6"],
         ["table", "MSFT", "0", "1"],
     ]
+
+
+EVENTS = """
+CREATE TEMPORARY VIEW ev AS SELECT * FROM VALUES (0, 'A', CAST(NULL AS DOUBLE)), (1, 'B', 2.0D)
+  AS t(seq, type, ts);
+"""
+
+
+def test_spark_sql_cli_errors_say_ceqls_message(tmp_path: Path) -> None:
+    """A misspelt inline SELECT gets ceql's caret; a task failed by bad data says ceql's
+    message on the error's first line, with no Python traceback."""
+    typo = _spark_sql(tmp_path, EVENTS + "SELECT * FROM MATCH_CEQL(SELCT * FROM ev WHERE A ; B);")
+    assert typo.returncode != 0
+    assert "PARSE_SYNTAX_ERROR" not in typo.stderr
+    with pytest.raises(ceql.CeqlSyntaxError) as caret:
+        ceql.compile("SELCT * FROM ev WHERE A ; B")
+    assert f"MATCH_CEQL: {caret.value}" in typo.stderr  # line, column and caret
+    bad = _spark_sql(tmp_path, EVENTS + "SELECT * FROM MATCH_CEQL(TABLE(ev), query => "
+                                        "'SELECT * FROM ev WHERE A ; B WITHIN 5 SECONDS');")
+    assert bad.returncode != 0
+    assert "Traceback" not in bad.stderr
+    assert ("[PYTHON_EXCEPTION] An exception was thrown from the Python worker: "
+            "ceql.spark.MatchCeqlError: MATCH_CEQL: the time column 'ts' is NULL in 1 row(s); "
+            "every event needs a time. Filter them out first (WHERE ts IS NOT NULL).") \
+        in bad.stderr.splitlines()

@@ -14,7 +14,8 @@ Found = list[tuple[int, tuple[Any, ...], tuple[tuple[str, tuple[Any, ...]], ...]
 
 def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[str] = (),
            time: str = "ts", id_col: str = "seq", **kw: Any) -> Found:
-    """Run the engine per partition (NULL keys dropped), rows in (time, id) order."""
+    """Run the engine per partition (NULL keys dropped), rows in (time, id) order; the
+    variables MATCH_CEQL reports (``Query.variables``)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         key = tuple(r.get(c) for c in partition)
@@ -27,7 +28,7 @@ def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[st
         group.sort(key=lambda r: (r[time], r[id_col]))
         for n, m in enumerate(q.run(group, time=time, **kw)):
             bound = tuple(sorted((v, tuple(group[p][id_col] for p in ps))
-                                 for v, ps in m.variables.items()))
+                                 for v, ps in m.variables.items() if v in q.variables))
             out.append((match_id(key, n), key, bound))
     return sorted(out, key=repr)
 

@@ -84,8 +84,9 @@ STOCK = schema_of("type string, name string, price double, volume bigint, qty in
 def written(query: str, schema: StructType = STOCK, call: CallInfo | None = None,
             **options: str) -> str | None:
     """The condition for ``query`` (compiled without the schema: mixed kinds are allowed)."""
-    spec = plan_match(schema, {"query": "SELECT * FROM s WHERE X", **options},
-                      call or CallInfo(table_name="s"))
+    call = call or CallInfo(table_name="s")
+    spec = plan_match(schema, {"query": f"SELECT * FROM {call.table_name or 's'} WHERE X",
+                               **options}, call)
     return prefilter(ceql.compile(query), schema, spec)
 
 
@@ -583,7 +584,7 @@ def test_several_from_tables(spark: Any) -> None:
         assert "Filter" not in plan_off
         merged = [{**r, "type": "sells", "stream": "sells"} for r in sells] + \
                  [{**r, "type": "buys", "stream": "buys"} for r in buys]
-        assert spark_rows(on, ("b", "buys", "s", "sells"), partition=("name",)) == \
+        assert spark_rows(on, ("b", "s"), partition=("name",)) == \
             engine(q, merged, partition=("name",))
     finally:
         spark.catalog.dropTempView("sells")

@@ -118,7 +118,7 @@ def expected(query: str, table: pa.Table, partitioned: bool) -> list[tuple[Any, 
             s, e = rows[m.start_position], rows[m.end_position]
             out.append((s["ts"], e["ts"], s["seq"], e["seq"],
                         tuple(sorted((v, tuple(rows[p]["seq"] for p in ps))
-                                     for v, ps in m.variables.items()))))
+                                     for v, ps in m.variables.items() if v in q.variables))))
     return sorted(out)
 
 

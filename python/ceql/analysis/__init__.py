@@ -1,8 +1,25 @@
-"""Analysis of the IR: validation (names, scopes, types), schemas, and relevance (which events
-can matter, for prefilters)."""
+"""Analysis of the IR: validation (names, scopes, types), schemas, relevance (which events
+can matter, for prefilters), the reported variables, output growth and compile-time warnings."""
 
+from .growth import Growth, output_growth
+from .hints import compile_warnings, sql_like_patterns, sql_like_to_regex, unbounded_output
 from .relevance import Compiled, Relevance, relevance
 from .schema import KINDS, normalize_schema
 from .validate import validate
+from .variables import output_variables
 
-__all__ = ["KINDS", "Compiled", "Relevance", "normalize_schema", "relevance", "validate"]
+__all__ = [
+    "KINDS",
+    "Compiled",
+    "Growth",
+    "Relevance",
+    "compile_warnings",
+    "normalize_schema",
+    "output_growth",
+    "output_variables",
+    "relevance",
+    "sql_like_patterns",
+    "sql_like_to_regex",
+    "unbounded_output",
+    "validate",
+]

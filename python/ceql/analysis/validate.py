@@ -49,6 +49,8 @@ class _Checker:
         self.text = text
         self.schema = schema
         self.errors: list[tuple[int, int, CeqlValidationError]] = []
+        self.aliases = {n.var for n in formula_nodes(query.where) if isinstance(n, A.As)}
+        self.atom: A.FilterAtom | None = None  # the FILTER atom being checked
 
     # -- reporting
 
@@ -153,6 +155,7 @@ class _Checker:
                                 f"after the part of the formula that binds '{atom.var}', or add "
                                 f"parentheses so that the FILTER covers it", atom.span,
                                 len(atom.var))
+                self.atom = atom
                 self.check_pred(atom.pred)
 
     # -- schema checks
@@ -166,6 +169,38 @@ class _Checker:
                         f"Unknown attribute '{name}' in {where}: the schema has "
                         f"{_names_list(self.schema)}{_did_you_mean(name, self.schema)}", span)
         return kind
+
+    def attr_or_variable(self, node: A.Attr) -> str | None:
+        """The kind of attribute ``node``; an error when it is one of the query's variables
+        (an AS name) that the schema, if any, does not list as an attribute."""
+        if self.text_at(node.span).upper() == "NULL" and (
+                self.schema is None or node.name not in self.schema):
+            self.report(CeqlValidationError,
+                        "NULL is not a value in CEQL: a comparison with a missing or NULL "
+                        "attribute is false, so no test for NULL can hold; write `NULL` in "
+                        "backquotes for an attribute of that name", node.span)
+            return None
+        if node.var is not None or node.name not in self.aliases or (
+                self.schema is not None and node.name in self.schema):
+            return self.attr_kind(node.name, node.span, "FILTER")
+        atom = self.atom
+        owner = atom.var if atom is not None else "x"
+        other = next((a.name for a in _attrs(atom.pred) if a.name not in self.aliases),
+                     "attr") if atom is not None else "attr"
+        self.report(CeqlValidationError,
+                    f"'{node.name}' is a variable of this query, not an attribute: inside "
+                    f"{owner}[…] names are attributes of {owner}'s events, and comparing with "
+                    f"another event's attribute ({node.name}.{other}) is not supported yet. If "
+                    f"the events have an attribute '{node.name}', rename the variable (AS "
+                    f"{node.name}1) or compile with a schema that lists the attribute",
+                    node.span)
+        return None
+
+    def text_at(self, span: A.Span) -> str:
+        """The query text under ``span`` ('' when unknown)."""
+        if span.line and 0 <= span.start < span.end <= len(self.text):
+            return self.text[span.start:span.end]
+        return ""
 
     def check_partition(self) -> None:
         q = self.query
@@ -297,7 +332,7 @@ class _Checker:
         while todo:
             node, ready = todo.pop()
             if isinstance(node, A.Attr):
-                out.append(self.attr_kind(node.name, node.span, "FILTER"))
+                out.append(self.attr_or_variable(node))
             elif isinstance(node, A.Literal):
                 out.append(_literal_kind(node))
             elif not ready:
@@ -342,6 +377,27 @@ class _Checker:
         return None
 
 
+def _attrs(pred: A.Pred) -> list[A.Attr]:
+    """The attributes ``pred`` reads, in text order."""
+    out: list[A.Attr] = []
+    todo: list[object] = [pred]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, A.Attr):
+            out.append(node)
+        elif isinstance(node, A.PAnd | A.POr | A.Compare | A.Arith):
+            todo += [node.right, node.left]
+        elif isinstance(node, A.PNot | A.Neg):
+            todo.append(node.operand)
+        elif isinstance(node, A.Like):
+            todo.append(node.expr)
+        elif isinstance(node, A.InSet):
+            todo.append(node.expr)
+        elif isinstance(node, A.InRange):
+            todo += [node.hi, node.lo, node.expr]
+    return out
+
+
 def _literal_kind(lit: A.Literal) -> str:
     if isinstance(lit.value, bool):
         return "bool"
@@ -377,7 +433,9 @@ def validate(query: A.Query, text: str,
     Checks variables (every FILTER ``X[...]`` and SELECT name is bound by the WHERE formula,
     and a FILTER only tests variables bound in the formula it applies to), streams (``S>T``
     names a FROM stream; no stream twice), duplicates in SELECT and PARTITION BY, clause values
-    (LIMIT ≥ 1, WITHIN amounts) and LIKE patterns (valid RE2). Literal types must agree among
+    (LIMIT ≥ 1, WITHIN amounts) and LIKE patterns (valid RE2). A name inside ``x[…]`` that is
+    an AS variable of the query (``b[temp > a]``) is refused unless the schema lists it as an
+    attribute, and so is an unquoted ``NULL``. Literal types must agree among
     themselves; with a ``schema`` (anything :func:`normalize_schema` reads), attributes must
     exist and types must agree (no string compared with a number, LIKE on strings only,
     arithmetic on numbers only, WITHIN ``[attr]`` on a number or timestamp).

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TextIO
 
 import ceql
 
@@ -23,7 +25,7 @@ from .errors import (
 )
 from .local_run import run_local
 from .progress import say
-from .query import compile_query, read_query
+from .query import check_time, compile_query, read_query
 from .readers import input_format
 from .sinks import output_format
 from .spark_run import run_spark
@@ -50,12 +52,18 @@ _RUN_EPILOG = """\
 output:
   one JSON line per match, e.g. {"start": 408, "end": 415, "positions": [408, 413, 415]}:
   0-based input rows of the interval's ends and of the match's events; "partition"
-  holds the PARTITION BY key, "variables" (--variables) the rows of each variable.
-  CSV and Parquet: columns start, end, positions (';'-joined in CSV), one per
-  PARTITION BY attribute, and variables.
+  holds the PARTITION BY key, "variables" (--variables) the rows of each variable (in
+  the query's pattern order), "start_time", "end_time" and "events" (--fields) the
+  times and the events themselves. CSV and Parquet: columns start, end, positions
+  (';'-joined in CSV), one per PARTITION BY attribute, and variables.
+
+FROM: one FROM name stands for the whole input, whatever the name; with a stream
+  column (--stream-col), FROM names are its values.
 
 examples:
   ceql run examples/queries/p3.ceql --input examples/stock.csv --time ts --time-unit us
+  ceql run "SELECT * FROM S WHERE login ; purchase WITHIN 1 HOUR" -i clicks.csv -t ts
+  ceql run q.ceql -i log.csv -t when --time-format '%d/%m/%Y %H:%M:%S' --fields
   ceql run q.ceql -i events.parquet -t ts -o matches.parquet --engine spark"""
 
 
@@ -75,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=_RUN_DESCRIPTION, epilog=_RUN_EPILOG,
     )
-    run.add_argument("query", metavar="QUERY_FILE", help="CEQL query file ('-': standard input)")
+    run.add_argument("query", metavar="QUERY", help="CEQL query file ('-': standard input), or "
+                                                    "the query itself (text starting with "
+                                                    "SELECT)")
     run.add_argument("-i", "--input", required=True, metavar="EVENTS",
                      help="events: .csv, .parquet or .jsonl (.csv and .jsonl may end in .gz, "
                           ".bz2, .zst or .lz4); '-' reads standard input (give --input-format)")
@@ -86,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "timestamps; without it an event's position is its time")
     run.add_argument("--time-unit", choices=("s", "ms", "us", "ns"), default="s",
                      help="unit of a numeric --time column (default: s)")
+    run.add_argument("--time-format", metavar="FMT",
+                     help="read a --time column of text with this format of Python's "
+                          "strptime, e.g. '%%d/%%m/%%Y %%H:%%M:%%S' (both engines)")
     run.add_argument("--type-col", default="type", metavar="COL",
                      help="column with the event type (default: type)")
     run.add_argument("--stream-col", default="stream", metavar="COL",
@@ -106,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "jsonl or csv)")
     run.add_argument("--variables", action="store_true",
                      help="also write, for each match, the positions each variable binds")
+    run.add_argument("--fields", action="store_true",
+                     help="also write each match's start and end times and its events with "
+                          "all their fields (JSON lines only)")
     run.add_argument("--max-states", type=_positive_int, default=ceql.DEFAULT_MAX_STATES,
                      metavar="N", help="cap on determinized automaton states (default: "
                                        f"{ceql.DEFAULT_MAX_STATES:,})")
@@ -119,8 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
         "explain", help="describe a query's automaton",
         description="Print the query as ceql reads it, its predicates and its automaton.",
     )
-    explain.add_argument("query", metavar="QUERY_FILE", help="CEQL query file ('-': standard "
-                                                             "input)")
+    explain.add_argument("query", metavar="QUERY", help="CEQL query file ('-': standard "
+                                                        "input), or the query itself")
     explain.add_argument("--dot", action="store_true",
                          help="print the automaton as Graphviz DOT instead")
     return parser
@@ -131,9 +147,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "explain":
-            return _explain(args)
-        return _run(args, parser)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", ceql.CeqlWarning)
+            warnings.showwarning = _warning_printer(getattr(args, "quiet", False))
+            if args.command == "explain":
+                return _explain(args)
+            return _run(args, parser)
     except QueryError as exc:
         say(f"ceql: error: {exc}")
         return EXIT_USAGE
@@ -149,6 +168,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
 
 
+def _warning_printer(quiet: bool) -> Callable[..., None]:
+    """``warnings.showwarning`` for a command: ceql's warnings as ``ceql: warning: …`` lines,
+    each once (none with ``--quiet``); other warnings as Python prints them."""
+    said: set[str] = set()
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if not issubclass(category, ceql.CeqlWarning):
+            default(message, category, filename, lineno, file, line)
+            return
+        text = " ".join(str(message).split())
+        if not quiet and text not in said:
+            said.add(text)
+            say(f"ceql: warning: {text}")
+
+    return show
+
+
 def _explain(args: argparse.Namespace) -> int:
     text, source = read_query(args.query)
     compile_query(text, source)
@@ -162,10 +200,16 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("the query and the events cannot both come from standard input")
     if args.sort and args.time is None:
         parser.error("--sort needs --time")
+    if args.time_format is not None and args.time is None:
+        parser.error("--time-format needs --time")
     fmt_in, compression = input_format(args.input, args.input_format)
     fmt_out = output_format(args)
+    if args.fields and fmt_out != "jsonl":
+        raise CliError("--fields writes JSON lines (each event with its own fields), not "
+                       f"{fmt_out}: write to standard output or a .jsonl file", EXIT_USAGE)
     text, source = read_query(args.query)
-    compile_query(text, source, max_states=args.max_states)  # a bad query: before any input
+    query = compile_query(text, source, max_states=args.max_states)  # before any input
+    check_time(query, args)
     if args.engine == "spark":
         return run_spark(args, text, source, fmt_in, fmt_out)
     return run_local(args, text, source, fmt_in, compression, fmt_out)

@@ -5,14 +5,31 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["Progress", "say", "summary_line"]
+__all__ = ["Progress", "messages_to", "say", "summary_line"]
+
+_streams: list[TextIO] = []  # where ceql's own lines go, innermost last
+
+
+@contextmanager
+def messages_to(stream: TextIO) -> Iterator[None]:
+    """Send :func:`say`'s lines to ``stream`` meanwhile (e.g. while Spark owns descriptor 2)."""
+    _streams.append(stream)
+    try:
+        yield
+    finally:
+        _streams.pop()
 
 
 def say(line: str, stream: TextIO | None = None) -> None:
-    """Print ``line`` on ``stream`` (standard error by default) at once."""
-    print(line, file=stream if stream is not None else sys.stderr, flush=True)
+    """Print ``line`` on ``stream`` (by default standard error, or where :func:`messages_to`
+    says) at once."""
+    if stream is None:
+        stream = _streams[-1] if _streams else sys.stderr
+    print(line, file=stream, flush=True)
 
 
 class Progress:

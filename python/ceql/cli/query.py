@@ -1,33 +1,84 @@
-"""The query of a command: reading its file, compiling it, warning about its time window."""
+"""The query of a command: reading it (a file, standard input or the text itself), compiling
+it, and checking it against the run's options and the input's columns."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 import pyarrow as pa
 
 import ceql
 
-from .errors import CliError, QueryError
+from .errors import EXIT_USAGE, CliError, QueryError
 from .progress import say
 
-__all__ = ["compile_query", "read_query", "time_warnings", "unit_warning"]
+__all__ = [
+    "QUERY_TEXT",
+    "check_streams",
+    "check_time",
+    "cli_words",
+    "compile_query",
+    "read_query",
+    "unit_warning",
+]
+
+#: What messages call a query given as text on the command line.
+QUERY_TEXT = "<query>"
+
+# a query given as text: SELECT first (after blanks and comments), then a blank, `*` or `(`
+_LOOKS_LIKE_QUERY = re.compile(r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*SELECT(?=[\s*(]|$)",
+                               re.IGNORECASE | re.DOTALL)
 
 
-def read_query(path: str) -> tuple[str, str]:
-    """The query text and the name to report it by."""
-    if path == "-":
+def looks_like_query(text: str) -> bool:
+    """Whether a QUERY argument is CEQL text rather than a file name."""
+    return _LOOKS_LIKE_QUERY.match(text) is not None
+
+
+def read_query(arg: str) -> tuple[str, str]:
+    """The query text and the name to report it by.
+
+    ``arg`` is a file, ``-`` (standard input) or, when no such file exists and it starts with
+    SELECT, the query itself.
+    """
+    if arg == "-":
         return sys.stdin.read(), "<stdin>"
+    if not os.path.exists(arg) and looks_like_query(arg):
+        return arg, QUERY_TEXT
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(), path
+        with open(arg, encoding="utf-8") as f:
+            return f.read(), arg
     except UnicodeDecodeError as exc:
-        raise CliError(f"query file {path} is not UTF-8 text ({exc.reason} at byte "
+        raise CliError(f"query file {arg} is not UTF-8 text ({exc.reason} at byte "
                        f"{exc.start})") from None
+    except FileNotFoundError:
+        if any(c.isspace() for c in arg.strip()):
+            raise CliError(f"{arg!r} is neither a query file nor a query: a query given as "
+                           "text starts with SELECT (e.g. ceql run \"SELECT * FROM S WHERE "
+                           "A ; B\" -i events.csv)", EXIT_USAGE) from None
+        raise CliError(f"cannot read query file {arg}: No such file or directory") from None
     except OSError as exc:
-        raise CliError(f"cannot read query file {path}: {exc.strerror or exc}") from None
+        raise CliError(f"cannot read query file {arg}: {exc.strerror or exc}") from None
+
+
+_OPTION_WORDS = (
+    ("Query.run(..., sort=True) does it", "ceql run --sort does it"),
+    ("pass time_format, the strptime format", "give --time-format, the strptime format"),
+    ("time_format='", "--time-format '"),
+    ("match time_format ", "match --time-format "),
+)
+
+
+def cli_words(message: str) -> str:
+    """An engine message with the Python options it suggests named by their flags."""
+    for python, flag in _OPTION_WORDS:
+        message = message.replace(python, flag)
+    return message
 
 
 def compile_query(text: str, source: str, *, schema: Any = None,
@@ -39,13 +90,30 @@ def compile_query(text: str, source: str, *, schema: Any = None,
         raise QueryError(source, exc) from None
 
 
-def time_warnings(query: ceql.Query, args: argparse.Namespace,
-                  err: TextIO | None = None) -> None:
-    """Warn when the query has a time window but the events have no time column."""
+def check_time(query: ceql.Query, args: argparse.Namespace) -> None:
+    """Refuse a window in time without ``--time``: positions are not seconds."""
     within = query.ast.within
     if within is not None and within.kind == "time" and args.time is None:
-        say("ceql: warning: the query has a time window but no --time column was given, "
-            "so each event's position counts as its time in seconds", err)
+        raise CliError("the query's window (WITHIN) is a length of time, but no --time column "
+                       "was given: name the column holding each event's time with --time COL "
+                       "(without one, events have positions, not times)", EXIT_USAGE)
+
+
+def check_streams(query: ceql.Query, columns: Sequence[str], source: str,
+                  stream_col: str) -> None:
+    """Refuse several FROM names over an input that cannot tell its events' streams apart.
+
+    One FROM name stands for the input, whatever it is (``FROM Stock`` over ``stock.csv``);
+    with a stream column, FROM names are that column's values (a name no event carries is
+    warned of after the run).
+    """
+    streams = query.ast.streams
+    if len(streams) > 1 and stream_col not in columns:
+        raise CliError(
+            f"the query reads FROM {', '.join(streams)}, but {source} has no column "
+            f"{stream_col!r} (--stream-col) saying which of them each event comes from; "
+            "give one FROM name (it stands for the whole input), or add that column",
+            EXIT_USAGE)
 
 
 def unit_warning(query: ceql.Query, args: argparse.Namespace, batch: Any,

@@ -24,8 +24,8 @@ __all__ = [
     "Sink",
     "Target",
     "open_sink",
-    "ordered_variables",
     "output_format",
+    "variables_in_order",
 ]
 
 _OUTPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet",
@@ -35,18 +35,22 @@ _BUFFERED_ROWS = 65_536  # matches buffered per Parquet row group
 
 
 class Row(NamedTuple):
-    """One match as written out: interval, positions, partition key and variables."""
+    """One match as written out: interval, positions, partition key, variables and (with
+    ``--fields``) ``start_time``, ``end_time`` and ``events``."""
 
     start: int
     end: int
     positions: tuple[int, ...]
     partition: tuple[Any, ...]
     variables: dict[str, tuple[int, ...]]
+    fields: dict[str, Any] | None = None
 
 
-def ordered_variables(variables: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
-    """Variables in the order a match reads: by their first event, then by name."""
-    return dict(sorted(variables.items(), key=lambda kv: (kv[1][:1], kv[0])))
+def variables_in_order(names: Sequence[str], variables: dict[str, tuple[int, ...]]
+                       ) -> dict[str, tuple[int, ...]]:
+    """The variables of a match that the query reports (``names``: ``Query.variables``, in
+    pattern order), in that order; those binding nothing in this match are left out."""
+    return {v: variables[v] for v in names if variables.get(v)}
 
 
 class Sink(Protocol):
@@ -99,8 +103,8 @@ def _json_default(value: Any) -> Any:
 
 
 class JsonLinesSink:
-    """One JSON object per line: ``{"start", "end", "positions"[, "partition"][, "variables"]}``
-    (the first keys as :meth:`ceql.Match.to_dict` gives them)."""
+    """One JSON object per line: ``{"start", "end", "positions"[, "partition"][, "variables"]
+    [, "start_time", "end_time", "events"]}`` (the keys :meth:`ceql.Match.to_dict` gives)."""
 
     def __init__(self, out: TextIO, variables: bool, target: Target | None = None) -> None:
         self._out = out
@@ -121,6 +125,9 @@ class JsonLinesSink:
             if self._variables:
                 line += ', "variables": ' + json.dumps(
                     {k: list(v) for k, v in r.variables.items()})
+            if r.fields is not None:
+                for k, v in r.fields.items():
+                    line += f", {json.dumps(k)}: " + json.dumps(v, default=_json_default)
             lines.append(line + "}")
         self._out.write("\n".join(lines) + "\n")
         if self._target is None:

@@ -22,6 +22,7 @@ __all__ = [
     "formula_nodes",
     "has_contiguity",
     "recursion_for",
+    "variable_leaves",
 ]
 
 MAX_DEPTH = 2000
@@ -49,6 +50,39 @@ def bound_variables(root: N.Formula) -> set[str]:
         elif isinstance(node, N.As):
             names.add(node.var)
     return names
+
+
+def variable_leaves(root: N.Formula) -> dict[str, frozenset[int]]:
+    """Each variable of ``root`` → the event-type occurrences that bind it.
+
+    Occurrences are numbered in source order; a type name binds its own occurrences, an ``AS``
+    name every occurrence inside its formula. Variables come in the order they first appear in
+    the text (an ``AS`` name after the formula it names).
+    """
+    leaves: dict[str, set[int]] = {}
+    order: dict[str, None] = {}  # first appearance in the text
+    active: list[str] = []  # the AS names enclosing the node being visited
+    count = 0
+    todo: list[tuple[N.Formula, bool]] = [(root, False)]
+    while todo:
+        node, leaving = todo.pop()
+        if isinstance(node, N.As):
+            if leaving:
+                active.pop()
+                order.setdefault(node.var)
+            else:
+                active.append(node.var)
+                todo += [(node, True), (node.formula, False)]
+        elif isinstance(node, N.EventType):
+            order.setdefault(node.name)
+            for name in (node.name, *active):
+                leaves.setdefault(name, set()).add(count)
+            count += 1
+        elif isinstance(node, N.Seq | N.Or):
+            todo += [(node.right, False), (node.left, False)]
+        elif isinstance(node, N.Plus | N.Filter):
+            todo.append((node.formula, False))
+    return {name: frozenset(leaves.get(name, ())) for name in order}
 
 
 def filter_atoms(cond: N.FilterExpr) -> Iterator[N.FilterAtom]:

@@ -16,9 +16,12 @@ import pyarrow.compute as pc
 from ..errors import CeqlValidationError
 from ..ir import nodes as _ast
 from .atoms import FLIP, Atom, StreamIs, TypeIs, norm_op
+from .mixing import mixes, report
 from .programs import is_deep, stack_program
 from .values import (
     FALSE,
+    K_NUM,
+    K_STR,
     NOT3,
     PY_ARITH,
     PY_CMP,
@@ -54,11 +57,14 @@ _ValFn = Callable[[Mapping[str, Any]], Any]
 _NUM_TYPES = frozenset({int, float})
 
 
-def compile_row_expr(e: _ast.Expr) -> _ValFn:
-    """A closure giving the normalized value of ``e`` on an event (``None`` = NULL)."""
+def compile_row_expr(e: _ast.Expr, atom: Atom | None = None) -> _ValFn:
+    """A closure giving the normalized value of ``e`` on an event (``None`` = NULL).
+
+    Inside ``atom`` (if given), arithmetic on a string is reported (:mod:`.mixing`).
+    """
     if is_deep(e):
         return stack_program(e, _row_leaf, _neg_value, _arith_value)
-    return _closure_expr(e)
+    return _closure_expr(e, atom)
 
 
 def _row_leaf(e: _ast.Expr) -> _ValFn | None:
@@ -81,7 +87,7 @@ def _arith_value(op: str, a: Any, b: Any) -> Any:
     return None
 
 
-def _closure_expr(e: _ast.Expr) -> _ValFn:
+def _closure_expr(e: _ast.Expr, atom: Atom | None = None) -> _ValFn:
     # one closure per level; neg and arith inline _neg_value and _arith_value (speed)
     if isinstance(e, _ast.Attr):
         name = e.name
@@ -99,18 +105,22 @@ def _closure_expr(e: _ast.Expr) -> _ValFn:
         c = norm(e.value)
         return lambda ev: c
     if isinstance(e, _ast.Neg):
-        f = _closure_expr(e.operand)
+        f = _closure_expr(e.operand, atom)
 
         def neg(ev: Mapping[str, Any]) -> Any:
             a = f(ev)
             t = type(a)
-            return -a if t is int or t is float else None
+            if t is int or t is float:
+                return -a
+            if t is str and atom is not None:
+                report(atom, e, ev)
+            return None
         return neg
     if isinstance(e, _ast.Arith):
         pyop = PY_ARITH.get(e.op)
         if pyop is None:
             raise ValueError(f"unknown arithmetic operator {e.op!r}")
-        fl, fr = _closure_expr(e.left), _closure_expr(e.right)
+        fl, fr = _closure_expr(e.left, atom), _closure_expr(e.right, atom)
 
         def arith(ev: Mapping[str, Any]) -> Any:
             a, b = fl(ev), fr(ev)
@@ -121,12 +131,15 @@ def _closure_expr(e: _ast.Expr) -> _ValFn:
                 except (ZeroDivisionError, OverflowError):
                     return None
                 return r if r == r else None  # NaN (e.g. inf - inf) is NULL
+            if (ta is str or tb is str) and a is not None and b is not None and atom is not None:
+                report(atom, e, ev)
             return None
         return arith
     raise TypeError(f"not an expression: {e!r}")
 
 
-def _compile_row_compare(op: str, left: _ast.Expr, right: _ast.Expr) -> RowFn:
+def _compile_row_compare(atom: _ast.Compare) -> RowFn:
+    op, left, right = norm_op(atom.op), atom.left, atom.right
     if isinstance(right, _ast.Attr) and isinstance(left, _ast.Literal):
         op, left, right = FLIP[op], right, left
     pyop = PY_CMP[op]
@@ -137,7 +150,11 @@ def _compile_row_compare(op: str, left: _ast.Expr, right: _ast.Expr) -> RowFn:
                 v = ev.get(name)
                 if type(v) is str:
                     return TRUE if pyop(v, lit) else FALSE
-                return cmp3(op, norm(v), lit)
+                v = norm(v)
+                t = type(v)
+                if t is int or t is float:
+                    report(atom, atom, ev)
+                return cmp3(op, v, lit)
             return cmp_str
         if type(lit) is int or type(lit) is float:
             def cmp_num(ev: Mapping[str, Any]) -> int:
@@ -147,15 +164,20 @@ def _compile_row_compare(op: str, left: _ast.Expr, right: _ast.Expr) -> RowFn:
                     if v != v:
                         return UNKNOWN
                     return TRUE if pyop(v, lit) else FALSE
-                return cmp3(op, norm(v), lit)
+                v = norm(v)
+                if type(v) is str:
+                    report(atom, atom, ev)
+                return cmp3(op, v, lit)
             return cmp_num
-    fl, fr = compile_row_expr(left), compile_row_expr(right)
+    fl, fr = compile_row_expr(left, atom), compile_row_expr(right, atom)
 
     def compare(ev: Mapping[str, Any]) -> int:
         a, b = fl(ev), fr(ev)
         t = type(a)
         if t is type(b) and (t is int or t is float or t is str):
             return TRUE if pyop(a, b) else FALSE
+        if mixes(a, b):
+            report(atom, atom, ev)
         return cmp3(op, a, b)
     return compare
 
@@ -234,9 +256,9 @@ def compile_row_atom(atom: Atom, type_key: str, stream_key: str) -> RowFn:
             return TRUE if norm(v) is None else FALSE  # NaN is NULL too
         return stream
     if isinstance(atom, _ast.Compare):
-        return _compile_row_compare(norm_op(atom.op), atom.left, atom.right)
+        return _compile_row_compare(atom)
     if isinstance(atom, _ast.Like):
-        fx, matcher = compile_row_expr(atom.expr), like_matcher(atom.pattern)
+        fx, matcher = compile_row_expr(atom.expr, atom), like_matcher(atom.pattern)
         cache, miss = matcher.cache, matcher.miss
 
         def like(ev: Mapping[str, Any]) -> int:
@@ -247,18 +269,32 @@ def compile_row_atom(atom: Atom, type_key: str, stream_key: str) -> RowFn:
             return UNKNOWN
         return like
     if isinstance(atom, _ast.InSet):
-        fx, spec = compile_row_expr(atom.expr), InSetSpec(atom.values)
-        code_of = spec.row_code
-        if atom.negated:
-            return lambda ev: NOT3[code_of(fx(ev))]
-        return lambda ev: code_of(fx(ev))
+        return _compile_row_inset(atom)
     if isinstance(atom, _ast.InRange):
-        fx, flo, fhi = (compile_row_expr(e) for e in (atom.expr, atom.lo, atom.hi))
+        fx, flo, fhi = (compile_row_expr(e, atom) for e in (atom.expr, atom.lo, atom.hi))
 
         def in_range(ev: Mapping[str, Any]) -> int:
             x, lo, hi = fx(ev), flo(ev), fhi(ev)
             if type(x) in _NUM_TYPES and type(lo) in _NUM_TYPES and type(hi) in _NUM_TYPES:
                 return TRUE if lo <= x <= hi else FALSE
+            if mixes(x, lo) or mixes(x, hi):
+                report(atom, atom, ev)
             return and3(cmp3(">=", x, lo), cmp3("<=", x, hi))
         return in_range
     raise TypeError(f"not a predicate atom: {atom!r}")
+
+
+def _compile_row_inset(atom: _ast.InSet) -> RowFn:
+    fx, spec = compile_row_expr(atom.expr, atom), InSetSpec(atom.values)
+    code_of = spec.row_code
+    # a string among numbers only, or a number among strings only: unknown, and a mix
+    other = str if spec.only == K_NUM else (int, float) if spec.only == K_STR else ()
+    negated = atom.negated
+
+    def inset(ev: Mapping[str, Any]) -> int:
+        x = fx(ev)
+        code = code_of(x)
+        if code == UNKNOWN and type(x) is not bool and isinstance(x, other):
+            report(atom, atom, ev)
+        return NOT3[code] if negated else code
+    return inset

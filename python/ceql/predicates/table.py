@@ -98,7 +98,8 @@ class AtomTable:
     def _compile_row_class(self) -> Callable[[Mapping[str, Any]], int]:
         if not self._row_fns:
             return lambda ev: 0
-        names = {f"f{k}": f for k, f in enumerate(self._row_fns)}
+        names: dict[str, Any] = {f"f{k}": f for k, f in enumerate(self._row_fns)}
+        names["__name__"] = __name__  # its frames belong to ceql (warnings skip them)
         body = " | ".join(f"f{k}(ev) << {2 * k}" for k in range(len(self._row_fns)))
         fn: Callable[[Mapping[str, Any]], int] = eval(f"lambda ev: {body}", names)
         return fn

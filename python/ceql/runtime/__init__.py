@@ -3,5 +3,6 @@
 
 from .evaluator import Evaluator
 from .match import Match
+from .notices import NameSet, unseen_names_message
 
-__all__ = ["Evaluator", "Match"]
+__all__ = ["Evaluator", "Match", "NameSet", "unseen_names_message"]

@@ -63,9 +63,9 @@ class Enumerator:
         clock = self.clock
         end: Ending
         if clock.is_ts:
-            end = (pos, clock.value(tkey), P.key, clock.form())
+            end = (pos, clock.value(tkey), P.key, clock.form(), True)
         else:
-            end = (pos, tkey, P.key, None)
+            end = (pos, tkey, P.key, None, clock.time is not None)
         new = _new
         M = Match
         out: list[Match] = []

@@ -15,12 +15,16 @@ import pyarrow as pa
 
 from ..automata import DFA
 from ..constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
+from ..predicates.mixing import WATCH
 from . import snapshot as _snapshot
-from .feeds import feed_arrow, feed_rows, row_error
+from .feeds import feed_arrow, feed_rows, not_events, row_error
 from .match import Match
+from .notices import NameSet
 from .state import Compiled, Evaluation
 
-__all__ = ["Caches", "Evaluator", "Live"]
+__all__ = ["ARROW_SLICE", "Caches", "Evaluator", "Live"]
+
+ARROW_SLICE = 262_144  # rows of an Arrow batch evaluated at a time
 
 
 class Live(NamedTuple):
@@ -46,14 +50,18 @@ class Evaluator:
 
     ``feed`` takes a list of mappings or a ``pyarrow.RecordBatch``/``Table`` and returns the
     matches completed by those events, in stream order; state carries over between calls.
+    Options as :meth:`ceql.Query.evaluator` documents them (``time_format``: the
+    ``strptime`` format of string times; ``keep_events``: matches carry their events).
     """
 
     __slots__ = ("__weakref__", "_ev", "_oldest")
 
     def __init__(self, query: Compiled, *, time: str | None = None,
                  type_key: str = DEFAULT_TYPE_COLUMN, stream_key: str = DEFAULT_STREAM_COLUMN,
-                 time_unit: str = DEFAULT_TIME_UNIT) -> None:
-        self._ev = Evaluation(query, time, type_key, stream_key, time_unit)
+                 time_unit: str = DEFAULT_TIME_UNIT, time_format: str | None = None,
+                 keep_events: bool = False) -> None:
+        self._ev = Evaluation(query, time, type_key, stream_key, time_unit, time_format,
+                              keep_events)
         self._oldest = (0, 0, 0)  # oldest_live_position: (answer, events_seen then, cost)
         self._ev.runs.on_full = self._collect
         self._ev.dfa.attach(self)
@@ -85,6 +93,16 @@ class Evaluator:
         return self._ev.time_unit
 
     @property
+    def time_format(self) -> str | None:
+        """The ``strptime`` format of string times (None: strings are not times)."""
+        return self._ev.time_format
+
+    @property
+    def keep_events(self) -> bool:
+        """Whether matches carry their events (:attr:`ceql.Match.events`)."""
+        return self._ev.kept is not None
+
+    @property
     def events_seen(self) -> int:
         """How many events (rows) have been fed so far."""
         return self._ev.offset
@@ -103,6 +121,25 @@ class Evaluator:
             lists += sum(len(ul) for ul in P.states.values())
             fifo += len(P.fifo) if P.fifo is not None else 0
         return Live(len(parts), states, lists, fifo)
+
+    def unseen(self) -> NameSet:
+        """The query's event types and streams (FROM) that no event fed so far carried.
+
+        A type counts when an event the query reads (of its FROM streams, with a PARTITION BY
+        value) carries it; a stream when any event names it in its stream attribute, so
+        without a stream column every stream is unseen here, though its events (belonging to
+        all streams) were read. :func:`ceql.runtime.unseen_names_message` says what matters.
+        """
+        ev = self._ev
+        return ev.names.unseen(ev.query_types, ev.query_streams)
+
+    def seen(self) -> NameSet:
+        """Type and stream values the events carried, for messages: the types of the first
+        :data:`~ceql.runtime.notices.SAMPLE` events read while a type of the query had not
+        occurred (row batches given as lists, and Arrow batches), the streams until every
+        stream of the query had occurred; at most :data:`~ceql.runtime.notices.NAMES_CAP`
+        of each."""
+        return self._ev.names.seen()
 
     def caches(self) -> Caches:
         """How many entries the caches it uses hold now (counts, for monitoring and tests)."""
@@ -150,26 +187,56 @@ class Evaluator:
         Evaluation pauses while the caller consumes (matches are enumerated ahead in chunks
         of about two thousand); finish (or drop) the iterator before feeding more events.
         """
-        for chunk in self._chunks(batch):
+        chunks = self._chunks(batch)
+        while True:
+            # The collector is off while the engine works (as in feed), on while the caller
+            # consumes: its own objects may be cyclic.
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                chunk = next(chunks, None)
+            finally:
+                if enabled:
+                    gc.enable()
+            if chunk is None:
+                return
             yield from chunk
 
     def _chunks(self, batch: Any) -> Iterator[list[Match]]:
-        """The matches of ``batch`` in stream order, as consecutive non-empty lists."""
+        """The matches of ``batch`` in stream order, as consecutive non-empty lists (with their
+        events when kept); then what no later match includes is forgotten."""
         ev = self._ev
-        if isinstance(batch, pa.Table):
-            for rb in batch.to_batches():
-                yield from feed_arrow(ev, rb)
-        elif isinstance(batch, pa.RecordBatch):
-            yield from feed_arrow(ev, batch)
+        arrow = isinstance(batch, pa.Table | pa.RecordBatch)
+        if arrow:
+            # Zero-copy slices bound the per-batch working arrays: a few MB however big the
+            # batch, instead of tens of MB that fragment the C heap over a long stream.
+            for rb in (batch.to_batches() if isinstance(batch, pa.Table) else (batch,)):
+                if rb.num_rows <= ARROW_SLICE:
+                    yield from feed_arrow(ev, rb)
+                    continue
+                for start in range(0, rb.num_rows, ARROW_SLICE):
+                    yield from feed_arrow(ev, rb.slice(start, ARROW_SLICE))
         else:
+            wrong = not_events(batch)
+            if wrong is not None:
+                raise wrong
             base = ev.offset
+            # the row path tells of strings met with numbers as it reads them (see notices)
+            hook = ev.mixed_hook if not ev.mixed.done else None
             try:
-                yield from feed_rows(ev, batch)
-            except (AttributeError, TypeError) as exc:  # not events: say which and why
+                yield from feed_rows(ev, batch, hook)
+            except (AttributeError, TypeError, OverflowError) as exc:
+                # not events (or times that do not subtract): say which and why
                 err = row_error(ev, batch, base, exc)
                 if err is None:
                     raise
                 raise err from exc
+            finally:
+                WATCH.hook = None
+        if ev.kept is not None:
+            ev.kept.forget(self.oldest_live_position())
+        if not arrow and ev.names.missing_mask:
+            ev.sample_types(batch)
 
     # ------------------------------------------------------------------ saving
     def snapshot(self) -> bytes:
@@ -179,6 +246,9 @@ class Evaluator:
         pruned tECS, automaton states by content — plus the format number and a fingerprint of
         the query. Take it between feeds (not while an ``iter_feed`` iterator is unfinished).
         """
+        kept = self._ev.kept
+        if kept is not None:
+            kept.forget(self.oldest_live_position())
         with _no_gc():  # many young acyclic nodes: the cyclic collector only rescans them
             return _snapshot.dump(self._ev)
 
@@ -187,10 +257,16 @@ class Evaluator:
         """An evaluator that continues exactly where the one that made ``data`` stopped."""
         opts = _snapshot.options(query, data)
         ev = cls(query, time=opts.time, type_key=opts.type_key, stream_key=opts.stream_key,
-                 time_unit=opts.time_unit)
+                 time_unit=opts.time_unit, time_format=opts.time_format,
+                 keep_events=opts.keep_events)
         with _no_gc():
             _snapshot.load(ev._ev, data)
         return ev
+
+    def _label_positions(self, label: Any) -> None:
+        """Messages name event ``p`` as ``label(p)`` (the caller's numbering, e.g. before it
+        sorted the events)."""
+        self._ev.mixed.label = label
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_restore, (self._ev.query, self.snapshot()))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import reprlib
 from bisect import bisect_left
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -21,11 +21,13 @@ import pyarrow.compute as pc
 
 from ..constants import CONSUME_ANY, WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlError, CeqlInputError, CeqlTypeError
+from ..predicates.mixing import WATCH, Hook
 from .match import Match
 from .partitions import Partition
 from .state import Evaluation
+from .times import column, show_event
 
-__all__ = ["feed_arrow", "feed_rows", "not_an_event", "row_error"]
+__all__ = ["feed_arrow", "feed_rows", "not_an_event", "not_events", "row_error"]
 
 _MISSING = object()
 _end_position = attrgetter("end_position")
@@ -33,14 +35,22 @@ _end_position = attrgetter("end_position")
 
 # ---------------------------------------------------------------------- rows
 
-def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]]) -> Iterator[list[Match]]:
-    """Evaluate mappings one by one; yield the matches in stream order, in chunks.
+def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
+              hook: Hook | None = None) -> Iterator[list[Match]]:
+    """Evaluate mappings one by one; yield the matches in stream order, in chunks (with their
+    events when kept). ``hook`` hears of strings met with numbers while rows are read.
 
     A row inert for a partition that does not exist creates none: it would only count in it,
     and a partition with no run and the initial strategy state starts over like a new one.
     """
+    WATCH.hook = hook  # set again after each yield: another evaluation may run meanwhile
     streams = ev.streams
     skey = ev.stream_key
+    names = ev.names  # (types are noticed by class, where inertness is computed)
+    seen_streams = names.seen_streams
+    stracking = names.tracking_streams
+    kept = ev.kept.rows if ev.kept is not None else None
+    attach = ev.kept.attach if ev.kept is not None else None
     pkeys = ev.pkeys
     row_class = ev.atoms.row_class
     clock = ev.clock
@@ -61,8 +71,15 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]]) -> Iterator[lis
         pos = ev.offset
         ev.offset += 1
         st = e.get(skey)
-        if st is not None and st not in streams:
-            continue
+        if st is not None:
+            if stracking:
+                try:
+                    if st not in seen_streams:
+                        stracking = names.note_stream(st)
+                except TypeError:  # unhashable: refused just below
+                    pass
+            if st not in streams:
+                continue
         if pkeys:
             key = tuple(e.get(a) for a in pkeys)
             if any(v is None for v in key):
@@ -73,7 +90,7 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]]) -> Iterator[lis
             tkey, decided = clock.row_time(e, pos)
             if decided:
                 ev.times_decided()
-            clock.check_row_time(tkey, pos)
+            clock.check_row_time(tkey, pos, e)
         else:
             tkey = pos
         if not events:
@@ -95,31 +112,58 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]]) -> Iterator[lis
             wkey = sub
         if inert(P.signature(), c):
             continue
+        if kept is not None:
+            kept[pos] = e
         accs = step(P, c, pos, sub, wkey, tkey)
         if accs:
             ev.since_sweep = since
-            yield from emit(P, accs, pos, wkey, tkey)
+            if attach is None:
+                yield from emit(P, accs, pos, wkey, tkey)
+            else:
+                for chunk in emit(P, accs, pos, wkey, tkey):
+                    attach(chunk)
+                    yield chunk
+            if hook is not None:
+                WATCH.hook = hook
     ev.since_sweep = since
+    WATCH.hook = None
 
 
-def row_error(ev: Evaluation, rows: Any, base: int, exc: Exception) -> CeqlError | None:
-    """What was wrong with ``rows`` (fed from position ``base``) when :func:`feed_rows` raised
-    ``exc`` (an ``AttributeError`` or ``TypeError``); None if the events are not to blame.
-
-    Diagnosed only after the fact, so the loop pays nothing for it. The loop counts an event
-    (``ev.offset``) before it reads it, so the culprit is the last event counted.
-    """
+def not_events(rows: Any) -> CeqlTypeError | None:
+    """The error for a batch of events that is not one (None if it may be): a mapping, a
+    string, something not iterable, a data frame."""
     if isinstance(rows, Mapping | str | bytes | bytearray) or not isinstance(rows, Iterable):
         one = " (one event? put it in a list)" if isinstance(rows, Mapping) else ""
         return CeqlTypeError(
             "Events must be an iterable of mappings (e.g. a list of dicts) or a pyarrow "
             f"RecordBatch/Table, not {type(rows).__name__}{one}.")
+    if type(rows).__name__ == "DataFrame" and hasattr(rows, "columns"):
+        return CeqlTypeError(
+            "Events must be an iterable of mappings or a pyarrow RecordBatch/Table, not a "
+            "DataFrame (iterating one gives its column names): pass "
+            "pyarrow.Table.from_pandas(df) or df.to_dict('records').")
+    return None
+
+
+def row_error(ev: Evaluation, rows: Any, base: int, exc: Exception) -> CeqlError | None:
+    """What was wrong with ``rows`` (fed from position ``base``) when :func:`feed_rows` raised
+    ``exc`` (an ``AttributeError``, ``TypeError`` or ``OverflowError``); None if the events are
+    not to blame.
+
+    Diagnosed only after the fact, so the loop pays nothing for it. The loop counts an event
+    (``ev.offset``) before it reads it, so the culprit is the last event counted.
+    """
+    wrong = not_events(rows)
+    if wrong is not None:
+        return wrong
     pos = ev.offset - 1
     e: Any = _MISSING
     if isinstance(rows, Sequence) and 0 <= pos - base < len(rows):
         e = rows[pos - base]
     elif isinstance(exc, AttributeError) and exc.name == "get":
         e = exc.obj
+    if isinstance(exc, OverflowError):
+        return _overflow(ev, pos, e)
     if e is _MISSING:
         if isinstance(exc, TypeError) and str(exc).startswith("unhashable type"):
             return CeqlInputError(
@@ -129,18 +173,39 @@ def row_error(ev: Evaluation, rows: Any, base: int, exc: Exception) -> CeqlError
     if not isinstance(e, Mapping):
         return not_an_event(e, pos)
     st = e.get(ev.stream_key)
-    if st is not None and not isinstance(st, Hashable):
+    if st is not None and not _hashable(st):
         return CeqlInputError(
             f"Event {pos} has {reprlib.repr(st)} in stream attribute {ev.stream_key!r}: a "
             f"stream is a name (a string), not of type {type(st).__name__}.")
     for a in ev.pkeys:
         v = e.get(a)
-        if not isinstance(v, Hashable):
+        if not _hashable(v):
             return CeqlInputError(
                 f"Event {pos} has {reprlib.repr(v)} in partition attribute {a!r}: a partition "
                 "value must be a number, string, boolean or timestamp, not of type "
                 f"{type(v).__name__}.")
     return None
+
+
+def _overflow(ev: Evaluation, pos: int, e: Any) -> CeqlInputError | None:
+    """The error for an integer time or window value beyond what a float holds, met with a
+    float one (Python cannot subtract them)."""
+    names = [a for a in (ev.time, ev.clock.wattr) if a is not None]
+    if not names:
+        return None
+    shown = f" ({show_event(e)})" if e is not _MISSING else ""
+    return CeqlInputError(
+        f"Event {pos}{shown}: its {' or '.join(map(repr, names))} cannot be compared with the "
+        "others: an integer beyond about 1.8e308 and a float do not subtract. Use numbers "
+        "within the float range, or integers only.")
+
+
+def _hashable(v: object) -> bool:
+    try:
+        hash(v)  # not just Hashable: Decimal('sNaN') is one, yet refuses
+    except TypeError:
+        return False
+    return True
 
 
 def not_an_event(e: object, pos: int) -> CeqlInputError:
@@ -152,20 +217,27 @@ def not_an_event(e: object, pos: int) -> CeqlInputError:
 
 # ---------------------------------------------------------------------- Arrow batches
 
-def _column(rb: pa.RecordBatch, name: str | None) -> pa.Array | None:
-    i = rb.schema.get_field_index(name) if name is not None else -1
-    return None if i < 0 else rb.column(i)
-
-
 def feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
-    """Evaluate one Arrow record batch; yield the matches in stream order, in chunks."""
+    """Evaluate one Arrow record batch; yield the matches in stream order, in chunks (with
+    their events when kept)."""
+    if ev.kept is None:
+        yield from _feed_arrow(ev, rb)
+        return
+    attach = ev.kept.attach
+    for chunk in _feed_arrow(ev, rb):
+        attach(chunk)
+        yield chunk
+
+
+def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
     n = rb.num_rows
     base = ev.offset
     if n == 0:
         return
+    seen = ev.names
     # which rows take part: stream in FROM (or none), partition values all present
     keep = np.ones(n, dtype=bool)
-    scol = _column(rb, ev.stream_key)
+    scol = column(rb, ev.stream_key, "the stream")
     if scol is not None and scol.null_count < n:
         try:
             names = scol.cast(pa.string())
@@ -173,12 +245,14 @@ def feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
             raise CeqlInputError(
                 f"Column {ev.stream_key!r}, the stream of each event, has type {scol.type} "
                 f"(events {base} to {base + n - 1}): a stream is a name (a string).") from None
+        if seen.tracking_streams:
+            seen.note_streams_column(names)
         in_from = pc.is_in(names, value_set=pa.array(sorted(ev.streams)))
         keep &= np.asarray(pc.or_kleene(in_from, pc.is_null(scol)).fill_null(True)
                            .to_numpy(zero_copy_only=False), dtype=bool)
     pcols: list[pa.Array] = []
     for a in ev.pkeys:
-        col = _column(rb, a)
+        col = column(rb, a, "PARTITION BY")
         if col is None:
             keep[:] = False
             break
@@ -191,21 +265,33 @@ def feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
         keep &= np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
     idx = np.flatnonzero(keep)
     ev.offset += n
+    if ev.kept is not None:
+        ev.kept.add_batch(base, rb)
     if idx.size == 0:
         return
     # times (checked for order over the rows that take part)
     clock = ev.clock
     tkeys: np.ndarray | None = None
     if ev.time is not None:
-        tkeys, decided = clock.arrow_times(_column(rb, ev.time), rb.schema.names, idx, base)
+        tkeys, decided = clock.arrow_times(rb, idx, base)
         if decided:
             ev.times_decided()
     wkeys_attr: np.ndarray | None = None
     if ev.wkind == WITHIN_ATTR:
-        wkeys_attr = clock.arrow_wattr(_column(rb, clock.wattr), idx, base)
+        wkeys_attr = clock.arrow_wattr(rb, idx, base)
+    if not ev.mixed.done:
+        ev.mixed.check_batch(rb, idx, base)
+    WATCH.hook = None  # the row path's listener (the row fallback runs row closures)
     classes = ev.atoms.batch_classes(rb)
     uniq, inv = np.unique(np.asarray(classes)[idx], return_inverse=True)
     cls_list = [int(x) for x in uniq.tolist()]
+    if seen.missing_mask:
+        seen.note_classes(cls_list)
+        if seen.missing_mask and seen.sampling:
+            types = column(rb, ev.type_key, None)
+            if types is not None and idx.size < n:
+                types = types.take(pa.array(idx))
+            seen.note_types_column(types, int(idx.size))
     inv = inv.reshape(-1)
     positions = idx + base
     now: Any = 0  # the window key of the batch's last row that takes part (for sweeping)

@@ -24,10 +24,11 @@ class Inertness:
 
     ``on_full`` is called (between two events) before an answer is computed while the shared
     automaton is over its budget, so that an evaluation whose events are all inert still lets
-    it reset.
+    it reset. ``on_new`` (if set) hears of each class an answer is computed for: every class
+    met is, at least once.
     """
 
-    __slots__ = ("dfa", "fresh", "on_full", "size", "tables")
+    __slots__ = ("dfa", "fresh", "on_full", "on_new", "size", "tables")
 
     def __init__(self, dfa: DFA) -> None:
         self.dfa = dfa
@@ -37,6 +38,7 @@ class Inertness:
         #: the signature of a partition that has seen nothing (or nothing it kept)
         self.fresh: Signature = (dfa.g0, frozenset())
         self.on_full: Callable[[], None] | None = None
+        self.on_new: Callable[[int], None] | None = None
 
     def clear(self) -> None:
         """Forget every answer (the automaton's caches were reset)."""
@@ -56,6 +58,8 @@ class Inertness:
         dfa = self.dfa
         if dfa.full and self.on_full is not None:
             self.on_full()  # may clear the tables (and keeps the states of ``sig``: they are held)
+        if self.on_new is not None:
+            self.on_new(c)
         g, states = sig
         s = dfa.step(dfa.start(g), c)
         r = (s[0] < 0 and not s[1] and s[2] < 0 and not s[3]

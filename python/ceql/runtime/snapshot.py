@@ -6,19 +6,23 @@ partition its key, strategy state and active automaton states *by content*
 (:meth:`~ceql.automata.DFA.state_key`, so the numbering of another process does not matter),
 with the tECS below them flattened into a table (children first, so no recursion on long
 chains, and shared nodes stay shared). Before saving, runs and union branches that left the
-window are cut and empty partitions dropped, exactly as the next event would.
+window are cut and empty partitions dropped, exactly as the next event would. It also keeps
+the names seen (bounded, so :meth:`~ceql.Evaluator.unseen` goes on where it was), whether the
+string-vs-number warning was given, and, with ``keep_events``, the events later matches can
+include (so they must pickle). Format 1 snapshots (without those) still restore.
 
 Snapshots are pickles: restore only snapshots you made.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import pickle
 from collections import deque
 from typing import Any, NamedTuple
 
-from ..constants import WITHIN_ATTR, WITHIN_EVENTS
+from ..constants import TIME_UNIT_PER_SECOND, WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlInputError
 from ..ir import canonical_repr
 from .partitions import Partition
@@ -28,7 +32,8 @@ from .tecs import KIND_POS, LABEL, LEFT, MAX_START_KEY, NEXT, RIGHT, START_TIME,
 __all__ = ["FORMAT", "MAGIC", "Options", "dump", "fingerprint", "load", "options"]
 
 MAGIC = b"CEQLSNAP"
-FORMAT = 1  #: bumped whenever the layout below or the meaning of state keys changes
+FORMAT = 2  #: bumped whenever the layout below or the meaning of state keys changes
+_READS = (1, 2)  # formats this version restores
 
 
 class Options(NamedTuple):
@@ -38,6 +43,8 @@ class Options(NamedTuple):
     type_key: str
     stream_key: str
     time_unit: str
+    time_format: str | None = None
+    keep_events: bool = False
 
 
 def fingerprint(query: Compiled) -> str:
@@ -154,10 +161,12 @@ def dump(ev: Evaluation) -> bytes:
         fifo = [(k, flat.ids[id(u)]) for k, u in (P.fifo or ()) if id(u) in flat.ids]
         parts.append((P.key, dfa.global_key(P.g), P.n, states, fifo))
     clock = ev.clock
+    kept = ev.kept
     payload = {
         "format": FORMAT,
         "fingerprint": fingerprint(ev.query),
-        "options": tuple(Options(ev.time, ev.type_key, ev.stream_key, ev.time_unit)),
+        "options": tuple(Options(ev.time, ev.type_key, ev.stream_key, ev.time_unit,
+                                 ev.time_format, kept is not None)),
         "offset": ev.offset,
         "since_sweep": ev.since_sweep,
         "epoch": ev.parts.epoch,
@@ -166,8 +175,18 @@ def dump(ev: Evaluation) -> bytes:
         "labels": [tuple(sorted(vs)) for vs in flat.labels],
         "nodes": flat.table,
         "partitions": parts,
+        "names": ev.names.state(),
+        "mixed_done": ev.mixed.done,
+        "kept": kept.state() if kept is not None else None,
     }
-    return MAGIC + pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        return MAGIC + pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        if kept is not None:
+            kept.check_picklable()  # names the event that does not pickle
+        raise CeqlInputError(f"Cannot save the evaluation ({type(exc).__name__}: {exc}): "
+                             "a value it holds (a partition key or a time) does not "
+                             "pickle.") from None
 
 
 # ---------------------------------------------------------------------- restoring
@@ -181,27 +200,68 @@ def _payload(data: bytes) -> dict[str, Any]:
         raise CeqlInputError(f"The ceql snapshot is damaged ({exc}); take a new one.") from None
     if not isinstance(payload, dict) or "format" not in payload:
         raise CeqlInputError("The ceql snapshot is damaged (no format number); take a new one.")
-    if payload["format"] != FORMAT:
+    if payload["format"] not in _READS:
         raise CeqlInputError(
-            f"The snapshot has format {payload['format']}; this ceql reads format {FORMAT}. "
-            "Restore it with the ceql version that took it.")
+            f"The snapshot has format {payload['format']!r}; this ceql reads formats "
+            f"{', '.join(map(str, _READS))}. Restore it with the ceql version that took it.")
     return payload
+
+
+def _damaged(exc: Exception) -> CeqlInputError:
+    return CeqlInputError(f"The ceql snapshot is damaged ({type(exc).__name__}: {exc}); take a "
+                          "new one.")
 
 
 def options(query: Compiled, data: bytes) -> Options:
     """The options of the evaluator that took ``data``, once ``data`` is checked against
     ``query``."""
     payload = _payload(data)
-    if payload["fingerprint"] != fingerprint(query):
+    if payload.get("fingerprint") != fingerprint(query):
         raise CeqlInputError(
             "The snapshot was taken from another query: restore it with the query whose "
             "evaluator took it.")
-    return Options(*payload["options"])
+    try:
+        opts = Options(*payload["options"])
+    except (KeyError, TypeError) as exc:
+        raise _damaged(exc) from None
+    if not (all(isinstance(v, str) for v in (opts.type_key, opts.stream_key, opts.time_unit))
+            and all(v is None or isinstance(v, str) for v in (opts.time, opts.time_format))
+            and opts.time_unit in TIME_UNIT_PER_SECOND and isinstance(opts.keep_events, bool)):
+        raise CeqlInputError("The ceql snapshot is damaged (its options are not what a "
+                             "snapshot holds); take a new one.")
+    return opts
 
 
 def load(ev: Evaluation, data: bytes) -> None:
     """Put the state saved in ``data`` into a fresh evaluation of the same query."""
-    payload = _payload(data)
+    try:
+        _load(ev, _payload(data))
+    except CeqlInputError:
+        raise
+    except Exception as exc:  # a snapshot that unpickles but does not hold what it should
+        raise _damaged(exc) from None
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _check(payload: dict[str, Any]) -> None:
+    """Refuse a payload whose plain fields are not what a snapshot holds (the tECS and
+    partitions are checked as they are rebuilt)."""
+    counts = [payload[k] for k in ("offset", "since_sweep", "epoch")]
+    is_ts, tz, as_date, last_time, last_wattr = payload["clock"]
+    if not (all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts)
+            and (payload["eps"] is None or _number(payload["eps"]))
+            and is_ts in (None, True, False) and isinstance(as_date, bool)
+            and (tz is None or isinstance(tz, _dt.tzinfo))
+            and all(t is None or _number(t) for t in (last_time, last_wattr))):
+        raise CeqlInputError("The ceql snapshot is damaged (its counters or clock are not "
+                             "what a snapshot holds); take a new one.")
+
+
+def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
+    _check(payload)
     dfa = ev.dfa
     labels = [frozenset(vs) for vs in payload["labels"]]
     nodes: list[Node] = []
@@ -227,3 +287,8 @@ def load(ev: Evaluation, data: bytes) -> None:
         P.states = {dfa.state_id(skey): [nodes[i] for i in ul] for skey, ul in states}
         if P.fifo is not None:
             P.fifo = deque((k, nodes[i]) for k, i in fifo)
+    if "names" in payload:  # format 2
+        ev.names.load(payload["names"])
+        ev.mixed.done = ev.mixed.done or bool(payload["mixed_done"])
+        if ev.kept is not None and payload["kept"] is not None:
+            ev.kept.load(payload["kept"])

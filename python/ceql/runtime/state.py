@@ -18,10 +18,15 @@ from typing import Any, Protocol
 from ..automata import DFA
 from ..constants import TIME_UNIT_PER_SECOND, TIME_UNITS, WITHIN_ATTR, WITHIN_EVENTS, WITHIN_TIME
 from ..errors import CeqlTypeError, CeqlValidationError
+from ..ir import formula_nodes
 from ..ir import nodes as N
 from ..predicates import AtomTable
+from ..predicates.atoms import Atom, TypeIs
+from ..predicates.mixing import WATCH
 from .algorithm import Runs
 from .enumeration import Enumerator
+from .kept import KeptEvents
+from .notices import Names, ValueTypes
 from .partitions import Partitions
 from .skipping import Inertness
 from .times import Clock, exact
@@ -43,34 +48,36 @@ class Compiled(Protocol):
 class Evaluation:
     """The settings and state of one evaluation of one query."""
 
-    __slots__ = ("atoms", "clock", "dfa", "enum", "inert", "offset", "parts", "pkeys", "query",
-                 "runs", "since_sweep", "stream_key", "streams", "sweep_floor", "sweep_key",
-                 "sweep_rows", "time", "time_unit", "type_key", "wamount", "wkind")
+    __slots__ = ("atoms", "clock", "dfa", "enum", "inert", "kept", "mixed", "names",
+                 "offset", "parts", "pkeys", "query", "query_streams", "query_types", "runs",
+                 "since_sweep", "stream_key", "streams", "sweep_floor", "sweep_key",
+                 "sweep_rows", "time", "time_format", "time_unit", "type_key", "wamount",
+                 "wkind")
 
     def __init__(self, query: Compiled, time: str | None, type_key: str, stream_key: str,
-                 time_unit: str) -> None:
-        if not isinstance(time_unit, str):
-            raise CeqlTypeError(f"time_unit must be a string, one of {', '.join(TIME_UNITS)}; "
-                                f"not {type(time_unit).__name__}.")
-        if time_unit not in TIME_UNIT_PER_SECOND:
-            raise CeqlValidationError(
-                f"Unknown time_unit {time_unit!r}: use one of {', '.join(TIME_UNITS)}.")
+                 time_unit: str, time_format: str | None = None,
+                 keep_events: bool = False) -> None:
+        _check_options(time, type_key, stream_key, time_unit, time_format, keep_events)
         self.query = query
         self.time = time
         self.type_key = type_key
         self.stream_key = stream_key
         self.time_unit = time_unit
-        self.atoms, self.dfa = query.determinized(type_key, stream_key)
+        self.time_format = time_format
         ast = query.ast
+        w = ast.within
+        if w is not None and w.kind == WITHIN_TIME and time is None:
+            raise _time_needed(query, w)
+        self.atoms, self.dfa = query.determinized(type_key, stream_key)
         self.streams = frozenset(ast.streams)
         self.pkeys = ast.partition_by
-        w = ast.within
         self.wkind: str | None = w.kind if w is not None else None
         self.wamount: Fraction | None = w.amount if w is not None else None
         eps: Any = None
-        if w is not None and (w.kind in (WITHIN_EVENTS, WITHIN_ATTR) or time is None):
-            eps = exact(w.amount)  # without a time attribute, positions stand for seconds
-        self.clock = Clock(time, w.attr if w is not None and w.kind == WITHIN_ATTR else None)
+        if w is not None and w.kind in (WITHIN_EVENTS, WITHIN_ATTR):
+            eps = exact(w.amount)
+        self.clock = Clock(time, w.attr if w is not None and w.kind == WITHIN_ATTR else None,
+                           time_format)
         self.parts = Partitions(self.dfa.g0, eps is not None)
         self.runs = Runs(self.dfa, self.parts, eps, ast.consume)
         self.enum = Enumerator(self.clock, eps, ast.limit)
@@ -85,6 +92,54 @@ class Evaluation:
         self.sweep_key: Any = float("-inf") if w is not None and w.kind != WITHIN_EVENTS else None
         #: ... and at least this many rows came since the last sweep (what it could not drop)
         self.sweep_floor = 0
+        self.query_types = frozenset(n.name for n in formula_nodes(ast.where)
+                                     if isinstance(n, N.EventType))
+        self.query_streams = frozenset(ast.streams)
+        #: the query's names no event carried yet, and the values seen
+        self.names = Names(self.query_types, self.query_streams, {
+            a.name: 1 << (2 * k) for k, a in enumerate(self.atoms.atoms) if isinstance(a, TypeIs)})
+        if self.names.missing_mask:
+            self.inert.on_new = self.new_class
+        #: strings compared with numbers: the first such event is warned of
+        self.mixed = ValueTypes(self.atoms, ast.where, getattr(query, "text", None), type_key)
+        #: the events later matches can include (with ``keep_events``)
+        self.kept: KeptEvents | None = KeptEvents() if keep_events else None
+
+    def new_class(self, c: int) -> None:
+        """Events of class ``c`` are read: note the query's types it says they carry."""
+        names = self.names
+        if c & names.missing_mask and not names.note_class(c):
+            self.inert.on_new = None
+
+    def sample_types(self, rows: Any) -> None:
+        """The batch ``rows`` (fed without error) leaves a type of the query unseen: collect
+        type values from its first events read, for messages (at most ``names.sampling``)."""
+        names = self.names
+        if not (names.missing_mask and names.sampling and isinstance(rows, list | tuple)):
+            return
+        seen, tk, sk, streams, pkeys = (names.seen_types, self.type_key, self.stream_key,
+                                        self.streams, self.pkeys)
+        left = names.sampling
+        for e in rows:
+            if not left:
+                break
+            try:
+                st = e.get(sk)
+                if (st is not None and st not in streams) or any(
+                        e.get(a) is None for a in pkeys):
+                    continue
+                t = e.get(tk)
+                if t not in seen:
+                    names.note_type(t)
+            except (TypeError, AttributeError):
+                continue
+            left -= 1
+        names.sampling = left
+
+    def mixed_hook(self, atom: Atom, node: Any, event: Any) -> None:
+        """The row path met a string and a number in ``event`` (the event being read)."""
+        if self.mixed.hook(atom, node, event, self.offset - 1):
+            WATCH.hook = None
 
     @property
     def eps(self) -> Any:
@@ -131,3 +186,35 @@ class Evaluation:
         self.sweep_floor = held
         if timewise:
             self.sweep_key = now_key + eps
+
+
+def _check_options(time: object, type_key: object, stream_key: object, time_unit: object,
+                   time_format: object, keep_events: object) -> None:
+    for name, value, optional in (("time", time, True), ("type_key", type_key, False),
+                                  ("stream_key", stream_key, False),
+                                  ("time_format", time_format, True)):
+        if not isinstance(value, str) and not (optional and value is None):
+            what = "an attribute name" if name != "time_format" else "a strptime format"
+            none = " or None" if optional else ""
+            raise CeqlTypeError(f"{name} must be a string ({what}){none}, not "
+                                f"{type(value).__name__}.")
+    if not isinstance(time_unit, str):
+        raise CeqlTypeError(f"time_unit must be a string, one of {', '.join(TIME_UNITS)}; "
+                            f"not {type(time_unit).__name__}.")
+    if time_unit not in TIME_UNIT_PER_SECOND:
+        raise CeqlValidationError(
+            f"Unknown time_unit {time_unit!r}: use one of {', '.join(TIME_UNITS)}.")
+    if not isinstance(keep_events, bool):
+        raise CeqlTypeError(f"keep_events must be True or False, not {type(keep_events).__name__}.")
+
+
+def _time_needed(query: Compiled, w: N.Within) -> CeqlValidationError:
+    """The error for a window in time without a time attribute."""
+    text = getattr(query, "text", None)
+    written = (text[w.span.start:w.span.end] if isinstance(text, str) and w.span.end > w.span.start
+               else f"WITHIN {w.amount} SECONDS")
+    return CeqlValidationError(
+        f"{written} needs event times: pass time='<attribute>' (the attribute holding each "
+        "event's time). Without it, positions would count as seconds (the event at position "
+        "10 would come 10 seconds after the first), which is never what a time window means; "
+        "for a window in events, write WITHIN n EVENTS.")

@@ -12,9 +12,11 @@ SQL spellings (all the same function):
 - ``MATCH_CEQL('<CEQL>')``: the tables come from the query's FROM
 - ``MATCH_CEQL( <CEQL> )``: the query written inline (needs the extension's parser)
 
-Options (named arguments): ``time``, ``time_unit``, ``type``, ``rows`` (``matches`` or
-``events``). :func:`match` and :func:`run` are the DataFrame API. The ``spark.ceql.*``
-settings are :data:`CONFS` (:mod:`ceql.spark.conf`).
+Options (named arguments): ``time``, ``time_unit``, ``time_format``, ``type``, ``rows``
+(``matches`` or ``events``), ``tie_break``, ``bounds``. :func:`match` and :func:`run` are the
+DataFrame API; :func:`check` warns of event types the input never carries; :func:`unwrap`
+finds ceql's error in the exception Spark raises. The ``spark.ceql.*`` settings are
+:data:`CONFS` (:mod:`ceql.spark.conf`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from __future__ import annotations
 from ceql.constants import EXTENSION_CLASS
 
 from ._api import match, run
-from ._errors import MatchCeqlError
+from ._check import check
+from ._errors import MatchCeqlError, unwrap
 from ._runner import match_id
 from ._session import configure, enable, jar_path, local_session
 from .conf import CONFS, ConfEntry
@@ -32,6 +35,7 @@ __all__ = [
     "EXTENSION_CLASS",
     "ConfEntry",
     "MatchCeqlError",
+    "check",
     "configure",
     "enable",
     "jar_path",
@@ -39,4 +43,5 @@ __all__ = [
     "match",
     "match_id",
     "run",
+    "unwrap",
 ]

@@ -6,6 +6,7 @@ Python, so they need no jar; the options mean what they mean in SQL.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from functools import reduce
 from pathlib import Path
@@ -25,6 +26,7 @@ from ceql.constants import (
     OPTION_QUERY,
     OPTION_ROWS,
     OPTION_TIME,
+    OPTION_TIME_FORMAT,
     OPTION_TIME_UNIT,
     OPTION_TYPE,
 )
@@ -44,9 +46,20 @@ def _function() -> Any:
                                     evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
 
 
+def _compiled(text: str) -> ceql.Query:
+    """The query compiled here, on the driver: its syntax errors and warnings (LIKE patterns,
+    unbounded output) reach the caller, attributed to the caller's line."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", ceql.CeqlWarning)
+        q = ceql.compile(text)
+    for w in said:
+        warnings.warn(w.message, w.category, stacklevel=3)  # _compiled ← match/run ← caller
+    return q
+
+
 def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: str | None,
           rows: str, time_unit: str, bounds: str | Sequence[str] = (),
-          jvm: bool | None = None) -> Any:
+          time_format: str | None = None, jvm: bool | None = None) -> Any:
     """MATCH_CEQL over ``df``: through the shim when the session has it, else from Python.
 
     Both run the same ``analyze`` and engine; the shim's plan also splits partitions with
@@ -57,6 +70,8 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
         options[OPTION_TIME] = time
     if type_col is not None:
         options[OPTION_TYPE] = type_col
+    if time_format is not None:
+        options[OPTION_TIME_FORMAT] = time_format
     if bounds:
         options[OPTION_BOUNDS] = bounds if isinstance(bounds, str) else ",".join(bounds)
     spark = df.sparkSession
@@ -76,19 +91,24 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
 
 def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = None,
           time: str | None = None, type_col: str = DEFAULT_TYPE_COLUMN, rows: str = DEFAULT_ROWS,
-          time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = ()) -> Any:
+          time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = (),
+          time_format: str | None = None) -> Any:
     """The matches of CEQL ``query`` over DataFrame ``df``, as a DataFrame.
 
     ``partition_by`` names columns to partition by (like ``TABLE(t) PARTITION BY``; the query's
     own ``PARTITION BY`` works too), ``time`` the time column (default: a column ``ts`` or the
-    only TIMESTAMP/DATE column), ``type_col`` the event-type column, ``rows`` ``"matches"`` or
-    ``"events"``, ``bounds`` columns to report at each match's first and last events. The
-    columns are those of SQL's ``MATCH_CEQL``.
+    only TIMESTAMP/DATE column), ``time_format`` the Spark datetime pattern of a time column of
+    text (``"dd/MM/yyyy HH:mm"``, as ``to_timestamp`` takes), ``type_col`` the event-type
+    column, ``rows`` ``"matches"`` or ``"events"``, ``bounds`` columns to report at each
+    match's first and last events. The columns are those of SQL's ``MATCH_CEQL``. The query is
+    compiled here first, so its errors and warnings come at once; :func:`check` says whether
+    its event types occur in ``df``.
     """
+    _compiled(query)
     parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
     call = CallInfo(partition_by=parts)
     return _call(df, query, call, time=time, type_col=type_col, rows=rows,
-                 time_unit=time_unit, bounds=bounds)
+                 time_unit=time_unit, bounds=bounds, time_format=time_format)
 
 
 def _query_text(query: str | Path) -> str:
@@ -102,22 +122,25 @@ def _query_text(query: str | Path) -> str:
 
 def run(spark: Any, query: str | Path, source: Any = None, *, time: str | None = None,
         type_col: str | None = None, rows: str = DEFAULT_ROWS,
-        time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = ()) -> Any:
+        time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = (),
+        time_format: str | None = None) -> Any:
     """Run a CEQL query (text, or a ``.ceql`` file path) on ``spark``; return a DataFrame.
 
-    ``source`` is a DataFrame, a table or view name, or ``None`` to read the tables or views
-    the query's FROM clause names (several are merged by time; a table without a type column
-    contributes events whose type is the table's name).
+    ``source`` is a DataFrame, a table or view name (which the query's FROM must name), or
+    ``None`` to read the tables or views the query's FROM clause names (several are merged by
+    time; a table without a type column contributes events whose type is the table's name).
+    Options as for :func:`match`.
     """
     text = _query_text(query)
+    q = _compiled(text)
     if source is not None and not isinstance(source, str):
         return _call(source, text, CallInfo(), time=time, type_col=type_col, rows=rows,
-                     time_unit=time_unit, bounds=bounds)
-    names = (source,) if isinstance(source, str) else ceql.compile(text).ast.streams
+                     time_unit=time_unit, bounds=bounds, time_format=time_format)
+    names = (source,) if isinstance(source, str) else q.ast.streams
     call = CallInfo(table_name=names[0] if len(names) == 1 else None,
                     streams=tuple(names) if len(names) > 1 else ())
     return _call(_merged(spark, names), text, call, time=time, type_col=type_col, rows=rows,
-                 time_unit=time_unit, bounds=bounds)
+                 time_unit=time_unit, bounds=bounds, time_format=time_format)
 
 
 def _merged(spark: Any, names: Sequence[str]) -> Any:

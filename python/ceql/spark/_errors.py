@@ -1,11 +1,53 @@
-"""The error the Spark layer raises for a wrong MATCH_CEQL call or unusable input."""
+"""The error the Spark layer raises for a wrong MATCH_CEQL call or unusable input, and how to
+find it inside the exceptions Spark wraps it in."""
 
 from __future__ import annotations
 
 from ceql import CeqlError
 
-__all__ = ["MatchCeqlError"]
+__all__ = ["MatchCeqlError", "unwrap"]
 
 
 class MatchCeqlError(CeqlError):
     """A MATCH_CEQL call, its options or its input rows cannot be used as given."""
+
+
+# Spark prints a task's error as "<module>.<class>: <message>": the public name reads better
+MatchCeqlError.__module__ = "ceql.spark"
+
+_MARKERS = (f"{MatchCeqlError.__module__}.{MatchCeqlError.__name__}: ",
+            f"{MatchCeqlError.__name__}: ")
+
+
+def unwrap(exc: BaseException) -> MatchCeqlError | None:
+    """The ceql error a Spark exception carries (a task's, or ``analyze``'s), or None.
+
+    Spark reports MATCH_CEQL's errors inside its own (``PythonException``,
+    ``AnalysisException``, …) after a line of its own; this gives them back as a
+    :class:`MatchCeqlError` whose message is ceql's alone::
+
+        try:
+            rows = df.collect()
+        except Exception as e:
+            raise ceql.spark.unwrap(e) or e
+    """
+    if isinstance(exc, MatchCeqlError):
+        return exc
+    text = str(exc)
+    for marker in _MARKERS:
+        at = text.find(marker)
+        if at >= 0:
+            return MatchCeqlError(_trim(text[at + len(marker):]))
+    at = text.find("Failed to analyze the Python user defined table function: MATCH_CEQL")
+    if at >= 0:
+        return MatchCeqlError(_trim(text[text.index("MATCH_CEQL", at):]))
+    return None
+
+
+def _trim(message: str) -> str:
+    """A message without what Spark appends (``SQLSTATE: …``, a JVM stack trace)."""
+    for tail in (" SQLSTATE: ", "\n SQLSTATE: ", "\n\tat ", "\nJVM stacktrace:"):
+        at = message.find(tail)
+        if at >= 0:
+            message = message[:at]
+    return message.rstrip()

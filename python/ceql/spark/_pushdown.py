@@ -38,7 +38,7 @@ from ceql.constants import INTERNAL_STREAM_COLUMN
 from ceql.ir import nodes as N
 from ceql.predicates import FLIP, Atom, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
 
-from ._spec import MatchSpec, quote_identifier
+from ._spec import MatchSpec, quote_identifier, sql_string
 
 __all__ = ["MAX_DEPTH", "MAX_LENGTH", "prefilter"]
 
@@ -62,7 +62,8 @@ class _TooDeep(Exception):
 def prefilter(query: ceql.Query, schema: StructType, spec: MatchSpec) -> str | None:
     """A Spark SQL condition keeping every row the query can use, or ``None`` to keep all.
 
-    Rows with a NULL (or NaN) time are kept as well, so that the task still reports them.
+    Rows with a NULL (or NaN) time, or a time the option ``time_format`` cannot read, are
+    kept as well, so that the task still reports them.
     """
     rel = relevance(query, type_key=spec.type_key, stream_key=spec.stream_key)
     if rel is None:
@@ -76,6 +77,9 @@ def prefilter(query: ceql.Query, schema: StructType, spec: MatchSpec) -> str | N
     if cond == _TRUE or len(cond) > MAX_LENGTH:
         return None
     time = quote_identifier(spec.time)
+    if spec.time_pattern is not None:
+        unread = f"try_to_timestamp({time}, {sql_string(spec.time_pattern)}) IS NULL"
+        return f"({cond}) OR {unread}"
     if isinstance(types.get(spec.time), _FLOATING):
         return f"({cond}) OR {time} IS NULL OR isnan({time})"
     return f"({cond}) OR {time} IS NULL"

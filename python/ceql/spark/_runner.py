@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +32,8 @@ from ceql.constants import (
 )
 
 from ._errors import MatchCeqlError
-from ._spec import MatchSpec, bound_columns
+from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
+from ._times import read_times, shown_row
 
 __all__ = ["MatchRunner", "match_id", "partition_starts"]
 
@@ -81,8 +83,10 @@ class MatchRunner:
 
     def __init__(self, spec: MatchSpec) -> None:
         self._spec = spec
-        query = ceql.compile(spec.query)
-        self._ev = query.evaluator(time=spec.time, type_key=spec.type_key,
+        with warnings.catch_warnings():  # analyze said them once, on the driver
+            warnings.simplefilter("ignore", ceql.CeqlWarning)
+            query = ceql.compile(spec.query)
+        self._ev = query.evaluator(time=spec.engine_time, type_key=spec.type_key,
                                    stream_key=spec.stream_key, time_unit=spec.time_unit)
         self._kept: list[pa.RecordBatch] = []
         self._base = 0  # engine position of the first kept row
@@ -117,6 +121,8 @@ class MatchRunner:
                 f"row(s){self._where}; every event needs a time. Filter them out first "
                 f"(WHERE {spec.time} IS NOT NULL)."
             )
+        if spec.time_format is not None:
+            rb = self._read_times(rb)
         if spec.type_fill == "table":
             rb = rb.append_column(INTERNAL_TYPE_COLUMN, pa.repeat(pa.scalar(spec.table_name,
                                                                    pa.string()), rb.num_rows))
@@ -125,6 +131,21 @@ class MatchRunner:
             filled = pc.coalesce(rb.column(i), rb.column(INTERNAL_STREAM_COLUMN))
             rb = rb.set_column(i, rb.schema.field(i), filled)
         return rb
+
+    def _read_times(self, rb: pa.RecordBatch) -> pa.RecordBatch:
+        """``rb`` with the times read from the text of the time column (option time_format)."""
+        spec = self._spec
+        assert spec.time_format is not None
+        read = read_times(rb.column(spec.time), spec.time_format)
+        if read.times is None:
+            i = read.bad_row
+            assert i is not None
+            raise MatchCeqlError(
+                f"MATCH_CEQL{self._where}: the time column {spec.time!r} holds "
+                f"{rb.column(spec.time)[i].as_py()!r}, which does not match time_format "
+                f"{spec.time_pattern!r} (read as strptime's {spec.time_format!r}); the row: "
+                f"{shown_row(rb, i)}.")
+        return rb.append_column(INTERNAL_TIME_COLUMN, read.times)
 
     def feed(self, rb: pa.RecordBatch) -> pa.RecordBatch | None:
         """Evaluate the next rows of the partition; return the output rows they complete."""
@@ -161,8 +182,8 @@ class MatchRunner:
         """Whether WITHIN keeps every row of ``first`` out of any later match."""
         spec = self._spec
         if self._horizon is not None:
-            last = _time_number(self._kept[-1].column(spec.time)[-1])
-            return _time_number(first.column(spec.time)[-1]) < last - self._horizon
+            last = _time_number(self._kept[-1].column(spec.engine_time)[-1])
+            return _time_number(first.column(spec.engine_time)[-1]) < last - self._horizon
         if spec.window_events is not None:
             return self._base + int(first.num_rows) <= self._fed - spec.window_events - 1
         return False
@@ -185,7 +206,7 @@ class MatchRunner:
                 n = self._ordinals[k] = (_partition_seed(k), 0)
             seeds.append((n[0] + n[1]) & _MASK64)
             self._ordinals[k] = (n[0], n[1] + 1)
-        time = table.column(spec.time)
+        time = table.column(spec.engine_time)
         cols: dict[str, pa.Array] = {
             COLUMN_MATCH_ID: pa.array(_match_ids(np.array(seeds, np.uint64)), pa.int64()),
             COLUMN_MATCH_START: _flat(time.take(starts)),

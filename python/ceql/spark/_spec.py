@@ -57,6 +57,7 @@ from ceql.constants import (
     OPTION_ROWS,
     OPTION_TIE_BREAK,
     OPTION_TIME,
+    OPTION_TIME_FORMAT,
     OPTION_TIME_UNIT,
     OPTION_TYPE,
     OPTIONS,
@@ -68,19 +69,30 @@ from ceql.constants import (
 )
 
 from ._errors import MatchCeqlError
+from ._times import has_zone, to_strptime
 
 __all__ = [
+    "INTERNAL_TIME_COLUMN",
     "CallInfo",
     "MatchSpec",
     "bound_columns",
     "plan_match",
     "quote_identifier",
+    "sql_string",
 ]
+
+#: The column a task adds with the times read from text (option time_format); Python only.
+INTERNAL_TIME_COLUMN = INTERNAL_PREFIX + "time"
 
 
 def quote_identifier(name: str) -> str:
     """``name`` as a Spark SQL identifier in backquotes."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass(frozen=True)
@@ -151,9 +163,16 @@ class MatchSpec:
     window_events: int | None       # WITHIN n EVENTS when a task sees one substream
     time_is_temporal: bool
     bounds: tuple[str, ...] = ()    # columns reported at the interval's first and last events
+    time_format: str | None = None  # strptime format of a time column of text
+    time_pattern: str | None = None  # the option as given (a Spark datetime pattern)
     request_partition_by: tuple[str, ...] = ()
     request_order_by: tuple[str, ...] = ()
     output_names: tuple[str, ...] = field(default=())
+
+    @property
+    def engine_time(self) -> str:
+        """The column the engine reads times from (read from text by the task, or as given)."""
+        return INTERNAL_TIME_COLUMN if self.time_format is not None else self.time
 
 
 def _resolve(name: str, schema: StructType, what: str) -> str:
@@ -225,8 +244,20 @@ def _pick_time(schema: StructType, option: str | None, call: CallInfo) -> str:
     )
 
 
-def _check_time_type(f: StructField) -> bool:
+def _check_time_type(f: StructField, pattern: str | None) -> bool:
     t = f.dataType
+    if pattern is not None:
+        if isinstance(t, StringType):
+            return True
+        raise MatchCeqlError(
+            f"MATCH_CEQL: time_format reads a time column of text, but {f.name!r} has type "
+            f"{t.simpleString()}; drop time_format (a {t.simpleString()} column is read as it "
+            "is).")
+    if isinstance(t, StringType):
+        raise MatchCeqlError(
+            f"MATCH_CEQL: the time column {f.name!r} holds text (STRING); give its datetime "
+            "pattern, e.g. time_format => 'yyyy-MM-dd HH:mm:ss' (as to_timestamp takes), or "
+            f"cast it (e.g. CAST({quote_identifier(f.name)} AS TIMESTAMP)).")
     if isinstance(t, (TimestampType, TimestampNTZType, DateType)):
         return True
     if isinstance(t, NumericType) and t.typeName() != "decimal":
@@ -281,6 +312,49 @@ def _partitioning(q: ceql.Query, schema: StructType, call: CallInfo) -> tuple[st
     return from_query or from_call
 
 
+def _time_order(time: str, pattern: str | None, fmt: str | None) -> str:
+    """The SQL Spark orders the rows by: the time column, or its text read with the pattern
+    (a wall-clock TIMESTAMP_NTZ unless the pattern reads a zone; NULL when unreadable)."""
+    if pattern is None or fmt is None:
+        return quote_identifier(time)
+    read = f"try_to_timestamp({quote_identifier(time)}, {sql_string(pattern)})"
+    return read if has_zone(fmt) else f"CAST({read} AS TIMESTAMP_NTZ)"
+
+
+def _same_table(a: str, b: str) -> bool:
+    """Whether FROM name ``a`` names table ``b`` (Spark: any case; ``db.t`` names ``t``)."""
+    return a.rsplit(".", 1)[-1].lower() == b.rsplit(".", 1)[-1].lower()
+
+
+def _check_from(q: ceql.Query, call: CallInfo, names: Sequence[str]) -> None:
+    """The query's FROM against the input (SEMANTICS.md: events and streams).
+
+    With a stream column (``stream``, or the tables FROM merged) FROM names are its values.
+    Without one the input is one stream: a table given by name (``TABLE(t)``, a table or view
+    in ``ceql.spark.run``) must be what FROM names; an input without a name (a subquery, a
+    DataFrame) stands for a single FROM name, whatever it is.
+    """
+    streams = q.ast.streams
+    if call.streams or INTERNAL_STREAM_COLUMN in names or DEFAULT_STREAM_COLUMN in names:
+        return
+    if call.table_name is not None:
+        other = [s for s in streams if not _same_table(s, call.table_name)]
+        if other:
+            listed = ", ".join(streams)
+            raise MatchCeqlError(
+                f"MATCH_CEQL: the query reads FROM {listed}, but the table argument is "
+                f"{call.table_name}: write FROM {call.table_name}, or leave out the table "
+                f"argument to read {listed} itself (MATCH_CEQL('SELECT … FROM {listed} …')).")
+    elif len(streams) > 1:
+        listed = ", ".join(streams)
+        raise MatchCeqlError(
+            f"MATCH_CEQL: the query reads FROM {listed}, but its input is one table without a "
+            f"column {DEFAULT_STREAM_COLUMN!r} saying which of them each row comes from; give "
+            "one FROM name (it stands for the input), add that column, or let MATCH_CEQL read "
+            f"the tables themselves (MATCH_CEQL('SELECT … FROM {listed} …'), "
+            "ceql.spark.run(spark, query)).")
+
+
 def _windows(q: ceql.Query, one_substream: bool) -> tuple[float | None, int | None]:
     """The WITHIN bound a task may use to forget old rows: (seconds, events)."""
     w = q.ast.within
@@ -327,8 +401,11 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
             "MATCH_CEQL needs its input: give a table argument, MATCH_CEQL(TABLE(t), query => "
             "'…'), or the query as a string literal whose FROM names tables or views.")
     q = ceql.compile(text, schema=visible)  # CeqlError: syntax/unknown columns, with caret
+    _check_from(q, call, names)
     time = _pick_time(schema, _option(options, OPTION_TIME), call)
-    temporal = _check_time_type(_field(schema, time))
+    pattern = _option(options, OPTION_TIME_FORMAT)
+    temporal = _check_time_type(_field(schema, time), pattern)
+    fmt = to_strptime(pattern) if pattern is not None else None
     unit = _option(options, OPTION_TIME_UNIT) or DEFAULT_TIME_UNIT
     if unit not in TIME_UNITS:
         raise MatchCeqlError(
@@ -348,7 +425,7 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
             "cannot be PARTITION BY; drop it (the query's own PARTITION BY still applies)."
         )
     spark_partitioned = bool(partition) and not consume_any and not call.single_partition
-    order = [quote_identifier(time), *call.order_by[1:]]
+    order = [_time_order(time, pattern, fmt), *call.order_by[1:]]
     order += [quote_identifier(c)
               for c in _columns(_option(options, OPTION_TIE_BREAK), schema, OPTION_TIE_BREAK)]
     if INTERNAL_FROM_ORDER_COLUMN in names:
@@ -368,6 +445,7 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
         request_partition_by=tuple(quote_identifier(c) for c in partition)
         if spark_partitioned else (),
         request_order_by=tuple(order),
+        time_format=fmt, time_pattern=pattern,
     )
     out = output_schema(spec, schema)
     return replace(spec, output_names=tuple(f.name for f in out.fields))
@@ -384,6 +462,8 @@ def output_schema(spec: MatchSpec, schema: StructType) -> StructType:
         return StructField(f.name, f.dataType, True)
 
     time_type: DataType = _field(schema, spec.time).dataType
+    if spec.time_format is not None:
+        time_type = TimestampType() if has_zone(spec.time_format) else TimestampNTZType()
     fixed = [StructField(COLUMN_MATCH_ID, LongType(), True),
              StructField(COLUMN_MATCH_START, time_type, True),
              StructField(COLUMN_MATCH_END, time_type, True)]

@@ -8,6 +8,8 @@ JVM shim references this class by name (its entry in ``ceql.constants.TABLE_FUNC
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -22,6 +24,7 @@ import ceql
 from ceql.constants import (
     CALL_ARGUMENT,
     INTERNAL_PREFIX,
+    MATCH_CEQL,
     OPTION_QUERY,
     PREFILTER_ARGUMENT,
     PREFILTER_KEY,
@@ -78,13 +81,30 @@ def _table_and_options(args: tuple[AnalyzeArgument, ...],
 def _with_prefilter(out: StructType, spec: MatchSpec, schema: StructType) -> StructType:
     """``out`` carrying, for the JVM shim, the row filter it may apply before the shuffle."""
     visible = StructType([f for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX)])
-    cond = prefilter(ceql.compile(spec.query, schema=visible), schema, spec)
+    with warnings.catch_warnings():  # plan_match compiled it, and warned, already
+        warnings.simplefilter("ignore", ceql.CeqlWarning)
+        query = ceql.compile(spec.query, schema=visible)
+    cond = prefilter(query, schema, spec)
     if cond is None:
         return out
     first = out.fields[0]
     tagged = StructField(first.name, first.dataType, first.nullable,
                          {**first.metadata, PREFILTER_KEY: cond})
     return StructType([tagged, *out.fields[1:]])
+
+
+def _reported(e: ceql.CeqlError) -> MatchCeqlError:
+    """The error a task reports for ``e``: its message, without a Python traceback.
+
+    Spark's Python worker sends the traceback of the error that ends a task, and the user
+    would read past it to find ceql's message; with ``SPARK_HIDE_TRACEBACK`` set when it
+    reports, it sends only ``MatchCeqlError: <message>``. The worker exits after reporting,
+    so the setting ends with it; errors that are not ceql's keep their traceback.
+    """
+    os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+    message = str(e)
+    return e if isinstance(e, MatchCeqlError) else MatchCeqlError(
+        message if message.startswith(MATCH_CEQL) else f"{MATCH_CEQL}: {message}")
 
 
 class MatchCeql:
@@ -119,8 +139,15 @@ class MatchCeql:
         """Feed one Arrow batch; yield the rows of the matches it completes.
 
         A batch may hold several partitions, one after another (Spark sorted them by key): each
-        partition gets its own engine, started when its first row arrives.
+        partition gets its own engine, started when its first row arrives. An error of ceql's
+        (bad data) is reported as its message alone (:func:`_reported`).
         """
+        try:
+            yield from self._eval(args, kwargs)
+        except ceql.CeqlError as e:
+            raise _reported(e) from None
+
+    def _eval(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         for a in (*args, *kwargs.values()):
             if isinstance(a, pa.RecordBatch):
                 for key, part in self._segments(a):

@@ -1,8 +1,13 @@
-"""Syntax errors in plain words: what was found, what the grammar expected, where (caret)."""
+"""Syntax errors in plain words: what was found, what the grammar expected, where (caret).
+
+Constructs of other languages (``A*``, ``FOLLOWED BY``, SQL's ``IN (…)``, ``BETWEEN``, …) are
+explained by :mod:`.foreign` as "not supported in CEQL; write …"; a misspelt keyword gets a
+"did you mean"."""
 
 from __future__ import annotations
 
 import copy
+import difflib
 import re
 from collections.abc import Iterable, Sequence
 
@@ -12,6 +17,8 @@ from lark.parsers.lalr_interactive_parser import InteractiveParser
 
 from ...constants import STRATEGIES, WITHIN_UNITS
 from ...errors import CeqlSyntaxError, caret_snippet
+from .foreign import Hint, Tok, explain_char, explain_token, lex_after, mode_of
+from .foreign import tok as as_tok
 from .lalr import lalr
 
 __all__ = ["SOFT_KEYWORDS", "diagnose", "syntax_error", "token_width"]
@@ -19,12 +26,24 @@ __all__ = ["SOFT_KEYWORDS", "diagnose", "syntax_error", "token_width"]
 
 def syntax_error(text: str, message: str, line: int, column: int, width: int = 1,
                   expected: tuple[str, ...] = ()) -> CeqlSyntaxError:
+    """A :class:`CeqlSyntaxError` at ``line``/``column`` with ``width`` carets."""
     return CeqlSyntaxError(message, line=line, column=column,
                            snippet=caret_snippet(text, line, column, width), expected=expected)
 
 
-def token_width(tok: Token) -> int:
-    return max(1, len(str(tok).split("\n", 1)[0]))
+def _hint_error(text: str, hint: Hint, expected: tuple[str, ...]) -> CeqlSyntaxError:
+    """The error for a construct of another language, the caret under it (its first line)."""
+    line = text.count("\n", 0, hint.start) + 1
+    line_start = text.rfind("\n", 0, hint.start) + 1
+    line_end = text.find("\n", hint.start)
+    end = hint.end if line_end < 0 else min(hint.end, line_end)
+    return syntax_error(text, hint.message, line, hint.start - line_start + 1,
+                        max(1, end - hint.start), expected)
+
+
+def token_width(token: Token) -> int:
+    """How many columns the first line of ``token`` takes."""
+    return max(1, len(str(token).split("\n", 1)[0]))
 
 
 
@@ -80,21 +99,7 @@ def _describe_found(tok: Token | None) -> str:
 
 def _name_role(tokens: Sequence[Token]) -> str:
     """What a NAME would be at the end of ``tokens``: event type, variable, attribute, ..."""
-    mode = "START"
-    stack: list[str] = []
-    for tok in tokens:
-        kind = tok.type
-        if kind in _CLAUSE_RANK and not (kind == "PARTITION" and mode == "CONSUME"):
-            mode = kind
-        elif kind == "FILTER":
-            mode = "FILTER"
-        elif kind in ("LPAR", "LBRACE"):
-            stack.append(mode)
-        elif kind == "LSQB":
-            stack.append(mode)
-            mode = "BRACKET"
-        elif kind in ("RPAR", "RSQB", "RBRACE") and stack:
-            mode = stack.pop()
+    mode = mode_of([as_tok(t) for t in tokens])
     last = tokens[-1].type if tokens else ""
     if mode == "WHERE":
         return "a variable name" if last == "AS" else "an event type"
@@ -186,12 +191,17 @@ def diagnose(text: str, original: LarkError) -> CeqlSyntaxError:
     expected = _describe_expected(expected_terms, tokens)
     prev = tokens[-1] if tokens else None
     if lex_error is not None:
-        return _lexer_error(text, lex_error, prev, expected)
+        return _lexer_error(text, lex_error, prev, tokens, expected)
+    if bad is not None:
+        after, complete = lex_after(text, bad.end_pos or 0)
+        hint = explain_token(text, [as_tok(t) for t in tokens], as_tok(bad), after, complete)
+        if hint is not None:
+            return _hint_error(text, hint, expected)
     return _token_error(text, bad, prev, tokens, expected_terms, expected,
                         state.parser_state.value_stack)
 
 
-def _lexer_error(text: str, exc: UnexpectedInput, prev: Token | None,
+def _lexer_error(text: str, exc: UnexpectedInput, prev: Token | None, tokens: Sequence[Token],
                  expected: tuple[str, ...]) -> CeqlSyntaxError:
     pos = exc.pos_in_stream or 0
     line, column = exc.line, exc.column
@@ -211,9 +221,12 @@ def _lexer_error(text: str, exc: UnexpectedInput, prev: Token | None,
         bad = match.group(0) if match else char
         return syntax_error(text, f"Malformed number '{bad}'", line, column, len(bad),
                              expected=expected)
-    hints = {"&": "; write AND", "|": "; write OR",
-             "!": "; write != for 'not equal' or NOT for negation",
-             "\\": "; backslashes have no meaning outside strings"}
+    if pos < len(text):
+        before: list[Tok] = [as_tok(t) for t in tokens]
+        hint = explain_char(text, pos, before)
+        if hint is not None:
+            return _hint_error(text, hint, expected)
+    hints = {"\\": "; backslashes have no meaning outside strings"}
     after = f" after {_show_token(prev)}" if prev is not None else ""
     message = f"Unexpected character {char!r}{after}{hints.get(char, '')}"
     if char not in hints and expected:
@@ -277,6 +290,11 @@ def _token_error(text: str, bad: Token | None, prev: Token | None, before: Seque
         message = _clause_misplaced(bad, before)
         if message:
             return err(message)
+    if bad is not None and kind == "NAME":
+        keywords = sorted(t for t in expected_terms if _is_keyword(t))
+        close = difflib.get_close_matches(str(bad).upper(), keywords, n=1, cutoff=0.75)
+        if close:
+            return err(f"{generic} (did you mean {_CLAUSE_NAME.get(close[0], close[0])}?)")
     return err(generic)
 
 

@@ -34,8 +34,8 @@ _IDENT = re.compile(r"[^\W\d]\w*\Z")
 _KEYWORDS = frozenset("""
     select from where partition by within consume limit all any next last max strict none as
     filter or and not like in range true false events event interval hours hour minutes minute
-    seconds second milliseconds millisecond
-""".split())
+    seconds second milliseconds millisecond null
+""".split())  # null: a bare NULL is refused by validation (not a value), `NULL` is a name
 
 
 def _ident(name: str) -> str:

@@ -128,6 +128,12 @@ object CeqlConstants {
   /** `OPTION_TIME_UNIT`: Option: what a numeric time counts (one of TIME_UNITS). */
   final val OptionTimeUnit = "time_unit"
 
+  /**
+   * `OPTION_TIME_FORMAT`: Option: the Spark datetime pattern of a time column of text (as
+   * to_timestamp takes).
+   */
+  final val OptionTimeFormat = "time_format"
+
   /** `OPTION_TIE_BREAK`: Option: columns (comma-separated) ordering events with equal times. */
   final val OptionTieBreak = "tie_break"
 
@@ -148,6 +154,7 @@ object CeqlConstants {
     "query",
     "time",
     "time_unit",
+    "time_format",
     "tie_break",
     "type",
     "rows",
@@ -299,10 +306,10 @@ object CeqlConstants {
       pythonModule = "ceql.spark._udtf",
       pythonClass = "MatchCeql",
       usage = "MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' [, time " +
-              "=> 'ts'] [, time_unit => 's'] [, type => 'type'] [, rows => 'matches'|'events'] " +
-              "[, bounds => 'col']) - the complex events the CEQL query finds in t, one row " +
-              "per match. Also MATCH_CEQL('<CEQL>') and MATCH_CEQL( <CEQL> ): the tables come " +
-              "from FROM.",
+              "=> 'ts'] [, time_unit => 's'] [, time_format => 'yyyy-MM-dd HH:mm:ss'] [, type " +
+              "=> 'type'] [, rows => 'matches'|'events'] [, bounds => 'col']) - the complex " +
+              "events the CEQL query finds in t, one row per match. Also MATCH_CEQL('<CEQL>') " +
+              "and MATCH_CEQL( <CEQL> ): the tables come from FROM.",
       inlineCeql = true
     )
   )

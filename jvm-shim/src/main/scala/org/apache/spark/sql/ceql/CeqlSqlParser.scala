@@ -17,19 +17,22 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * Spark's parser, plus the inline syntax `MATCH_CEQL( <CEQL> )` (see [[CeqlSyntax]]).
  *
  * Statements are rewritten by [[CeqlSyntax]] into the table function call, then handed to
- * Spark's parser; everything else goes to Spark's parser untouched. Statement splitting (the
- * `spark-sql` CLI) keeps a CEQL query's `;` inside its call.
+ * Spark's parser; everything else goes to Spark's parser untouched. When Spark's parser refuses
+ * a statement that holds a call whose text starts with another word than SELECT (a misspelt
+ * `SELCT`), that call is read as CEQL too and the statement parsed again, so that the engine
+ * reports the mistake with its caret. Statement splitting (the `spark-sql` CLI) keeps a CEQL
+ * query's `;` inside its call.
  */
 class CeqlSqlParser(val delegate: ParserInterface) extends ParserInterface {
 
   private def enabled: Boolean = SQLConf.get.getConf(CeqlConf.ParserEnabled)
 
   /** `sqlText` with inline CEQL calls rewritten (unchanged when disabled or absent). */
-  def rewrite(sqlText: String): String = {
+  def rewrite(sqlText: String, loose: Boolean = false): String = {
     if (!enabled || !CeqlSyntax.mayHaveCalls(sqlText)) {
       return sqlText
     }
-    try CeqlSyntax.rewrite(sqlText)
+    try CeqlSyntax.rewrite(sqlText, loose)
     catch {
       case e: CeqlSyntax.UnclosedCall =>
         throw new ParseException(Some(sqlText), Origin(), "PARSE_SYNTAX_ERROR",
@@ -37,16 +40,29 @@ class CeqlSqlParser(val delegate: ParserInterface) extends ParserInterface {
     }
   }
 
-  override def parsePlan(sqlText: String): LogicalPlan = delegate.parsePlan(rewrite(sqlText))
+  /** `parse` of the rewritten text; if Spark's parser refuses it, of the text with loose calls
+   * rewritten too (when that changes anything). */
+  private def parsing[T](sqlText: String)(parse: String => T): T = {
+    val text = rewrite(sqlText)
+    try parse(text)
+    catch {
+      case e: ParseException =>
+        val again = try rewrite(sqlText, loose = true) catch { case _: ParseException => text }
+        if (again == text) throw e
+        parse(again)
+    }
+  }
+
+  override def parsePlan(sqlText: String): LogicalPlan = parsing(sqlText)(delegate.parsePlan)
 
   override def parsePlanWithParameters(
       sqlText: String, paramContext: ParameterContext): LogicalPlan =
-    delegate.parsePlanWithParameters(rewrite(sqlText), paramContext)
+    parsing(sqlText)(delegate.parsePlanWithParameters(_, paramContext))
 
-  override def parseQuery(sqlText: String): LogicalPlan = delegate.parseQuery(rewrite(sqlText))
+  override def parseQuery(sqlText: String): LogicalPlan = parsing(sqlText)(delegate.parseQuery)
 
   override def splitStatements(sqlText: String): SqlStatementSplitResult = {
-    val bodies = if (enabled) CeqlSyntax.calls(sqlText) else Vector.empty
+    val bodies = if (enabled) CeqlSyntax.calls(sqlText, loose = true) else Vector.empty
     if (bodies.isEmpty) return delegate.splitStatements(sqlText)
     val masked = sqlText.toCharArray
     for (c <- bodies; i <- c.bodyStart until c.end(sqlText.length) if masked(i) == ';') {

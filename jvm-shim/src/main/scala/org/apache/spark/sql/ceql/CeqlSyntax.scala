@@ -11,6 +11,12 @@ import scala.collection.mutable.ArrayBuffer
  * parentheses) and rewrites each into the table function call
  * `MATCH_CEQL(query => '<CEQL>' [, name => value]...)`. It never interprets CEQL: the engine
  * compiles the text when the table function is analysed.
+ *
+ * A call's text is CEQL when it starts with SELECT. With `loose`, also when it starts with
+ * another word followed by neither `(`, `.`, `,`, `)` nor `=>` (so not a SQL expression
+ * argument such as `TABLE(t)`, `concat(...)` or a variable): a misspelt `SELCT * FROM ...`,
+ * which then reaches the engine and gets its caret message. The parser asks for loose calls
+ * only when Spark's parser refused the statement.
  */
 object CeqlSyntax {
 
@@ -36,8 +42,11 @@ object CeqlSyntax {
     functions.exists(f => upper.contains(f.toUpperCase(java.util.Locale.ROOT)))
   }
 
-  /** Every inline CEQL call of `sql`, in text order. */
-  def calls(sql: String): Vector[Call] = {
+  /** Every inline CEQL call of `sql` (text starting with SELECT), in text order. */
+  def calls(sql: String): Vector[Call] = calls(sql, loose = false)
+
+  /** Every inline CEQL call of `sql`, in text order (see the object's doc for `loose`). */
+  def calls(sql: String, loose: Boolean): Vector[Call] = {
     val out = Vector.newBuilder[Call]
     var i = 0
     val n = sql.length
@@ -52,7 +61,7 @@ object CeqlSyntax {
         val function = functions.find(f =>
           w - i == f.length && sql.regionMatches(true, i, f, 0, w - i))
         if (function.isDefined && (i == 0 || sql.charAt(i - 1) != '.')) {
-          inlineCall(function.get, sql, i, w) match {
+          inlineCall(function.get, sql, i, w, loose) match {
             case Some(call) =>
               out += call
               i = call.end(n)
@@ -66,9 +75,14 @@ object CeqlSyntax {
     out.result()
   }
 
-  /** `sql` with every inline call rewritten; unchanged when there is none. */
-  def rewrite(sql: String): String = {
-    val found = calls(sql)
+  /** `sql` with every inline call (text starting with SELECT) rewritten; unchanged when there
+   * is none. */
+  def rewrite(sql: String): String = rewrite(sql, loose = false)
+
+  /** `sql` with every inline call rewritten (see the object's doc for `loose`); unchanged when
+   * there is none. */
+  def rewrite(sql: String, loose: Boolean): String = {
+    val found = calls(sql, loose)
     if (found.isEmpty) return sql
     val sb = new java.lang.StringBuilder
     var last = 0
@@ -129,12 +143,13 @@ object CeqlSyntax {
   // ------------------------------------------------------------------ the call's extent
 
   private def inlineCall(function: String, sql: String, start: Int,
-      afterName: Int): Option[Call] = {
+      afterName: Int, loose: Boolean): Option[Call] = {
     val open = skipSqlSpace(sql, afterName)
     if (open >= sql.length || sql.charAt(open) != '(') return None
     val body = skipSqlSpace(sql, open + 1)
     val w = wordEnd(sql, body)
-    if (w - body != 6 || !sql.regionMatches(true, body, "SELECT", 0, 6)) return None
+    val select = w - body == 6 && sql.regionMatches(true, body, "SELECT", 0, 6)
+    if (!select && !(loose && looksLikeCeql(sql, body, w))) return None
     var depth = 0
     var i = body
     while (i < sql.length) {
@@ -151,6 +166,15 @@ object CeqlSyntax {
       } else i += 1
     }
     Some(Call(function, start, open, body, sql.length, -1))
+  }
+
+  /** A call's first word `[body, w)` that is not SELECT but starts CEQL text rather than a SQL
+   * argument: a name, not TABLE, followed by something other than `(`, `.`, `,`, `)`, `=>`. */
+  private def looksLikeCeql(sql: String, body: Int, w: Int): Boolean = {
+    if (w == body || !isCeqlNameStart(sql.charAt(body))) return false
+    if (w - body == 5 && sql.regionMatches(true, body, "TABLE", 0, 5)) return false
+    val next = skipSqlSpace(sql, w)
+    next < sql.length && !"(.,)".contains(sql.charAt(next)) && !sql.startsWith("=>", next)
   }
 
   /** True if `name =>` follows (after spaces): the CEQL text has ended, options begin. */

@@ -1,0 +1,116 @@
+"""Warnings for queries that compile but probably do not mean what their author meant.
+
+* A LIKE pattern with ``%`` was most likely written for SQL, where ``%`` is any text and ``_``
+  one character and the pattern must match the whole value. In CEQL, LIKE is a regular
+  expression (RE2) that any part of the value may match, and ``%`` and ``_`` are ordinary
+  characters. ``_`` alone does not warn: it is common in values (``'page_view'``) and means
+  itself in both languages only when no ``%`` marks the pattern as SQL's. A pattern meant as
+  a regular expression with a literal ``%`` writes it ``\\%`` (no warning).
+* A query with neither WITHIN nor PARTITION BY whose output can grow faster than its input
+  (:func:`~ceql.analysis.growth.output_growth`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import CeqlWarning, LikePatternWarning, UnboundedOutputWarning
+from ..ir import nodes as A
+from ..ir.walks import filter_atoms, formula_nodes
+from .growth import output_growth
+
+__all__ = ["compile_warnings", "sql_like_patterns", "sql_like_to_regex", "unbounded_output"]
+
+_UNESCAPED_PERCENT = re.compile(r"(?<!\\)(?:\\\\)*%")
+_REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
+
+
+def sql_like_to_regex(pattern: str) -> str:
+    """The CEQL LIKE regex for SQL's ``LIKE pattern``: ``'u%'`` → ``'^u'``, ``'%x_y'`` →
+    ``'x.y$'``, ``'%ab%'`` → ``'ab'`` (anchored where SQL's whole-value match requires)."""
+    units: list[str] = []
+    for ch in pattern:
+        unit = ".*" if ch == "%" else "." if ch == "_" else (
+            "\\" + ch if ch in _REGEX_SPECIAL else ch)
+        if not (unit == ".*" and units and units[-1] == ".*"):
+            units.append(unit)
+    if units == [".*"]:
+        return ".*"
+    head = "^"
+    if units and units[0] == ".*":
+        units.pop(0)
+        head = ""
+    tail = "$"
+    if units and units[-1] == ".*":
+        units.pop()
+        tail = ""
+    return head + "".join(units) + tail
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def sql_like_patterns(query: A.Query) -> list[tuple[A.Like, str]]:
+    """Each LIKE of ``query`` whose pattern looks like SQL's (an unescaped ``%``), with the
+    regex for what SQL meant, in text order."""
+    out: list[tuple[A.Like, str]] = []
+    for node in formula_nodes(query.where):
+        if not isinstance(node, A.Filter):
+            continue
+        for atom in filter_atoms(node.cond):
+            todo: list[A.Pred] = [atom.pred]
+            while todo:
+                pred = todo.pop()
+                if isinstance(pred, A.PAnd | A.POr):
+                    todo += [pred.right, pred.left]
+                elif isinstance(pred, A.PNot):
+                    todo.append(pred.operand)
+                elif isinstance(pred, A.Like) and _UNESCAPED_PERCENT.search(pred.pattern):
+                    out.append((pred, sql_like_to_regex(pred.pattern)))
+    out.sort(key=lambda pair: pair[0].span.start)
+    return out
+
+
+def _like_message(found: list[tuple[A.Like, str]]) -> str:
+    parts = []
+    for node, regex in found:
+        where = f" (line {node.span.line}, column {node.span.column})" if node.span.line else ""
+        parts.append(f"LIKE {_quote(node.pattern)}{where} matches values containing a match of "
+                     f"the regular expression {_quote(node.pattern)}, where % and _ are "
+                     f"ordinary characters; for SQL's meaning write LIKE {_quote(regex)}")
+    return ("LIKE takes a regular expression in CEQL (RE2, matching any part of the value), "
+            "not SQL's % and _ wildcards: " + "; ".join(parts)
+            + ". Write \\% for a literal % to silence this warning.")
+
+
+def unbounded_output(query: A.Query) -> str | None:
+    """The warning for a query with neither WITHIN nor PARTITION BY whose output can grow
+    faster than its input, or None."""
+    if query.within is not None or query.partition_by:
+        return None
+    growth = output_growth(query)
+    if growth.linear:
+        return None
+    strategy = query.strategy if query.strategy not in ("ANY", "ALL") else "ALL (the default)"
+    amount = (f"up to {growth.bound} matches" if growth.bound.startswith("n")
+              else f"{growth.bound} matches")
+    return (f"This query has neither WITHIN nor PARTITION BY: under SELECT {strategy} it can "
+            f"give {amount} over n events ({growth.why}), and a match may start at any "
+            "earlier event. To cap the output: WITHIN (e.g. WITHIN 10 SECONDS or WITHIN 100 "
+            "EVENTS), PARTITION BY [key] (matches within one key), SELECT NEXT * or SELECT "
+            "LAST * (at most one match per event), LIMIT n (at most n matches per event) or "
+            "CONSUME BY ANY (later matches start after the last one's end).")
+
+
+def compile_warnings(query: A.Query) -> tuple[tuple[type[CeqlWarning], str], ...]:
+    """The warnings compiling ``query`` gives: (category, message) pairs, at most one each of
+    :class:`~ceql.errors.LikePatternWarning` and :class:`~ceql.errors.UnboundedOutputWarning`."""
+    out: list[tuple[type[CeqlWarning], str]] = []
+    likes = sql_like_patterns(query)
+    if likes:
+        out.append((LikePatternWarning, _like_message(likes)))
+    unbounded = unbounded_output(query)
+    if unbounded is not None:
+        out.append((UnboundedOutputWarning, unbounded))
+    return tuple(out)

@@ -1,0 +1,431 @@
+"""What an evaluation notices about its input that makes an answer probably not the one meant:
+event types and streams of the query that no event carries (a misspelling gives no match and no
+error), and events that compare a string with a number (a CSV read without a schema).
+
+Both are noticed at a cost the normal path does not feel: names only until every name of the
+query has occurred (rows: the type value, one read; Arrow: a batch's distinct values), and mixed
+values only on the predicates' slow branches (:mod:`ceql.predicates.mixing`) or from a batch's
+column types.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+import warnings
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ValueTypeWarning
+from ..ir import depth, filter_atoms, formula_nodes, recursion_for
+from ..ir import nodes as N
+from ..predicates import AtomTable
+from ..predicates.atoms import Atom, structural_key
+from ..predicates.mixing import Mix, batch_mixes, column_kind
+from ..predicates.row import compile_row_expr
+from .times import column, show_event
+
+__all__ = ["NAMES_CAP", "SAMPLE", "SEEN_SHOWN", "NameSet", "Names", "ValueTypes", "filtered_types",
+           "unseen_names_message", "warn"]
+
+#: Distinct type values (and, apart, stream values) an evaluation remembers, at most.
+NAMES_CAP = 1000
+#: Names seen that a message lists, at most.
+SEEN_SHOWN = 10
+#: Events whose type values are collected (for messages) while a type of the query is missing.
+SAMPLE = 10_000
+
+def _ours(module: object) -> bool:
+    return isinstance(module, str) and (module == "ceql" or module.startswith("ceql."))
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Issue a warning attributed to the first caller outside the ceql package."""
+    level = 1
+    f = sys._getframe(0)
+    while f is not None and _ours(f.f_globals.get("__name__")):
+        f = f.f_back  # type: ignore[assignment]
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+# ---------------------------------------------------------------------- names never seen
+
+class NameSet(NamedTuple):
+    """Event types and stream names, each sorted."""
+
+    types: tuple[Any, ...]
+    streams: tuple[Any, ...]
+
+
+def _sorted(values: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(sorted(values, key=lambda v: (not isinstance(v, str), str(v))))
+
+
+def _listed(seen: set[Any]) -> tuple[Any, ...]:
+    return _sorted(v for v in seen if v is not None)[:NAMES_CAP]
+
+
+class Names:
+    """The query's event types and streams no event has carried yet, and the values seen.
+
+    Types are those of the events the query reads (in its FROM streams, with a PARTITION BY
+    key), told by their classes (a type test's bit: one ``&`` per event), so a type is looked
+    for as long as it has not occurred, at no real cost; the type values themselves are
+    collected from the first :data:`SAMPLE` such events only, for messages. Streams are those
+    of every event, looked for until each stream of the query has occurred. At most
+    :data:`NAMES_CAP` values of each kind are kept.
+    """
+
+    __slots__ = ("missing_mask", "missing_streams", "missing_types", "sampling", "seen_streams",
+                 "seen_types", "type_bits")
+
+    def __init__(self, types: Collection[str], streams: Collection[str],
+                 type_bits: Mapping[str, int]) -> None:
+        self.missing_types: set[str] = set(types)
+        self.missing_streams: set[str] = set(streams)
+        #: each type test's TRUE bit in an event class
+        self.type_bits = {t: b for t, b in type_bits.items() if t in self.missing_types}
+        self.missing_mask = 0  # the bits of the types not seen yet
+        for b in self.type_bits.values():
+            self.missing_mask |= b
+        #: events whose type value is still to be collected
+        self.sampling = SAMPLE if self.missing_types else 0
+        self.seen_types: set[Any] = set()
+        self.seen_streams: set[Any] = set()
+
+    @property
+    def tracking_streams(self) -> bool:
+        """Whether some stream of the query has not occurred yet."""
+        return bool(self.missing_streams)
+
+    def note_class(self, c: int) -> int:
+        """An event of class ``c`` was read; the bits of the types still missing."""
+        for name, bit in list(self.type_bits.items()):
+            if c & bit:
+                self.missing_types.discard(name)
+                del self.type_bits[name]
+                self.missing_mask &= ~bit
+        if not self.missing_mask:
+            self.sampling = 0
+        return self.missing_mask
+
+    def note_classes(self, classes: Iterable[int]) -> None:
+        """Events of these classes were read."""
+        for c in classes:
+            if c & self.missing_mask:
+                self.note_class(c)
+
+    def note_type(self, v: Any) -> None:
+        """An event read carries type ``v`` (the caller counts :attr:`sampling` down)."""
+        _note(v, self.seen_types)
+
+    def note_stream(self, v: Any) -> bool:
+        """An event carries stream ``v``; whether to go on looking."""
+        if type(v) is str:
+            self.missing_streams.discard(v)
+        _note(v, self.seen_streams)
+        return bool(self.missing_streams)
+
+    def note_types_column(self, col: pa.Array | None, rows: int) -> None:
+        """``rows`` events read carry the types of ``col`` (those rows)."""
+        if col is not None and self.sampling:
+            _note_column(col, set(), self.seen_types)
+        self.sampling = max(0, self.sampling - rows)
+
+    def note_streams_column(self, col: pa.Array | None) -> None:
+        """The events of a batch carry the streams of ``col``."""
+        if col is not None and self.missing_streams:
+            _note_column(col, self.missing_streams, self.seen_streams)
+
+    def unseen(self, types: Collection[str], streams: Collection[str]) -> NameSet:
+        """Which of ``types`` and ``streams`` (the query's) no event carried."""
+        return NameSet(_sorted(t for t in types if t in self.missing_types),
+                       _sorted(s for s in streams if s in self.missing_streams))
+
+    def seen(self) -> NameSet:
+        """The type and stream values seen (see the class)."""
+        return NameSet(_listed(self.seen_types), _listed(self.seen_streams))
+
+    def state(self) -> tuple[Any, ...]:
+        """What a snapshot keeps."""
+        return (sorted(self.missing_types), sorted(self.missing_streams),
+                list(self.seen_types), list(self.seen_streams), self.sampling)
+
+    def load(self, state: tuple[Any, ...]) -> None:
+        """Take back what :meth:`state` gave."""
+        mt, ms, st, ss, sampling = state
+        for name in list(self.type_bits):
+            if name not in mt:
+                self.note_class(self.type_bits[name])
+        self.missing_streams &= set(ms)
+        self.seen_types = set(st)
+        self.seen_streams = set(ss)
+        self.sampling = min(self.sampling, int(sampling))
+
+
+def _note(v: Any, seen: set[Any]) -> None:
+    # ``seen`` holds None too (never listed), so the row loop tests one set
+    try:
+        hash(v)
+    except TypeError:
+        return  # no name: it matches no type and is refused as a stream elsewhere
+    if len(seen) <= NAMES_CAP:
+        seen.add(v)
+
+
+def _note_column(col: pa.Array, missing: set[str], seen: set[Any]) -> None:
+    try:
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary.take(pc.unique(col.indices.drop_null()))
+        uniq = pc.unique(col.drop_null())
+        if _is_text(uniq.type) and missing:
+            wanted = pa.array(sorted(missing), uniq.type)
+            for name in pc.filter(wanted, pc.is_in(wanted, value_set=uniq)).to_pylist():
+                missing.discard(name)
+        room = NAMES_CAP + 1 - len(seen)
+        if room > 0:
+            for v in uniq.slice(0, room).to_pylist():
+                try:
+                    seen.add(v)
+                except TypeError:
+                    pass  # a nested value: no name
+    except (pa.ArrowException, ValueError, OverflowError):
+        pass  # a column of values Arrow cannot list or compare: none is a name
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t)
+                or pa.types.is_string_view(t))
+
+
+def _names(values: Iterable[Any]) -> str:
+    return ", ".join(repr(v) for v in values)
+
+
+def _closest(name: str, seen: Iterable[Any], several: bool) -> str:
+    pool = [v for v in seen if isinstance(v, str)]
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f" (did you mean {close[0]!r}{f' for {name!r}' if several else ''}?)"
+
+
+def unseen_names_message(unseen: NameSet, seen: NameSet, events: int) -> str | None:
+    """The warning for the query's names in ``unseen`` that none of ``events`` events carried,
+    given the values ``seen``; None when there is nothing to say (nothing unseen, no events).
+
+    A stream is mentioned only when some event carried a stream (an event without one belongs
+    to every stream). Combine several evaluations (e.g. Spark tasks) by intersecting their
+    ``unseen`` names, joining their ``seen`` ones and adding their event counts.
+    """
+    if events <= 0:
+        return None
+    n = f"{events:,}"
+    parts = []
+    for kind, names, values in (("event type", unseen.types, seen.types),
+                                ("stream", unseen.streams if seen.streams else (), seen.streams)):
+        if not names:
+            continue
+        shown = _sorted(values)[:SEEN_SHOWN]
+        more = f" and {len(values) - SEEN_SHOWN:,} more" if len(values) > SEEN_SHOWN else ""
+        article = "an" if kind[0] in "aeiou" else "a"
+        listed = (f"{kind}s seen: {_names(shown)}{more}" if shown
+                  else f"no event had {article} {kind}")
+        plural = "s" if len(names) > 1 else ""
+        them = "them" if len(names) > 1 else "it"
+        hints = "".join(_closest(name, values, len(names) > 1) for name in names)
+        parts.append(f"The query's {kind}{plural} {_names(names)} never occurred in the {n} "
+                     f"events; {listed}{hints}. A misspelt name matches nothing: check "
+                     f"{them} against the data.")
+    return " ".join(parts) or None
+
+
+# ---------------------------------------------------------------------- strings vs numbers
+
+def _pred_atoms(pred: N.Pred) -> Iterable[Any]:
+    todo: list[N.Pred] = [pred]
+    while todo:
+        p = todo.pop()
+        if isinstance(p, N.PAnd | N.POr):
+            todo += [p.right, p.left]
+        elif isinstance(p, N.PNot):
+            todo.append(p.operand)
+        else:
+            yield p
+
+
+def filtered_types(where: N.Formula) -> dict[Any, frozenset[str]]:
+    """Per FILTER atom (by structural key): the event types of the variables it filters."""
+    out: dict[Any, frozenset[str]] = {}
+    for f in formula_nodes(where):
+        if not isinstance(f, N.Filter):
+            continue
+        by_var: dict[str, set[str]] = {}
+        todo: list[tuple[N.Formula, tuple[str, ...]]] = [(f.formula, ())]
+        while todo:
+            node, names = todo.pop()
+            if isinstance(node, N.EventType):
+                for v in (node.name, *names):
+                    by_var.setdefault(v, set()).add(node.name)
+            elif isinstance(node, N.As):
+                todo.append((node.formula, (*names, node.var)))
+            elif isinstance(node, N.Seq | N.Or):
+                todo += [(node.left, names), (node.right, names)]
+            elif isinstance(node, N.Plus | N.Filter):
+                todo.append((node.formula, names))
+        for fa in filter_atoms(f.cond):
+            types = frozenset(by_var.get(fa.var, ()))
+            for a in _pred_atoms(fa.pred):
+                key = structural_key(a)
+                out[key] = out.get(key, frozenset()) | types
+    return out
+
+
+class ValueTypes:
+    """Finds the first event that compares a string with a number in a condition that reads
+    it (its type is one the filtered variable binds), and warns once (:class:`ValueTypeWarning`).
+    """
+
+    __slots__ = ("atoms", "done", "label", "relevant", "schema", "schema_mixes", "text",
+                 "type_key")
+
+    def __init__(self, atoms: AtomTable, where: N.Formula, text: str | None,
+                 type_key: str) -> None:
+        with recursion_for(depth(where)):  # structural keys recurse into deep predicates
+            by_key = filtered_types(where)
+            #: id of each atom of the table → the types whose events it reads
+            self.relevant: dict[int, frozenset[str]] = {
+                id(a): by_key.get(structural_key(a), frozenset()) for a in atoms.atoms}
+        self.atoms = atoms
+        self.text = text
+        self.type_key = type_key
+        self.done = not any(self.relevant.values())
+        self.schema: pa.Schema | None = None
+        self.schema_mixes: list[Mix] = []
+        #: position as the caller counts it (e.g. before sorting), for messages
+        self.label: Any = None
+
+    def hook(self, atom: Atom, node: Any, event: Mapping[str, Any], pos: int) -> bool:
+        """A row meets a string and a number in ``node``: warn if it matters. True once
+        warned (stop listening)."""
+        if self.done:
+            return True
+        types = self.relevant.get(id(atom))
+        t = event.get(self.type_key)
+        if not types or not isinstance(t, str) or t not in types:
+            return False
+        self.warn(node, event, pos)
+        return True
+
+    def check_batch(self, rb: pa.RecordBatch, idx: np.ndarray, base: int) -> None:
+        """Warn for the first row of ``idx`` (rows of ``rb`` at ``base`` that take part) whose
+        columns meet a string and a number in a condition that reads it."""
+        if self.done:
+            return
+        schema = rb.schema
+        if self.schema is None or not schema.equals(self.schema):
+            self.schema = schema
+
+            def kind_of(name: str) -> int:
+                i = schema.get_field_index(name)
+                return 0 if i < 0 else column_kind(schema.field(i).type)
+            self.schema_mixes = [m for a in self.atoms.atoms
+                                 if self.relevant.get(id(a))
+                                 for m in batch_mixes(a, kind_of)]
+        if not self.schema_mixes or idx.size == 0:
+            return
+        tcol = column(rb, self.type_key, None)
+        if tcol is None:
+            return
+        first: tuple[int, Mix] | None = None
+        try:
+            if pa.types.is_dictionary(tcol.type):
+                tcol = tcol.dictionary_decode()
+            if not _is_text(tcol.type):
+                return
+            tcol = tcol.cast(pa.large_string())
+            for mix in self.schema_mixes:
+                wanted = pa.array(sorted(self.relevant[id(mix.atom)]), pa.large_string())
+                ok = np.asarray(pc.is_in(tcol, value_set=wanted).fill_null(False)
+                                .to_numpy(zero_copy_only=False), dtype=bool)
+                for c in mix.columns:
+                    col = rb.column(rb.schema.get_field_index(c))
+                    ok &= np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+                hit = np.flatnonzero(ok[idx])
+                if hit.size and (first is None or hit[0] < first[0]):
+                    first = (int(hit[0]), mix)
+        except (pa.ArrowException, ValueError):
+            return  # column types Arrow cannot compare here: no warning (it is a hint)
+        if first is None:
+            return
+        i = int(idx[first[0]])
+        try:
+            event = rb.slice(i, 1).to_pylist()[0]
+        except (pa.ArrowException, ValueError, OverflowError):
+            event = {}
+        self.warn(first[1].node, event, base + i)
+
+    def warn(self, node: Any, event: Mapping[str, Any], pos: int) -> None:
+        """Issue the warning for event ``pos`` (once)."""
+        self.done = True
+        if self.label is not None:
+            pos = self.label(pos)
+        warn(self.message(node, event, pos), ValueTypeWarning)
+
+    def message(self, node: Any, event: Mapping[str, Any], pos: int) -> str:
+        """What the warning says about ``node`` meeting a string and a number in ``event``."""
+        span = getattr(node, "span", None)
+        text = (f" `{self.text[span.start:span.end]}`"
+                if self.text is not None and span is not None and span.end > span.start else "")
+        if isinstance(node, N.Arith | N.Neg):
+            what = f"does arithmetic on a string in{text or ' a condition'}"
+            sides: list[N.Expr] = [node.left, node.right] if isinstance(node, N.Arith) else [
+                node.operand]
+        else:
+            what = f"compares a string with a number in{text or ' a condition'}"
+            if isinstance(node, N.Compare):
+                sides = [node.left, node.right]
+            elif isinstance(node, N.InRange):
+                sides = [node.expr, node.lo, node.hi]
+            else:
+                sides = [node.expr]
+        said = []
+        strings = []
+        for e in sides:
+            v = compile_row_expr(e)(event)
+            if isinstance(e, N.Attr):
+                said.append(f"attribute {e.name!r} is {_value(v)}")
+                if isinstance(v, str):
+                    strings.append(repr(e.name))
+            elif not isinstance(e, N.Literal):
+                said.append(f"`{self.text[e.span.start:e.span.end]}` is {_value(v)}"
+                            if self.text is not None and e.span.end > e.span.start
+                            else f"an operand is {_value(v)}")
+        them = "them" if len(strings) > 1 else "it"
+        if strings:
+            fix = (f"If {' and '.join(strings)} should hold numbers, read {them} as numbers: "
+                   "give the reader a schema, or cast the column (float(...) on each event; "
+                   "pyarrow.compute.cast for Arrow).")
+        else:
+            numbers = [repr(e.name) for e in sides if isinstance(e, N.Attr)]
+            them = "them" if len(numbers) > 1 else "it"
+            fix = (f"{' and '.join(numbers) or 'The attribute'} holds numbers here: compare "
+                   f"{them} with a number (no quotes), or, if {them} should hold strings, give "
+                   "the reader a schema or cast the column (str(...)).")
+        details = f": {'; '.join(said)}" if said else ""
+        return (f"Event {pos} {what}{details}. A string and a number never compare (nor add "
+                "up): the condition is unknown, so it does not hold, and such events silently "
+                f"match nothing. {fix} The event: {show_event(event)}. (Said once per "
+                "evaluation.)")
+
+
+def _value(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    shown = show_event({"": v})[len("{'': "):-1]
+    return f"{shown} ({type(v).__name__})"
