@@ -166,3 +166,23 @@ def test_strings_without_a_format_are_refused_as_before() -> None:
         "the time_unit given) or a datetime, or pass time_format (the strptime format of these "
         "strings, e.g. time_format='%Y-%m-%d %H:%M:%S'); the event: {'type': 'A', 'ts': "
         "'01/03/2024 09:30'}.")
+
+
+@pytest.mark.parametrize("zone", ["", "%z"])
+def test_fractions_of_a_second_read_alike_by_rows_and_arrow(zone: str) -> None:
+    # Arrow's strptime has no %f: such formats are read value by value on that path.
+    fmt = "%Y-%m-%d %H:%M:%S.%f" + zone
+    tail = "+0100" if zone else ""
+    events = [{"type": "A", "ts": f"2026-11-29 10:01:02.250{tail}"},
+              {"type": "B", "ts": f"2026-11-29 10:01:03.100{tail}"},
+              {"type": "B", "ts": f"2026-11-29 10:01:03.300{tail}"}]
+    q = ceql.compile("SELECT * FROM S WHERE A ; B WITHIN 1 SECONDS")
+    rows = q.evaluator(time="ts", time_format=fmt).feed(events)
+    table = q.evaluator(time="ts", time_format=fmt).feed(pa.Table.from_pylist(events))
+    assert [m.positions for m in rows] == [m.positions for m in table] == [(0, 1)]
+    assert [m.end_time for m in rows] == [m.end_time for m in table]
+    assert rows[0].end_time - rows[0].start_time == dt.timedelta(microseconds=850_000)
+    with pytest.raises(CeqlInputError, match=r"^Event 3 has time 'junk' in column 'ts', which "
+                       r"does not match time_format '%Y-%m-%d %H:%M:%S\.%f"):
+        q.evaluator(time="ts", time_format=fmt).feed(
+            pa.Table.from_pylist([*events, {"type": "B", "ts": "junk"}]))

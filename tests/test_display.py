@@ -132,7 +132,7 @@ def test_picture_dot_quotes_labels() -> None:
     q = compiled("SELECT * FROM S WHERE A AS a FILTER a[s = 'say \"hi\" \\ bye'] WITHIN 2 EVENTS")
     atoms, cea = q.automaton()
     dot = gv.picture_dot(cea, atoms)
-    assert 'label="A AND s = \'say \\"hi\\" \\\\ bye\' • A, a"' in dot
+    assert 'label="A AND s = \'say \\"hi\\" \\\\ bye\' • a"' in dot
 
 
 @pytest.mark.parametrize("error", [graphviz.ExecutableNotFound(["dot"]),
@@ -272,9 +272,9 @@ def test_match_html_with_events_shows_their_fields_escaped() -> None:
     html = display.match_html(m, [events[p] for p in m.positions])
     assert "partition &lt;k&gt;" in html
     assert "<th>position</th><th>variables</th><th>type</th><th>k</th><th>note</th>" in html
-    assert "<tr><td>0</td><td>A, a</td><td>A</td><td>&lt;k&gt;</td><td>&lt;i&gt;x&lt;/i&gt;</td>" \
+    assert "<tr><td>0</td><td>a</td><td>A</td><td>&lt;k&gt;</td><td>&lt;i&gt;x&lt;/i&gt;</td>" \
         in html
-    assert "<tr><td>1</td><td>B, b</td><td>B</td><td>&lt;k&gt;</td><td></td></tr>" in html
+    assert "<tr><td>1</td><td>b</td><td>B</td><td>&lt;k&gt;</td><td></td></tr>" in html
     assert "<i>x</i>" not in html
 
 
@@ -386,3 +386,19 @@ def test_timeline_needs_the_events_for_times() -> None:
         ceql.plot.timeline(ms, EVENTS[:2], time="price")
     with pytest.raises(ceql.CeqlTypeError):
         ceql.plot.timeline([1, 2])  # type: ignore[list-item]
+
+
+def test_times_shown_whenever_the_match_is_timed() -> None:
+    # times equal to the positions are still times when a time attribute gave them
+    q = compiled("SELECT * FROM S WHERE A ; B WITHIN 5 SECONDS")
+    ms = ceql.Matches(q.run([{"type": "A", "ts": 0}, {"type": "B", "ts": 1}], time="ts"))
+    assert ms[0].timed and "start time" in ms._repr_html_()
+    assert "time 0 → 1" in ms[0]._repr_html_()
+    untimed = ceql.Matches(compiled("SELECT * FROM S WHERE A ; B WITHIN 5 EVENTS")
+                           .run([{"type": "A"}, {"type": "B"}]))
+    assert not untimed[0].timed and "start time" not in untimed._repr_html_()
+
+
+def test_the_plan_lists_the_output_variables() -> None:
+    q = compiled("SELECT * FROM S WHERE SELL AS s ; BUY WITHIN 5 EVENTS")
+    assert "every variable: s, BUY" in q._repr_html_()

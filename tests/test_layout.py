@@ -30,8 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "plot": {"runtime", "constants", "errors"},
     "ceql": {"query", "explanation", "runtime", "plot", "errors", "constants"},
     "__main__": {"cli"},
-    "cli": {"ceql", "constants", "spark"},
-    "spark": {"ceql", "analysis", "ir", "predicates", "constants", "errors"},
+    "cli": {"ceql", "constants", "runtime", "spark"},
+    "spark": {"ceql", "analysis", "ir", "predicates", "runtime", "constants", "errors"},
 }
 
 

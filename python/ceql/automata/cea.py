@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TypeAlias, cast
 
 from ..ir import nodes as A
+from ..ir import output_variables
 from ..predicates import AtomTable, GAnd, GAtom, GTrue, GuardTree, StreamIs, TypeIs, guard_from_pred
 
 __all__ = ["CEA", "Transition", "build_cea"]
@@ -321,10 +322,14 @@ def _dnf(c: A.FilterExpr) -> list[list[A.FilterAtom]]:
     return [x + y for x in _dnf(c.left) for y in _dnf(c.right)]
 
 
-def _frozen(r: _Tr, select: frozenset[str] | None) -> Transition:
-    """``r`` as a transition, with the SELECT projection recorded in ``pmark``/``vars``."""
+def _frozen(r: _Tr, select: frozenset[str] | None, shown: frozenset[str]) -> Transition:
+    """``r`` as a transition, with the SELECT projection recorded in ``pmark``/``vars``.
+
+    Under ``SELECT *`` every marked event is output; its labels are the variables ``shown``
+    (a type name that only repeats an alias is not), never none of them."""
     if not r.mark or select is None:
-        return Transition(r.src, r.guard, r.mark, r.mark, r.vars, r.dst)
+        vs = r.vars & shown if r.mark else r.vars
+        return Transition(r.src, r.guard, r.mark, r.mark, vs or r.vars, r.dst)
     keep = r.vars & select
     return Transition(r.src, r.guard, True, bool(keep), keep, r.dst)
 
@@ -367,7 +372,8 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     fly by :mod:`ceql.automata.strategies`)."""
     fr = _Builder(atoms).build(query.where)
     select = frozenset(query.select) if query.select is not None else None
-    trans: Iterable[Transition] = (_frozen(r, select) for r in _records(fr.rope))
+    shown = frozenset(output_variables(query))
+    trans: Iterable[Transition] = (_frozen(r, select, shown) for r in _records(fr.rope))
     if query.strategy == "STRICT":
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
         trans = [t for t in trans if t.mark]

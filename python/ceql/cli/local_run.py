@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import ceql
+from ceql.runtime import unseen_names_message
 
 from .errors import EXIT_OK, CliError
 from .progress import Progress, say, summary_line
@@ -63,8 +64,7 @@ def run_local(args: argparse.Namespace, text: str, source: str, fmt_in: str,
     finally:
         events.close()
     if not args.quiet:
-        # ceql.runtime's public function (the layout lets adapters import ceql alone)
-        unseen = ceql.runtime.unseen_names_message(ev.unseen(), ev.seen(), ev.events_seen)
+        unseen = unseen_names_message(ev.unseen(), ev.seen(), ev.events_seen)
         if unseen is not None:
             say(f"ceql: warning: {unseen}")
         say(summary_line(counts.events, counts.matches, time.perf_counter() - started))

@@ -19,7 +19,7 @@ from ..constants import (
     WITHIN_TIME,
 )
 from ..frontends.ceql import format_query
-from ..ir import bound_variables, depth, recursion_for
+from ..ir import depth, output_variables, recursion_for
 from ..ir import nodes as N
 from ..markup import esc, section, table, wrap
 from ..predicates import AtomTable
@@ -84,7 +84,7 @@ def _window(w: N.Within | None) -> str:
 
 def _plan(ast: N.Query, atoms: AtomTable, cea: CEA) -> str:
     if ast.select is None:
-        output = "every variable: " + ", ".join(sorted(bound_variables(ast.where)))
+        output = "every variable: " + ", ".join(output_variables(ast))
     elif not ast.select:
         output = "NONE: intervals only"
     else:

@@ -45,6 +45,7 @@ from .walks import (
     filter_atoms,
     formula_nodes,
     has_contiguity,
+    output_variables,
     recursion_for,
 )
 
@@ -87,5 +88,6 @@ __all__ = [
     "filter_atoms",
     "formula_nodes",
     "has_contiguity",
+    "output_variables",
     "recursion_for",
 ]

@@ -21,6 +21,7 @@ __all__ = [
     "filter_atoms",
     "formula_nodes",
     "has_contiguity",
+    "output_variables",
     "recursion_for",
     "variable_leaves",
 ]
@@ -83,6 +84,24 @@ def variable_leaves(root: N.Formula) -> dict[str, frozenset[int]]:
         elif isinstance(node, N.Plus | N.Filter):
             todo.append((node.formula, False))
     return {name: frozenset(leaves.get(name, ())) for name in order}
+
+
+def output_variables(query: N.Query) -> tuple[str, ...]:
+    """The variables a query reports: the SELECT list, or for ``SELECT *`` every variable in
+    order of first appearance in WHERE, but a type name that only repeats an alias.
+
+    A type name ``T`` is left out when an ``AS`` variable binds exactly the occurrences of
+    ``T`` (no other event, none of ``T``'s missing), so the two hold the same events in every
+    match: ``SELL AS s`` reports ``s`` only, ``SELL AS s ; SELL`` reports ``SELL`` and ``s``
+    (``SELL`` binds more), ``(SELL OR BUY) AS t`` reports ``SELL``, ``BUY`` and ``t``.
+    """
+    if query.select is not None:
+        return query.select
+    leaves = variable_leaves(query.where)
+    aliases = {n.var for n in formula_nodes(query.where) if isinstance(n, N.As)}
+    alias_leaves = {leaves[name] for name in aliases}
+    return tuple(name for name, ids in leaves.items()
+                 if name in aliases or ids not in alias_leaves)
 
 
 def filter_atoms(cond: N.FilterExpr) -> Iterator[N.FilterAtom]:

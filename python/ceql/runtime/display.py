@@ -34,8 +34,8 @@ def _events(m: Match, events: Sequence[Any] | None) -> Events | None:
 
 
 def _times_known(m: Match) -> bool:
-    # Without a time attribute a match's times are its positions.
-    return bool(m.start_time != m.start_position or m.end_time != m.end_position)
+    # Without a time attribute a match's times are its positions: not worth a column.
+    return m.timed
 
 
 def _fields(e: Mapping[str, Any]) -> str:

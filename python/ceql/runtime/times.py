@@ -389,10 +389,15 @@ class Clock:
                     rb: pa.RecordBatch) -> pa.Array:
         """Strings of rows ``idx`` read with ``time_format`` (microsecond timestamps)."""
         fmt = self.time_format
-        try:
-            parsed = pc.strptime(strings, format=fmt, unit="us", error_is_null=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise CeqlInputError(f"Cannot read times with time_format {fmt!r}: {exc}.") from None
+        assert fmt is not None
+        if any(d in fmt for d in _PYTHON_ONLY):
+            parsed = _strptime_column(strings, fmt)
+        else:
+            try:
+                parsed = pc.strptime(strings, format=fmt, unit="us", error_is_null=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise CeqlInputError(
+                    f"Cannot read times with time_format {fmt!r}: {exc}.") from None
         failed = np.flatnonzero(np.asarray(
             pc.and_(pc.is_null(parsed), pc.is_valid(strings)).to_numpy(zero_copy_only=False)))
         if failed.size:
@@ -445,3 +450,23 @@ class Clock:
             )
         self.check_order(arr, idx, base, "attr", rb)
         return arr
+
+
+# Directives Arrow's strptime lacks: such formats are read value by value with Python's.
+_PYTHON_ONLY = ("%f",)
+
+
+def _strptime_column(strings: pa.Array, fmt: str) -> pa.Array:
+    """``strings`` read with ``datetime.strptime`` (None where a value does not match), as
+    microsecond timestamps like Arrow's strptime gives (UTC when the format reads a zone)."""
+    aware = "%z" in fmt
+    out: list[_dt.datetime | None] = []
+    for v in strings.to_pylist():
+        try:
+            t = _dt.datetime.strptime(v, fmt) if v is not None else None
+        except ValueError:
+            t = None
+        if t is not None and t.tzinfo is not None:
+            t = t.astimezone(_dt.UTC).replace(tzinfo=None)
+        out.append(t)
+    return pa.array(out, type=pa.timestamp("us", tz="UTC" if aware else None))

@@ -13,6 +13,7 @@ from typing import Any
 
 import ceql
 from ceql.constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_COLUMN, DEFAULT_TYPE_COLUMN
+from ceql.runtime import NameSet, unseen_names_message
 
 from ._errors import MatchCeqlError
 from ._spec import quote_identifier
@@ -51,10 +52,8 @@ def unseen_message(df: Any, query: ceql.Query, *, type_col: str = DEFAULT_TYPE_C
                 F.col(quote_identifier(col)).isNotNull()).distinct().limit(SEEN_LISTED)
                 .collect()) if missing[key] else ()
             for key, col, _ in kinds}
-    # ceql.runtime's public names (the layout lets adapters import ceql alone)
-    name_set = ceql.runtime.NameSet
-    message: str | None = ceql.runtime.unseen_names_message(
-        name_set(missing["t"], missing.get("s", ())), name_set(seen["t"], seen.get("s", ())),
+    message: str | None = unseen_names_message(
+        NameSet(missing["t"], missing.get("s", ())), NameSet(seen["t"], seen.get("s", ())),
         int(row["n"]))
     return message
 
