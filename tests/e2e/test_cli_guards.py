@@ -71,6 +71,17 @@ def test_query_text_errors_say_how(clicks: Path) -> None:
                         "FROM S WHERE A ; B\" -i events.csv)\n")
 
 
+def test_query_text_with_a_misspelt_select_gets_the_caret(clicks: Path) -> None:
+    r = ceql_cmd("run", "SELCT * FROM S WHERE login ; purchase", "-i", clicks)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == ("ceql: error: <query>: Expected SELECT at the start, found name "
+                        "'SELCT' (did you mean SELECT?) (line 1, column 1)\n"
+                        "SELCT * FROM S WHERE login ; purchase\n^^^^^\n")
+    r = ceql_cmd("run", "login ; purchase WITHIN 5 EVENTS", "-i", clicks)
+    assert r.returncode == 2 and r.stderr.startswith(
+        "ceql: error: <query>: Expected SELECT at the start")
+
+
 # ---------------------------------------------------------------- FROM over one file
 
 def test_one_from_name_stands_for_the_file_several_need_a_stream_column(
@@ -102,10 +113,11 @@ def test_time_format_reads_text_times_and_names_a_bad_one(clicks: Path, tmp_path
     q = FUNNEL
     r = ceql_cmd("run", q, "-i", clicks, "-t", "when")  # no format: the engine says how
     assert (r.returncode, r.stdout) == (1, "")
-    assert r.stderr.startswith(
+    assert r.stderr == (
         f"ceql: error: {clicks}: Event 0 has time '25/11/2026 09:00:00' in column 'when', which "
         "holds strings (string): give --time-format, the strptime format of these strings (e.g. "
-        "--time-format '%Y-%m-%d %H:%M:%S'), ")
+        "--time-format '%Y-%m-%d %H:%M:%S'); the event: {'type': 'login', 'user': 'u0', "
+        "'amount': 0, 'when': '25/11/2026 09:00:00'}.\n")  # (no reader schema to give)
     rows = _clicks()
     rows[7]["when"] = "25/11/2026 9h07"
     bad = tmp_path / "bad.csv"

@@ -18,7 +18,7 @@ from pyspark.sql.types import (
 import ceql.spark as cs
 from ceql.spark import MatchCeqlError
 from ceql.spark._spec import CallInfo, MatchSpec, output_schema, plan_match
-from ceql.spark._times import read_times, to_strptime
+from ceql.spark._times import read_times, spark_shape, to_strptime
 
 CLICKS = StructType([StructField("type", StringType()), StructField("user", StringType()),
                      StructField("ts", DoubleType())])
@@ -123,6 +123,23 @@ def test_reading_text_times() -> None:
     zoned = read_times(pa.array(["2026-11-25T10:00:00+01:00"]), "%Y-%m-%dT%H:%M:%S%z")
     assert zoned.times is not None and zoned.times.type == pa.timestamp("us", tz="UTC")
     assert str(zoned.times[0].as_py()) == "2026-11-25 09:00:00+00:00"
+
+
+@pytest.mark.parametrize("pattern, good, bad", [
+    ("dd/MM/yyyy HH:mm:ss", ["01/12/2026 00:00:30"], ["1/12/2026 00:00:30", "01/12/26 00:00:30"]),
+    ("d/M/yy H:m", ["1/2/26 3:4", "11/12/26 13:14"], ["111/2/26 3:4", "1/2/2026 3:4"]),
+    ("yyyy-MM-dd HH:mm:ss.SSS", ["2026-11-25 10:00:01.5", "2026-11-25 10:00:01.500"],
+     ["2026-11-25 10:00:01.5000", "2026-11-25 10:00:01"]),
+    ("yyyy-MM-dd'T'HH:mm:ssXXX", ["2026-11-25T10:00:00+01:00", "2026-11-25T10:00:00Z"],
+     ["2026-11-25T10:00:00"]),
+    ("HH 'o''clock'", ["10 o'clock"], ["10 oclock"]),
+])
+def test_a_value_must_have_the_shape_spark_reads(pattern: str, good: list[str],
+                                                  bad: list[str]) -> None:
+    fmt, shape = to_strptime(pattern), spark_shape(pattern)
+    assert read_times(pa.array(good), fmt, shape).bad_row is None
+    for b in bad:
+        assert read_times(pa.array([*good, b]), fmt, shape).bad_row == len(good), b
 
 
 # ---------------------------------------------------------------- unwrap

@@ -118,6 +118,20 @@ def test_a_time_the_format_cannot_read_fails_with_ceqls_message(spark: Any) -> N
         "'29/11/2026 10h01'}."]
 
 
+def test_a_time_spark_cannot_read_is_not_read_by_the_task_either(spark: Any) -> None:
+    # strptime's %d takes '1' where Spark's dd wants '01': Spark sorts the row first (NULL),
+    # so the task must refuse it too, not read it and report the order as broken.
+    rows = [("30/11/2026 23:59:00", "A"), ("1/12/2026 00:00:30", "B")]
+    df = spark.createDataFrame(rows, "when string, type string")
+    err = _task_error(cs.match(df, "SELECT * FROM t WHERE A ; B WITHIN 1 MINUTE", time="when",
+                               time_format="dd/MM/yyyy HH:mm:ss"))
+    assert str(err).splitlines()[1:] == [
+        "ceql.spark.MatchCeqlError: MATCH_CEQL: the time column 'when' holds "
+        "'1/12/2026 00:00:30', which does not match time_format 'dd/MM/yyyy HH:mm:ss' (read as "
+        "strptime's '%d/%m/%Y %H:%M:%S'); the row: {'when': '1/12/2026 00:00:30', 'type': "
+        "'B'}."]
+
+
 # ---------------------------------------------------------------- task failures
 
 def test_bad_data_in_a_task_reports_ceqls_message_first(spark: Any) -> None:

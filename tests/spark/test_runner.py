@@ -13,6 +13,7 @@ import pytest
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 import ceql
+import ceql.spark
 from ceql.spark._runner import MatchRunner
 from ceql.spark._spec import CallInfo, MatchSpec, plan_match
 
@@ -147,3 +148,17 @@ def test_bounds_columns_follow_match_end() -> None:
                                             "match_start_seq", "match_end_seq", "variable")
     rows = run_tasks(events_spec, events(200, (1, 1, 1)), 50)
     assert rows and all(r["match_start_seq"] < r["seq"] == r["match_end_seq"] for r in rows)
+
+
+def test_an_attribute_window_that_goes_back_names_sparks_order() -> None:
+    # Spark sorts each partition by time (then tie_break): Python's sort=True is no advice here
+    runner = MatchRunner(plan("SELECT * FROM S WHERE A ; B WITHIN 5 [seq]"))
+    table = pa.table({"seq": [3, 1], "type": ["A", "B"], "k": [0, 0], "ts": [1.0, 2.0]},
+                     schema=ARROW)
+    with pytest.raises(ceql.spark.MatchCeqlError) as err:
+        runner.feed(table.to_batches()[0])
+    message = str(err.value)
+    assert "sort=True" not in message
+    assert message.endswith(
+        "MATCH_CEQL reads each partition in time order (ties by tie_break): fix the data so "
+        "that it does not go back in that order.")

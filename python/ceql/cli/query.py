@@ -4,6 +4,7 @@ it, and checking it against the run's options and the input's columns."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import sys
@@ -35,9 +36,21 @@ _LOOKS_LIKE_QUERY = re.compile(r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*SELECT(?=[\s*
                                re.IGNORECASE | re.DOTALL)
 
 
+# text with spaces that is no file but reads like a query with a mistake (SELCT …, … WHERE …):
+# compiled, so that the mistake gets ceql's caret
+_QUERY_WORDS = re.compile(r"\b(?:FROM|WHERE|PARTITION\s+BY|WITHIN)\b", re.IGNORECASE)
+
+
 def looks_like_query(text: str) -> bool:
     """Whether a QUERY argument is CEQL text rather than a file name."""
     return _LOOKS_LIKE_QUERY.match(text) is not None
+
+
+def _reads_like_a_query(text: str) -> bool:
+    words = text.split(None, 1)
+    first = words[0].upper() if words else ""
+    return bool(difflib.get_close_matches(first, ["SELECT"], n=1, cutoff=0.7)
+                or _QUERY_WORDS.search(text))
 
 
 def read_query(arg: str) -> tuple[str, str]:
@@ -57,6 +70,8 @@ def read_query(arg: str) -> tuple[str, str]:
         raise CliError(f"query file {arg} is not UTF-8 text ({exc.reason} at byte "
                        f"{exc.start})") from None
     except FileNotFoundError:
+        if any(c.isspace() for c in arg.strip()) and _reads_like_a_query(arg):
+            return arg, QUERY_TEXT
         if any(c.isspace() for c in arg.strip()):
             raise CliError(f"{arg!r} is neither a query file nor a query: a query given as "
                            "text starts with SELECT (e.g. ceql run \"SELECT * FROM S WHERE "
@@ -71,6 +86,8 @@ _OPTION_WORDS = (
     ("pass time_format, the strptime format", "give --time-format, the strptime format"),
     ("time_format='", "--time-format '"),
     ("match time_format ", "match --time-format "),
+    # the CLI reads files itself: there is no reader of the user's to give a schema to
+    (", or give the reader a schema that reads the column as numbers or timestamps", ""),
 )
 
 

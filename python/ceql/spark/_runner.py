@@ -33,7 +33,7 @@ from ceql.constants import (
 
 from ._errors import MatchCeqlError
 from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
-from ._times import read_times, shown_row
+from ._times import read_times, shown_row, spark_shape
 
 __all__ = ["MatchRunner", "match_id", "partition_starts"]
 
@@ -136,7 +136,8 @@ class MatchRunner:
         """``rb`` with the times read from the text of the time column (option time_format)."""
         spec = self._spec
         assert spec.time_format is not None
-        read = read_times(rb.column(spec.time), spec.time_format)
+        shape = spark_shape(spec.time_pattern) if spec.time_pattern is not None else None
+        read = read_times(rb.column(spec.time), spec.time_format, shape)
         if read.times is None:
             i = read.bad_row
             assert i is not None
@@ -155,12 +156,23 @@ class MatchRunner:
         try:
             matches = self._ev.feed(rb)
         except ceql.CeqlError as e:
-            raise MatchCeqlError(f"MATCH_CEQL{self._where}: {e}") from None
+            raise MatchCeqlError(f"MATCH_CEQL{self._where}: {self._spark_words(str(e))}") from None
         self._kept.append(rb)
         self._fed += rb.num_rows
         out = self._assemble(matches) if matches else None
         self._forget()
         return out
+
+    def _spark_words(self, message: str) -> str:
+        """An engine message as a MATCH_CEQL user reads it: the time column by its own name,
+        and Spark's ordering instead of Python's ``sort=True``."""
+        spec = self._spec
+        if spec.engine_time != spec.time:
+            message = message.replace(repr(spec.engine_time), repr(spec.time))
+        return message.replace(
+            "Sort the events by time first (Query.run(..., sort=True) does it), or fix the data.",
+            "MATCH_CEQL reads each partition in time order (ties by tie_break): fix the data so "
+            "that it does not go back in that order.")
 
     @property
     def retained_rows(self) -> int:

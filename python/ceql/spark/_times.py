@@ -3,12 +3,15 @@
 
 Spark orders the rows by ``try_to_timestamp(col, pattern)``; each task reads the same text
 with the pattern's ``strptime`` equivalent, so that a value Spark cannot read (NULL there,
-first in the order) is reported by ceql with the row it is in.
+first in the order) is reported by ceql with the row it is in. ``strptime`` is laxer than
+Spark (``%d`` takes ``1`` where ``dd`` wants ``01``), so a value must also have the shape the
+pattern gives it (:func:`spark_shape`): what Spark refuses, the task refuses too.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import reprlib
 
 import pyarrow as pa
@@ -16,7 +19,7 @@ import pyarrow.compute as pc
 
 from ._errors import MatchCeqlError
 
-__all__ = ["ParsedTimes", "has_zone", "read_times", "to_strptime"]
+__all__ = ["ParsedTimes", "has_zone", "read_times", "spark_shape", "to_strptime"]
 
 # Spark pattern letters (runs of one letter) → strptime directives
 _LETTERS: dict[str, dict[int, str]] = {
@@ -39,15 +42,48 @@ _LETTERS: dict[str, dict[int, str]] = {
 }
 _SUPPORTED = "y M d D H h m s S (up to 6) a E X x Z, text in 'quotes'"
 
+_TWO = r"\d{2}"
+_ONE_OR_TWO = r"\d{1,2}"
+_WORD = "[A-Za-z]+"
+_OFFSET = r"(?:Z|[+-]\d{2}(?::?\d{2})?)"
+# Spark pattern letters (runs of one letter) → the text Spark's parser accepts for them
+_SHAPES: dict[str, dict[int, str]] = {
+    "y": {1: r"\d{1,4}", 2: _TWO, 4: r"\d{4}"},
+    "M": {1: _ONE_OR_TWO, 2: _TWO, 3: "[A-Za-z]{3}", 4: _WORD},
+    "d": {1: _ONE_OR_TWO, 2: _TWO},
+    "D": {1: r"\d{1,3}", 2: r"\d{2,3}", 3: r"\d{3}"},
+    "H": {1: _ONE_OR_TWO, 2: _TWO},
+    "m": {1: _ONE_OR_TWO, 2: _TWO},
+    "s": {1: _ONE_OR_TWO, 2: _TWO},
+    "S": {n: rf"\d{{1,{n}}}" for n in range(1, 7)},
+    "a": {1: "[AaPp][Mm]"},
+    "E": {1: "[A-Za-z]{3}", 2: "[A-Za-z]{3}", 3: "[A-Za-z]{3}", 4: _WORD},
+    "X": {1: _OFFSET, 2: _OFFSET, 3: _OFFSET},
+}
+_SHAPES["u"], _SHAPES["L"], _SHAPES["h"] = _SHAPES["y"], _SHAPES["M"], _SHAPES["H"]
+_SHAPES["x"] = _SHAPES["Z"] = _SHAPES["X"]
+
 
 def to_strptime(pattern: str) -> str:
     """The ``strptime`` format reading what Spark's datetime ``pattern`` reads."""
+    return _convert(pattern)[0]
+
+
+def spark_shape(pattern: str) -> str:
+    """A regular expression (whole value) of the text Spark's datetime ``pattern`` reads:
+    the digits each field must have (``dd``: two, ``d``: one or two, ``SSS``: one to three)."""
+    return _convert(pattern)[1]
+
+
+def _convert(pattern: str) -> tuple[str, str]:
     out: list[str] = []
+    shape: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if pattern.startswith("''", i):  # a quote
             out.append("'")
+            shape.append("'")
             i += 2
         elif c == "'":  # quoted text, '' inside it a quote
             j, text = i + 1, []
@@ -64,6 +100,7 @@ def to_strptime(pattern: str) -> str:
                     text.append(pattern[j])
                     j += 1
             out.append("".join(text).replace("%", "%%"))
+            shape.append(re.escape("".join(text)))
             i = j + 1
         elif c in "[]{}#":
             raise MatchCeqlError(
@@ -81,11 +118,13 @@ def to_strptime(pattern: str) -> str:
                     f"MATCH_CEQL cannot read; it reads the pattern letters {_SUPPORTED} (or "
                     "convert the column first: to_timestamp(col, 'pattern') in a subquery).")
             out.append(directive)
+            shape.append(_SHAPES[c][j - i])
             i = j
         else:
             out.append("%%" if c == "%" else c)
+            shape.append(re.escape(c))
             i += 1
-    return "".join(out)
+    return "".join(out), "^" + "".join(shape) + "$"
 
 
 def has_zone(fmt: str) -> bool:
@@ -101,11 +140,16 @@ class ParsedTimes:
         self.bad_row = bad_row
 
 
-def read_times(text: pa.Array, fmt: str) -> ParsedTimes:
+def read_times(text: pa.Array, fmt: str, shape: str | None = None) -> ParsedTimes:
     """Read a column of text with ``strptime`` format ``fmt`` (NULL stays NULL): microsecond
-    timestamps, naive, or in UTC when the format reads a zone."""
+    timestamps, naive, or in UTC when the format reads a zone. With ``shape`` (a regular
+    expression, :func:`spark_shape`), a value not of that shape is unreadable too."""
     if pa.types.is_dictionary(text.type):
         text = text.dictionary_decode()
+    if shape is not None and len(text):
+        fits = pc.match_substring_regex(text, shape).fill_null(True)
+        if not pc.all(fits).as_py():
+            return ParsedTimes(None, int(pc.index(fits, False).as_py()))
     values = pc.unique(text.drop_null()).to_pylist() if len(text) else []
     zone = has_zone(fmt)
     parsed: list[dt.datetime] = []
