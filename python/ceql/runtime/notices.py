@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import sys
 import warnings
+import weakref
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -286,6 +287,22 @@ def filtered_types(where: N.Formula) -> dict[Any, frozenset[str]]:
     return out
 
 
+# per atom table (one per compiled query and key names): evaluators are made per Spark
+# partition, so this walk of the query must not be repeated for each
+_RELEVANT: weakref.WeakKeyDictionary[AtomTable, dict[int, frozenset[str]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _relevant_types(atoms: AtomTable, where: N.Formula) -> dict[int, frozenset[str]]:
+    hit = _RELEVANT.get(atoms)
+    if hit is None or len(hit) != len(atoms.atoms):
+        with recursion_for(depth(where)):  # structural keys recurse into deep predicates
+            by_key = filtered_types(where)
+            hit = {id(a): by_key.get(structural_key(a), frozenset()) for a in atoms.atoms}
+        _RELEVANT[atoms] = hit
+    return hit
+
+
 class ValueTypes:
     """Finds the first event that compares a string with a number in a condition that reads
     it (its type is one the filtered variable binds), and warns once (:class:`ValueTypeWarning`).
@@ -296,11 +313,8 @@ class ValueTypes:
 
     def __init__(self, atoms: AtomTable, where: N.Formula, text: str | None,
                  type_key: str) -> None:
-        with recursion_for(depth(where)):  # structural keys recurse into deep predicates
-            by_key = filtered_types(where)
-            #: id of each atom of the table → the types whose events it reads
-            self.relevant: dict[int, frozenset[str]] = {
-                id(a): by_key.get(structural_key(a), frozenset()) for a in atoms.atoms}
+        #: id of each atom of the table → the types whose events it reads
+        self.relevant = _relevant_types(atoms, where)
         self.atoms = atoms
         self.text = text
         self.type_key = type_key
