@@ -49,7 +49,8 @@ clean:
 wheel: setup jar
 	rm -rf build dist
 	$(PIP) wheel --no-deps --wheel-dir dist .
-	@for f in ceql/frontends/ceql/grammar/ceql.lark ceql/jars/ceql-shim.jar; do \
+	@for f in ceql/frontends/ceql/grammar/ceql.lark ceql/jars/ceql-shim.jar \
+	         ceql/spark/log4j2.properties; do \
 	  $(PY) -m zipfile -l dist/ceql-*.whl | grep "^$$f " > /dev/null \
 	    || { echo "make wheel: $$f is missing from the wheel" >&2; exit 1; }; \
 	done

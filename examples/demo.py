@@ -6,10 +6,10 @@ TIMESTAMP, so ``WITHIN 10 SECONDS`` means event time), runs four of the paper's 
 the ``MATCH_CEQL( <CEQL> )`` syntax, prints the first matches of each as a table, and checks
 that the pure-Python engine, run on the same file without Spark, finds the same matches.
 
-Spark's own chatter is kept out of the way: its logging starts at ERROR (``log4j2.properties``
-beside this file, given to the JVM when it starts), and the few lines the JVM prints before
-any logging is set up (``is_jvm_noise``) are dropped from its standard error; everything else
-the JVM or its Python workers print, errors first of all, still shows.
+Spark's own chatter is kept out of the way by ``ceql.spark.local_session()``, as in every
+session it starts: Spark logs errors only, from the JVM's start on, and the JVM's start-up
+warning about incubator modules is dropped from its standard error; everything else the JVM or
+its Python workers print, errors first of all, still shows.
 
     .venv/bin/python examples/demo.py [--rows N]
 """
@@ -17,13 +17,9 @@ the JVM or its Python workers print, errors first of all, still shows.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import re
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +29,6 @@ import ceql
 
 HERE = Path(__file__).resolve().parent
 STOCK = HERE / "stock.csv"
-LOG4J2 = HERE / "log4j2.properties"
 
 #: (title, query file, variables to show): P3 plain and per volume, Q4 (OR), Q7 (Kleene +)
 DEMO = [
@@ -46,58 +41,6 @@ DEMO = [
     ("Q7 - iteration: MSFT sale, QQQ trades of 4000 shares (one or more), AMAT sale, within 10 s",
      "q7.ceql", ["msft", "qqq", "amat"]),
 ]
-
-#: What the JVM prints on standard error while starting, before its logging is configured or
-#: whatever the configuration says: Spark's launcher always adds an incubator module, and the
-#: default log4j profile announces itself. Nothing else is dropped.
-_JVM_NOISE = re.compile(
-    r"WARNING: Using incubator modules: "
-    r"|Using Spark's default log4j profile: "
-    r"|Setting default log level to \""
-    r"|To adjust logging level use sc\.setLogLevel\(newLevel\)"
-    r"|Setting Spark log level to \""
-    r"|\d\d/\d\d/\d\d \d\d:\d\d:\d\d WARN NativeCodeLoader: Unable to load native-hadoop"
-)
-_filters: list[threading.Thread] = []
-
-
-def is_jvm_noise(line: str) -> bool:
-    """Whether ``line`` is start-up chatter of the JVM that a demo user need not read."""
-    return _JVM_NOISE.match(line) is not None
-
-
-def _pass_on(source: int, target: int) -> None:
-    """Copy lines from ``source`` to ``target``, without the JVM's start-up chatter."""
-    with os.fdopen(source, "rb") as lines:
-        for raw in lines:
-            if not is_jvm_noise(raw.decode("utf-8", "replace")):
-                os.write(target, raw)
-    os.close(target)
-
-
-@contextlib.contextmanager
-def jvm_stderr_filtered() -> Iterator[None]:
-    """Processes started inside the block (the JVM, and the Python workers it forks) write
-    their standard error through :func:`is_jvm_noise`; this process's own is untouched."""
-    read, write = os.pipe()
-    saved = os.dup(2)
-    thread = threading.Thread(target=_pass_on, args=(read, os.dup(2)), daemon=True)
-    thread.start()
-    _filters.append(thread)
-    os.dup2(write, 2)
-    os.close(write)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def flush_jvm_stderr(timeout: float = 0.5) -> None:
-    """Let the filters pass on what they have read (they end when the JVM exits)."""
-    for thread in _filters:
-        thread.join(timeout)
 
 
 def ceql_text(path: Path) -> str:
@@ -142,10 +85,7 @@ def main() -> int:
     import ceql.spark
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # listen on this machine only
-    with jvm_stderr_filtered():
-        spark = ceql.spark.local_session(**{
-            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}",
-        })
+    spark = ceql.spark.local_session()  # quiet: see the module's text
     raw = spark.read.csv(str(STOCK), header=True, inferSchema=True)
     raw.createOrReplaceTempView("stock_raw")
     spark.sql("CREATE OR REPLACE TEMP VIEW stock AS SELECT type, id, name, volume, price, "
@@ -173,7 +113,6 @@ def main() -> int:
               f"CSV: {len(local):,} matches; {'the same' if same else 'DIFFERENT'}\n")
         df.unpersist()
     spark.stop()
-    flush_jvm_stderr()
     print(f"Done in {time.perf_counter() - began:.1f} s. "
           + ("Spark SQL and the pure engine agree on every query." if agree else
              "Spark SQL and the pure engine DISAGREE."))

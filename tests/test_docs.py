@@ -15,16 +15,14 @@ What each fenced block's info string means (pure Python, no Spark, a few seconds
   compile.
 
 Also here: links between the pages resolve, and the pieces that keep ``make run``'s output free
-of noise (license metadata setuptools accepts, quiet pip, the demo's JVM stderr filter).
+of noise (license metadata setuptools accepts, quiet pip, the quiet Spark session of the demo).
 """
 
 from __future__ import annotations
 
 import contextlib
 import doctest
-import importlib.util
 import io
-import os
 import re
 import shlex
 import sys
@@ -33,7 +31,6 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -311,15 +308,7 @@ def test_make_installs_quietly() -> None:
         assert all(ln.startswith("\t@") for ln in recipe.group(1).splitlines()), target
 
 
-def _demo() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ceql_demo", ROOT / "examples" / "demo.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-#: What `make run` printed on standard error before (Spark 4.x, Java 17).
+#: What `make run` printed on standard error before its session was quiet (Spark 4.x, Java 17).
 JVM_START = [
     "WARNING: Using incubator modules: jdk.incubator.vector",
     "26/11/25 11:11:29 WARN NativeCodeLoader: Unable to load native-hadoop library for your "
@@ -332,36 +321,29 @@ JVM_START = [
 ]
 
 
-def test_demo_hides_the_jvm_start_up_chatter_only() -> None:
-    demo = _demo()
-    assert all(demo.is_jvm_noise(line) for line in JVM_START)
-    for real in ("26/11/25 11:12:00 ERROR Executor: Exception in task 0.0 in stage 1.0",
-                 "Traceback (most recent call last):",
-                 "java.lang.OutOfMemoryError: Java heap space",
-                 "WARNING: An illegal reflective access operation has occurred",
-                 "ceql.errors.CeqlInputError: Event 5 is out of order"):
-        assert not demo.is_jvm_noise(real), real
+def test_demo_is_quiet_through_the_package() -> None:
+    """The demo's session is ``ceql.spark.local_session()``, quiet as every session it starts;
+    the demo has no logging settings or standard error filter of its own."""
+    source = (ROOT / "examples" / "demo.py").read_text(encoding="utf-8")
+    assert "ceql.spark.local_session()" in source
+    for own in ("log4j", "extraJavaOptions", "spark.log.level", "dup2", "jvm_noise"):
+        assert own not in source, own
+    assert not (ROOT / "examples" / "log4j2.properties").exists()
 
 
-def test_demo_filters_a_child_process_stderr(capfd: pytest.CaptureFixture[str]) -> None:
-    """A process started inside ``jvm_stderr_filtered`` (the JVM) has its chatter dropped and
-    everything else passed on; the parent's own stderr is untouched."""
-    import subprocess
+def test_the_jvm_start_up_chatter_is_dropped_or_never_printed() -> None:
+    """Of what `make run` printed, the JVM's incubator warning (no setting silences it) is
+    dropped from its standard error; the rest is never printed: log4j logs errors from the
+    JVM's start (ceql's file, so no default profile), and the gateway's logger has the root's
+    level (so Spark does not turn the console to WARN and say so)."""
+    from ceql.spark import _quiet
 
-    demo = _demo()
-    script = ("import sys; sys.stderr.write("
-              "'WARNING: Using incubator modules: jdk.incubator.vector\\nreal error\\n')")
-    with demo.jvm_stderr_filtered():
-        child = subprocess.Popen([sys.executable, "-c", script])
-    child.wait()
-    os.write(2, b"parent\n")
-    demo.flush_jvm_stderr()
-    err = capfd.readouterr().err
-    assert "real error" in err and "parent" in err
-    assert "incubator" not in err
-
-
-def test_demo_log_settings_are_quiet() -> None:
-    props = (ROOT / "examples" / "log4j2.properties").read_text(encoding="utf-8")
-    assert re.search(r"^rootLogger\.level\s*=\s*error$", props, re.M | re.I)
-    assert "log4j2.properties" in (ROOT / "examples" / "demo.py").read_text(encoding="utf-8")
+    assert [line for line in JVM_START if _quiet.is_jvm_noise(line)] == [JVM_START[0]]
+    props = _quiet.LOG4J2.read_text(encoding="utf-8")
+    root = re.search(r"^rootLogger\.level\s*=\s*(\S+)$", props, re.M)
+    assert root and root.group(1).lower().endswith(":-error}")
+    gateway = re.search(r"^logger\.(\w+)\.name\s*=\s*"
+                        r"org\.apache\.spark\.api\.python\.PythonGatewayServer$", props, re.M)
+    assert gateway
+    assert re.search(rf"^logger\.{gateway.group(1)}\.level\s*=\s*{re.escape(root.group(1))}$",
+                     props, re.M)

@@ -1,4 +1,5 @@
-"""The built wheel is complete: grammar (a real file) and shim jar inside, and it runs installed."""
+"""The built wheel is complete: grammar (a real file), shim jar and Spark's log4j configuration
+inside, and it runs installed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
+import urllib.parse
 import zipfile
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import ceql
 
 ROOT = Path(__file__).resolve().parents[2]
 JAR = ROOT / "python" / "ceql" / "jars" / "ceql-shim.jar"
+LOG4J2 = ROOT / "python" / "ceql" / "spark" / "log4j2.properties"
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +50,7 @@ def test_wheel_holds_the_grammar_and_the_jar(wheel: Path) -> None:
         entry_points = next(n for n in infos if n.endswith(".dist-info/entry_points.txt"))
         assert "ceql = ceql.cli:main" in z.read(entry_points).decode()
         assert z.read("ceql/jars/ceql-shim.jar") == JAR.read_bytes()
+        assert z.read("ceql/spark/log4j2.properties") == LOG4J2.read_bytes()
 
 
 @pytest.mark.e2e
@@ -85,3 +89,14 @@ def test_installed_wheel_runs(wheel: Path, tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120)
     assert jar.returncode == 0, jar.stderr
     assert Path(jar.stdout.strip()).resolve().is_relative_to(venv.resolve())
+    # the log4j configuration local_session gives Spark's JVM, from the installed package
+    log4j = subprocess.run([str(python), "-c", "from ceql.spark import _quiet; "
+                            "print(_quiet.java_options({}, {'SPARK_CONF_DIR': '.'}))"],
+                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert log4j.returncode == 0, log4j.stderr
+    option = log4j.stdout.strip()
+    assert option.startswith("-Dlog4j2.configurationFile=file:"), option
+    uri = urllib.parse.urlparse(option.split("=", 1)[1])
+    installed = Path(urllib.parse.unquote(uri.path))
+    assert installed.resolve().is_relative_to(venv.resolve())
+    assert installed.read_bytes() == LOG4J2.read_bytes()

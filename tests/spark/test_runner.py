@@ -123,7 +123,7 @@ def expected(query: str, table: pa.Table, partitioned: bool) -> list[tuple[Any, 
     return sorted(out)
 
 
-@pytest.mark.parametrize("size", [7, 100])
+@pytest.mark.parametrize("size", [7, 23, 100])  # 7: row by row (SMALL_BATCH); 23: both
 @pytest.mark.parametrize("query", SHAPES)
 def test_outputs_are_the_engines_and_bounds_name_the_interval(query: str, size: int) -> None:
     table = events(1_200, (3, 2, 2))

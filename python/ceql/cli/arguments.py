@@ -43,6 +43,9 @@ def _positive_int(text: str) -> int:
     return value
 
 
+#: The levels of ``--spark-log`` (Spark's ``spark.log.level``, log4j's levels).
+SPARK_LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
+
 _RUN_DESCRIPTION = """\
 Evaluate a CEQL query over the events of a file, in input order, and write every
 match: JSON lines on standard output, or --output FILE. A progress bar (on a
@@ -111,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-e", "--engine", choices=("local", "spark"), default="local",
                      help="local: the pure-Python engine, no JVM (default); spark: an embedded "
                           "local Spark session and its MATCH_CEQL table function")
+    run.add_argument("--spark-log", type=str.upper, choices=SPARK_LOG_LEVELS, metavar="LEVEL",
+                     help="with --engine spark: show Spark's own log on standard error from "
+                          "LEVEL up (ERROR, WARN, INFO, DEBUG, ...); without it Spark's output "
+                          "goes to a temporary file, named only if Spark fails")
     run.add_argument("-o", "--output", metavar="FILE",
                      help="write the matches to FILE (.jsonl, .csv or .parquet) instead of "
                           "standard output; FILE appears only once the run succeeds")
@@ -202,6 +209,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--sort needs --time")
     if args.time_format is not None and args.time is None:
         parser.error("--time-format needs --time")
+    if args.spark_log is not None and args.engine != "spark":
+        parser.error("--spark-log needs --engine spark")
     fmt_in, compression = input_format(args.input, args.input_format)
     fmt_out = output_format(args)
     if args.fields and fmt_out != "jsonl":

@@ -38,28 +38,36 @@ _SPARK_READERS = {"csv": "csv", "parquet": "parquet", "jsonl": "json"}
 
 
 class _SparkLog:
-    """Send the JVM's and Spark's own output on standard error to a log file while Spark runs.
+    """Where the JVM's and Spark's own output on standard error goes while Spark runs.
 
-    Spark's JVM inherits file descriptor 2 when it starts; ceql's own lines (progress,
-    summary, errors) keep going to the original standard error through :attr:`stderr`.
+    By default a log file: Spark's JVM inherits file descriptor 2 when it starts, so it is
+    pointed at the file meanwhile; ceql's own lines (progress, summary, errors) keep going to
+    the original standard error through :attr:`stderr`. With ``capture=False``
+    (``--spark-log``) Spark writes on standard error too, and :attr:`path` is None.
     """
 
-    def __init__(self) -> None:
-        fd, self.path = tempfile.mkstemp(prefix="ceql-spark-", suffix=".log")
+    def __init__(self, capture: bool = True) -> None:
+        self.path: str | None = None
+        self._saved: int | None = None
         sys.stderr.flush()
+        if not capture:
+            self.stderr: TextIO = sys.stderr
+            return
+        fd, self.path = tempfile.mkstemp(prefix="ceql-spark-", suffix=".log")
         self._saved = os.dup(2)
         os.dup2(fd, 2)
         os.close(fd)
-        self.stderr: TextIO = os.fdopen(os.dup(self._saved), "w", encoding="utf-8",
-                                        errors="replace")
+        self.stderr = os.fdopen(os.dup(self._saved), "w", encoding="utf-8", errors="replace")
 
     def restore(self, keep: bool) -> None:
         """Give standard error back; delete the log unless ``keep``."""
         sys.stderr.flush()
+        self.stderr.flush()
+        if self._saved is None:
+            return
         os.dup2(self._saved, 2)
         os.close(self._saved)
-        self.stderr.flush()
-        if not keep:
+        if not keep and self.path is not None:
             try:
                 os.remove(self.path)
             except OSError:
@@ -120,7 +128,7 @@ def run_spark(args: argparse.Namespace, text: str, source: str, fmt_in: str,
         raise CliError(f"the Spark engine needs pyspark ({exc}): pip install 'ceql[spark]'"
                        ) from None
     target = Target(args.output) if args.output not in (None, "-") else None
-    log = _SparkLog()
+    log = _SparkLog(capture=args.spark_log is None)
     keep_log = False
     try:
         with messages_to(log.stderr):
@@ -128,7 +136,8 @@ def run_spark(args: argparse.Namespace, text: str, source: str, fmt_in: str,
             target = None  # the sink owns it now
     except _SparkFailure as exc:
         keep_log = True
-        raise CliError(f"{exc} (Spark's log: {log.path})") from None
+        where = f" (Spark's log: {log.path})" if log.path is not None else ""
+        raise CliError(f"{exc}{where}") from None
     finally:
         if target is not None:
             target.discard()
@@ -143,8 +152,10 @@ def _run(cspark: Any, args: argparse.Namespace, text: str, source: str, fmt_in: 
                         log.stderr)
     progress.note("starting Spark")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # listen on this machine only
+    # quiet unless --spark-log (ceql.spark.local_session); its log goes to `log` either way
+    conf = {} if args.spark_log is None else {"spark.log.level": args.spark_log}
     try:
-        spark = cspark.local_session(**{"spark.log.level": "ERROR"})
+        spark = cspark.local_session(**conf)
     except ceql.CeqlError as exc:  # e.g. the shim jar is missing
         raise CliError(str(exc)) from None
     except Exception as exc:

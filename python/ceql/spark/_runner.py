@@ -78,6 +78,10 @@ def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
     return [int(i) + 1 for i in np.flatnonzero(changed.to_numpy(zero_copy_only=False))]
 
 
+#: batches of at most this many rows are evaluated row by row
+SMALL_BATCH = 16
+
+
 class MatchRunner:
     """The engine over one partition's rows, fed batch by batch (time order)."""
 
@@ -154,7 +158,9 @@ class MatchRunner:
         if rb.num_rows == 0:
             return None
         try:
-            matches = self._ev.feed(rb)
+            # A few rows (a partition key with few events: one runner each) cost less as rows
+            # than the Arrow path's fixed cost per batch; both give the same matches.
+            matches = self._ev.feed(rb.to_pylist() if rb.num_rows <= SMALL_BATCH else rb)
         except ceql.CeqlError as e:
             raise MatchCeqlError(f"MATCH_CEQL{self._where}: {self._spark_words(str(e))}") from None
         self._kept.append(rb)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ceql.constants import EXTENSION_CLASS
 
+from . import _quiet
 from ._errors import MatchCeqlError
 from .conf import PYTHON
 
@@ -97,7 +98,15 @@ def local_session(**conf: str) -> Any:
     """A local[2] SparkSession with MATCH_CEQL: UI off, 4 shuffle partitions, this Python.
 
     Keyword arguments are extra Spark settings, e.g. ``local_session(**{"spark.x": "1"})``.
+
+    A session whose JVM this starts is quiet: Spark logs errors only (ceql's own warnings
+    too), from the JVM's start on, or from ``spark.log.level`` if given (e.g. ``"INFO"`` to
+    debug); PySpark does not print analysis errors as JSON before raising them; the JVM's
+    start-up warning about incubator modules is dropped from its standard error. Logging the
+    user configures (log4j in ``spark.driver.extraJavaOptions``, a ``log4j2.properties`` in
+    Spark's configuration directory, …) is left alone: see :mod:`ceql.spark._quiet`.
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     _set_python()
@@ -107,4 +116,16 @@ def local_session(**conf: str) -> Any:
                .config("spark.sql.shuffle.partitions", "4"))
     for k, v in conf.items():
         builder = builder.config(k, v)
-    return configure(builder).getOrCreate()
+    builder = configure(builder)
+    # the JVM's options count only when it starts; a running JVM keeps its logging
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return builder.getOrCreate()
+    options = dict(getattr(builder, "_options", {}))
+    java = _quiet.java_options(options)
+    if java is None:  # the user's logging
+        return builder.getOrCreate()
+    builder = builder.config(_quiet.JAVA_OPTIONS, java)
+    if _quiet.hides_errors(options):
+        _quiet.quiet_python_loggers()
+    with _quiet.jvm_stderr_filtered():
+        return builder.getOrCreate()
