@@ -284,17 +284,18 @@ def _variable_lists(matches: list[ceql.Match], variables: Sequence[str], base: i
                     events: pa.Table) -> dict[str, pa.Array]:
     """One list<struct> column per variable: each match's events of it, in time order.
 
-    Matches whose events carry the same labels (the engine shares that tuple) form a group:
-    the positions of a group are one 2-D array, and each variable takes fixed columns of it.
-    This is :attr:`ceql.Match.variables` for a whole batch at once.
+    Matches whose events carry equal labels form a group (grouped by value: matches of one
+    shape, e.g. every ``A ; B``, share it whether or not the engine shares the tuple): the
+    positions of a group are one 2-D array, and each variable takes fixed columns of it. This
+    is :attr:`ceql.Match.variables` for a whole batch at once.
     """
     n = len(matches)
-    groups: dict[int, tuple[Any, list[int]]] = {}
+    groups: dict[tuple[frozenset[str], ...], tuple[Any, list[int]]] = {}
     for i, m in enumerate(matches):
         labels = m._labels
-        g = groups.get(id(labels))
+        g = groups.get(labels)
         if g is None:
-            g = groups[id(labels)] = (labels, [])
+            g = groups[labels] = (labels, [])
         g[1].append(i)
     plans = []
     for labels, member_list in groups.values():
