@@ -350,7 +350,7 @@ def queries(draw: st.DrawFn) -> A.Query:
         partition_by=draw(st.sampled_from([(), (), (), ("g",), ("g", "h"), ("a",)])),
         within=draw(withins()),
         consume=draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION"))),
-        limit=draw(st.sampled_from((None, None, None, 1, 2, 3))),
+        limit=draw(st.sampled_from((None, None, None, 0, 1, 2, 3))),
     )
 
 

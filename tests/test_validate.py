@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import ceql
 from ceql.analysis import KINDS, normalize_schema, validate
 from ceql.errors import (
     CeqlError,
@@ -152,10 +153,15 @@ def test_duplicates() -> None:
           "Attribute 'name' is listed twice in PARTITION BY", 50, " " * 49 + "^^^^")
 
 
-def test_limit_zero() -> None:
-    fails("SELECT * FROM S WHERE SELL LIMIT 0", CeqlValidationError,
-          "LIMIT 0 would return nothing: LIMIT needs a number of at least 1 (leave it out for "
-          "no limit)", 34, " " * 33 + "^")
+def test_limit_zero_is_valid_and_outputs_nothing() -> None:
+    # as in SQL (CORE's own test suite uses it): valid, no output, whatever the input
+    q = ceql.compile("SELECT * FROM S WHERE SELL ; BUY LIMIT 0")
+    assert q.ast.limit == 0
+    events = [{"type": t} for t in "SELL SELL BUY BUY".split()]
+    assert list(q.run(events)) == []
+    assert len(list(ceql.compile("SELECT * FROM S WHERE SELL ; BUY LIMIT 1").run(events))) == 2
+    with pytest.raises(ceql.CeqlSyntaxError, match="Expected a number after 'LIMIT', found '-'"):
+        ceql.compile("SELECT * FROM S WHERE SELL LIMIT -1")
 
 
 def test_first_error_in_text_order() -> None:

@@ -179,3 +179,12 @@ def test_variable_columns_follow_the_pattern(spark: Any, clicks: Any) -> None:
     df = cs.match(clicks, "SELECT * FROM clicks WHERE B AS z ; A AS a ; C WITHIN 9 SECONDS",
                   time="when", time_format="dd/MM/yyyy HH:mm:ss.SSS")
     assert df.columns == ["match_id", "match_start", "match_end", "z", "a", "C"]
+
+
+def test_limit_zero_runs_and_outputs_nothing(spark: Any, clicks: Any) -> None:
+    text = "SELECT * FROM clicks WHERE A ; B WITHIN 9 SECONDS{}"
+    opts = {"time": "when", "time_format": "dd/MM/yyyy HH:mm:ss.SSS"}
+    assert cs.match(clicks, text.format(""), **opts).count() > 0
+    assert cs.match(clicks, text.format(" LIMIT 0"), **opts).count() == 0
+    assert spark.sql(f"SELECT * FROM MATCH_CEQL({text.format(' LIMIT 0')}, time => 'when', "
+                     "time_format => 'dd/MM/yyyy HH:mm:ss.SSS')").count() == 0

@@ -93,10 +93,9 @@ class _Checker:
         if q.consume not in A.CONSUME_POLICIES:
             self.report(CeqlValidationError, f"Unknown CONSUME BY policy {q.consume!r}: use one "
                         f"of {', '.join(A.CONSUME_POLICIES)}", q.span)
-        if q.limit is not None and q.limit < 1:
-            self.report(CeqlValidationError, f"LIMIT {q.limit} would return nothing: LIMIT "
-                        "needs a number of at least 1 (leave it out for no limit)",
-                        q.limit_span)
+        if q.limit is not None and q.limit < 0:  # (the grammar reads digits only)
+            self.report(CeqlValidationError, f"LIMIT {q.limit} is negative: LIMIT needs a "
+                        "whole number, 0 or more (leave it out for no limit)", q.limit_span)
 
     def check_streams(self) -> None:
         q = self.query
@@ -433,7 +432,7 @@ def validate(query: A.Query, text: str,
     Checks variables (every FILTER ``X[...]`` and SELECT name is bound by the WHERE formula,
     and a FILTER only tests variables bound in the formula it applies to), streams (``S>T``
     names a FROM stream; no stream twice), duplicates in SELECT and PARTITION BY, clause values
-    (LIMIT ≥ 1, WITHIN amounts) and LIKE patterns (valid RE2). A name inside ``x[…]`` that is
+    (LIMIT ≥ 0, WITHIN amounts) and LIKE patterns (valid RE2). A name inside ``x[…]`` that is
     an AS variable of the query (``b[temp > a]``) is refused unless the schema lists it as an
     attribute, and so is an unquoted ``NULL``. Literal types must agree among
     themselves; with a ``schema`` (anything :func:`normalize_schema` reads), attributes must
