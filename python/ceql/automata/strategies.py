@@ -15,8 +15,12 @@ same components and global states in any process.
   projected) mark string. A run survives only in the entry where it is best; a component
   accepts when ``E`` holds a final state and its entry is the best entry holding one.
 * MAX: the global state holds the CEA states of every run started earlier; a component is
-  ``(E, R)``, ``R`` the CEA states of runs whose marks so far are a strict superset of ours.
-  A component accepts when ``E`` holds a final state and ``R`` none.
+  ``(E, S, R)``: ``E`` the CEA states of runs with our (full, projected) marks, ``S`` those of
+  runs with the same full marks but another projection (split from ours by a SELECT list),
+  ``R`` those of runs whose full marks so far are a strict superset of ours. MAX compares full
+  marks (the strategy comes before the SELECT projection), so a run in ``S`` that marks an
+  event we skip joins ``R``. A component accepts when ``E`` holds a final state and ``R``
+  none. (Components saved as ``(E, R)`` by earlier versions read as ``(E, ∅, R)``.)
 
 The pseudo-state ``-1`` stands for "not started yet" (a run that may still start here).
 """
@@ -227,7 +231,13 @@ class LastStrategy(NextStrategy):
         return [(i, m) for m in (True, False) for i in range(n)]
 
 
-MaxComponent = tuple[frozenset[int], frozenset[int]]
+MaxComponent = tuple[frozenset[int], frozenset[int], frozenset[int]]
+_NONE: frozenset[int] = frozenset()
+
+
+def _max_parts(comp: Any) -> MaxComponent:
+    """``comp`` as ``(E, S, R)`` (snapshots of earlier versions hold ``(E, R)``)."""
+    return (comp[0], _NONE, comp[1]) if len(comp) == 2 else comp
 
 
 class MaxStrategy(Strategy[frozenset[int], MaxComponent]):
@@ -238,31 +248,41 @@ class MaxStrategy(Strategy[frozenset[int], MaxComponent]):
         return frozenset()
 
     def start(self, g: frozenset[int]) -> MaxComponent:
-        return (_FRESH, g)
+        return (_FRESH, _NONE, g)
 
     def successors(self, comp: MaxComponent, c: int) -> list[Successor[MaxComponent]]:
-        E, R = comp
+        E, S, R = _max_parts(comp)
         ts = self.moves(E, c)
+        ss = self.moves(S, c)
         rs = self.moves(R, c)
         r_marked = frozenset(t.dst for t in rs if t.mark)
         r_any = frozenset(t.dst for t in rs)
-        e_marked = frozenset(t.dst for t in ts if t.mark)
+        # runs with our full marks so far (ours and the siblings') that mark this event: a
+        # superset of every bucket that skips it
+        same_marked = frozenset(t.dst for t in (*ts, *ss) if t.mark)
         buckets: dict[tuple[bool, bool], tuple[set[int], set[str]]] = {}
         for t in ts:
             b = buckets.setdefault((t.mark, t.pmark), (set(), set()))
             b[0].add(t.dst)
             b[1].update(t.vars)
-        return [(pm, (frozenset(qs), r_marked if m else r_any | e_marked), frozenset(vs))
-                for (m, pm), (qs, vs) in buckets.items()]
+        out: list[Successor[MaxComponent]] = []
+        for (m, pm), (qs, vs) in buckets.items():
+            # siblings after this event: the same full marks (this event marked as we mark it),
+            # another projection
+            sib = frozenset(t.dst for t in ss if t.mark == m) | frozenset(
+                t.dst for t in ts if t.mark == m and t.pmark != pm)
+            out.append((pm, (frozenset(qs), sib, r_marked if m else r_any | same_marked),
+                        frozenset(vs)))
+        return out
 
     def accepts(self, comp: MaxComponent) -> bool:
-        E, R = comp
+        E, _, R = _max_parts(comp)
         return bool(E & self.finals) and not (R & self.finals)
 
     def strip(self, comp: MaxComponent) -> MaxComponent | None:
-        E, R = comp
+        E, S, R = _max_parts(comp)
         E2 = E - self.deadend
-        return (E2, R - self.deadend) if E2 else None
+        return (E2, S - self.deadend, R - self.deadend) if E2 else None
 
     def global_step(self, g: frozenset[int], c: int) -> frozenset[int]:
         return frozenset(t.dst for t in self.moves(g | _FRESH, c)) - self.deadend
