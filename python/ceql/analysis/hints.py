@@ -16,7 +16,7 @@ import re
 
 from ..errors import CeqlWarning, LikePatternWarning, UnboundedOutputWarning
 from ..ir import nodes as A
-from ..ir.walks import filter_atoms, formula_nodes
+from ..ir.walks import filter_atoms, formula_nodes, pred_leaves
 from .growth import output_growth
 
 __all__ = ["compile_warnings", "sql_like_patterns", "sql_like_to_regex", "unbounded_output"]
@@ -59,14 +59,8 @@ def sql_like_patterns(query: A.Query) -> list[tuple[A.Like, str]]:
         if not isinstance(node, A.Filter):
             continue
         for atom in filter_atoms(node.cond):
-            todo: list[A.Pred] = [atom.pred]
-            while todo:
-                pred = todo.pop()
-                if isinstance(pred, A.PAnd | A.POr):
-                    todo += [pred.right, pred.left]
-                elif isinstance(pred, A.PNot):
-                    todo.append(pred.operand)
-                elif isinstance(pred, A.Like) and _UNESCAPED_PERCENT.search(pred.pattern):
+            for pred in pred_leaves(atom.pred):
+                if isinstance(pred, A.Like) and _UNESCAPED_PERCENT.search(pred.pattern):
                     out.append((pred, sql_like_to_regex(pred.pattern)))
     out.sort(key=lambda pair: pair[0].span.start)
     return out

@@ -46,6 +46,7 @@ from .walks import (
     formula_nodes,
     has_contiguity,
     output_variables,
+    pred_leaves,
     recursion_for,
 )
 
@@ -89,5 +90,6 @@ __all__ = [
     "formula_nodes",
     "has_contiguity",
     "output_variables",
+    "pred_leaves",
     "recursion_for",
 ]

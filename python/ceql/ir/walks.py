@@ -22,6 +22,7 @@ __all__ = [
     "formula_nodes",
     "has_contiguity",
     "output_variables",
+    "pred_leaves",
     "recursion_for",
     "variable_leaves",
 ]
@@ -84,6 +85,20 @@ def variable_leaves(root: N.Formula) -> dict[str, frozenset[int]]:
         elif isinstance(node, N.Plus | N.Filter):
             todo.append((node.formula, False))
     return {name: frozenset(leaves.get(name, ())) for name in order}
+
+
+def pred_leaves(pred: N.Pred) -> Iterator[N.Pred]:
+    """The leaves of a predicate under AND, OR and NOT (comparisons, IN, LIKE…), in text
+    order, without recursion."""
+    todo: list[N.Pred] = [pred]
+    while todo:
+        p = todo.pop()
+        if isinstance(p, N.PAnd | N.POr):
+            todo += [p.right, p.left]
+        elif isinstance(p, N.PNot):
+            todo.append(p.operand)
+        else:
+            yield p
 
 
 def output_variables(query: N.Query) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ValueTypeWarning
-from ..ir import depth, filter_atoms, formula_nodes, recursion_for
+from ..ir import depth, filter_atoms, formula_nodes, pred_leaves, recursion_for
 from ..ir import nodes as N
 from ..predicates import AtomTable
 from ..predicates.atoms import Atom, structural_key
@@ -248,16 +248,6 @@ def unseen_names_message(unseen: NameSet, seen: NameSet, events: int) -> str | N
 
 # ---------------------------------------------------------------------- strings vs numbers
 
-def _pred_atoms(pred: N.Pred) -> Iterable[Any]:
-    todo: list[N.Pred] = [pred]
-    while todo:
-        p = todo.pop()
-        if isinstance(p, N.PAnd | N.POr):
-            todo += [p.right, p.left]
-        elif isinstance(p, N.PNot):
-            todo.append(p.operand)
-        else:
-            yield p
 
 
 def filtered_types(where: N.Formula) -> dict[Any, frozenset[str]]:
@@ -281,7 +271,7 @@ def filtered_types(where: N.Formula) -> dict[Any, frozenset[str]]:
                 todo.append((node.formula, names))
         for fa in filter_atoms(f.cond):
             types = frozenset(by_var.get(fa.var, ()))
-            for a in _pred_atoms(fa.pred):
+            for a in pred_leaves(fa.pred):
                 key = structural_key(a)
                 out[key] = out.get(key, frozenset()) | types
     return out
