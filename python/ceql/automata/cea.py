@@ -22,16 +22,29 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, cast
 
+from ..ir import is_correlated, output_variables
 from ..ir import nodes as A
-from ..ir import output_variables
 from ..predicates import AtomTable, GAnd, GAtom, GTrue, GuardTree, StreamIs, TypeIs, guard_from_pred
 
 __all__ = ["CEA", "Transition", "build_cea"]
 
 
+#: A FILTER leaf checked between events (see :mod:`ceql.predicates.between`).
+ScopeLeaf = A.FilterAtom | A.FilterMatch
+_NO_SCOPES: tuple[tuple[int, frozenset[str]], ...] = ()
+_NO_OPENS: frozenset[int] = frozenset()
+
+
 @dataclass(frozen=True)
 class Transition:
-    """``src --guard / mark--> dst``; ``vars`` are the variables that bind the event."""
+    """``src --guard / mark--> dst``; ``vars`` are the variables that bind the event.
+
+    Conditions between events: ``scopes`` pairs each *scope* (a FILTER conjunction holding
+    such conditions, numbered in :attr:`CEA.scopes`) whose filtered formula this transition
+    belongs to with the variables the event binds there; ``opens`` are the scopes whose
+    formula this transition starts (a new valuation of it: its own registers). Both are empty
+    in a query without conditions between events.
+    """
 
     src: int
     guard: GuardTree
@@ -39,15 +52,21 @@ class Transition:
     pmark: bool
     vars: frozenset[str]
     dst: int
+    scopes: tuple[tuple[int, frozenset[str]], ...] = _NO_SCOPES
+    opens: frozenset[int] = _NO_OPENS
 
 
 @dataclass(frozen=True)
 class CEA:
-    """A complex event automaton with states ``0..n_states-1``; state 0 is initial."""
+    """A complex event automaton with states ``0..n_states-1``; state 0 is initial.
+
+    ``scopes[k]`` are the conditions between events of scope ``k`` (see
+    :class:`Transition`)."""
 
     n_states: int
     finals: frozenset[int]
     transitions: tuple[Transition, ...]
+    scopes: tuple[tuple[ScopeLeaf, ...], ...] = ()
 
     @property
     def initial(self) -> int:
@@ -64,7 +83,7 @@ class _Tr:
     """A transition under construction (mutable: a union renames the sources of its parts'
     initial transitions in place, AS and FILTER update the parts they wrap)."""
 
-    __slots__ = ("dst", "guard", "mark", "src", "vars")
+    __slots__ = ("dst", "guard", "mark", "opens", "scoped", "src", "vars")
 
     def __init__(self, src: int, guard: GuardTree, mark: bool, vars: frozenset[str],
                  dst: int) -> None:
@@ -73,10 +92,15 @@ class _Tr:
         self.mark = mark
         self.vars = vars
         self.dst = dst
+        self.scoped = _NO_SCOPES
+        self.opens = _NO_OPENS
 
     def moved(self, src: int | None = None, dst: int | None = None) -> _Tr:
-        return _Tr(self.src if src is None else src, self.guard, self.mark, self.vars,
-                   self.dst if dst is None else dst)
+        r = _Tr(self.src if src is None else src, self.guard, self.mark, self.vars,
+                self.dst if dst is None else dst)
+        r.scoped = self.scoped
+        r.opens = self.opens
+        return r
 
 
 # Transitions in order: a record or a list of ropes (concatenation without copying).
@@ -132,6 +156,7 @@ class _Builder:
     def __init__(self, atoms: AtomTable) -> None:
         self.atoms = atoms
         self.n = 0
+        self.scopes: list[tuple[ScopeLeaf, ...]] = []
 
     def new(self) -> int:
         self.n += 1
@@ -152,15 +177,20 @@ class _Builder:
                     if r.mark:
                         r.vars = r.vars | {var}
             elif op == "filter":
-                conjs = cast(list[list[A.FilterAtom]], arg)
+                conjs = cast(list[list[ScopeLeaf]], arg)
                 frags = done[len(done) - len(conjs):]
                 del done[len(done) - len(conjs):]
                 for fr, conj in zip(frags, conjs, strict=True):
+                    between = tuple(leaf for leaf in conj if is_correlated(leaf))
                     for atom in conj:
+                        if not isinstance(atom, A.FilterAtom) or atom in between:
+                            continue
                         pg = guard_from_pred(atom.pred, self.atoms)
                         for r in _records(fr.rope):
                             if atom.var in r.vars:
                                 r.guard = _and(r.guard, pg)
+                    if between:
+                        self._scope(fr, between)
                 done.append(self._union(frags))
             elif op == "or":
                 n = cast(int, arg)
@@ -175,6 +205,17 @@ class _Builder:
                 done.append(self._plus(done.pop(), bool(arg)))
         return done[0]
 
+    def _scope(self, fr: _Frag, leaves: tuple[ScopeLeaf, ...]) -> None:
+        """Make ``fr`` (complete) a scope of conditions between events: its marked
+        transitions note the variables they bind in it, its first ones open it."""
+        k = len(self.scopes)
+        self.scopes.append(leaves)
+        for r in _records(fr.rope):
+            if r.mark:
+                r.scoped = (*r.scoped, (k, r.vars))
+        for r in fr.starts:
+            r.opens = r.opens | {k}
+
     def _expand(self, f: A.Formula, under: int, todo: list[_Step],
                  done: list[_Frag]) -> None:
         """Push the steps that build ``f`` (children first, left to right).
@@ -185,9 +226,11 @@ class _Builder:
         if isinstance(f, A.EventType):
             i, q = self.new(), self.new()
             g: GuardTree = GAtom(self.atoms.add(TypeIs(f.name)))
+            names = {f.name}
             if f.stream is not None:
                 g = GAnd((g, GAtom(self.atoms.add(StreamIs(f.stream)))))
-            r = _Tr(i, g, True, frozenset({f.name}), q)
+                names.add(f"{f.stream}>{f.name}")  # the variable S>T: this leaf's events
+            r = _Tr(i, g, True, frozenset(names), q)
             done.append(_Frag(i, {q}, r, [r], [r], {q}))
         elif isinstance(f, A.As):  # AS commutes with iteration: (φ AS x)+ = (φ+) AS x
             todo += [("as", f.var), ("build", (f.formula, under))]
@@ -314,8 +357,8 @@ def _and(a: GuardTree, b: GuardTree) -> GuardTree:
     return GAnd(tuple(dict.fromkeys(items))) if len(items) != 1 else items[0]
 
 
-def _dnf(c: A.FilterExpr) -> list[list[A.FilterAtom]]:
-    if isinstance(c, A.FilterAtom):
+def _dnf(c: A.FilterExpr) -> list[list[ScopeLeaf]]:
+    if isinstance(c, A.FilterAtom | A.FilterMatch):
         return [[c]]
     if isinstance(c, A.FilterOr):
         return _dnf(c.left) + _dnf(c.right)
@@ -329,12 +372,14 @@ def _frozen(r: _Tr, select: frozenset[str] | None, shown: frozenset[str]) -> Tra
     (a type name that only repeats an alias is not), never none of them."""
     if not r.mark or select is None:
         vs = r.vars & shown if r.mark else r.vars
-        return Transition(r.src, r.guard, r.mark, r.mark, vs or r.vars, r.dst)
+        return Transition(r.src, r.guard, r.mark, r.mark, vs or r.vars, r.dst, r.scoped,
+                          r.opens)
     keep = r.vars & select
-    return Transition(r.src, r.guard, True, bool(keep), keep, r.dst)
+    return Transition(r.src, r.guard, True, bool(keep), keep, r.dst, r.scoped, r.opens)
 
 
-def _trim(init: int, finals: set[int], trans: Iterable[Transition]) -> CEA:
+def _trim(init: int, finals: set[int], trans: Iterable[Transition],
+          scopes: tuple[tuple[ScopeLeaf, ...], ...] = ()) -> CEA:
     """Keep states reachable from ``init`` that can reach a final state; renumber from 0."""
     trans = list(dict.fromkeys(trans))
     fwd: dict[int, set[int]] = {}
@@ -348,11 +393,11 @@ def _trim(init: int, finals: set[int], trans: Iterable[Transition]) -> CEA:
     order = [init, *sorted(live - {init})]
     num = {q: k for k, q in enumerate(order)}
     kept = tuple(
-        Transition(num[t.src], t.guard, t.mark, t.pmark, t.vars, num[t.dst])
+        Transition(num[t.src], t.guard, t.mark, t.pmark, t.vars, num[t.dst], t.scopes, t.opens)
         for t in trans
         if t.src in live and t.dst in live
     )
-    return CEA(len(order), frozenset(num[q] for q in finals if q in live), kept)
+    return CEA(len(order), frozenset(num[q] for q in finals if q in live), kept, scopes)
 
 
 def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:
@@ -370,11 +415,12 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     """The CEA of the query's WHERE formula, with STRICT applied and the SELECT projection
     recorded in ``pmark``/``vars`` (selection strategies other than STRICT are applied on the
     fly by :mod:`ceql.automata.strategies`)."""
-    fr = _Builder(atoms).build(query.where)
+    builder = _Builder(atoms)
+    fr = builder.build(query.where)
     select = frozenset(query.select) if query.select is not None else None
     shown = frozenset(output_variables(query))
     trans: Iterable[Transition] = (_frozen(r, select, shown) for r in _records(fr.rope))
     if query.strategy == "STRICT":
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
         trans = [t for t in trans if t.mark]
-    return _trim(fr.init, fr.finals, trans)
+    return _trim(fr.init, fr.finals, trans, tuple(builder.scopes))

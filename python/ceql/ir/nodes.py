@@ -18,6 +18,8 @@ __all__ = [
     "CONSUME_POLICIES",
     "NO_SPAN",
     "STRATEGIES",
+    "AGGREGATES",
+    "Agg",
     "Arith",
     "As",
     "AtomPred",
@@ -29,6 +31,7 @@ __all__ = [
     "FilterAnd",
     "FilterAtom",
     "FilterExpr",
+    "FilterMatch",
     "FilterOr",
     "Formula",
     "InRange",
@@ -42,6 +45,7 @@ __all__ = [
     "POr",
     "Plus",
     "Pred",
+    "Prev",
     "Query",
     "Seq",
     "Span",
@@ -74,7 +78,7 @@ def _span() -> Span:
 class Attr:
     """An attribute of an event: ``var`` None is the event being tested (the variable of the
     enclosing ``X[...]``); a variable name qualifies it (``Y.attr``, a condition between
-    events, which front ends do not produce yet)."""
+    events: every event of ``Y`` in the valuation)."""
 
     name: str
     span: Span = _span()
@@ -107,7 +111,31 @@ class Arith:
     span: Span = _span()
 
 
-Expr = Union[Attr, Literal, Neg, Arith]
+@dataclass(frozen=True)
+class Prev:
+    """``PREV(attr)``: ``attr`` of the previous event of the filtered variable in the
+    valuation (not the previous row)."""
+
+    name: str
+    span: Span = _span()
+
+
+#: The aggregate functions, as written (upper case).
+AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX", "FIRST", "LAST")
+
+
+@dataclass(frozen=True)
+class Agg:
+    """An aggregate over the events of ``var`` in the valuation: ``COUNT(Y)`` (``attr``
+    None) or ``SUM|AVG|MIN|MAX|FIRST|LAST(Y.attr)``."""
+
+    func: str
+    var: str
+    attr: str | None = None
+    span: Span = _span()
+
+
+Expr = Union[Attr, Literal, Neg, Arith, Prev, Agg]
 
 
 # ---------------------------------------------------------------- predicates inside X[...]
@@ -200,7 +228,16 @@ class FilterOr:
     span: Span = _span()
 
 
-FilterExpr = Union[FilterAtom, FilterAnd, FilterOr]
+@dataclass(frozen=True)
+class FilterMatch:
+    """``[P]``: a match condition, checked once per valuation (aggregates and qualified
+    attributes only)."""
+
+    pred: Pred
+    span: Span = _span()
+
+
+FilterExpr = Union[FilterAtom, FilterMatch, FilterAnd, FilterOr]
 
 
 # ---------------------------------------------------------------- formulas (WHERE)

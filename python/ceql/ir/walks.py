@@ -17,10 +17,15 @@ __all__ = [
     "MAX_DEPTH",
     "bound_variables",
     "canonical_repr",
+    "condition_refs",
     "depth",
+    "expr_nodes",
     "filter_atoms",
+    "filter_leaves",
     "formula_nodes",
     "has_contiguity",
+    "is_correlated",
+    "is_correlated_query",
     "output_variables",
     "pred_leaves",
     "recursion_for",
@@ -44,11 +49,14 @@ def formula_nodes(root: N.Formula) -> Iterator[N.Formula]:
 
 
 def bound_variables(root: N.Formula) -> set[str]:
-    """Variables bound by ``root``: every ``AS`` name and every event type."""
+    """Variables bound by ``root``: every ``AS`` name and every event type (and ``S>T`` for a
+    stream-qualified one, the events its own leaves bind)."""
     names: set[str] = set()
     for node in formula_nodes(root):
         if isinstance(node, N.EventType):
             names.add(node.name)
+            if node.stream is not None:
+                names.add(f"{node.stream}>{node.name}")
         elif isinstance(node, N.As):
             names.add(node.var)
     return names
@@ -119,15 +127,75 @@ def output_variables(query: N.Query) -> tuple[str, ...]:
                  if name in aliases or ids not in alias_leaves)
 
 
-def filter_atoms(cond: N.FilterExpr) -> Iterator[N.FilterAtom]:
-    """The ``X[P]`` atoms of a FILTER condition, in source order."""
+def filter_leaves(cond: N.FilterExpr) -> Iterator[N.FilterAtom | N.FilterMatch]:
+    """The ``X[P]`` atoms and ``[P]`` match conditions of a FILTER condition, in source
+    order."""
     todo: list[N.FilterExpr] = [cond]
     while todo:
         node = todo.pop()
-        if isinstance(node, N.FilterAtom):
+        if isinstance(node, N.FilterAtom | N.FilterMatch):
             yield node
         else:
             todo.extend((node.right, node.left))
+
+
+def filter_atoms(cond: N.FilterExpr) -> Iterator[N.FilterAtom]:
+    """The ``X[P]`` atoms of a FILTER condition, in source order (match conditions left
+    out)."""
+    for leaf in filter_leaves(cond):
+        if isinstance(leaf, N.FilterAtom):
+            yield leaf
+
+
+def expr_nodes(pred: N.Pred) -> Iterator[N.Expr]:
+    """Every expression node inside a predicate (operands of comparisons, IN, LIKE…), in text
+    order, without recursion."""
+    todo: list[N.Expr] = []
+    for leaf in pred_leaves(pred):
+        if isinstance(leaf, N.Compare):
+            todo += [leaf.left, leaf.right]
+        elif isinstance(leaf, N.InRange):
+            todo += [leaf.expr, leaf.lo, leaf.hi]
+        elif isinstance(leaf, N.InSet):
+            todo += [leaf.expr, *leaf.values]
+        elif isinstance(leaf, N.Like):
+            todo.append(leaf.expr)
+        todo.reverse()
+        while todo:
+            e = todo.pop()
+            yield e
+            if isinstance(e, N.Arith):
+                todo += [e.right, e.left]
+            elif isinstance(e, N.Neg):
+                todo.append(e.operand)
+
+
+def condition_refs(var: str | None, pred: N.Pred) -> frozenset[str]:
+    """The variables other than ``var`` whose events ``pred`` (of ``var[pred]``, or of a match
+    condition when ``var`` is None) reads: qualified attributes and aggregates."""
+    refs: set[str] = set()
+    for e in expr_nodes(pred):
+        if isinstance(e, N.Attr) and e.var is not None and e.var != var:
+            refs.add(e.var)
+        elif isinstance(e, N.Agg):
+            refs.add(e.var)
+    return frozenset(refs)
+
+
+def is_correlated(leaf: N.FilterAtom | N.FilterMatch) -> bool:
+    """True for a condition between events: a match condition, or an atom reading another
+    variable, an aggregate or ``PREV`` (an atom on one event's attributes is not)."""
+    if isinstance(leaf, N.FilterMatch):
+        return True
+    return any(isinstance(e, N.Prev | N.Agg) or (isinstance(e, N.Attr) and e.var is not None
+                                                  and e.var != leaf.var)
+               for e in expr_nodes(leaf.pred))
+
+
+def is_correlated_query(root: N.Formula) -> bool:
+    """True when a FILTER of ``root`` holds a condition between events."""
+    return any(isinstance(node, N.Filter) and any(map(is_correlated, filter_leaves(node.cond)))
+               for node in formula_nodes(root))
 
 
 def has_contiguity(root: N.Formula) -> bool:

@@ -59,7 +59,11 @@ def structural_key(node: Any) -> Any:
         v = node.value
         return ("lit", type(v).__name__, repr(v) if isinstance(v, float) else v)
     if isinstance(node, _ast.Attr):
-        return ("attr", node.name)
+        return ("attr", node.name) if node.var is None else ("attr", node.name, node.var)
+    if isinstance(node, _ast.Prev):
+        return ("prev", node.name)
+    if isinstance(node, _ast.Agg):
+        return ("agg", node.func, node.var, node.attr)
     if isinstance(node, _ast.Neg):
         return ("neg", structural_key(node.operand))
     if isinstance(node, _ast.Arith):

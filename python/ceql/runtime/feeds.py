@@ -64,6 +64,8 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
     fresh = inertness.fresh
     step = ev.runs.step
     emit = ev.enum.emit
+    # register runs read the row's values (conditions between events)
+    hand = ev.runs if ev.plan is not None else None
     since = ev.since_sweep
     due, next_key, floor = ev.sweep_rows, ev.sweep_key, ev.sweep_floor
     wkey: Any = 0
@@ -114,6 +116,8 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
             continue
         if kept is not None:
             kept[pos] = e
+        if hand is not None:
+            hand.event = e  # type: ignore[union-attr]
         accs = step(P, c, pos, sub, wkey, tkey)
         if accs:
             ev.since_sweep = since
@@ -126,6 +130,8 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
             if hook is not None:
                 WATCH.hook = hook
     ev.since_sweep = since
+    if hand is not None:
+        hand.event = None  # type: ignore[union-attr]
     WATCH.hook = None
 
 
@@ -282,6 +288,8 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
     if not ev.mixed.done:
         ev.mixed.check_batch(rb, idx, base)
     WATCH.hook = None  # the row path's listener (the row fallback runs row closures)
+    if ev.plan is not None:
+        ev.runs.load_batch(rb, base)  # type: ignore[union-attr]
     classes = ev.atoms.batch_classes(rb)
     uniq, inv = np.unique(np.asarray(classes)[idx], return_inverse=True)
     cls_list = [int(x) for x in uniq.tolist()]

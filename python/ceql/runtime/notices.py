@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ValueTypeWarning
-from ..ir import depth, filter_atoms, formula_nodes, pred_leaves, recursion_for
+from ..ir import depth, filter_atoms, formula_nodes, is_correlated, pred_leaves, recursion_for
 from ..ir import nodes as N
 from ..predicates import AtomTable
 from ..predicates.atoms import Atom, structural_key
@@ -270,6 +270,8 @@ def filtered_types(where: N.Formula) -> dict[Any, frozenset[str]]:
             elif isinstance(node, N.Plus | N.Filter):
                 todo.append((node.formula, names))
         for fa in filter_atoms(f.cond):
+            if is_correlated(fa):  # not an atom of the automaton
+                continue
             types = frozenset(by_var.get(fa.var, ()))
             for a in pred_leaves(fa.pred):
                 key = structural_key(a)

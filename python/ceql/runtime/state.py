@@ -15,15 +15,17 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Protocol
 
-from ..automata import DFA
+from ..automata import CEA, DFA
+from ..automata.registers import RegisterPlan
 from ..constants import TIME_UNIT_PER_SECOND, TIME_UNITS, WITHIN_ATTR, WITHIN_EVENTS, WITHIN_TIME
 from ..errors import CeqlTypeError, CeqlValidationError
-from ..ir import formula_nodes
+from ..ir import formula_nodes, is_correlated_query
 from ..ir import nodes as N
 from ..predicates import AtomTable
 from ..predicates.atoms import Atom, TypeIs
 from ..predicates.mixing import WATCH
 from .algorithm import Runs
+from .correlated import RegisterEnumerator, RegisterInertness, RegisterRuns
 from .enumeration import Enumerator
 from .kept import KeptEvents
 from .notices import Names, ValueTypes
@@ -44,12 +46,14 @@ class Compiled(Protocol):
 
     def determinized(self, type_key: str, stream_key: str) -> tuple[AtomTable, DFA]: ...
 
+    def automaton(self, type_key: str, stream_key: str) -> tuple[AtomTable, CEA]: ...
+
 
 class Evaluation:
     """The settings and state of one evaluation of one query."""
 
     __slots__ = ("atoms", "clock", "dfa", "enum", "inert", "kept", "mixed", "names",
-                 "offset", "parts", "pkeys", "query", "query_streams", "query_types", "runs",
+                 "offset", "parts", "pkeys", "plan", "query", "query_streams", "query_types", "runs",
                  "since_sweep", "stream_key", "streams", "sweep_floor", "sweep_key",
                  "sweep_rows", "time", "time_format", "time_unit", "type_key", "wamount",
                  "wkind")
@@ -79,9 +83,23 @@ class Evaluation:
         self.clock = Clock(time, w.attr if w is not None and w.kind == WITHIN_ATTR else None,
                            time_format)
         self.parts = Partitions(self.dfa.g0, eps is not None)
-        self.runs = Runs(self.dfa, self.parts, eps, ast.consume)
-        self.enum = Enumerator(self.clock, eps, ast.limit)
-        self.inert = Inertness(self.dfa)
+        self.runs: Runs | RegisterRuns
+        self.enum: Enumerator
+        self.inert: Inertness | RegisterInertness
+        #: the register plan of a query with conditions between events (else None)
+        self.plan: RegisterPlan | None = None
+        if is_correlated_query(ast.where):
+            _, cea = query.automaton(type_key, stream_key)
+            self.plan = plan = RegisterPlan(
+                cea, ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX"))
+            self.runs = RegisterRuns(plan, self.parts, eps, ast.consume)
+            self.enum = RegisterEnumerator(self.clock, eps, ast.limit, ast.strategy,
+                                           plan.full_d)
+            self.inert = RegisterInertness(plan, self.dfa.g0)
+        else:
+            self.runs = Runs(self.dfa, self.parts, eps, ast.consume)
+            self.enum = Enumerator(self.clock, eps, ast.limit)
+            self.inert = Inertness(self.dfa)
         self.inert.on_full = self.dfa_full
         self.offset = 0  # rows fed so far: the position of the next one
         self.since_sweep = 0  # rows since partitions were last swept

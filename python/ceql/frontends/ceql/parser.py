@@ -226,6 +226,16 @@ def _b_name(b: _Builder, t: Tree[Token], a: list[object]) -> _Name:
     return _Name(text, _tok_span(tok))
 
 
+@_rule("var_name")
+def _b_var_name(b: _Builder, t: Tree[Token], a: list[object]) -> _Name:
+    return _is(a[0], _Name)
+
+
+@_rule("qualified_name")
+def _b_qualified_name(b: _Builder, t: Tree[Token], a: list[object]) -> _Name:
+    return _Name(f"{_is(a[0], _Name).text}>{_is(a[2], _Name).text}", _meta_span(t.meta))
+
+
 # -- formulas
 
 @_rule("f_type")
@@ -274,6 +284,11 @@ def _b_filter(b: _Builder, t: Tree[Token], a: list[object]) -> A.Filter:
 @_rule("c_atom")
 def _b_catom(b: _Builder, t: Tree[Token], a: list[object]) -> A.FilterAtom:
     return A.FilterAtom(_is(a[0], _Name).text, cast(A.Pred, a[2]), span=_meta_span(t.meta))
+
+
+@_rule("c_match")
+def _b_cmatch(b: _Builder, t: Tree[Token], a: list[object]) -> A.FilterMatch:
+    return A.FilterMatch(cast(A.Pred, a[1]), span=_meta_span(t.meta))
 
 
 @_rule("c_and")
@@ -368,6 +383,48 @@ def _b_value(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
 @_rule("e_attr")
 def _b_attr(b: _Builder, t: Tree[Token], a: list[object]) -> A.Attr:
     return A.Attr(_is(a[0], _Name).text, span=_meta_span(t.meta))
+
+
+@_rule("e_qattr")
+def _b_qattr(b: _Builder, t: Tree[Token], a: list[object]) -> A.Attr:
+    return A.Attr(_is(a[2], _Name).text, span=_meta_span(t.meta), var=_is(a[0], _Name).text)
+
+
+@_rule("func_name")
+def _b_func_name(b: _Builder, t: Tree[Token], a: list[object]) -> Token:
+    return _is(a[0], Token)
+
+
+_FUNCTIONS = ("PREV", *A.AGGREGATES)
+
+
+@_rule("e_call")
+def _b_call(b: _Builder, t: Tree[Token], a: list[object]) -> A.Expr:
+    tok = _is(a[0], Token)
+    func = str(tok).upper()
+    arg = a[2]
+    span = _meta_span(t.meta)
+    if func not in _FUNCTIONS:
+        b.error(f"Unknown function {tok}: the functions are PREV(attr), COUNT(Y) and "
+                "SUM, AVG, MIN, MAX, FIRST, LAST of Y.attr", tok)
+    if func == "PREV":
+        if not isinstance(arg, A.Attr) or arg.var is not None:
+            b.error("PREV takes an attribute of the filtered event, e.g. PREV(price)",
+                    _expr_span(arg, span))
+        return A.Prev(arg.name, span=span)
+    if func == "COUNT":
+        if not isinstance(arg, A.Attr) or arg.var is not None:
+            b.error("COUNT takes a variable, e.g. COUNT(b)", _expr_span(arg, span))
+        return A.Agg(func, arg.name, None, span=span)
+    if not isinstance(arg, A.Attr) or arg.var is None:
+        example = f"{func}(b.{arg.name})" if isinstance(arg, A.Attr) else f"{func}(b.price)"
+        b.error(f"{func} takes a variable's attribute, e.g. {example}", _expr_span(arg, span))
+    return A.Agg(func, arg.var, arg.name, span=span)
+
+
+def _expr_span(e: object, default: A.Span) -> A.Span:
+    span = getattr(e, "span", None)
+    return span if isinstance(span, A.Span) and span != A.NO_SPAN else default
 
 
 @_rule("e_number")

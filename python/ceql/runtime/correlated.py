@@ -1,0 +1,270 @@
+"""Algorithm 1 with registers: the runtime of queries with conditions between events.
+
+Per partition, the active runs are keyed by (automaton state, registers) — see
+:mod:`ceql.automata.registers` — each with a tECS union-list, exactly as Algorithm 1 keys them
+by deterministic state. The automaton is the CEA itself (not determinized: runs that reach one
+state with different registers must stay apart), so two runs may produce the same complex
+event; :class:`RegisterEnumerator` removes duplicates per end position, then applies the
+selection strategy (NEXT, LAST and MAX compare complex events that passed every condition),
+the SELECT projection and LIMIT. Windows, partitions, consumption and snapshots work as for
+Algorithm 1.
+
+The event's values are read only for the attributes conditions need: a row feed hands its
+mapping over (:attr:`RegisterRuns.event`), an Arrow feed its batch
+(:meth:`RegisterRuns.load_batch`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from ..automata.registers import Move, RegisterPlan, Registers
+from ..constants import CONSUME_ANY, CONSUME_NONE
+from .enumeration import CHUNK, Enumerator
+from .match import Match
+from .partitions import Partition, Partitions
+from .tecs import KIND_POS, MAX_START, MAX_START_KEY, RIGHT, Node, insert, merge, union
+from .times import Clock
+
+__all__ = ["RegisterEnumerator", "RegisterInertness", "RegisterRuns"]
+
+_Key = tuple[int, Registers]
+
+
+def _put(T2: dict[_Key, list[Node]], key: _Key, node: Node, fifo: Any, wkey: Any) -> None:
+    """Add ``node`` to the union-list of ``key`` in ``T2`` (kept sorted by max start)."""
+    t = T2.get(key)
+    if t is None:
+        T2[key] = [node]
+        return
+    m0 = t[0][MAX_START]
+    mx = node[MAX_START]
+    if mx > m0:
+        t.insert(0, node)
+    elif mx == m0:
+        t[0] = union(t[0], node, fifo, wkey)
+    else:
+        insert(t, node, fifo, wkey)
+
+
+class RegisterRuns:
+    """Algorithm 1 over (state, registers) runs for one query over one evaluation's
+    partitions (same interface as :class:`~ceql.runtime.algorithm.Runs`)."""
+
+    __slots__ = ("base", "cols", "consume", "eps", "event", "on_full", "parts", "plan")
+
+    def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str) -> None:
+        self.plan = plan
+        self.parts = parts
+        self.eps = eps
+        self.consume = consume
+        self.on_full: Callable[[], None] | None = None
+        #: the row being read (row feeds), else None
+        self.event: Mapping[str, Any] | None = None
+        #: the columns conditions read, of the batch being read (Arrow feeds)
+        self.cols: dict[str, list[Any]] = {}
+        self.base = 0
+
+    def load_batch(self, rb: pa.RecordBatch, base: int) -> None:
+        """The next events come from ``rb``, whose first row is at position ``base``."""
+        names = set(rb.schema.names)
+        self.cols = {a: rb.column(a).to_pylist() for a in self.plan.reads if a in names}
+        self.base = base
+        self.event = None
+
+    def _event(self, pos: int) -> Mapping[str, Any]:
+        e = self.event
+        if e is not None:
+            return e
+        i = pos - self.base
+        return {a: col[i] for a, col in self.cols.items()}
+
+    def step(self, P: Partition, c: int, pos: int, sub: int, wkey: Any,
+             tkey: Any) -> list[Node] | None:
+        """Read one event; return the accepting tECS nodes to enumerate (None if none)."""
+        plan = self.plan
+        eps = self.eps
+        fifo = P.fifo
+        if P.epoch != self.parts.epoch:  # CONSUME BY ANY fired in another partition
+            P.states = {}
+            P.epoch = self.parts.epoch
+            if fifo:
+                fifo.clear()
+        if fifo:
+            lim = wkey - eps
+            while fifo and fifo[0][0] < lim:
+                fifo.popleft()[1][RIGHT] = None
+        event: Mapping[str, Any] | None = None
+        T2: dict[_Key, list[Node]] = {}
+        accs: list[Node] | None = None
+        advance = plan.advance
+        stays = plan.stays
+        start = plan.moves(0, c)
+        if start:
+            event = self._event(pos)
+            b = (sub, wkey, pos, None, tkey)  # a bottom node
+            for m in start:
+                regs = advance(plan.empty, m, event)
+                if regs is None:
+                    continue
+                node = (sub, wkey, pos, b, m.label) if m.output else b
+                accs = self._take(T2, m, regs, node, fifo, wkey, accs)
+        for (q, regs), ul in P.states.items():
+            if eps is not None:
+                if wkey - ul[0][MAX_START_KEY] > eps:
+                    continue
+                while wkey - ul[-1][MAX_START_KEY] > eps:
+                    ul.pop()
+            if stays[q]:
+                key = (q, regs)
+                if key in T2:
+                    for n in ul:
+                        _put(T2, key, n, fifo, wkey)
+                else:
+                    T2[key] = ul
+            ms = plan.moves(q, c)
+            if not ms:
+                continue
+            if event is None:
+                event = self._event(pos)
+            n = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
+            for m in ms:
+                regs2 = advance(regs, m, event)
+                if regs2 is None:
+                    continue
+                node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
+                accs = self._take(T2, m, regs2, node, fifo, wkey, accs)
+        P.states = T2
+        P.sig = None
+        if accs is None:
+            return None
+        if eps is not None:
+            accs = [a for a in accs if wkey - a[MAX_START_KEY] <= eps]
+            if not accs:
+                return None
+        if self.consume != CONSUME_NONE:
+            P.states = {}
+            if fifo:
+                fifo.clear()
+            if self.consume == CONSUME_ANY:
+                self.parts.epoch += 1
+                P.epoch = self.parts.epoch
+        return accs
+
+    def _take(self, T2: dict[_Key, list[Node]], m: Move, regs: Registers, node: Node,
+              fifo: Any, wkey: Any, accs: list[Node] | None) -> list[Node] | None:
+        plan = self.plan
+        if plan.has_out[m.dst]:
+            _put(T2, (m.dst, regs), node, fifo, wkey)
+        if m.accepts and plan.accepts(regs):
+            if accs is None:
+                return [node]
+            accs.append(node)
+        return accs
+
+
+class RegisterInertness:
+    """Which event classes leave a partition as it is, for register runs (the interface of
+    :class:`~ceql.runtime.skipping.Inertness`): a class is inert for a set of states when it
+    enables no marked transition from them nor from the initial state, and each state waits
+    (has a gap)."""
+
+    __slots__ = ("fresh", "on_full", "on_new", "plan", "size", "tables")
+
+    def __init__(self, plan: RegisterPlan, g0: int) -> None:
+        self.plan = plan
+        self.tables: dict[Any, dict[int, bool]] = {}
+        self.size = 0
+        self.fresh: tuple[int, frozenset[Any]] = (g0, frozenset())
+        self.on_full: Callable[[], None] | None = None
+        self.on_new: Callable[[int], None] | None = None
+
+    def clear(self) -> None:
+        """Forget every answer."""
+        self.tables = {}
+        self.size = 0
+
+    def inert(self, sig: tuple[int, frozenset[Any]], c: int) -> bool:
+        """True when an event of class ``c`` leaves a partition of signature ``sig`` as is."""
+        table = self.tables.get(sig)
+        if table is not None:
+            r = table.get(c)
+            if r is not None:
+                return r
+        if self.on_new is not None:
+            self.on_new(c)
+        plan = self.plan
+        states = {s[0] if isinstance(s, tuple) else s for s in sig[1]}
+        r = not plan.moves(0, c) and all(plan.stays[q] and not plan.moves(q, c)
+                                         for q in states)
+        if self.size >= 1 << 18:
+            self.clear()
+        self.tables.setdefault(sig, {})[c] = r
+        self.size += 1
+        return r
+
+
+class RegisterEnumerator(Enumerator):
+    """Complex events of register runs: duplicates removed, then the strategy, the SELECT
+    projection (when the runs kept every marked position) and LIMIT."""
+
+    __slots__ = ("full_d", "strategy", "user_limit")
+
+    def __init__(self, clock: Clock, eps: Any, limit: int | None, strategy: str,
+                 full_d: bool) -> None:
+        super().__init__(clock, eps, None)
+        self.user_limit = limit
+        self.strategy = strategy
+        self.full_d = full_d
+
+    def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
+             tkey: Any) -> Iterator[list[Match]]:
+        limit = self.user_limit
+        if limit == 0:
+            return
+        groups: dict[tuple[int, tuple[int, ...]], list[Match]] = {}
+        for chunk in super().emit(P, accs, pos, wkey, tkey):
+            for m in chunk:
+                groups.setdefault((m._start[KIND_POS], m.positions), []).append(m)
+        if self.strategy in ("NEXT", "LAST", "MAX"):
+            kept = _strategy(self.strategy, list(groups))
+            groups = {k: groups[k] for k in kept}
+        out: list[Match] = []
+        seen: dict[tuple[int, tuple[int, ...]], Match] = {}
+        for ms in groups.values():
+            for m in ms:
+                if self.full_d and any(lab is None for lab in m._labels):
+                    keep = [i for i, lab in enumerate(m._labels) if lab is not None]
+                    m.positions = tuple(m.positions[i] for i in keep)
+                    m._labels = tuple(m._labels[i] for i in keep)
+                key = (m._start[KIND_POS], m.positions)
+                first = seen.get(key)
+                if first is None:
+                    seen[key] = m
+                    out.append(m)
+                elif first._labels != m._labels:  # one complex event: every binding shown
+                    first._labels = tuple(a | b for a, b in
+                                          zip(first._labels, m._labels, strict=True))
+        if limit is not None:
+            del out[limit:]
+        for i in range(0, len(out), CHUNK):
+            yield out[i:i + CHUNK]
+
+
+def _strategy(strategy: str, ces: list[tuple[int, tuple[int, ...]]]
+              ) -> list[tuple[int, tuple[int, ...]]]:
+    """The complex events (start, D) with one end that NEXT, LAST or MAX keeps."""
+    sets = [frozenset(d) for _, d in ces]
+    if strategy == "MAX":
+        return [ce for ce, d in zip(ces, sets, strict=True)
+                if not any(d2 > d for d2 in sets)]
+    pick = min if strategy == "NEXT" else max
+    best = 0
+    for i in range(1, len(ces)):
+        diff = sets[best] ^ sets[i]
+        if diff and pick(diff) in sets[i]:
+            best = i
+    return [ces[best]] if ces else []
