@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .automata import CEA
+from .automata.registers import RegisterPlan
 from .display import automaton_picture, describe, explanation_html, to_dot
 from .frontends.ceql import format_query
-from .ir import depth, recursion_for
+from .ir import canonical_repr, depth, recursion_for
 from .query import Query, compile
 
 __all__ = ["Explanation", "describe", "explain", "to_dot"]
@@ -53,4 +55,35 @@ def explain(text: str | Query, *, dot: bool = False) -> Explanation:
     if dot:
         return Explanation(to_dot(cea, atoms), q)
     with recursion_for(depth(q.ast)):
-        return Explanation(describe(cea, atoms, format_query(q.ast)), q)
+        return Explanation(describe(cea, atoms, format_query(q.ast), _conditions(q, cea)), q)
+
+
+def _conditions(q: Query, cea: CEA) -> list[str]:
+    """How each condition between events is decided (the register plan), for ``explain``."""
+    if not cea.scopes:
+        return []
+    plan = RegisterPlan(cea, False)
+    lines = ["conditions between events: runs keyed by (state, registers), not determinized; "
+             "a FILTER conjunction holding them is a scope s<k> (transitions 'in s<k>')"]
+    text = q.text
+    for sp in plan.scopes:
+        lines.append(f"  s{sp.index}:")
+        for c in sp.conditions:
+            span = c.leaf.span
+            shown = (text[span.start:span.end] if span.end > span.start
+                     else canonical_repr(c.leaf))
+            where = f" (line {span.line}, column {span.column})" if span.line else ""
+            if c.deferred:
+                how = ("deferred: checked once the scope's valuation is complete, "
+                       "aggregates folded as events arrive")
+            else:
+                how = "incremental: checked on each new choice of events as its last one arrives"
+            lines.append(f"    {shown}{where} — {how}")
+            regs = [f"{v}: {', '.join(a)}" for v, a in zip(c.quantified, c.attrs, strict=True)
+                    if a]
+            if c.prev:
+                regs.append(f"previous {c.var}: {', '.join(c.prev)}")
+            regs += [f"{f}({v}{'.' + a if a else ''})" for f, v, a in c.aggs]
+            if regs:
+                lines.append(f"      registers: {'; '.join(regs)}")
+    return lines

@@ -87,8 +87,10 @@ def edge_labels(transitions: list[Transition], atoms: AtomTable) -> list[str]:
     return lines
 
 
-def describe(cea: CEA, atoms: AtomTable, header: str) -> str:
-    """A plain-text listing of predicates, states and transitions."""
+def describe(cea: CEA, atoms: AtomTable, header: str,
+             conditions: list[str] | None = None) -> str:
+    """A plain-text listing of predicates, states and transitions (and ``conditions``, the
+    lines describing conditions between events, if any)."""
     lines = [header, "", f"predicates ({len(atoms)}):"]
     for k, atom in enumerate(atoms.atoms):
         lines.append(f"  p{k}: {atom_text(atom)}")
@@ -98,7 +100,12 @@ def describe(cea: CEA, atoms: AtomTable, header: str) -> str:
     for t in cea.transitions:
         mark = "•" if t.pmark else ("○ (marks before projection)" if t.mark else "○")
         vs = f"  binds {', '.join(sorted(t.vars))}" if t.vars else ""
+        if t.scopes:
+            vs += "  in " + ", ".join(f"s{k}" + (" (opens)" if k in t.opens else "")
+                                      for k, _ in t.scopes)
         lines.append(f"  q{t.src} --[{guard_text(t.guard, _p)}] {mark}--> q{t.dst}{vs}")
+    if conditions:
+        lines += ["", *conditions]
     return "\n".join(lines)
 
 

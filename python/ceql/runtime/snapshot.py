@@ -150,14 +150,29 @@ def _children(n: Node) -> list[Node]:
     return [] if n[NEXT] is None else [n[NEXT]]
 
 
+def _same(key: Any) -> Any:
+    return key
+
+
+def _run_key(key: Any) -> Any:
+    """A register run's key from a snapshot: ``(state, registers)``."""
+    if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], int)
+            and isinstance(key[1], tuple)):
+        raise CeqlInputError("The ceql snapshot is damaged (a run is not what a snapshot "
+                             "of this query holds); take a new one.")
+    return key
+
+
 def dump(ev: Evaluation) -> bytes:
     """The evaluation's live state as bytes."""
     _prune(ev)
     dfa = ev.dfa
+    # register runs are keyed by content already: (CEA state, registers)
+    key_of: Any = dfa.state_key if ev.plan is None else _same
     flat = _Flattener()
     parts = []
     for P in ev.parts:
-        states = [(dfa.state_key(d), [flat.number(n) for n in ul]) for d, ul in P.states.items()]
+        states = [(key_of(d), [flat.number(n) for n in ul]) for d, ul in P.states.items()]
         fifo = [(k, flat.ids[id(u)]) for k, u in (P.fifo or ()) if id(u) in flat.ids]
         parts.append((P.key, dfa.global_key(P.g), P.n, states, fifo))
     clock = ev.clock
@@ -172,7 +187,7 @@ def dump(ev: Evaluation) -> bytes:
         "epoch": ev.parts.epoch,
         "eps": ev.eps,
         "clock": (clock.is_ts, clock.tz, clock.as_date, clock.last_time, clock.last_wattr),
-        "labels": [tuple(sorted(vs)) for vs in flat.labels],
+        "labels": [None if vs is None else tuple(sorted(vs)) for vs in flat.labels],
         "nodes": flat.table,
         "partitions": parts,
         "names": ev.names.state(),
@@ -263,7 +278,7 @@ def _check(payload: dict[str, Any]) -> None:
 def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
     _check(payload)
     dfa = ev.dfa
-    labels = [frozenset(vs) for vs in payload["labels"]]
+    labels = [None if vs is None else frozenset(vs) for vs in payload["labels"]]
     nodes: list[Node] = []
     for e in payload["nodes"]:
         kind = e[0]
@@ -273,6 +288,7 @@ def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
             nodes.append((e[1], e[2], e[3], nodes[e[4]], labels[e[5]]))
         else:
             nodes.append((e[1], e[2], e[3], None, e[4]))
+    id_of: Any = dfa.state_id if ev.plan is None else _run_key
     ev.offset = payload["offset"]
     ev.since_sweep = payload["since_sweep"]
     ev.set_eps(payload["eps"])
@@ -284,7 +300,7 @@ def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
         P = parts.get(key)
         P.g = dfa.global_id(gkey)
         P.n = n
-        P.states = {dfa.state_id(skey): [nodes[i] for i in ul] for skey, ul in states}
+        P.states = {id_of(skey): [nodes[i] for i in ul] for skey, ul in states}
         if P.fifo is not None:
             P.fifo = deque((k, nodes[i]) for k, i in fifo)
     if "names" in payload:  # format 2
