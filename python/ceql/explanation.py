@@ -8,7 +8,8 @@ from .automata import CEA
 from .automata.registers import RegisterPlan
 from .display import automaton_picture, describe, explanation_html, to_dot
 from .frontends.ceql import format_query
-from .ir import canonical_repr, depth, recursion_for
+from .analysis.keys import implied_key
+from .ir import FilterAtom, FilterMatch, canonical_repr, depth, recursion_for
 from .query import Query, compile
 
 __all__ = ["Explanation", "describe", "explain", "to_dot"]
@@ -60,18 +61,25 @@ def explain(text: str | Query, *, dot: bool = False) -> Explanation:
 
 def _conditions(q: Query, cea: CEA) -> list[str]:
     """How each condition between events is decided (the register plan), for ``explain``."""
+    lines: list[str] = []
+    key = implied_key(q.ast) if q.plan is not q.ast else None
+    if key is not None:
+        attr, atoms = key
+        shown = ", ".join(_leaf_text(q.text, a) for a in atoms)
+        lines.append(f"partition key {attr} (implied): {shown} ties every event of a match to "
+                     f"one {attr}, so the query runs per {attr} value (a hash lookup per event; "
+                     "in Spark the shuffle key) and the equality is not checked again")
     if not cea.scopes:
-        return []
+        return lines
     plan = RegisterPlan(cea, False)
-    lines = ["conditions between events: runs keyed by (state, registers), not determinized; "
+    lines += ["conditions between events: runs keyed by (state, registers), not determinized; "
              "a FILTER conjunction holding them is a scope s<k> (transitions 'in s<k>')"]
     text = q.text
     for sp in plan.scopes:
         lines.append(f"  s{sp.index}:")
         for c in sp.conditions:
             span = c.leaf.span
-            shown = (text[span.start:span.end] if span.end > span.start
-                     else canonical_repr(c.leaf))
+            shown = _leaf_text(text, c.leaf)
             where = f" (line {span.line}, column {span.column})" if span.line else ""
             if c.deferred:
                 how = ("deferred: checked once the scope's valuation is complete, "
@@ -87,3 +95,8 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
             if regs:
                 lines.append(f"      registers: {'; '.join(regs)}")
     return lines
+
+
+def _leaf_text(text: str, leaf: FilterAtom | FilterMatch) -> str:
+    span = leaf.span
+    return text[span.start:span.end] if span.end > span.start else canonical_repr(leaf)

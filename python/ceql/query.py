@@ -10,11 +10,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, SupportsIndex
 
 from .analysis import compile_warnings, normalize_schema, output_variables, validate
+from .analysis.keys import planned
 from .automata import CEA, DFA, build_cea
 from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
 from .errors import CeqlInputError, CeqlTypeError, CeqlValidationError, UnseenNameWarning
 from .frontends.ceql import depth_floor, parse
-from .ir import MAX_DEPTH, depth, recursion_for
+from .ir import MAX_DEPTH, depth, is_correlated_query, recursion_for
 from .ir import nodes as N
 from .predicates import AtomTable
 from .runtime import Evaluator, Match, unseen_names_message
@@ -31,9 +32,12 @@ _CHUNK = 2048
 class Query:
     """A parsed, validated CEQL query, ready to run. Immutable and picklable."""
 
-    __slots__ = ("__weakref__", "_cache", "_local", "ast", "max_states", "schema", "text")
+    __slots__ = ("__weakref__", "_cache", "_local", "ast", "max_states", "plan", "schema", "text")
     text: str
     ast: N.Query
+    #: the query as evaluated: ``ast`` with an implied partition key (see
+    #: :mod:`ceql.analysis.keys`)
+    plan: N.Query
     schema: dict[str, str] | None
     max_states: int
     _cache: dict[tuple[str, str], tuple[AtomTable, CEA]]
@@ -43,6 +47,11 @@ class Query:
                  max_states: int) -> None:
         object.__setattr__(self, "text", text)
         object.__setattr__(self, "ast", ast)
+        plan = ast
+        if is_correlated_query(ast.where):
+            with recursion_for(depth(ast.where)):
+                plan = planned(ast)
+        object.__setattr__(self, "plan", plan)
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "max_states", max_states)
         object.__setattr__(self, "_cache", {})
@@ -68,8 +77,9 @@ class Query:
     # ------------------------------------------------------------------ facts
     @property
     def partition_by(self) -> tuple[str, ...]:
-        """The attributes of the PARTITION BY key."""
-        return self.ast.partition_by
+        """The attributes of the PARTITION BY key, with the one its equalities imply (``A AS
+        a ; B AS b FILTER b[user = a.user]`` is evaluated per ``user``)."""
+        return self.plan.partition_by
 
     @property
     def variables(self) -> tuple[str, ...]:
@@ -85,7 +95,7 @@ class Query:
         if hit is None:
             atoms = AtomTable(type_key=type_key, stream_key=stream_key)
             with recursion_for(depth(self.ast.where)):
-                hit = (atoms, build_cea(self.ast, atoms))
+                hit = (atoms, build_cea(self.plan, atoms))
             self._cache[key] = hit
         return hit
 
@@ -105,7 +115,7 @@ class Query:
         hit = dfas.get(key)
         if hit is None:
             atoms, cea = self.automaton(type_key, stream_key)
-            hit = dfas[key] = (atoms, DFA(cea, self.ast.strategy, self.max_states))
+            hit = dfas[key] = (atoms, DFA(cea, self.plan.strategy, self.max_states))
         return hit
 
     def cea(self) -> CEA:

@@ -44,6 +44,9 @@ class Compiled(Protocol):
     @property
     def ast(self) -> N.Query: ...
 
+    @property
+    def plan(self) -> N.Query: ...
+
     def determinized(self, type_key: str, stream_key: str) -> tuple[AtomTable, DFA]: ...
 
     def automaton(self, type_key: str, stream_key: str) -> tuple[AtomTable, CEA]: ...
@@ -68,7 +71,7 @@ class Evaluation:
         self.stream_key = stream_key
         self.time_unit = time_unit
         self.time_format = time_format
-        ast = query.ast
+        ast = query.plan  # with an implied partition key
         w = ast.within
         if w is not None and w.kind == WITHIN_TIME and time is None:
             raise _time_needed(query, w)
