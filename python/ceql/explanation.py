@@ -8,7 +8,6 @@ from .automata import CEA
 from .automata.registers import RegisterPlan
 from .display import automaton_picture, describe, explanation_html, to_dot
 from .frontends.ceql import format_query
-from .analysis.keys import implied_key
 from .ir import FilterAtom, FilterMatch, canonical_repr, depth, recursion_for
 from .query import Query, compile
 
@@ -62,7 +61,7 @@ def explain(text: str | Query, *, dot: bool = False) -> Explanation:
 def _conditions(q: Query, cea: CEA) -> list[str]:
     """How each condition between events is decided (the register plan), for ``explain``."""
     lines: list[str] = []
-    key = implied_key(q.ast) if q.plan is not q.ast else None
+    key = q.implied_key()
     if key is not None:
         attr, atoms = key
         shown = ", ".join(_leaf_text(q.text, a) for a in atoms)

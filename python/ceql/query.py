@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, SupportsIndex
 
 from .analysis import compile_warnings, normalize_schema, output_variables, validate
-from .analysis.keys import planned
+from .analysis.keys import implied_key, planned
 from .automata import CEA, DFA, build_cea
 from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
 from .errors import CeqlInputError, CeqlTypeError, CeqlValidationError, UnseenNameWarning
@@ -80,6 +80,14 @@ class Query:
         """The attributes of the PARTITION BY key, with the one its equalities imply (``A AS
         a ; B AS b FILTER b[user = a.user]`` is evaluated per ``user``)."""
         return self.plan.partition_by
+
+    def implied_key(self) -> tuple[str, tuple[N.FilterAtom, ...]] | None:
+        """The partition key the query's equalities between events imply, with those
+        equalities (``b[user = a.user]`` → ``user``); None when there is none."""
+        if self.plan is self.ast:
+            return None
+        key = implied_key(self.ast)
+        return None if key is None else (key[0], tuple(key[1]))
 
     @property
     def variables(self) -> tuple[str, ...]:

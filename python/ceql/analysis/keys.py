@@ -83,6 +83,13 @@ def _conjuncts(c: N.FilterExpr) -> list[N.FilterExpr]:
     return [c]
 
 
+def _find(parent: dict[str, str], x: str) -> str:
+    """The representative of ``x`` (union-find)."""
+    while parent.setdefault(x, x) != x:
+        x = parent[x]
+    return x
+
+
 def implied_key(q: N.Query) -> tuple[str, list[N.FilterAtom]] | None:
     """The attribute the query's equalities make a partition key, and those equalities; None
     when there is none (see the module docstring)."""
@@ -110,18 +117,13 @@ def implied_key(q: N.Query) -> tuple[str, list[N.FilterAtom]] | None:
     for attr in sorted(edges):
         es = edges[attr]
         parent: dict[str, str] = {}
-
-        def find(x: str) -> str:
-            while parent.setdefault(x, x) != x:
-                x = parent[x]
-            return x
         for x, y, _ in es:
-            parent[find(x)] = find(y)
-        roots = {find(x) for x, _, _ in es}
-        for r in roots:
-            comp = {v for v in parent if find(v) == r}
+            parent[_find(parent, x)] = _find(parent, y)
+        roots = {_find(parent, x) for x, _, _ in es}
+        for r in sorted(roots):
+            comp = {v for v in parent if _find(parent, v) == r}
             if all(names & comp for names in leaves):
-                return attr, [c for x, _, c in es if find(x) == r]
+                return attr, [c for x, _, c in es if _find(parent, x) == r]
     return None
 
 

@@ -226,11 +226,11 @@ class _Builder:
         if isinstance(f, A.EventType):
             i, q = self.new(), self.new()
             g: GuardTree = GAtom(self.atoms.add(TypeIs(f.name)))
-            names = {f.name}
+            bound = {f.name}
             if f.stream is not None:
                 g = GAnd((g, GAtom(self.atoms.add(StreamIs(f.stream)))))
-                names.add(f"{f.stream}>{f.name}")  # the variable S>T: this leaf's events
-            r = _Tr(i, g, True, frozenset(names), q)
+                bound.add(f"{f.stream}>{f.name}")  # the variable S>T: this leaf's events
+            r = _Tr(i, g, True, frozenset(bound), q)
             done.append(_Frag(i, {q}, r, [r], [r], {q}))
         elif isinstance(f, A.As):  # AS commutes with iteration: (φ AS x)+ = (φ+) AS x
             todo += [("as", f.var), ("build", (f.formula, under))]

@@ -50,7 +50,6 @@ PLAN_DEFERRED = "checked once the scope's valuation is complete, from accumulato
 #: A run's registers: per scope, None (closed) or (per condition (records per quantified
 #: variable, previous PREV record), aggregate accumulators).
 Registers = tuple[Any, ...]
-_FAIL: Any = None
 
 
 @dataclass(frozen=True)
@@ -191,7 +190,7 @@ class RegisterPlan:
             s = new[k]
             if s is not None:
                 if not self._complete(scopes[k], s):
-                    return _FAIL
+                    return None
                 new[k] = None
         later = self.later[m.dst]
         for k, names in m.scopes:
@@ -201,7 +200,7 @@ class RegisterPlan:
                 s = sp.initial()
             s = self._add(sp, s, names, event, later.get(k, frozenset()))
             if s is None:
-                return _FAIL
+                return None
             new[k] = s
         return tuple(new)
 

@@ -19,11 +19,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir import nodes as N
 from ..ir import expr_nodes
+from ..ir import nodes as N
 from .atoms import norm_op
 from .row import like_matcher
-from .values import FALSE, NOT3, TRUE, UNKNOWN, InSetSpec, and3, arith, cmp3, is_num, kind, neg, norm
+from .values import (
+    FALSE,
+    NOT3,
+    TRUE,
+    UNKNOWN,
+    InSetSpec,
+    and3,
+    arith,
+    cmp3,
+    is_num,
+    kind,
+    neg,
+    norm,
+)
 
 __all__ = [
     "AggSpec",

@@ -17,7 +17,7 @@ mapping over (:attr:`RegisterRuns.event`), an Arrow feed its batch
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -54,13 +54,18 @@ class RegisterRuns:
     """Algorithm 1 over (state, registers) runs for one query over one evaluation's
     partitions (same interface as :class:`~ceql.runtime.algorithm.Runs`)."""
 
-    __slots__ = ("base", "cols", "consume", "eps", "event", "on_full", "parts", "plan")
+    __slots__ = ("base", "cols", "consume", "eps", "event", "on_full", "parts", "plan", "ranked")
 
-    def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str) -> None:
+    def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str,
+                 ranked: bool = False) -> None:
         self.plan = plan
         self.parts = parts
         self.eps = eps
         self.consume = consume
+        #: NEXT, LAST or MAX: the strategy ranks complex events before WITHIN cuts them, so
+        #: runs are kept whatever their start, and the enumerator applies window and
+        #: consumption after ranking
+        self.ranked = ranked
         self.on_full: Callable[[], None] | None = None
         #: the row being read (row feeds), else None
         self.event: Mapping[str, Any] | None = None
@@ -86,14 +91,14 @@ class RegisterRuns:
              tkey: Any) -> list[Node] | None:
         """Read one event; return the accepting tECS nodes to enumerate (None if none)."""
         plan = self.plan
-        eps = self.eps
+        eps = None if self.ranked else self.eps
         fifo = P.fifo
         if P.epoch != self.parts.epoch:  # CONSUME BY ANY fired in another partition
             P.states = {}
             P.epoch = self.parts.epoch
             if fifo:
                 fifo.clear()
-        if fifo:
+        if fifo and eps is not None:
             lim = wkey - eps
             while fifo and fifo[0][0] < lim:
                 fifo.popleft()[1][RIGHT] = None
@@ -112,7 +117,8 @@ class RegisterRuns:
                     continue
                 node = (sub, wkey, pos, b, m.label) if m.output else b
                 accs = self._take(T2, m, regs, node, fifo, wkey, accs)
-        for (q, regs), ul in P.states.items():
+        runs = cast(dict[_Key, list[Node]], P.states)
+        for (q, regs), ul in runs.items():
             if eps is not None:
                 if wkey - ul[0][MAX_START_KEY] > eps:
                     continue
@@ -137,7 +143,7 @@ class RegisterRuns:
                     continue
                 node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
                 accs = self._take(T2, m, regs2, node, fifo, wkey, accs)
-        P.states = T2
+        P.states = cast(dict[Any, list[Node]], T2)
         P.sig = None
         if accs is None:
             return None
@@ -145,13 +151,8 @@ class RegisterRuns:
             accs = [a for a in accs if wkey - a[MAX_START_KEY] <= eps]
             if not accs:
                 return None
-        if self.consume != CONSUME_NONE:
-            P.states = {}
-            if fifo:
-                fifo.clear()
-            if self.consume == CONSUME_ANY:
-                self.parts.epoch += 1
-                P.epoch = self.parts.epoch
+        if self.consume != CONSUME_NONE and not self.ranked:
+            consume(self.parts, P, self.consume)
         return accs
 
     def _take(self, T2: dict[_Key, list[Node]], m: Move, regs: Registers, node: Node,
@@ -164,6 +165,16 @@ class RegisterRuns:
                 return [node]
             accs.append(node)
         return accs
+
+
+def consume(parts: Partitions, P: Partition, policy: str) -> None:
+    """CONSUME BY ANY or PARTITION after an output in ``P``: later outputs start after it."""
+    P.states = {}
+    if P.fifo:
+        P.fifo.clear()
+    if policy == CONSUME_ANY:
+        parts.epoch += 1
+        P.epoch = parts.epoch
 
 
 class RegisterInertness:
@@ -211,27 +222,46 @@ class RegisterEnumerator(Enumerator):
     """Complex events of register runs: duplicates removed, then the strategy, the SELECT
     projection (when the runs kept every marked position) and LIMIT."""
 
-    __slots__ = ("full_d", "strategy", "user_limit")
+    __slots__ = ("barriers", "consume", "full_d", "parts", "strategy", "user_limit")
 
     def __init__(self, clock: Clock, eps: Any, limit: int | None, strategy: str,
-                 full_d: bool) -> None:
+                 full_d: bool, parts: Partitions, consume: str) -> None:
         super().__init__(clock, eps, None)
         self.user_limit = limit
         self.strategy = strategy
         self.full_d = full_d
+        self.parts = parts
+        self.consume = consume
+        #: ranked strategies with CONSUME BY: the end of the last output, per partition key
+        #: (None for ANY); later outputs must start after it (runs are kept: they rank)
+        self.barriers: dict[Any, int] = {}
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
              tkey: Any) -> Iterator[list[Match]]:
         limit = self.user_limit
+        ranked = self.strategy in ("NEXT", "LAST", "MAX")
+        eps = self.eps
+        groups: dict[tuple[int, tuple[int, ...]], list[Match]] = {}
+        if ranked:
+            self.eps = None  # every start competes; WITHIN cuts after ranking
+        try:
+            for chunk in super().emit(P, accs, pos, wkey, tkey):
+                for m in chunk:
+                    groups.setdefault((m._start[KIND_POS], m.positions), []).append(m)
+        finally:
+            self.eps = eps
+        if ranked:
+            kept = _strategy(self.strategy, list(groups))
+            groups = {k: groups[k] for k in kept
+                      if eps is None or wkey - groups[k][0]._start[MAX_START_KEY] <= eps}
+            if self.consume != CONSUME_NONE:
+                scope = None if self.consume == CONSUME_ANY else P.key
+                barrier = self.barriers.get(scope, -1)
+                groups = {k: v for k, v in groups.items() if k[0] > barrier}
+                if groups:
+                    self.barriers[scope] = pos
         if limit == 0:
             return
-        groups: dict[tuple[int, tuple[int, ...]], list[Match]] = {}
-        for chunk in super().emit(P, accs, pos, wkey, tkey):
-            for m in chunk:
-                groups.setdefault((m._start[KIND_POS], m.positions), []).append(m)
-        if self.strategy in ("NEXT", "LAST", "MAX"):
-            kept = _strategy(self.strategy, list(groups))
-            groups = {k: groups[k] for k in kept}
         out: list[Match] = []
         seen: dict[tuple[int, tuple[int, ...]], Match] = {}
         for ms in groups.values():

@@ -66,7 +66,7 @@ def _now_key(ev: Evaluation, P: Partition) -> Any:
 
 
 def _prune(ev: Evaluation) -> None:
-    eps = ev.eps
+    eps = ev.prune_eps
     for P in ev.parts:
         P.catch_up(ev.parts.epoch)
         if eps is None:
@@ -193,6 +193,7 @@ def dump(ev: Evaluation) -> bytes:
         "names": ev.names.state(),
         "mixed_done": ev.mixed.done,
         "kept": kept.state() if kept is not None else None,
+        "barriers": dict(getattr(ev.enum, "barriers", {})),
     }
     try:
         return MAGIC + pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
@@ -303,6 +304,9 @@ def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
         P.states = {id_of(skey): [nodes[i] for i in ul] for skey, ul in states}
         if P.fifo is not None:
             P.fifo = deque((k, nodes[i]) for k, i in fifo)
+    barriers = payload.get("barriers")
+    if isinstance(barriers, dict) and hasattr(ev.enum, "barriers"):
+        ev.enum.barriers = dict(barriers)
     if "names" in payload:  # format 2
         ev.names.load(payload["names"])
         ev.mixed.done = ev.mixed.done or bool(payload["mixed_done"])

@@ -56,7 +56,8 @@ class Evaluation:
     """The settings and state of one evaluation of one query."""
 
     __slots__ = ("atoms", "clock", "dfa", "enum", "inert", "kept", "mixed", "names",
-                 "offset", "parts", "pkeys", "plan", "query", "query_streams", "query_types", "runs",
+                 "offset", "parts", "pkeys", "plan", "query", "query_streams", "query_types",
+                 "runs",
                  "since_sweep", "stream_key", "streams", "sweep_floor", "sweep_key",
                  "sweep_rows", "time", "time_format", "time_unit", "type_key", "wamount",
                  "wkind")
@@ -95,9 +96,10 @@ class Evaluation:
             _, cea = query.automaton(type_key, stream_key)
             self.plan = plan = RegisterPlan(
                 cea, ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX"))
-            self.runs = RegisterRuns(plan, self.parts, eps, ast.consume)
+            ranked = ast.strategy in ("NEXT", "LAST", "MAX")
+            self.runs = RegisterRuns(plan, self.parts, eps, ast.consume, ranked)
             self.enum = RegisterEnumerator(self.clock, eps, ast.limit, ast.strategy,
-                                           plan.full_d)
+                                           plan.full_d, self.parts, ast.consume)
             self.inert = RegisterInertness(plan, self.dfa.g0)
         else:
             self.runs = Runs(self.dfa, self.parts, eps, ast.consume)
@@ -167,6 +169,13 @@ class Evaluation:
         """The window bound in window-key units (None: no WITHIN)."""
         return self.runs.eps
 
+    @property
+    def prune_eps(self) -> Any:
+        """The window bound runs expire by (None: they do not; NEXT, LAST and MAX over
+        conditions between events rank every start before WITHIN cuts)."""
+        runs = self.runs
+        return None if isinstance(runs, RegisterRuns) and runs.ranked else runs.eps
+
     def set_eps(self, eps: Any) -> None:
         """Set the window bound everywhere it is read."""
         self.runs.eps = eps
@@ -199,7 +208,7 @@ class Evaluation:
         ``now_key`` is the window key of the next event or of the last one read (ignored for
         a window in events, where each partition counts its own).
         """
-        eps = self.runs.eps
+        eps = self.prune_eps
         timewise = eps is not None and self.wkind != WITHIN_EVENTS
         held = self.parts.sweep(now_key, eps, timewise)
         self.since_sweep = 0
