@@ -5,10 +5,10 @@ expressions, the query with its clauses); ``walks`` the traversals shared by all
 """
 
 from .nodes import (
+    AGGREGATES,
     CONSUME_POLICIES,
     NO_SPAN,
     STRATEGIES,
-    AGGREGATES,
     Agg,
     Arith,
     As,
@@ -60,11 +60,11 @@ from .walks import (
 )
 
 __all__ = [
+    "AGGREGATES",
     "CONSUME_POLICIES",
     "MAX_DEPTH",
     "NO_SPAN",
     "STRATEGIES",
-    "AGGREGATES",
     "Agg",
     "Arith",
     "As",

@@ -15,10 +15,10 @@ from typing import Union
 from ..constants import CONSUME_NONE, CONSUME_POLICIES, STRATEGIES
 
 __all__ = [
+    "AGGREGATES",
     "CONSUME_POLICIES",
     "NO_SPAN",
     "STRATEGIES",
-    "AGGREGATES",
     "Agg",
     "Arith",
     "As",
