@@ -172,10 +172,11 @@ CASES: list[tuple[str, str, int, int, int, str | None]] = [
      1, 23, 3,
      'SELECT * FROM S WHERE A AS a ; B AS b'),
     ('SELECT * FROM S WHERE A ; B HAVING COUNT(B) > 2',
-     'HAVING is not supported in CEQL; conditions go in FILTER, one variable at a time: '
-     'FILTER a[price > 100] (conditions over a whole match are not supported yet)',
+     'HAVING is not supported in CEQL; a condition on the whole match goes in FILTER as a match '
+     'condition, in brackets with no variable before them: FILTER [COUNT(b) >= 3 AND '
+     'AVG(b.price) > 100]',
      1, 29, 6,
-     'SELECT * FROM S WHERE A AS a ; B FILTER a[price > 100]'),
+     None),  # the rewrite is checked in tests/test_correlation_language.py
     ('SELECT * FROM S WHERE A ; B GROUP BY name, id',
      'GROUP BY is not supported in CEQL; to match within each key write PARTITION BY [name, '
      'id]',
@@ -215,27 +216,19 @@ CASES: list[tuple[str, str, int, int, int, str | None]] = [
      1, 23, 13,
      'SELECT * FROM S WHERE A AS a ; B AS b'),
     ('SELECT * FROM S WHERE A ; B DEFINE A AS price > 10',
-     'DEFINE is not supported in CEQL; a condition on a variable goes in FILTER: WHERE A AS a '
-     '; B AS b FILTER a[price > 10]',
+     "DEFINE is not supported in CEQL; a condition on a variable goes in FILTER, in that "
+     "variable's brackets: FILTER A[price > 10]",
      1, 29, 6,
-     'SELECT * FROM S WHERE A AS a ; B AS b FILTER a[price > 10]'),
+     'SELECT * FROM S WHERE A ; B FILTER A[price > 10]'),
     ('SELECT * FROM S WHERE EVERY A -> B',
      'EVERY is not supported in CEQL; CEQL reports every match by default (SELECT ALL): leave '
      'it out',
      1, 23, 5,
      None),
-    ('SELECT * FROM S WHERE A AS a ; B AS b FILTER b[temp > a.temp]',
-     "'a.temp' (an attribute of another event) is not supported in CEQL yet: a condition b[…] "
-     'reads only the attributes of its own events; conditions on a go in a[…]',
-     1, 55, 6,
-     None),
-    ('SELECT * FROM S WHERE A AS a ; B AS b FILTER b[b.temp > 1]',
-     "'b.temp' is not supported in CEQL; inside b[…] an attribute is b's own: write temp",
-     1, 48, 6,
-     'SELECT * FROM S WHERE A AS a ; B AS b FILTER b[temp > 1]'),
+    # (b[temp > a.temp] and b[b.temp > 1] are CEQL now: tests/test_correlation_language.py)
     ('SELECT * FROM S WHERE A AS a ; B AS b FILTER a.price > 10 AND b[x = 1]',
-     "'a.price' is not supported in CEQL; a condition on a's events is written a[…]: a[price "
-     '> 10]',
+     "'a.price' is not supported in CEQL outside brackets; a condition on a's events is "
+     'written a[…]: a[price > 10]',
      1, 46, 12,
      'SELECT * FROM S WHERE A AS a ; B AS b FILTER a[price > 10] AND b[x = 1]'),
     ('SELECT * FROM S WHERE A WITHIN 10 s',

@@ -525,9 +525,9 @@ def test_error_sequence_after_filter() -> None:
 
 def test_error_or_after_filter() -> None:
     _check("SELECT * FROM S WHERE A FILTER a[x > 1] OR B ; C",
-           "Expected '[' after 'B', found ';': after FILTER, OR joins conditions such as B[...]; "
-           "to join formulas with OR, wrap the filtered formula in parentheses",
-           1, 46, " " * 45 + "^", ("'['",))
+           "Expected '>' or '[' after 'B', found ';': after FILTER, OR joins conditions such as "
+           "B[...]; to join formulas with OR, wrap the filtered formula in parentheses",
+           1, 46, " " * 45 + "^", ("'>'", "'['"))  # '>': a stream-qualified S>B[...]
 
 
 def test_error_unterminated_string_and_comment() -> None:

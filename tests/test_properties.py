@@ -282,6 +282,14 @@ FORMAT_EXAMPLES = [
        strategy="STRICT", select=()),
     _q(_f(A.Compare("=", A.Attr("x"), A.Literal(1e-7)))),
     _q(_f(A.Compare("=", A.Attr("x"), A.Literal(1e22)))),
+    # conditions between events (more in tests/test_correlation_language.py)
+    _q(_f(A.Compare(">", A.Attr("odd a", var="odd v"), A.Neg(A.Prev("select"))))),
+    _q(A.Filter(A.Plus(A.EventType("B", "S 1")),
+                A.FilterOr(A.FilterAtom("S 1>B", A.Compare("<", A.Attr("x"), _one)),
+                           A.FilterMatch(A.InRange(A.Agg("AVG", "S 1>B", "x"),
+                                                   A.Agg("COUNT", "S 1>B"),
+                                                   A.Agg("MAX", "S 1>B", "all"))))),
+       select=("S 1>B",), streams=("S 1",), limit=0),
 ]
 
 

@@ -166,8 +166,8 @@ def test_limit_zero_is_valid_and_outputs_nothing() -> None:
 
 def test_first_error_in_text_order() -> None:
     fails("SELECT zz FROM S WHERE U>A FILTER q[x > 1]", UnknownVariableError,
-          "Unknown variable 'zz' in SELECT: the WHERE formula binds A; bind it with AS or fix "
-          "the name", 8, " " * 7 + "^^")
+          "Unknown variable 'zz' in SELECT: the WHERE formula binds A, U>A; bind it with AS or "
+          "fix the name", 8, " " * 7 + "^^")
     fails("SELECT * FROM S WHERE U>A FILTER q[x > 1]", UnknownStreamError,
           "Unknown stream 'U' in 'U>A': FROM lists S; add it to FROM or fix the name",
           23, " " * 22 + "^")
@@ -391,9 +391,9 @@ def test_filter_on_a_variable_bound_in_one_branch_of_an_or_is_sound() -> None:
 
 
 def test_a_variable_read_as_an_attribute() -> None:
-    message = ("'a' is a variable of this query, not an attribute: inside b[…] names are "
-               "attributes of b's events, and comparing with another event's attribute (a.temp) "
-               "is not supported yet. If the events have an attribute 'a', rename the variable "
+    message = ("'a' is a variable of this query, not an attribute: inside b[…] a plain name is "
+               "an attribute of b's events; to compare with an attribute of a's events, qualify "
+               "it: b[temp > a.temp]. If the events have an attribute 'a', rename the variable "
                "(AS a1) or compile with a schema that lists the attribute")
     text = "SELECT * FROM S WHERE A AS a ; B AS b FILTER b[temp > a]"
     fails(text, CeqlValidationError, message, 55, " " * 54 + "^")
@@ -405,9 +405,9 @@ def test_a_variable_read_as_an_attribute() -> None:
     # type names are not flagged: types and attributes often share a name
     check("SELECT * FROM S WHERE temp AS t FILTER t[temp > 30]")
     fails("SELECT * FROM S WHERE A AS a FILTER a[a IN {1, 2}]", CeqlValidationError,
-          "'a' is a variable of this query, not an attribute: inside a[…] names are attributes "
-          "of a's events, and comparing with another event's attribute (a.attr) is not "
-          "supported yet. If the events have an attribute 'a', rename the variable (AS a1) or "
+          "'a' is a variable of this query, not an attribute: inside a[…] a plain name is an "
+          "attribute of a's events; write the attribute's name alone (attr) or qualified "
+          "(a.attr). If the events have an attribute 'a', rename the variable (AS a1) or "
           "compile with a schema that lists the attribute", 39, " " * 38 + "^")
 
 

@@ -9,8 +9,12 @@ All walks over the AST use explicit stacks, so arbitrarily deep queries are fine
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
+import itertools
+import math
+import re
 import sys
 from collections.abc import Iterable, Mapping
 
@@ -24,9 +28,9 @@ from ..errors import (
     UnsafeVariableError,
     caret_snippet,
 )
-from ..frontends.ceql.formatter import format_expr
+from ..frontends.ceql.formatter import format_expr, format_filter, format_formula, format_name
+from ..ir import bound_variables, condition_refs, expr_nodes, filter_leaves, formula_nodes
 from ..ir import nodes as A
-from ..ir.walks import bound_variables, filter_atoms, formula_nodes
 from .schema import normalize_schema
 
 __all__ = ["validate"]
@@ -41,6 +45,23 @@ def _did_you_mean(name: str, known: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def _and_list(names: Iterable[str]) -> str:
+    """``'a'``, ``'a' and 'b'``, ``'a', 'b' and 'c'``."""
+    quoted = [f"'{n}'" for n in names]
+    if len(quoted) <= 1:
+        return "".join(quoted)
+    return f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
+_NAME_TOKEN = re.compile(r"`[^`\n]*(?:``[^`\n]*)*`|[^\W\d]\w*")
+
+
+def _written_name(text: str, start: int) -> int:
+    """The length of the name (bare or backquoted) written at ``text[start:]``, 0 if none."""
+    m = _NAME_TOKEN.match(text, start)
+    return m.end() - start if m else 0
+
+
 # ---------------------------------------------------------------- the checker
 
 class _Checker:
@@ -50,7 +71,13 @@ class _Checker:
         self.schema = schema
         self.errors: list[tuple[int, int, CeqlValidationError]] = []
         self.aliases = {n.var for n in formula_nodes(query.where) if isinstance(n, A.As)}
-        self.atom: A.FilterAtom | None = None  # the FILTER atom being checked
+        self.bound = bound_variables(query.where)
+        # the FILTER leaf being checked (X[P] or [P]), its FILTER and what that FILTER's
+        # formula binds
+        self.leaf: A.FilterAtom | A.FilterMatch | None = None
+        self.filter: A.Filter | None = None
+        self.inside: set[str] = set()
+        self.reported: set[tuple[int, str]] = set()  # (leaf, variable) already reported
 
     # -- reporting
 
@@ -76,9 +103,8 @@ class _Checker:
     # -- the checks
 
     def run(self) -> None:
-        q = self.query
         self.check_clauses()
-        bound = bound_variables(q.where)
+        bound = self.bound
         self.check_streams()
         self.check_select(bound)
         self.check_formula(bound)
@@ -126,36 +152,178 @@ class _Checker:
             if name in seen:
                 self.report(CeqlValidationError, f"Variable '{name}' is selected twice", span)
             elif name not in bound:
-                self.report(UnknownVariableError,
-                            f"Unknown variable '{name}' in SELECT: the WHERE formula binds "
-                            f"{_names_list(bound)}; bind it with AS or fix the name"
-                            f"{_did_you_mean(name, bound)}", span)
+                self.report(UnknownVariableError, self.unknown_variable(name, "SELECT"), span,
+                            self.head_width(name, span))
             seen.add(name)
+
+    def unknown_variable(self, name: str, where: str) -> str:
+        """The message for a variable ``name`` (in SELECT, FILTER) that WHERE does not bind."""
+        bound = self.bound
+        stream, sep, event_type = name.partition(">")
+        if sep and stream and event_type:
+            leaves = sorted({n.name if n.stream is None else f"{n.stream}>{n.name}"
+                             for n in formula_nodes(self.query.where)
+                             if isinstance(n, A.EventType)}, key=lambda n: (n.lower(), n))
+            return (f"Unknown variable '{name}' in {where}: {name} means the events of the "
+                    f"event types written {name} in WHERE, and there is none (WHERE has "
+                    f"{', '.join(leaves)}); write {name} in the formula or fix the name"
+                    f"{_did_you_mean(name, bound)}")
+        return (f"Unknown variable '{name}' in {where}: the WHERE formula binds "
+                f"{_names_list(bound)}; bind it with AS or fix the name"
+                f"{_did_you_mean(name, bound)}")
+
+    def head_width(self, name: str, span: A.Span) -> int:
+        """How many columns the variable ``name`` written at ``span`` takes (``S1 > BUY``)."""
+        if not span.line or span.start >= len(self.text):
+            return len(name)
+        first = _written_name(self.text, span.start)
+        if ">" not in name or not first:
+            return max(first, len(name)) if first else len(name)
+        at = span.start + first
+        gap = re.compile(r"\s*>\s*").match(self.text, at)
+        if gap is None:
+            return len(name)
+        second = _written_name(self.text, gap.end())
+        return gap.end() + second - span.start if second else len(name)
 
     def check_formula(self, bound: set[str]) -> None:
         for node in formula_nodes(self.query.where):
             if not isinstance(node, A.Filter):
                 continue
-            inside: set[str] | None = None
-            for atom in filter_atoms(node.cond):
-                if atom.var not in bound:
-                    self.report(UnknownVariableError,
-                                f"Unknown variable '{atom.var}' in FILTER: the WHERE formula "
-                                f"binds {_names_list(bound)}; bind it with AS or fix the name"
-                                f"{_did_you_mean(atom.var, bound)}", atom.span, len(atom.var))
+            self.filter = node
+            self.inside = bound_variables(node.formula)
+            for leaf in filter_leaves(node.cond):
+                if isinstance(leaf, A.FilterAtom) and not self.check_head(leaf):
                     continue
-                if inside is None:
-                    inside = bound_variables(node.formula)
-                if atom.var not in inside:
-                    self.report(UnsafeVariableError,
-                                f"FILTER on '{atom.var}' can never reject anything: "
-                                f"'{atom.var}' is bound outside the formula this FILTER applies "
-                                f"to (which binds only {_names_list(inside)}). Move the FILTER "
-                                f"after the part of the formula that binds '{atom.var}', or add "
-                                f"parentheses so that the FILTER covers it", atom.span,
-                                len(atom.var))
-                self.atom = atom
-                self.check_pred(atom.pred)
+                self.leaf = leaf
+                self.check_pred(leaf.pred)
+                if isinstance(leaf, A.FilterAtom):
+                    self.check_prev(leaf)
+            self.leaf = None
+
+    def check_head(self, atom: A.FilterAtom) -> bool:
+        """Check the variable of ``atom``; False when its predicate is not worth checking."""
+        width = self.head_width(atom.var, atom.span)
+        if atom.var not in self.bound:
+            self.report(UnknownVariableError, self.unknown_variable(atom.var, "FILTER"),
+                        atom.span, width)
+            return False
+        if atom.var not in self.inside:
+            self.report(UnsafeVariableError,
+                        f"FILTER on '{atom.var}' can never reject anything: "
+                        f"'{atom.var}' is bound outside the formula this FILTER applies "
+                        f"to (which binds only {_names_list(self.inside)}). Move the FILTER "
+                        f"after the part of the formula that binds '{atom.var}', or add "
+                        f"parentheses so that the FILTER covers it", atom.span, width)
+        return True
+
+    # -- conditions between events
+
+    def leaf_text(self, leaf: A.FilterAtom | A.FilterMatch) -> str:
+        text = self.text_at(leaf.span)
+        return " ".join(text.split()) if text else format_filter(leaf)
+
+    def check_ref(self, var: str, node: A.Attr | A.Agg) -> None:
+        """``var``, read by a qualified attribute or an aggregate ``node`` of the current
+        leaf, must be bound in the formula the FILTER applies to."""
+        leaf = self.leaf
+        if leaf is None or (isinstance(leaf, A.FilterAtom) and var == leaf.var):
+            return
+        key = (id(leaf), var)
+        if key in self.reported:
+            return
+        span, width = self.ref_span(var, node)
+        if var not in self.bound:
+            self.reported.add(key)
+            self.report(UnknownVariableError, self.unknown_variable(var, "FILTER"), span, width)
+            return
+        if var in self.inside:
+            return
+        self.reported.add(key)
+        head = leaf.var if isinstance(leaf, A.FilterAtom) else None
+        wanted = set(condition_refs(head, leaf.pred)) | {var} | ({head} if head else set())
+        order = {name: i for i, name in enumerate(_written_order(self.query.where))}
+        need = sorted(wanted, key=lambda n: (order.get(n, len(order)), n))
+        both = ("both " if len(need) == 2 else "") + _and_list(need)
+        example = self.moved_filter(leaf, set(need))
+        advice = (f"Put the FILTER after the formula that binds {both}, e.g. {example}"
+                  if example else
+                  f"Put the FILTER after the formula that binds {both}, or add parentheses "
+                  "so that the FILTER covers it")
+        self.report(UnsafeVariableError,
+                    f"{self.leaf_text(leaf)}: '{var}' is not bound in the formula this FILTER "
+                    f"applies to (which binds only {_names_list(self.inside)}), so it has no "
+                    f"events there. {advice}", span, width)
+
+    def ref_span(self, var: str, node: A.Attr | A.Agg) -> tuple[A.Span, int | None]:
+        """Where the variable ``var`` of ``node`` (``a.price``, ``COUNT(a)``) is written."""
+        s = node.span
+        if not s.line or s.end_line != s.line or not 0 <= s.start < s.end <= len(self.text):
+            return s, None
+        at = s.start
+        if isinstance(node, A.Agg):
+            paren = self.text.find("(", s.start, s.end)
+            if paren < 0:
+                return s, None
+            at = paren + 1
+            while at < s.end and self.text[at].isspace():
+                at += 1
+        width = _written_name(self.text, at)
+        if not width:
+            return s, None
+        column = s.column + (at - s.start)
+        return A.Span(s.line, column, s.line, column + width, at, at + width), width
+
+    def moved_filter(self, leaf: A.FilterAtom | A.FilterMatch, need: set[str]) -> str | None:
+        """``(φ) FILTER leaf``: the smallest formula around the current FILTER that binds
+        every variable of ``need``, with ``leaf`` moved from the FILTER to it (None when too
+        long to be an example)."""
+        fil = self.filter
+        if fil is None:
+            return None
+        parents = _parents(self.query.where)
+        path: list[A.Formula] = [fil]
+        while not need <= bound_variables(path[-1]):
+            parent = parents.get(id(path[-1]))
+            if parent is None:
+                return None
+            path.append(parent)
+        if sum(1 for _ in formula_nodes(path[-1])) > 40:
+            return None
+        rest = _without_leaf(fil.cond, leaf)
+        moved: A.FilterExpr = leaf if rest is not None or fil.cond is leaf else fil.cond
+        new: A.Formula = fil.formula if rest is None else A.Filter(fil.formula, rest)
+        for old, parent in itertools.pairwise(path):
+            new = _replace_child(parent, old, new)
+        head = format_formula(new)
+        if isinstance(new, A.Seq | A.Or | A.Filter):
+            head = f"({head})"
+        example = f"{head} FILTER {format_filter(moved)}"
+        return example if len(example) <= 120 else None
+
+    def check_prev(self, atom: A.FilterAtom) -> None:
+        """``PREV`` in ``atom`` needs a variable that can bind two events."""
+        prev = next((e for e in expr_nodes(atom.pred) if isinstance(e, A.Prev)), None)
+        fil = self.filter
+        if prev is None or fil is None or _most_events(fil.formula, atom.var) > 1:
+            return
+        other = next((v for v in _written_order(fil.formula)
+                      if v != atom.var and v in self.aliases), None)
+        advice = [f"to compare with {other}'s event write {other}.{prev.name}"] if other else []
+        binder = _binder(fil.formula, atom.var)
+        if binder is None:
+            run = f"(… AS {atom.var})+"
+        elif isinstance(binder, A.EventType):
+            run = f"{format_formula(binder)}+"
+        else:
+            run = f"({format_formula(binder)})+"
+        advice.append(f"for a run of {atom.var} events, iterate it: {run}")
+        self.report(UnsafeVariableError,
+                    f"{self.leaf_text(atom)} can never reject anything: '{atom.var}' binds at "
+                    f"most one event in the formula this FILTER applies to, so no "
+                    f"{atom.var} event has a previous one for {self.show(prev)} to read (a "
+                    "condition with PREV exempts the first event). "
+                    f"{'; '.join(advice)[:1].upper()}{'; '.join(advice)[1:]}", prev.span)
 
     # -- schema checks
 
@@ -171,29 +339,102 @@ class _Checker:
 
     def attr_or_variable(self, node: A.Attr) -> str | None:
         """The kind of attribute ``node``; an error when it is one of the query's variables
-        (an AS name) that the schema, if any, does not list as an attribute."""
-        if self.text_at(node.span).upper() == "NULL" and (
+        (an AS name) that the schema, if any, does not list as an attribute, or a plain
+        attribute in a match condition."""
+        if node.var is None and self.text_at(node.span).upper() == "NULL" and (
                 self.schema is None or node.name not in self.schema):
             self.report(CeqlValidationError,
                         "NULL is not a value in CEQL: a comparison with a missing or NULL "
                         "attribute is false, so no test for NULL can hold; write `NULL` in "
                         "backquotes for an attribute of that name", node.span)
             return None
-        if node.var is not None or node.name not in self.aliases or (
+        leaf = self.leaf
+        if node.var is not None:
+            self.check_ref(node.var, node)
+            return self.attr_kind(node.name, node.span, "FILTER")
+        if isinstance(leaf, A.FilterMatch):
+            self.plain_in_match(node, leaf)
+            return None
+        if node.name not in self.aliases or (
                 self.schema is not None and node.name in self.schema):
             return self.attr_kind(node.name, node.span, "FILTER")
-        atom = self.atom
-        owner = atom.var if atom is not None else "x"
-        other = next((a.name for a in _attrs(atom.pred) if a.name not in self.aliases),
-                     "attr") if atom is not None else "attr"
+        owner = leaf.var if leaf is not None else "x"
+        other = next((a.name for a in _attrs(leaf.pred)
+                      if a.var is None and a.name not in self.aliases), "attr") \
+            if leaf is not None else "attr"
+        if owner == node.name:
+            how = (f"write the attribute's name alone ({other}) or qualified "
+                   f"({node.name}.{other})")
+        else:
+            how = (f"to compare with an attribute of {node.name}'s events, qualify it: "
+                   f"{owner}[{other} > {node.name}.{other}]")
         self.report(CeqlValidationError,
                     f"'{node.name}' is a variable of this query, not an attribute: inside "
-                    f"{owner}[…] names are attributes of {owner}'s events, and comparing with "
-                    f"another event's attribute ({node.name}.{other}) is not supported yet. If "
+                    f"{owner}[…] a plain name is an attribute of {owner}'s events; {how}. If "
                     f"the events have an attribute '{node.name}', rename the variable (AS "
                     f"{node.name}1) or compile with a schema that lists the attribute",
                     node.span)
         return None
+
+    def plain_in_match(self, node: A.Attr, leaf: A.FilterMatch) -> None:
+        """A plain name in a match condition ``[P]``: the error, with the qualified form."""
+        var = self.example_variable(leaf)
+        name = format_expr(node)
+        if node.name in self.bound:
+            self.report(CeqlValidationError,
+                        f"'{node.name}' in the match condition {self.leaf_text(leaf)} is a "
+                        f"variable, not a value: write COUNT({name}) for its number of "
+                        f"events, or {name}.attr for an attribute of its events", node.span)
+            return
+        self.report(CeqlValidationError,
+                    f"Attribute '{node.name}' in the match condition {self.leaf_text(leaf)} "
+                    "needs a variable: a match condition is checked once per match, not on "
+                    f"one event. Write {var}.{name} (true when every {var} event passes), an "
+                    f"aggregate such as MAX({var}.{name}), or put the condition in "
+                    f"{var}[…]", node.span)
+
+    def example_variable(self, leaf: A.FilterMatch) -> str:
+        """A variable to show in advice about ``leaf``: one it reads, else one of its FILTER's
+        formula (an AS name first), else ``b``."""
+        refs = [e.var for e in expr_nodes(leaf.pred)
+                if isinstance(e, A.Agg) or (isinstance(e, A.Attr) and e.var is not None)]
+        if refs and refs[0] is not None:
+            return format_name(refs[0])
+        fil = self.filter
+        names = _written_order(fil.formula) if fil is not None else []
+        name = next((v for v in names if v in self.aliases), names[0] if names else "b")
+        return format_name(name)
+
+    def prev_kind(self, node: A.Prev) -> str | None:
+        leaf = self.leaf
+        if isinstance(leaf, A.FilterMatch):
+            fil = self.filter
+            runs = [] if fil is None else [v for v in _written_order(fil.formula)
+                                           if _most_events(fil.formula, v) > 1]
+            var = format_name(next((v for v in runs if v in self.aliases), runs[0])) if runs \
+                else self.example_variable(leaf)
+            self.report(CeqlValidationError,
+                        f"{self.show(node)} cannot stand in the match condition "
+                        f"{self.leaf_text(leaf)}: "
+                        "PREV reads the previous event of the variable whose brackets it is "
+                        f"in, and a match condition [...] has no variable. Write it inside a "
+                        f"variable's brackets, e.g. {var}[{format_name(node.name)} > "
+                        f"{self.show(node)}]", node.span)
+            return None
+        return self.attr_kind(node.name, node.span, "FILTER")
+
+    def agg_kind(self, node: A.Agg) -> str | None:
+        self.check_ref(node.var, node)
+        if node.func == "COUNT" or node.attr is None:
+            return "number"
+        kind = self.attr_kind(node.attr, node.span, "FILTER")
+        if node.func in ("SUM", "AVG") and kind not in (None, "number", "other"):
+            does = "adds" if node.func == "SUM" else "averages"
+            self.report(TypeClashError,
+                        f"Type clash in {self.show(node)}: {node.func} {does} numbers, but "
+                        f"{node.attr} is {kind}", node.span)
+            return None
+        return kind
 
     def text_at(self, span: A.Span) -> str:
         """The query text under ``span`` ('' when unknown)."""
@@ -332,6 +573,10 @@ class _Checker:
             node, ready = todo.pop()
             if isinstance(node, A.Attr):
                 out.append(self.attr_or_variable(node))
+            elif isinstance(node, A.Prev):
+                out.append(self.prev_kind(node))
+            elif isinstance(node, A.Agg):
+                out.append(self.agg_kind(node))
             elif isinstance(node, A.Literal):
                 out.append(_literal_kind(node))
             elif not ready:
@@ -397,6 +642,119 @@ def _attrs(pred: A.Pred) -> list[A.Attr]:
     return out
 
 
+def _parents(root: A.Formula) -> dict[int, A.Formula]:
+    """Each formula node below ``root`` (by ``id``) → its parent."""
+    out: dict[int, A.Formula] = {}
+    for node in formula_nodes(root):
+        if isinstance(node, A.Seq | A.Or):
+            out[id(node.left)] = out[id(node.right)] = node
+        elif isinstance(node, A.As | A.Plus | A.Filter):
+            out[id(node.formula)] = node
+    return out
+
+
+def _replace_child(parent: A.Formula, old: A.Formula, new: A.Formula) -> A.Formula:
+    """``parent`` with its child ``old`` (by identity) replaced by ``new``."""
+    if isinstance(parent, A.Seq | A.Or):
+        if parent.left is old:
+            return dataclasses.replace(parent, left=new)
+        return dataclasses.replace(parent, right=new)
+    if isinstance(parent, A.As | A.Plus | A.Filter):
+        return dataclasses.replace(parent, formula=new)
+    return parent
+
+
+def _without_leaf(cond: A.FilterExpr, leaf: A.FilterAtom | A.FilterMatch
+                  ) -> A.FilterExpr | None:
+    """``cond`` without ``leaf`` when ``leaf`` is one of its AND-ed conditions; ``None`` when
+    nothing is left or when ``leaf`` is under an OR (then the whole condition moves)."""
+    if cond is leaf:
+        return None
+    # the AND chain's conditions, in text order
+    parts: list[A.FilterExpr] = []
+    todo: list[A.FilterExpr] = [cond]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, A.FilterAnd):
+            todo += [node.right, node.left]
+        else:
+            parts.append(node)
+    if not any(p is leaf for p in parts):
+        return None
+    rest = [p for p in parts if p is not leaf]
+    out = rest[0]
+    for p in rest[1:]:
+        out = A.FilterAnd(out, p)
+    return out
+
+
+def _written_order(root: A.Formula) -> list[str]:
+    """The variables of ``root`` in the order the text names them (an AS name after its
+    formula)."""
+    out: dict[str, None] = {}
+    todo: list[tuple[A.Formula, bool]] = [(root, False)]
+    while todo:
+        node, leaving = todo.pop()
+        if isinstance(node, A.EventType):
+            out.setdefault(node.name if node.stream is None else f"{node.stream}>{node.name}")
+        elif isinstance(node, A.As):
+            if leaving:
+                out.setdefault(node.var)
+            else:
+                todo += [(node, True), (node.formula, False)]
+        elif isinstance(node, A.Seq | A.Or):
+            todo += [(node.right, False), (node.left, False)]
+        elif isinstance(node, A.Plus | A.Filter):
+            todo.append((node.formula, False))
+    return list(out)
+
+
+def _binder(root: A.Formula, var: str) -> A.Formula | None:
+    """The one node of ``root`` that binds ``var`` (its AS, or its event type), if only one
+    does and it is small enough to show."""
+    found = [n for n in formula_nodes(root)
+             if (isinstance(n, A.As) and n.var == var)
+             or (isinstance(n, A.EventType) and var in (
+                 n.name, f"{n.stream}>{n.name}" if n.stream is not None else n.name))]
+    if len(found) != 1 or sum(1 for _ in formula_nodes(found[0])) > 10:
+        return None
+    return found[0]
+
+
+def _most_events(root: A.Formula, var: str) -> float:
+    """The most events ``var`` binds in one valuation of ``root`` (``inf`` when unbounded
+    or unknown)."""
+    # post-order: for each node, (events var binds, events the node's valuation has)
+    out: list[tuple[float, float]] = []
+    todo: list[tuple[A.Formula, bool]] = [(root, False)]
+    while todo:
+        node, ready = todo.pop()
+        if isinstance(node, A.EventType):
+            mine = var == node.name or (node.stream is not None
+                                        and var == f"{node.stream}>{node.name}")
+            out.append((1.0 if mine else 0.0, 1.0))
+        elif not ready:
+            todo.append((node, True))
+            if isinstance(node, A.Seq | A.Or):
+                todo += [(node.right, False), (node.left, False)]
+            elif isinstance(node, A.As | A.Plus | A.Filter):
+                todo.append((node.formula, False))
+            else:  # a node this walk does not know: assume the worst
+                return math.inf
+        elif isinstance(node, A.Seq | A.Or):
+            (rv, rn), (lv, ln) = out.pop(), out.pop()
+            out.append((lv + rv, ln + rn) if isinstance(node, A.Seq)
+                       else (max(lv, rv), max(ln, rn)))
+        elif isinstance(node, A.Plus):
+            v, n = out.pop()
+            out.append((math.inf if v else 0.0, math.inf))
+        elif isinstance(node, A.As):
+            v, n = out.pop()
+            out.append((n if node.var == var else v, n))
+        # a Filter keeps its formula's counts
+    return out[0][0]
+
+
 def _literal_kind(lit: A.Literal) -> str:
     if isinstance(lit.value, bool):
         return "bool"
@@ -430,14 +788,19 @@ def validate(query: A.Query, text: str,
     """Check ``query`` (parsed from ``text``) and return it unchanged if it is sound.
 
     Checks variables (every FILTER ``X[...]`` and SELECT name is bound by the WHERE formula,
-    and a FILTER only tests variables bound in the formula it applies to), streams (``S>T``
-    names a FROM stream; no stream twice), duplicates in SELECT and PARTITION BY, clause values
-    (LIMIT ≥ 0, WITHIN amounts) and LIKE patterns (valid RE2). A name inside ``x[…]`` that is
-    an AS variable of the query (``b[temp > a]``) is refused unless the schema lists it as an
-    attribute, and so is an unquoted ``NULL``. Literal types must agree among
-    themselves; with a ``schema`` (anything :func:`normalize_schema` reads), attributes must
-    exist and types must agree (no string compared with a number, LIKE on strings only,
-    arithmetic on numbers only, WITHIN ``[attr]`` on a number or timestamp).
+    ``S>T`` there names leaves written ``S>T``, and a FILTER only tests variables bound in the
+    formula it applies to), conditions between events (the variable of ``Y.attr`` or of an
+    aggregate is bound in the formula the FILTER applies to; ``PREV`` stands only inside
+    ``X[…]``, for an ``X`` that can bind two events; a match condition ``[P]`` reads no plain
+    attribute; SUM and AVG of numbers only, with a schema), streams (``S>T`` names a FROM
+    stream; no stream twice), duplicates in SELECT and PARTITION BY, clause values (LIMIT ≥ 0,
+    WITHIN amounts) and LIKE patterns (valid RE2). A name inside ``x[…]`` that is an AS
+    variable of the query (``b[temp > a]``, most likely meant as ``a.temp``) is refused unless
+    the schema lists it as an attribute, and so is an unquoted ``NULL``. Literal types must
+    agree among themselves; with a ``schema`` (anything :func:`normalize_schema` reads),
+    attributes must exist and types must agree (no string compared with a number, LIKE on
+    strings only, arithmetic on numbers only, SUM and AVG on numbers, WITHIN ``[attr]`` on a
+    number or timestamp).
 
     Raises the first problem in text order as a :class:`~ceql.errors.CeqlValidationError`
     subclass carrying line, column and a caret snippet.

@@ -17,7 +17,7 @@ from lark.parsers.lalr_interactive_parser import InteractiveParser
 
 from ...constants import STRATEGIES, WITHIN_UNITS
 from ...errors import CeqlSyntaxError, caret_snippet
-from .foreign import Hint, Tok, explain_char, explain_token, lex_after, mode_of
+from .foreign import FUNCTIONS, Hint, Tok, explain_char, explain_token, lex_after, mode_of
 from .foreign import tok as as_tok
 from .lalr import lalr
 
@@ -52,7 +52,7 @@ _PUNCT = {
     "COLONPLUS": ":+", "SEMICOLON": ";", "COLON": ":", "PLUS": "+", "MINUS": "-", "STAR": "*",
     "SLASH": "/", "PERCENT": "%", "LPAR": "(", "RPAR": ")", "LSQB": "[", "RSQB": "]",
     "LBRACE": "{", "RBRACE": "}", "COMMA": ",", "EQEQ": "==", "EQ": "=", "NE": "!=",
-    "LTGT": "<>", "LE": "<=", "GE": ">=", "LT": "<", "GT": ">",
+    "LTGT": "<>", "LE": "<=", "GE": ">=", "LT": "<", "GT": ">", "DOT": ".",
 }
 _COMPARISONS = frozenset({"EQ", "EQEQ", "NE", "LTGT", "LT", "LE", "GT", "GE"})
 
@@ -144,6 +144,23 @@ def _describe_expected(expected: Iterable[str], tokens: Sequence[Token]) -> tupl
     return (*sorted(words), *keywords, *symbols, *(("end of query",) if end else ()))
 
 
+def _plausible(terms: set[str], tokens: Sequence[Token]) -> set[str]:
+    """``terms`` without what the grammar accepts but would not help: ``(`` after a name that
+    is no function (``x(`` is refused as an unknown function), ``.`` after an attribute inside
+    ``x[…]`` (``a.price`` qualifies a variable, which a name there rarely is)."""
+    if not tokens or tokens[-1].type not in ("NAME", "QUOTED_NAME", "MAX", "LAST"):
+        return terms
+    last = tokens[-1]
+    out = set(terms)
+    if str(last).upper() not in FUNCTIONS or last.type == "QUOTED_NAME":
+        out.discard("LPAR")
+    if "DOT" in out and mode_of([as_tok(t) for t in tokens]) == "BRACKET" and not (
+            len(tokens) >= 3 and tokens[-2].type == "LPAR"
+            and str(tokens[-3]).upper() in FUNCTIONS):
+        out.discard("DOT")
+    return out
+
+
 def _or_list(items: Sequence[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
@@ -187,7 +204,8 @@ def diagnose(text: str, original: LarkError) -> CeqlSyntaxError:
     state = _bare_parser()
     for tok in tokens:
         state.feed_token(tok)
-    expected_terms = {str(t) for t in state.accepts()}  # type: ignore[no-untyped-call]
+    expected_terms = _plausible({str(t) for t in state.accepts()},  # type: ignore[no-untyped-call]
+                                tokens)
     expected = _describe_expected(expected_terms, tokens)
     prev = tokens[-1] if tokens else None
     if lex_error is not None:
@@ -263,6 +281,26 @@ def _token_error(text: str, bad: Token | None, prev: Token | None, before: Seque
                    prev.line or 1, prev.column or 1, 2)
 
     filter_open = any(isinstance(v, Token) and v.type == "FILTER" for v in stack)
+    mode = mode_of([as_tok(t) for t in before])
+    if (filter_open and mode == "FILTER" and bad is not None and len(before) >= 2
+            and prev is not None and prev.type == "GT"
+            and before[-2].type in ("NAME", "QUOTED_NAME")
+            and kind in ("NUMBER", "STRING", "MINUS", "LPAR", "TRUE", "FALSE")):
+        # FILTER price > 10: '>' read as the start of a stream-qualified name S>T
+        return syntax_error(text, f"Expected '[' after {_show_token(before[-2])}, found "
+                            "'>': a FILTER condition is written variable[predicate], e.g. "
+                            "SELL[price > 100]", prev.line or 1, prev.column or 1, 1, ("'['",))
+    if (filter_open and bad is not None and kind == "RSQB" and prev is not None
+            and prev.type == "LSQB"):
+        owner = before[-2] if len(before) >= 2 and before[-2].type in (
+            "NAME", "QUOTED_NAME") else None
+        example = f"{owner}[price > 100]" if owner is not None else "[COUNT(b) >= 3]"
+        glued = prev.end_pos == bad.start_pos
+        return err(f"Empty brackets: write a condition between them, e.g. {example}",
+                   prev.line or 1, prev.column or 1, 2 if glued else 1)
+    if prev is not None and prev.type == "DOT" and len(before) >= 2:
+        return err(f"{generic}: a qualified attribute is written variable.attribute, e.g. "
+                   f"{before[-2]}.price")
     if filter_open and "FILTER" in expected_terms:
         purpose = {"SEMICOLON": "to continue the sequence", "COLON": "to continue the sequence",
                    "PLUS": "to iterate it", "COLONPLUS": "to iterate it",

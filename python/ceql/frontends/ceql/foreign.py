@@ -11,7 +11,6 @@ statement that CEQL has no equivalent.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -21,7 +20,8 @@ from lark.exceptions import UnexpectedCharacters
 
 from .lalr import lalr
 
-__all__ = ["Hint", "Tok", "explain_char", "explain_token", "lex_after", "mode_of", "tok"]
+__all__ = ["FUNCTIONS", "Hint", "Tok", "explain_char", "explain_token", "lex_after", "mode_of",
+           "tok"]
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,10 @@ def mode_of(tokens: Sequence[Tok]) -> str:
 
 # ---------------------------------------------------------------- writing tokens back as text
 
-_NO_SPACE_AFTER = {"LPAR", "LSQB", "LBRACE"}
-_NO_SPACE_BEFORE = {"RPAR", "RSQB", "RBRACE", "COMMA", "LSQB"}
+_NO_SPACE_AFTER = {"LPAR", "LSQB", "LBRACE", "DOT"}
+_NO_SPACE_BEFORE = {"RPAR", "RSQB", "RBRACE", "COMMA", "LSQB", "DOT"}
+#: The functions of predicates (``PREV(attr)`` and the aggregates), as written upper case.
+FUNCTIONS = ("PREV", "COUNT", "SUM", "AVG", "MIN", "MAX", "FIRST", "LAST")
 
 
 _OPERATORS = {"PLUS", "MINUS", "STAR", "SLASH", "PERCENT", "EQ", "EQEQ", "NE", "LTGT", "LT",
@@ -118,7 +120,8 @@ def _join(tokens: Sequence[Tok], in_pred: bool = False) -> str:
         postfix = depth == 0 and t.type in ("PLUS", "COLONPLUS", "GT")
         glued = prev is not None and (
             (depth == 0 and prev.type == "GT")
-            or (prev.type == "MINUS" and t.type == "NUMBER" and unary))
+            or (prev.type == "MINUS" and t.type == "NUMBER" and unary)
+            or (t.type == "LPAR" and _is_function(prev)))
         if prev is not None and not (postfix or glued or t.type in _NO_SPACE_BEFORE
                                      or prev.type in _NO_SPACE_AFTER):
             out.append(" ")
@@ -130,6 +133,11 @@ def _join(tokens: Sequence[Tok], in_pred: bool = False) -> str:
             depth = max(0, depth - 1)
         prev = t
     return "".join(out)
+
+
+def _is_function(t: Tok) -> bool:
+    """True for a token that names a function of predicates (``PREV``, ``COUNT``, ``MAX``…)."""
+    return t.type in ("NAME", "MAX", "LAST") and t.text.upper() in FUNCTIONS
 
 
 def _match_back(tokens: Sequence[Tok], close: int, open_: str = "LPAR",
@@ -588,9 +596,11 @@ _SQL_WORDS = {
                        "next event, ';' for any later one)",
     "DEFINE": "DEFINE {ns}; a condition on a variable goes in FILTER: "
               "WHERE A AS a ; B AS b FILTER a[price > 10]",
+    # HAVING's conditions are on the whole match (SQL's groups)
     "MEASURES": "MEASURES {ns}; every match reports its events (SELECT * or SELECT a, b)",
-    "HAVING": "HAVING {ns}; conditions go in FILTER, one variable at a time: "
-              "FILTER a[price > 100] (conditions over a whole match are not supported yet)",
+    "HAVING": "HAVING {ns}; a condition on the whole match goes in FILTER as a match "
+              "condition, in brackets with no variable before them: FILTER [COUNT(b) >= 3 "
+              "AND AVG(b.price) > 100]",
     "ORDER": "ORDER BY {ns}; matches come out in the order of the events that complete "
              "them: leave it out",
     "EVERY": "EVERY {ns}; CEQL reports every match by default (SELECT ALL): leave it out",
@@ -612,6 +622,14 @@ def _r_sql_words(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[Tok
     if prev_word == "EVERY" and mode == "WHERE":
         return Hint(_SQL_WORDS["EVERY"].format(ns=_NOT_SUPPORTED), before[-1].start,
                     before[-1].end)
+    if word == "DEFINE":
+        found = _define(after, complete)
+        if found is not None:
+            rewrite, prev = found
+            note = (" (PREV there is the previous event of the same variable in the match, "
+                    "not the previous row)" if prev else "")
+            return Hint(f"DEFINE {_NOT_SUPPORTED}; a condition on a variable goes in FILTER, "
+                        f"in that variable's brackets: {rewrite}{note}", bad.start, bad.end)
     message = _SQL_WORDS.get(word)
     if message is None:
         return None
@@ -740,13 +758,315 @@ def _r_units(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[Tok],
                 prev.start, bad.end)
 
 
-_TOKEN_RULES = (_r_quantifier, _r_followed_by, _r_pattern, _r_sql_words, _r_predicates,
-                _r_units, _r_formula_joins)
+
+# ---------------------------------------------------------------- conditions between events
+
+_COMPARE = {"EQ", "EQEQ", "NE", "LTGT", "LT", "LE", "GT", "GE"}
+_CONDITION_TOKENS = _EXPR_TOKENS | _COMPARE | {"AND", "OR", "NOT", "IN", "LIKE", "LBRACE",
+                                               "RBRACE", "COMMA", "DOT"}
+
+
+def _define(after: Sequence[Tok], complete: bool) -> tuple[str, bool] | None:
+    """MATCH_RECOGNIZE's ``DEFINE A AS cond, B AS cond`` (``after``: the tokens after DEFINE)
+    as ``FILTER A[cond] AND B[cond]``, and whether a PREV was translated; None when some part
+    has no plain CEQL form."""
+    defs: list[tuple[Tok, list[Tok]]] = []
+    i, depth = 0, 0
+    while i < len(after):
+        if i + 1 >= len(after) or after[i].type not in _NAMES or after[i + 1].type != "AS":
+            return None
+        var, body = after[i], []
+        i += 2
+        while i < len(after):
+            t = after[i]
+            if t.type in ("LPAR", "LBRACE"):
+                depth += 1
+            elif t.type in ("RPAR", "RBRACE"):
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and (t.type == "COMMA" or t.type in _CLAUSES):
+                break
+            body.append(t)
+            i += 1
+        if not body:
+            return None
+        defs.append((var, body))
+        if i < len(after) and after[i].type == "COMMA":
+            i += 1
+            continue
+        break
+    if not defs or (i >= len(after) and not complete):
+        return None
+    parts, prev = [], False
+    for var, body in defs:
+        cond = _own_attributes(body, var.text)
+        if cond is None:
+            return None
+        prev = prev or any(_is_function(t) and t.text.upper() == "PREV" for t in body)
+        parts.append(f"{var.text}[{cond}]")
+    return f"FILTER {' AND '.join(parts)}", prev
+
+
+def _own_attributes(body: Sequence[Tok], var: str) -> str | None:
+    """A condition of ``var`` written with qualified names (``B.price > PREV(B.price)``) as
+    the inside of ``var[…]`` (``price > PREV(price)``); None when it is not plain CEQL."""
+    out: list[Tok] = []
+    i = 0
+    while i < len(body):
+        t = body[i]
+        if t.type not in _CONDITION_TOKENS:
+            return None
+        if _is_function(t) and i + 1 < len(body) and body[i + 1].type == "LPAR":
+            close = _match_forward(body, i + 1)
+            if close is None:
+                return None
+            arg = body[i + 2:close]
+            name = t.text.upper()
+            kinds = [a.type for a in arg]
+            if name == "PREV":
+                if kinds == ["NAME"] or (kinds[1:] == ["DOT", "NAME"] and arg[0].text == var
+                                         and arg[0].type in _NAMES):
+                    out += [Tok("NAME", "PREV", t.start, t.end), body[i + 1], arg[-1],
+                            body[close]]
+                    i = close + 1
+                    continue
+                return None
+            if kinds not in (["NAME"], ["NAME", "DOT", "NAME"], ["QUOTED_NAME", "DOT", "NAME"]):
+                return None
+            out += body[i:close + 1]
+            i = close + 1
+            continue
+        if (t.type in _NAMES and t.text == var and i + 2 < len(body)
+                and body[i + 1].type == "DOT"):
+            out.append(body[i + 2])
+            i += 3
+            continue
+        out.append(t)
+        i += 1
+    return _join(out, True)
+
+
+def _cond_span(tokens: Sequence[Tok], k: int) -> int:
+    """One past the condition starting at ``tokens[k]`` (up to AND, OR, a clause, ``]`` or an
+    unmatched ``)`` at its level)."""
+    depth = 0
+    for i in range(k, len(tokens)):
+        t = tokens[i]
+        if t.type in ("LPAR", "LBRACE", "LSQB"):
+            depth += 1
+        elif t.type in ("RPAR", "RBRACE", "RSQB"):
+            if depth == 0:
+                return i
+            depth -= 1
+        elif depth == 0 and (t.type in ("AND", "OR") or t.type in _CLAUSES):
+            return i
+    return len(tokens)
+
+
+def _sase_index(tokens: Sequence[Tok], k: int) -> tuple[str, int] | None:
+    """SASE's ``[i]``, ``[i-1]`` or ``[1]`` from ``tokens[k]`` (the ``[``) followed by
+    ``.attr``: ``cur``, ``prev`` or ``first``, and the index of the attribute's token."""
+    kinds = [t.type for t in tokens[k:k + 8]]
+    texts = [t.text for t in tokens[k:k + 8]]
+    if kinds[:3] == ["LSQB", "NAME", "RSQB"] and texts[1] == "i":
+        which, at = "cur", k + 3
+    elif kinds[:5] == ["LSQB", "NAME", "MINUS", "NUMBER", "RSQB"] and texts[1] == "i" \
+            and texts[3] == "1":
+        which, at = "prev", k + 5
+    elif kinds[:3] == ["LSQB", "NUMBER", "RSQB"] and texts[1] == "1":
+        which, at = "first", k + 3
+    else:
+        return None
+    if at + 1 < len(tokens) and tokens[at].type == "DOT" and tokens[at + 1].type in _NAMES:
+        return which, at + 1
+    return None
+
+
+def _sase_condition(tokens: Sequence[Tok]) -> tuple[str, str] | None:
+    """A SASE condition over ``b[i].x``, ``b[i-1].x``, ``b[1].x`` (one variable ``b``) as
+    ``b[…]`` in CEQL: the variable and the rewrite."""
+    var: str | None = None
+    out: list[Tok] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        found = _sase_index(tokens, i + 1) if t.type in _NAMES and i + 1 < len(tokens) \
+            else None
+        if found is not None:
+            if var is not None and var != t.text:
+                return None
+            var = t.text
+            which, at = found
+            attr = tokens[at].text
+            word = {"cur": attr, "prev": f"PREV({attr})", "first": f"FIRST({t.text}.{attr})"}
+            out.append(Tok("NAME", word[which], t.start, tokens[at].end))
+            i = at + 1
+            continue
+        if t.type not in _CONDITION_TOKENS:
+            return None
+        out.append(t)
+        i += 1
+    if var is None:
+        return None
+    return var, f"{var}[{_join(out, True)}]"
+
+
+def _r_correlation(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[Tok],
+                   complete: bool, mode: str, word: str, prev_word: str) -> Hint | None:
+    prev = before[-1] if before else None
+    if prev is None:
+        return None
+    # FILTER b.price > a.price: a condition outside brackets
+    if mode == "FILTER" and bad.type == "DOT" and prev.type in _NAMES and after \
+            and after[0].type in _NAMES | _SOFT_ATTRS:
+        var, attr = prev.text, after[0].text
+        shown = f"'{var}.{attr}'"
+        stop = _cond_span(after, 1)
+        if 1 < stop and after[1].type in _COMPARE | {"LIKE", "IN", "NOT"}:
+            rest = _join(after[1:stop], True)
+            return Hint(f"{shown} {_NOT_SUPPORTED} outside brackets; a condition on "
+                        f"{var}'s events is written {var}[…]: {var}[{attr} {rest}]",
+                        prev.start, after[stop - 1].end)
+        return Hint(f"{shown} {_NOT_SUPPORTED} outside brackets; a condition on {var}'s "
+                    f"events is written {var}[…], e.g. {var}[{attr} > 0]", prev.start,
+                    after[0].end)
+    # SASE's b[i].price > b[i-1].price as a FILTER condition: refused at the first ']'
+    if mode == "BRACKET" and bad.type == "RSQB":
+        open_at = _match_back([*before, bad], len(before), "LSQB", "RSQB")
+        if open_at is not None and open_at >= 1 and before[open_at - 1].type in _NAMES:
+            tokens = [*before[open_at - 1:], bad, *after]
+            if _sase_index(tokens, 1) is not None:
+                stop = _cond_span(tokens, 0)
+                rewrite = _sase_condition(tokens[:stop])
+                if rewrite is not None:
+                    return Hint(f"SASE's indexed events "
+                                f"('{_source(text, tokens[0], tokens[stop - 1])}') are not "
+                                f"supported in CEQL; inside {rewrite[0]}[…] a name is the "
+                                f"current {rewrite[0]} event's attribute and PREV(attr) the "
+                                f"previous one's: {rewrite[1]}", tokens[0].start,
+                                tokens[stop - 1].end)
+                return Hint(f"SASE's indexed events ('{_source(text, tokens[0], bad)}') are "
+                            "not supported in CEQL; inside b[…] a name is the current b "
+                            "event's attribute and PREV(attr) the previous one's, e.g. "
+                            "b[price > PREV(price)]", tokens[0].start, bad.end)
+    # b[price > a[price]] or b[price > b[i-1].price]: brackets inside a condition
+    if mode == "BRACKET" and bad.type == "LSQB" and prev.type in _NAMES:
+        tokens = [prev, bad, *after]
+        owner = _bracket_var(before[:-1])
+        index = _sase_index(tokens, 1)
+        if index is not None:
+            which, at = index
+            attr = tokens[at].text
+            shown = _source(text, prev, tokens[at])
+            what = {"cur": attr, "prev": f"PREV({attr})", "first": f"FIRST({prev.text}.{attr})"}
+            if which != "first" and owner is not None and owner.text != prev.text:
+                return Hint(f"'{shown}' (SASE) {_NOT_SUPPORTED}; PREV and plain names read "
+                            f"the events of the variable whose brackets they are in: write "
+                            f"{prev.text}[… {what[which]} …]", prev.start, tokens[at].end)
+            return Hint(f"'{shown}' (SASE) {_NOT_SUPPORTED}; write {what[which]}",
+                        prev.start, tokens[at].end)
+        if len(tokens) >= 4 and tokens[2].type in _NAMES | _SOFT_ATTRS \
+                and tokens[3].type == "RSQB":
+            shown = _source(text, prev, tokens[3])
+            return Hint(f"'{shown}' {_NOT_SUPPORTED} inside a condition; an attribute of "
+                        f"{prev.text}'s events is written {prev.text}.{tokens[2].text}",
+                        prev.start, tokens[3].end)
+    # calls: COUNT(*), PREV(), PREV(price, 1), LAST(b.price, 1)
+    if mode == "BRACKET":
+        return _call_hint(text, before, bad, after)
+    return None
+
+
+#: Keywords the grammar accepts as attribute names (``attr_name``).
+_SOFT_ATTRS = frozenset({"ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT", "NONE", "EVENTS",
+                         "EVENT", "INTERVAL", "RANGE", "HOURS", "HOUR", "MINUTES", "MINUTE",
+                         "SECONDS", "SECOND", "MILLISECONDS", "MILLISECOND"})
+
+
+def _source(text: str, first: Tok, last: Tok) -> str:
+    """The query's text from ``first`` to ``last``, on one line."""
+    return " ".join(text[first.start:last.end].split())
+
+
+def _open_call(before: Sequence[Tok]) -> int | None:
+    """Index in ``before`` of the function name whose ``(`` is still open at its end."""
+    depth = 0
+    for i in range(len(before) - 1, 0, -1):
+        kind = before[i].type
+        if kind == "RPAR":
+            depth += 1
+        elif kind == "LPAR":
+            if depth == 0:
+                return i - 1 if _is_function(before[i - 1]) else None
+            depth -= 1
+        elif kind in ("LSQB", "RSQB"):
+            return None
+    return None
+
+
+def _call_hint(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[Tok]
+               ) -> Hint | None:
+    at = _open_call(before)
+    if at is None:
+        return None
+    func = before[at]
+    name = func.text.upper()
+    arg = list(before[at + 2:])
+    owner = _bracket_var(before[:at])
+    var = owner.text if owner is not None else _last_alias(before) or "b"
+    close = _match_forward([*before[at + 1:], bad, *after], 0)
+    end = ([*before[at + 1:], bad, *after][close].end if close is not None else bad.end)
+    if bad.type == "STAR" and not arg and name == "COUNT":
+        return Hint(f"COUNT(*) {_NOT_SUPPORTED}; COUNT takes a variable and counts its events "
+                    f"in the match: COUNT({var})", func.start, end)
+    if bad.type == "RPAR" and not arg:
+        example = {"PREV": "an attribute of the filtered event: PREV(price)",
+                   "COUNT": f"a variable: COUNT({var})"}.get(
+                       name, f"a variable's attribute: {name}({var}.price)")
+        return Hint(f"{func.text}() needs an argument, {example}", func.start, bad.end)
+    if bad.type == "COMMA" and arg:
+        shown = _source(text, func, [*before[at + 1:], bad, *after][close]) \
+            if close is not None else f"{func.text}(…, …)"
+        kinds = [t.type for t in arg]
+        qualified = len(arg) == 3 and kinds[1] == "DOT"
+        if name == "PREV":
+            attr = arg[-1].text if qualified or len(arg) == 1 else "attr"
+            where = f" inside {arg[0].text}[…]" if qualified else ""
+            return Hint(f"{shown} (MATCH_RECOGNIZE's PREV with an offset) {_NOT_SUPPORTED}; "
+                        "CEQL's PREV(attr) is attr of the previous event of the variable whose "
+                        f"brackets it is in (not of the previous row), with no offset: write "
+                        f"PREV({attr}){where}", func.start, end)
+        if name in ("FIRST", "LAST"):
+            which = name.lower()
+            if qualified:
+                v, a = arg[0].text, arg[2].text
+                what = f"{name}({v}.{a}) is the {which} {v} event's {a}"
+                before_each = f"for the {v} event before each {v}, write PREV({a}) inside {v}[…]"
+            else:
+                what = f"{name}(b.attr) is attr of the {which} b event"
+                before_each = "for the b event before each b, write PREV(attr) inside b[…]"
+            return Hint(f"{shown} (MATCH_RECOGNIZE's {name} with an offset) {_NOT_SUPPORTED}; "
+                        f"{what}, with no offset; {before_each}", func.start, end)
+        one = f"{name}({var})" if name == "COUNT" else f"{name}({var}.price)"
+        return Hint(f"{shown} {_NOT_SUPPORTED}; {name} takes one argument: {one}",
+                    func.start, end)
+    return None
+
+
+def _last_alias(before: Sequence[Tok]) -> str | None:
+    """The last ``AS`` name in ``before``."""
+    for i in range(len(before) - 1, 0, -1):
+        if before[i].type in _NAMES and before[i - 1].type == "AS":
+            return before[i].text
+    return None
+
+
+_TOKEN_RULES = (_r_correlation, _r_quantifier, _r_followed_by, _r_pattern, _r_sql_words,
+                _r_predicates, _r_units, _r_formula_joins)
 
 
 # ---------------------------------------------------------------- a character the lexer refused
-
-_QUALIFIED = re.compile(r"\.\s*([^\W\d]\w*)")
 
 
 def explain_char(text: str, pos: int, before: Sequence[Tok]) -> Hint | None:
@@ -779,39 +1099,6 @@ def explain_char(text: str, pos: int, before: Sequence[Tok]) -> Hint | None:
             return Hint(f"'!' (the absence of an event) {_NOT_SUPPORTED}: a pattern can only "
                         "require events that occur", pos, pos + 1)
         return Hint(f"'!' {_NOT_SUPPORTED}; write NOT, or != for 'not equal'", pos, pos + 1)
-    if char == "." and prev is not None and prev.type in _NAMES and prev.end == pos:
-        return _qualified(text, pos, before, mode)
-    return None
-
-
-def _qualified(text: str, pos: int, before: Sequence[Tok], mode: str) -> Hint | None:
-    found = _QUALIFIED.match(text, pos)
-    if found is None:
-        return None
-    var = before[-1]
-    attr = found.group(1)
-    shown = f"'{var.text}.{attr}'"
-    end = found.end()
-    if mode == "BRACKET":
-        owner = _bracket_var(before)
-        if owner is not None and owner.text == var.text:
-            return Hint(f"{shown} {_NOT_SUPPORTED}; inside {var.text}[…] an attribute is "
-                        f"{var.text}'s own: write {attr}", var.start, end)
-        whose = f"{owner.text}[…]" if owner is not None else "x[…]"
-        return Hint(f"{shown} (an attribute of another event) {_NOT_SUPPORTED} yet: a "
-                    f"condition {whose} reads only the attributes of its own events; "
-                    f"conditions on {var.text} go in {var.text}[…]", var.start, end)
-    if mode == "FILTER":
-        after, _ = lex_after(text, end)
-        if after and after[0].type in ("EQ", "EQEQ", "NE", "LTGT", "LT", "LE", "GT", "GE",
-                                     "LIKE", "IN", "NOT"):
-            stop = _cond_end(after)
-            rest = _join(after[:stop], True)
-            return Hint(f"{shown} {_NOT_SUPPORTED}; a condition on {var.text}'s events is "
-                        f"written {var.text}[…]: {var.text}[{attr} {rest}]", var.start,
-                        after[stop - 1].end if stop else end)
-        return Hint(f"{shown} {_NOT_SUPPORTED}; a condition on {var.text}'s events is "
-                    f"written {var.text}[…], e.g. {var.text}[{attr} > 0]", var.start, end)
     return None
 
 

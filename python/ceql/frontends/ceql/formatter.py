@@ -4,16 +4,19 @@ The printer follows CEQL's precedence (tightest first):
 
 * formulas: atoms and parentheses; postfix ``+``, ``:+``, ``AS x``; ``;`` and ``:`` (one level,
   left-associative); ``OR``; ``FILTER cond`` (loosest);
-* FILTER conditions: ``X[pred]``; ``AND``; ``OR``;
+* FILTER conditions: ``X[pred]``, ``S>T[pred]`` and match conditions ``[pred]``; ``AND``;
+  ``OR``;
 * predicates: comparisons, ``LIKE``, ``IN``; ``NOT``; ``AND``; ``OR``;
-* arithmetic: atoms; unary minus; ``* / %``; ``+ -``.
+* arithmetic: atoms (attributes, ``y.attr``, ``PREV(attr)``, ``COUNT(y)``, ``SUM(y.attr)`` …,
+  literals); unary minus; ``* / %``; ``+ -``.
 
 A child is parenthesized whenever its own operator binds more loosely than its position allows,
 and in a few places where leaving the parentheses out would rely on details of the grammar (a
 postfix operator applied to a postfix operator, ``NOT`` and unary minus applied to anything but
 a name, negative numbers as operands of arithmetic).
 
-Names that are keywords or not plain identifiers are written in backquotes. The one AST the
+Names that are keywords or not plain identifiers are written in backquotes, each part of a
+qualified name on its own (`` `odd v`.`odd a` ``, `` S>`odd T` ``). The one AST the
 parser never produces, unary minus on a number literal, is written ``-(1)`` and reads back as
 the literal ``-1`` (the same value).
 """
@@ -28,7 +31,8 @@ from fractions import Fraction
 from ...constants import CONSUME_NONE, WITHIN_ATTR, WITHIN_EVENTS, WITHIN_TIME
 from ...ir import nodes as A
 
-__all__ = ["format_expr", "format_filter", "format_formula", "format_pred", "format_query"]
+__all__ = ["format_expr", "format_filter", "format_formula", "format_name", "format_pred",
+           "format_query"]
 
 _IDENT = re.compile(r"[^\W\d]\w*\Z")
 _KEYWORDS = frozenset("""
@@ -45,6 +49,22 @@ def _ident(name: str) -> str:
     if not name or "\n" in name:
         raise ValueError(f"cannot write {name!r} as a CEQL name")
     return "`" + name.replace("`", "``") + "`"
+
+
+def format_name(name: str) -> str:
+    """A name (event type, variable, stream, attribute) as written in CEQL: bare when it can
+    be, else in backquotes."""
+    return _ident(name)
+
+
+def _var(name: str) -> str:
+    """A variable as written in a FILTER head or a SELECT list: ``S>T`` (the events of the
+    leaves ``S>T``, each part quoted on its own) when ``name`` holds a ``>`` between two
+    non-empty parts, else one name. Both spellings parse to the same string."""
+    stream, sep, event_type = name.partition(">")
+    if sep and stream and event_type and "\n" not in name:
+        return f"{_ident(stream)}>{_ident(event_type)}"
+    return _ident(name)
 
 
 def _fraction(value: Fraction) -> str:
@@ -126,12 +146,26 @@ def _expr(e: A.Expr, need: int = _ADD) -> str:
 def format_expr(e: A.Expr) -> str:
     """An arithmetic expression, without surrounding parentheses."""
     if isinstance(e, A.Attr):
+        if e.var is not None:
+            return f"{_ident(e.var)}.{_ident(e.name)}"
         return _ident(e.name)
     if isinstance(e, A.Literal):
         return _literal(e)
+    if isinstance(e, A.Prev):
+        return f"PREV({_ident(e.name)})"
+    if isinstance(e, A.Agg):
+        if e.func not in A.AGGREGATES:
+            raise ValueError(f"unknown aggregate {e.func!r}")
+        if e.func == "COUNT":
+            if e.attr is not None:
+                raise ValueError("COUNT takes a variable, not an attribute")
+            return f"COUNT({_ident(e.var)})"
+        if e.attr is None:
+            raise ValueError(f"{e.func} needs an attribute")
+        return f"{e.func}({_ident(e.var)}.{_ident(e.attr)})"
     if isinstance(e, A.Neg):
         inner = e.operand
-        if isinstance(inner, A.Attr):
+        if isinstance(inner, A.Attr | A.Prev | A.Agg):
             return f"-{format_expr(inner)}"
         # ``-(1)``, ``-(-x)``, ``-(a + b)``: never ``--`` (a comment) and never a bare ``-1``,
         # which a parser may fold into a negative literal.
@@ -217,7 +251,9 @@ def _filter(c: A.FilterExpr, need: int) -> str:
 def format_filter(c: A.FilterExpr) -> str:
     """A FILTER condition (the text after ``FILTER``)."""
     if isinstance(c, A.FilterAtom):
-        return f"{_ident(c.var)}[{format_pred(c.pred)}]"
+        return f"{_var(c.var)}[{format_pred(c.pred)}]"
+    if isinstance(c, A.FilterMatch):
+        return f"[{format_pred(c.pred)}]"
     if isinstance(c, A.FilterAnd):
         return f"{_filter(c.left, _F_AND)} AND {_filter(c.right, _F_ATOM)}"
     if isinstance(c, A.FilterOr):
@@ -297,7 +333,7 @@ def format_query(q: A.Query) -> str:
     elif not q.select:
         select = "NONE"
     else:
-        select = ", ".join(_ident(v) for v in q.select)
+        select = ", ".join(_var(v) for v in q.select)
     lines = [
         f"SELECT {q.strategy} {select} FROM {', '.join(_ident(s) for s in q.streams)}",
         f"WHERE {format_formula(q.where)}",
