@@ -1,8 +1,19 @@
 """A brute-force evaluator of CEQL, written straight from ``/work/shared/SEMANTICS.md``.
 
 It is deliberately naive — valuations are explicit Python sets, Kleene closures are computed as
-fixpoints — and shares no code with the engine (nor with ``ceql.predicates``): it only reads
-the AST. It is the oracle the test suites hold the engine to.
+fixpoints, conditions between events try every choice of events — and shares no code with the
+engine (nor with ``ceql.predicates`` or ``ceql.ir.walks``): it only reads the AST. It is the
+oracle the test suites hold the engine to.
+
+Conditions between events (SEMANTICS.md, "Correlation, conjunction and negation"):
+
+* ``X[P]`` keeps a valuation iff ``P`` is true for every choice of one event from ``V(X)`` and
+  one from ``V(Y)`` for each ``Y.attr`` in ``P`` (``X.attr`` is plain ``attr``); vacuously true
+  when one of those sets is empty. With ``PREV(attr)`` anywhere in ``P``, only the events of
+  ``V(X)`` that have a previous one in ``V(X)`` are tested (the first is exempt from all of ``P``).
+* ``[P]`` (a match condition): the same over the qualified variables alone, once per valuation.
+* Aggregates are values of the valuation (see ``aggregate_value`` for NULLs and kinds).
+* A stream-qualified leaf ``S>T`` binds the variable ``T`` and the variable ``S>T``.
 
 ``reference_matches`` returns every output of a query as ``RefMatch(end, start, positions,
 partition)`` with ORIGINAL 0-based indices into ``events``, after CONSUME BY but without LIMIT
@@ -16,13 +27,15 @@ import datetime as dt
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
+from itertools import product
 from typing import Any, NamedTuple
 
 from ceql.ir import nodes as A
 
-__all__ = ["MAX_EVENTS", "RefMatch", "pred_holds", "pred_value", "reference_matches"]
+__all__ = ["MAX_EVENTS", "UNKNOWN", "Context", "RefMatch", "aggregate_value", "pred_holds",
+           "pred_value", "reference_matches"]
 
 MAX_EVENTS = 12
 
@@ -72,18 +85,53 @@ def _clean(v: object) -> object:
     return v
 
 
-def pred_value(e: A.Expr, event: Mapping[str, Any]) -> object:
-    """The value of an arithmetic expression on one event, or ``UNKNOWN``."""
+class Context(NamedTuple):
+    """What an expression of a FILTER reads besides the tested event.
+
+    ``var``: the filtered variable ``X`` of ``X[P]`` (None in a match condition ``[P]``, which
+    tests no event); ``prev``: the previous event of ``X`` in the valuation (None: there is none);
+    ``chosen``: the event chosen for each qualified variable ``Y`` of ``Y.attr``; ``mu`` and
+    ``events``: the valuation and its (sub)stream's events, for aggregates.
+    """
+
+    var: str | None
+    prev: Mapping[str, Any] | None
+    chosen: Mapping[str, Mapping[str, Any]]
+    mu: Mu
+    events: Sequence[Mapping[str, Any]]
+
+
+def pred_value(e: A.Expr, event: Mapping[str, Any], ctx: Context | None = None) -> object:
+    """The value of an arithmetic expression on one event, or ``UNKNOWN``. ``ctx`` is needed
+    for qualified attributes, ``PREV`` and aggregates."""
     if isinstance(e, A.Attr):
-        return _clean(event.get(e.name))
+        if e.var is None or (ctx is not None and e.var == ctx.var):
+            if ctx is not None and ctx.var is None:
+                raise ValueError(f"plain attribute {e.name!r} in a match condition")
+            return _clean(event.get(e.name))
+        if ctx is None:
+            raise ValueError(f"{e.var}.{e.name} needs a valuation")
+        return _clean(ctx.chosen[e.var].get(e.name))
+    if isinstance(e, A.Prev):
+        if ctx is None or ctx.var is None or ctx.prev is None:
+            raise ValueError(f"PREV({e.name}) needs a previous event of the filtered variable")
+        return _clean(ctx.prev.get(e.name))
+    if isinstance(e, A.Agg):
+        if ctx is None:
+            raise ValueError(f"{e.func}({e.var}) needs a valuation")
+        ps = sorted(_var(ctx.mu, e.var))
+        if e.func == "COUNT":
+            return aggregate_value("COUNT", [None] * len(ps))
+        assert e.attr is not None
+        return aggregate_value(e.func, [ctx.events[p].get(e.attr) for p in ps])
     if isinstance(e, A.Literal):
         return _clean(e.value)
     if isinstance(e, A.Neg):
-        v = pred_value(e.operand, event)
+        v = pred_value(e.operand, event, ctx)
         return -v if _is_number(v) else UNKNOWN  # type: ignore[operator]
     if isinstance(e, A.Arith):
-        left = pred_value(e.left, event)
-        right = pred_value(e.right, event)
+        left = pred_value(e.left, event, ctx)
+        right = pred_value(e.right, event, ctx)
         if not (_is_number(left) and _is_number(right)):
             return UNKNOWN
         lv: Any = left
@@ -106,6 +154,40 @@ def pred_value(e: A.Expr, event: Mapping[str, Any]) -> object:
             raise ValueError(f"unknown arithmetic operator {e.op!r}")
         return _clean(out)
     raise TypeError(f"not an expression: {e!r}")
+
+
+def aggregate_value(func: str, values: Sequence[object]) -> object:
+    """An aggregate over the attribute values of a variable's events, in position order
+    (missing attributes given as None); ``COUNT`` counts them all.
+
+    Empty: COUNT 0, the others NULL. FIRST/LAST take the first/last value, NULL included.
+    SUM/AVG/MIN/MAX skip NULLs (all NULL: NULL, as in SQL). Where SEMANTICS.md is silent (our
+    decisions): SUM and AVG are NULL unless every non-NULL value is a number (bools are not);
+    AVG is SUM / (number of non-NULL values); MIN and MAX are NULL unless the non-NULL values
+    are all of one kind (the kinds comparisons use: number, string, bool, ...).
+    """
+    if func == "COUNT":
+        return len(values)
+    if not values:
+        return UNKNOWN
+    cleaned = [_clean(v) for v in values]
+    if func == "FIRST":
+        return cleaned[0]
+    if func == "LAST":
+        return cleaned[-1]
+    present: list[Any] = [v for v in cleaned if v is not UNKNOWN]
+    if not present:
+        return UNKNOWN
+    if func in ("SUM", "AVG"):
+        if not all(_is_number(v) for v in present):
+            return UNKNOWN
+        total = sum(present)
+        return _clean(total if func == "SUM" else total / len(present))
+    if func in ("MIN", "MAX"):
+        if len({_kind(v) for v in present}) != 1:
+            return UNKNOWN
+        return min(present) if func == "MIN" else max(present)
+    raise ValueError(f"unknown aggregate {func!r}")
 
 
 def _kind(v: object) -> str:
@@ -161,37 +243,37 @@ def _not3(a: bool | None) -> bool | None:
     return None if a is None else not a
 
 
-def _pred3(p: A.Pred, event: Mapping[str, Any]) -> bool | None:
+def _pred3(p: A.Pred, event: Mapping[str, Any], ctx: Context | None) -> bool | None:
     if isinstance(p, A.Compare):
-        return _compare(p.op, pred_value(p.left, event), pred_value(p.right, event))
+        return _compare(p.op, pred_value(p.left, event, ctx), pred_value(p.right, event, ctx))
     if isinstance(p, A.Like):
-        v = pred_value(p.expr, event)
+        v = pred_value(p.expr, event, ctx)
         if not isinstance(v, str):
             return None
         return re.search(p.pattern, v) is not None
     if isinstance(p, A.InSet):
-        v = pred_value(p.expr, event)
+        v = pred_value(p.expr, event, ctx)
         result: bool | None = False
         for lit in p.values:
             result = _or3(result, _compare("=", v, _clean(lit.value)))
         return _not3(result) if p.negated else result
     if isinstance(p, A.InRange):
-        v = pred_value(p.expr, event)
-        lo = pred_value(p.lo, event)
-        hi = pred_value(p.hi, event)
+        v = pred_value(p.expr, event, ctx)
+        lo = pred_value(p.lo, event, ctx)
+        hi = pred_value(p.hi, event, ctx)
         return _and3(_compare("<=", lo, v), _compare("<=", v, hi))
     if isinstance(p, A.PAnd):
-        return _and3(_pred3(p.left, event), _pred3(p.right, event))
+        return _and3(_pred3(p.left, event, ctx), _pred3(p.right, event, ctx))
     if isinstance(p, A.POr):
-        return _or3(_pred3(p.left, event), _pred3(p.right, event))
+        return _or3(_pred3(p.left, event, ctx), _pred3(p.right, event, ctx))
     if isinstance(p, A.PNot):
-        return _not3(_pred3(p.operand, event))
+        return _not3(_pred3(p.operand, event, ctx))
     raise TypeError(f"not a predicate: {p!r}")
 
 
-def pred_holds(p: A.Pred, event: Mapping[str, Any]) -> bool:
+def pred_holds(p: A.Pred, event: Mapping[str, Any], ctx: Context | None = None) -> bool:
     """Only TRUE satisfies a predicate; unknown (NULL) does not."""
-    return _pred3(p, event) is True
+    return _pred3(p, event, ctx) is True
 
 
 # ================================================================ formulas
@@ -230,9 +312,82 @@ def _var(mu: Mu, var: str) -> frozenset[int]:
     return frozenset(p for x, p in mu if x == var)
 
 
+def _expr_nodes(p: A.Pred) -> Iterator[A.Expr]:
+    """Every expression node of a predicate, sub-expressions included."""
+    if isinstance(p, (A.PAnd, A.POr)):
+        yield from _expr_nodes(p.left)
+        yield from _expr_nodes(p.right)
+        return
+    if isinstance(p, A.PNot):
+        yield from _expr_nodes(p.operand)
+        return
+    if isinstance(p, A.Compare):
+        roots: list[A.Expr] = [p.left, p.right]
+    elif isinstance(p, A.Like):
+        roots = [p.expr]
+    elif isinstance(p, A.InSet):
+        roots = [p.expr, *p.values]
+    elif isinstance(p, A.InRange):
+        roots = [p.expr, p.lo, p.hi]
+    else:
+        raise TypeError(f"not a predicate: {p!r}")
+    todo = roots
+    while todo:
+        e = todo.pop()
+        yield e
+        if isinstance(e, A.Neg):
+            todo.append(e.operand)
+        elif isinstance(e, A.Arith):
+            todo += [e.left, e.right]
+
+
+def _qualified(p: A.Pred, own: str | None) -> list[str]:
+    """The variables of ``Y.attr`` in ``p`` other than ``own`` (each chosen independently)."""
+    return sorted({e.var for e in _expr_nodes(p)
+                   if isinstance(e, A.Attr) and e.var is not None and e.var != own})
+
+
+def _choices(names: list[str], mu: Mu, sub: _Substream) -> list[dict[str, Mapping[str, Any]]]:
+    """Every choice of one event from each variable of ``names`` (none when one is empty)."""
+    sets = [sorted(_var(mu, y)) for y in names]
+    return [{y: sub.events[p] for y, p in zip(names, pick, strict=True)}
+            for pick in product(*sets)]
+
+
+def _atom_holds(atom: A.FilterAtom, mu: Mu, sub: _Substream) -> bool:
+    """``X[P]``: P for every event of V(X) (with a previous one, if P uses PREV) and every
+    choice of the qualified variables' events."""
+    xs = sorted(_var(mu, atom.var))
+    uses_prev = any(isinstance(e, A.Prev) for e in _expr_nodes(atom.pred))
+    choices = _choices(_qualified(atom.pred, atom.var), mu, sub)
+    for k, p in enumerate(xs):
+        if uses_prev and k == 0:
+            continue  # the first event of X has no previous one: exempt from all of P
+        prev = sub.events[xs[k - 1]] if k > 0 else None
+        for chosen in choices:
+            ctx = Context(atom.var, prev, chosen, mu, sub.events)
+            if not pred_holds(atom.pred, sub.events[p], ctx):
+                return False
+    return True
+
+
+def _match_holds(match: A.FilterMatch, mu: Mu, sub: _Substream) -> bool:
+    """``[P]``: P once per valuation, for every choice of the qualified variables' events."""
+    for e in _expr_nodes(match.pred):
+        if isinstance(e, A.Prev) or (isinstance(e, A.Attr) and e.var is None):
+            raise ValueError(f"{e!r} in a match condition: only aggregates, qualified "
+                             "attributes and literals")
+    for chosen in _choices(_qualified(match.pred, None), mu, sub):
+        if not pred_holds(match.pred, {}, Context(None, None, chosen, mu, sub.events)):
+            return False
+    return True
+
+
 def _cond_holds(cond: A.FilterExpr, mu: Mu, sub: _Substream) -> bool:
     if isinstance(cond, A.FilterAtom):
-        return all(pred_holds(cond.pred, sub.events[p]) for p in _var(mu, cond.var))
+        return _atom_holds(cond, mu, sub)
+    if isinstance(cond, A.FilterMatch):
+        return _match_holds(cond, mu, sub)
     if isinstance(cond, A.FilterAnd):
         return _cond_holds(cond.left, mu, sub) and _cond_holds(cond.right, mu, sub)
     if isinstance(cond, A.FilterOr):
@@ -253,7 +408,10 @@ def _join(left: Iterable[Val], right: Iterable[Val], contiguous: bool) -> set[Va
 def eval_formula(f: A.Formula, sub: _Substream) -> set[Val]:
     """``⟦f⟧(sub)`` as an explicit set of valuations."""
     if isinstance(f, A.EventType):
-        return {(i, i, frozenset({(f.name, i)})) for i in range(len(sub)) if sub.matches_type(i, f)}
+        # a stream-qualified leaf S>T binds T and the variable S>T (the events of such leaves)
+        names = [f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"]
+        return {(i, i, frozenset((n, i) for n in names))
+                for i in range(len(sub)) if sub.matches_type(i, f)}
     if isinstance(f, A.As):
         out: set[Val] = set()
         for s, e, mu in eval_formula(f.formula, sub):

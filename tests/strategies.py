@@ -12,6 +12,15 @@ the engine's validation: FILTER names only variables bound inside the formula it
 only bound variables, ``S>T`` only streams of FROM, literals never clash in type, no literal 0
 divisor, no empty literal RANGE.
 
+``correlated_queries()`` (``cases(correlated=True)``, ``multi_cases(correlated=True)``) adds
+conditions between events to all of that: qualified attributes ``Y.attr`` over variables bound
+in the filtered formula (universal over every choice of events), ``PREV(attr)`` inside ``X[...]``
+(only where X can bind two events, else the validator refuses it), aggregates in ``X[...]`` and
+in match conditions ``[P]`` (aggregates, qualified attributes and literals only), ``S>T`` as a
+variable (FILTER heads, SELECT lists, qualified attributes, aggregates), FILTERs inside
+iterations (checked per block). Without ``correlated`` every generator draws exactly what it
+drew before conditions between events existed.
+
 Streams: at most 8 events, mostly of the types the query names, with small non-negative integer
 attributes ``a``/``b`` (sometimes NULL or missing), a mixed attribute ``c`` (integer or string),
 a string attribute ``s``, partition attributes ``g``/``h`` (0 or 1), an optional stream name
@@ -28,23 +37,32 @@ from __future__ import annotations
 
 import os
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from ceql.ir import bound_variables, expr_nodes, is_correlated, is_correlated_query
 from ceql.ir import nodes as A
 
 __all__ = [
     "PROFILE",
     "Case",
+    "Scope",
+    "aggregates",
     "atom_preds",
     "cases",
+    "correlated_atoms",
+    "correlated_exprs",
+    "correlated_filter_conds",
+    "correlated_preds",
+    "correlated_queries",
     "events_lists",
     "exprs",
     "filter_conds",
     "formulas",
+    "match_conds",
     "preds",
     "queries",
     "statically_valid",
@@ -139,6 +157,8 @@ def exprs(draw: st.DrawFn, depth: int = 2) -> A.Expr:
 
 # ---------------------------------------------------------------- static validity
 
+_NUMERIC_AGGREGATES = ("COUNT", "SUM", "AVG")
+
 
 class _Clash(Exception):
     pass
@@ -146,8 +166,10 @@ class _Clash(Exception):
 
 def _kind(e: A.Expr) -> str | None:
     """What the validator knows of an expression's type without a schema."""
-    if isinstance(e, A.Attr):
+    if isinstance(e, A.Attr | A.Prev):
         return None
+    if isinstance(e, A.Agg):  # COUNT, SUM and AVG are numbers; the others are their attribute's
+        return "number" if e.func in _NUMERIC_AGGREGATES else None
     if isinstance(e, A.Literal):
         v = e.value
         return "bool" if isinstance(v, bool) else "string" if isinstance(v, str) else "number"
@@ -276,41 +298,286 @@ def filter_conds(draw: st.DrawFn, bound: frozenset[str], depth: int = 2) -> A.Fi
     return A.FilterAnd(left, right) if draw(st.booleans()) else A.FilterOr(left, right)
 
 
+# ---------------------------------------------------------------- conditions between events
+
+
+class Scope(NamedTuple):
+    """Where a correlated predicate stands: ``var`` is the X of ``X[...]`` (None in a match
+    condition ``[P]``, which tests no event); ``names`` are the variables bound inside the
+    filtered formula, which ``Y.attr`` and aggregates may name (``S>T`` ones too: the
+    formatter writes them in backquotes);
+    ``prev``: whether ``PREV`` may appear (X can bind two events of one valuation there: else
+    the validator refuses ``PREV``, which could never reject anything)."""
+
+    var: str | None
+    names: tuple[str, ...]
+    prev: bool = False
+
+
+def _most_events(f: A.Formula) -> tuple[dict[str, int], int]:
+    """How many events each variable binds at most in one valuation of ``f``, and how many
+    the valuation has (both capped at 2: "two or more")."""
+    if isinstance(f, A.EventType):
+        names = [f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"]
+        return dict.fromkeys(names, 1), 1
+    if isinstance(f, A.Seq | A.Or):
+        (lv, ln), (rv, rn) = _most_events(f.left), _most_events(f.right)
+        join = (lambda a, b: min(2, a + b)) if isinstance(f, A.Seq) else max
+        return {v: join(lv.get(v, 0), rv.get(v, 0)) for v in lv.keys() | rv.keys()}, join(ln, rn)
+    counts, n = _most_events(f.formula)
+    if isinstance(f, A.Plus):
+        return dict.fromkeys(counts, 2), 2
+    if isinstance(f, A.As):
+        return {**counts, f.var: n}, n
+    return counts, n
+
+
+def _runs(f: A.Formula) -> frozenset[str]:
+    """The variables that can bind two or more events of one valuation of ``f``."""
+    return frozenset(v for v, k in _most_events(f)[0].items() if k >= 2)
+
+
+_AGG_FUNCS = ("COUNT", "COUNT", "SUM", "SUM", "AVG", "AVG", "MIN", "MAX", "FIRST", "LAST")
+_AGG_ATTRS = ("a", "a", "b", "c", "c", "s", "zz")  # c: numbers and strings; zz: never there
+_STRING_AGGS = ("MIN", "MAX", "FIRST", "LAST")
+# attributes that operands read: c (often a string or NULL) less often, universal conditions
+# over several events would hardly ever hold
+_OPERAND_ATTRS = ("a", "a", "b", "b", "c")
+_REL_OPS = ("=", "!=", "<", "<=", "<=", ">", ">=", ">=")
+# COUNT comparisons that hold for many valuations
+_COUNT_SIMPLE = ((">=", 1), (">=", 2), ("<=", 2), ("<", 3), ("=", 1), ("=", 2), ("!=", 1))
+
+
+@st.composite
+def aggregates(draw: st.DrawFn, names: tuple[str, ...], string: bool = False) -> A.Agg:
+    """``COUNT(Y)`` or ``F(Y.attr)`` over a variable of ``names``; ``string``: one whose value
+    may be a string (MIN/MAX/FIRST/LAST of ``s``)."""
+    var = draw(st.sampled_from(names))
+    if string:
+        return A.Agg(draw(st.sampled_from(_STRING_AGGS)), var, "s")
+    func = draw(st.sampled_from(_AGG_FUNCS))
+    if func == "COUNT":
+        return A.Agg("COUNT", var)
+    return A.Agg(func, var, draw(st.sampled_from(_AGG_ATTRS)))
+
+
+@st.composite
+def _operands(draw: st.DrawFn, scope: Scope, string: bool = False) -> A.Expr:
+    """An expression that reads an event or the valuation: an attribute of the tested event
+    (plain or ``X.attr``), ``PREV(attr)``, ``Y.attr``, an aggregate. Never negative (``%`` takes
+    them as its left operand); ``string``: of the string attribute ``s``."""
+    attr = st.sampled_from(("s",) if string else _OPERAND_ATTRS)
+    options: list[tuple[int, st.SearchStrategy[A.Expr]]] = []
+    var = scope.var
+    if var is not None:
+        options += [(3, attr.map(A.Attr)), (1, attr.map(lambda n: A.Attr(n, var=var)))]
+        if scope.prev:
+            options.append((2, attr.map(A.Prev)))
+    if scope.names:
+        qualified = st.builds(lambda y, n: A.Attr(n, var=y), st.sampled_from(scope.names), attr)
+        options += [(3, qualified), (2, aggregates(scope.names, string))]
+    return draw(weighted(*options))
+
+
+@st.composite
+def correlated_exprs(draw: st.DrawFn, scope: Scope, depth: int = 2) -> A.Expr:
+    """Arithmetic over the operands of ``scope`` and number literals (as ``exprs``)."""
+    if depth <= 0 or draw(st.integers(0, 2)) == 0:
+        return draw(weighted((3, _operands(scope)), (1, _num_lit)))
+    kind = draw(st.sampled_from(["neg", "add", "mul", "div", "mod"]))
+    if kind == "neg":
+        inner = draw(correlated_exprs(scope, depth - 1))
+        return A.Neg(draw(_operands(scope)) if isinstance(inner, A.Literal) else inner)
+    if kind in ("add", "mul"):
+        op = draw(st.sampled_from(["+", "-"] if kind == "add" else ["*"]))
+        return A.Arith(op, draw(correlated_exprs(scope, depth - 1)),
+                       draw(correlated_exprs(scope, depth - 1)))
+    if kind == "div":
+        right = draw(weighted((1, st.sampled_from([2, 4]).map(A.Literal)), (1, _operands(scope))))
+        return A.Arith("/", draw(correlated_exprs(scope, depth - 1)), right)
+    right = draw(weighted((1, st.sampled_from([2, 3]).map(A.Literal)), (1, _operands(scope))))
+    return A.Arith("%", draw(_operands(scope)), right)
+
+
+@st.composite
+def _correlated_atom_preds(draw: st.DrawFn, scope: Scope) -> A.Pred:
+    kind = draw(st.sampled_from(["rel"] * 3 + ["agg"] * 3 + ["simple"] * 2 + [
+        "cmp", "cmp", "in", "range", "like"]))
+    if kind == "agg" and scope.names:  # COUNT(y) >= 2, SUM(y.a) > 0, AVG(y.b) <= 3, ...
+        agg = draw(aggregates(scope.names))
+        op, value = draw(st.sampled_from(_COUNT_SIMPLE if agg.func == "COUNT" else SIMPLE))
+        if draw(st.integers(0, 3)) == 0:  # anything else
+            op = draw(st.sampled_from(_REL_OPS))
+            return A.Compare(op, agg, A.Literal(draw(st.sampled_from([0, 1, 2, 3, 4, 6, 1.5]))))
+        return A.Compare(op, agg, A.Literal(value))
+    if kind in ("rel", "agg"):  # a = y.a, a > PREV(a), y.a <= LAST(z.b), ...
+        op = draw(st.sampled_from(_REL_OPS))
+        left = draw(_operands(scope))
+        right = draw(_operands(scope).filter(lambda e: e != left))  # not always true or false
+        return A.Compare(op, left, right)
+    if kind == "simple":
+        op, value = draw(st.sampled_from(SIMPLE))
+        return A.Compare(op, draw(_operands(scope)), A.Literal(value))
+    if kind == "cmp":
+        op = draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="]))
+        left = draw(correlated_exprs(scope))
+        right = draw(weighted((1, _any_lit), (1, correlated_exprs(scope, 1))))
+        if draw(st.booleans()):
+            left, right = right, left
+        return A.Compare(op, left, right)
+    if kind == "like":
+        return A.Like(draw(_operands(scope, string=True)), draw(st.sampled_from(PATTERNS)))
+    if kind == "in":
+        negated = draw(st.booleans())
+        if draw(st.booleans()):
+            values = draw(st.lists(st.sampled_from(STRINGS), min_size=1, max_size=3, unique=True))
+            return A.InSet(draw(_operands(scope, string=True)),
+                           tuple(A.Literal(v) for v in values), negated)
+        ints = draw(st.lists(st.integers(-1, 4), min_size=1, max_size=3, unique=True))
+        target = draw(weighted((3, _operands(scope)), (1, correlated_exprs(scope, 1))))
+        return A.InSet(target, tuple(A.Literal(v) for v in ints), negated)
+    lo = draw(weighted((1, st.sampled_from([-1, 0, 1]).map(A.Literal)), (1, _operands(scope))))
+    hi = draw(weighted((1, st.sampled_from([1, 2, 3]).map(A.Literal)), (1, _operands(scope))))
+    target = draw(weighted((3, _operands(scope)), (1, correlated_exprs(scope, 1))))
+    return A.InRange(target, lo, hi)
+
+
+def _reads_valuation(p: A.Pred) -> bool:
+    """True when ``p`` mentions a qualified attribute or an aggregate."""
+    return any(isinstance(e, A.Agg) or (isinstance(e, A.Attr) and e.var is not None)
+               for e in expr_nodes(p))
+
+
+@st.composite
+def correlated_preds(draw: st.DrawFn, scope: Scope, depth: int = 2) -> A.Pred:
+    """A predicate of ``X[...]`` (``scope.var`` X) or of a match condition (``scope.var``
+    None: aggregates, qualified attributes and literals only) with conditions between events;
+    in ``X[...]`` plain ones (``atom_preds``) are mixed in."""
+    if depth <= 0 or draw(st.integers(0, 2)) > 0:
+        if scope.var is not None and draw(st.integers(0, 3)) == 0:
+            return draw(atom_preds())
+        return draw(_correlated_atom_preds(scope).filter(statically_valid))
+    kind = draw(st.sampled_from(["and", "and", "or", "not"]))
+    if kind == "not":
+        return A.PNot(draw(correlated_preds(scope, depth - 1)))
+    left = draw(correlated_preds(scope, depth - 1))
+    right = draw(correlated_preds(scope, depth - 1))
+    return A.PAnd(left, right) if kind == "and" else A.POr(left, right)
+
+
+def _names(f: A.Formula) -> tuple[str, ...]:
+    """The variables of ``f`` (which ``Y.attr`` and aggregates can name)."""
+    return tuple(sorted(bound_variables(f)))
+
+
+@st.composite
+def correlated_atoms(draw: st.DrawFn, var: str, filtered: A.Formula) -> A.FilterAtom:
+    """``var[P]`` in a FILTER of the formula ``filtered``, ``P`` reading its variables."""
+    scope = Scope(var, _names(filtered), var in _runs(filtered))
+    return A.FilterAtom(var, draw(correlated_preds(scope)))
+
+
+@st.composite
+def match_conds(draw: st.DrawFn, filtered: A.Formula) -> A.FilterMatch:
+    """``[P]`` in a FILTER of the formula ``filtered``."""
+    pred = correlated_preds(Scope(None, _names(filtered))).filter(_reads_valuation)
+    return A.FilterMatch(draw(pred))
+
+
+@st.composite
+def _correlated_leaves(draw: st.DrawFn, filtered: A.Formula) -> A.FilterAtom | A.FilterMatch:
+    kind = draw(st.sampled_from(["atom"] * 4 + ["plain", "match", "match"]))
+    var = draw(st.sampled_from(sorted(bound_variables(filtered))))
+    if kind == "atom":
+        return draw(correlated_atoms(var, filtered))
+    if kind == "plain":
+        return A.FilterAtom(var, draw(preds()))
+    return draw(match_conds(filtered))
+
+
+@st.composite
+def correlated_filter_conds(draw: st.DrawFn, filtered: A.Formula,
+                            depth: int = 2) -> A.FilterExpr:
+    """A FILTER condition for the formula ``filtered`` with conditions between its variables
+    (``Y.attr``), ``PREV`` (on variables that can bind two events there), aggregates and match
+    conditions ``[P]``, mixed with plain atoms."""
+    if depth <= 0 or draw(st.booleans()):
+        return draw(_correlated_leaves(filtered))
+    left = draw(correlated_filter_conds(filtered, depth - 1))
+    right = draw(correlated_filter_conds(filtered, depth - 1))
+    return A.FilterAnd(left, right) if draw(st.booleans()) else A.FilterOr(left, right)
+
+
 # ---------------------------------------------------------------- formulas
 
 Bound = frozenset[str]
 _FORMULA_KINDS = ("seq", "seq", "cseq", "or", "plus", "cplus", "as", "filter", "filter",
                   "optional")
+_CORRELATED_KINDS = (*_FORMULA_KINDS, "filter", "rising", "rising", "chain", "chain")
 
 
 @st.composite
 def formulas(draw: st.DrawFn, streams: tuple[str, ...] = ("S",),
-             depth: int = 3) -> tuple[A.Formula, Bound]:
-    """A formula and the variables it binds (event-type names included)."""
+             depth: int = 3, correlated: bool = False) -> tuple[A.Formula, Bound]:
+    """A formula and the variables it binds (event-type names included).
+
+    ``correlated``: FILTERs hold conditions between events (``correlated_filter_conds``), more
+    of them, and two shapes of their own: ``(φ AS v)+ FILTER v[a > PREV(a)]`` and
+    ``φ1 AS v ; φ2 AS w FILTER w[a = v.a]``; the variables include ``S>T`` for each leaf
+    ``S>T``. Without it, exactly the formulas drawn before conditions between events existed.
+    """
     if depth <= 0 or draw(st.integers(0, depth)) == 0:
         name = draw(st.sampled_from(("A", "A", "B", "B", "C")))
         qualifier = draw(st.sampled_from((None, None, None, *streams)))
+        if correlated and qualifier is not None:
+            return A.EventType(name, qualifier), frozenset({name, f"{qualifier}>{name}"})
         return A.EventType(name, qualifier), frozenset({name})
-    kind = draw(st.sampled_from(_FORMULA_KINDS))
+    kind = draw(st.sampled_from(_CORRELATED_KINDS if correlated else _FORMULA_KINDS))
     if kind == "optional":
         # (φ1 AS v OR φ2) FILTER v[...]: on φ2's valuations V(v) is empty, which satisfies it
-        left, lb = draw(formulas(streams, depth - 1))
-        right, rb = draw(formulas(streams, depth - 1))
+        left, lb = draw(formulas(streams, depth - 1, correlated))
+        right, rb = draw(formulas(streams, depth - 1, correlated))
         var = draw(st.sampled_from(VARS))
-        cond = A.FilterAtom(var, draw(preds()))
-        return A.Filter(A.Or(A.As(left, var), right), cond), lb | rb | {var}
+        either = A.Or(A.As(left, var), right)
+        cond = draw(correlated_atoms(var, either)) if correlated \
+            else A.FilterAtom(var, draw(preds()))
+        return A.Filter(either, cond), lb | rb | {var}
     if kind in ("seq", "cseq", "or"):
-        left, lb = draw(formulas(streams, depth - 1))
-        right, rb = draw(formulas(streams, depth - 1))
+        left, lb = draw(formulas(streams, depth - 1, correlated))
+        right, rb = draw(formulas(streams, depth - 1, correlated))
         if kind == "or":
             return A.Or(left, right), lb | rb
         return A.Seq(left, right, kind == "cseq"), lb | rb
-    inner, ib = draw(formulas(streams, depth - 1))
+    if kind == "chain":
+        # φ1 AS v ; φ2 AS w FILTER w[a = v.a] (a condition between consecutive parts)
+        left, lb = draw(formulas(streams, depth - 1, correlated))
+        right, rb = draw(formulas(streams, depth - 1, correlated))
+        v, w = draw(st.permutations(VARS))[:2]
+        attr = draw(st.sampled_from(NUM_ATTRS))
+        op = draw(st.sampled_from(_REL_OPS))
+        join: A.FilterExpr = A.FilterAtom(w, A.Compare(op, A.Attr(attr), A.Attr(attr, var=v)))
+        seq = A.Seq(A.As(left, v), A.As(right, w), draw(st.booleans()))
+        if draw(st.integers(0, 2)) == 0:
+            join = A.FilterAnd(join, draw(correlated_filter_conds(seq, 1)))
+        return A.Filter(seq, join), lb | rb | {v, w}
+    inner, ib = draw(formulas(streams, depth - 1, correlated))
     if kind in ("plus", "cplus"):
         return A.Plus(inner, kind == "cplus"), ib
     if kind == "as":
         var = draw(st.sampled_from(VARS))
         return A.As(inner, var), ib | {var}
+    if kind == "rising":
+        # (φ AS v)+ FILTER v[a > PREV(a)] (SASE+'s b[i].a > b[i-1].a)
+        var = draw(st.sampled_from(VARS))
+        attr = draw(st.sampled_from(NUM_ATTRS))
+        op = draw(st.sampled_from(_REL_OPS))
+        rise: A.FilterExpr = A.FilterAtom(var, A.Compare(op, A.Attr(attr), A.Prev(attr)))
+        run = A.Plus(A.As(inner, var), draw(st.booleans()))
+        if draw(st.integers(0, 2)) == 0:
+            rise = A.FilterAnd(rise, draw(correlated_filter_conds(run, 1)))
+        return A.Filter(run, rise), ib | {var}
+    if correlated:
+        return A.Filter(inner, draw(correlated_filter_conds(inner))), ib
     return A.Filter(inner, draw(filter_conds(ib))), ib
 
 
@@ -330,9 +597,12 @@ def withins(draw: st.DrawFn) -> A.Within | None:
 
 
 @st.composite
-def queries(draw: st.DrawFn) -> A.Query:
+def queries(draw: st.DrawFn, correlated: bool = False) -> A.Query:
+    """A query; ``correlated``: with conditions between events (see ``correlated_queries``)."""
     streams = draw(st.sampled_from([("S",), ("S", "T"), ("T", "S")]))
-    where, bound = draw(formulas(streams))
+    where, bound = draw(formulas(streams, correlated=correlated))
+    if correlated and not is_correlated_query(where):
+        where = A.Filter(where, draw(_correlated_leaves(where).filter(is_correlated)))
     select_kind = draw(st.sampled_from(["*", "*", "*", "none", "vars", "vars"]))
     select: tuple[str, ...] | None
     if select_kind == "*":
@@ -352,6 +622,13 @@ def queries(draw: st.DrawFn) -> A.Query:
         consume=draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION"))),
         limit=draw(st.sampled_from((None, None, None, 0, 1, 2, 3))),
     )
+
+
+def correlated_queries() -> st.SearchStrategy[A.Query]:
+    """Queries with at least one condition between events (``Y.attr``, ``PREV``, an aggregate or
+    a match condition ``[P]``) among every other operator and clause; SELECT lists and FILTER
+    heads may name ``S>T``."""
+    return queries(correlated=True)
 
 
 # ---------------------------------------------------------------- streams
@@ -414,9 +691,10 @@ def _type_names(f: A.Formula) -> set[str]:
 
 
 @st.composite
-def cases(draw: st.DrawFn, mixed: bool = True) -> Case:
-    """A query, a stream mostly of the types it names, and the time option (None or "ts")."""
-    q = draw(queries())
+def cases(draw: st.DrawFn, mixed: bool = True, correlated: bool = False) -> Case:
+    """A query, a stream mostly of the types it names, and the time option (None or "ts");
+    ``correlated``: a query of ``correlated_queries``."""
+    q = draw(queries(correlated=correlated))
     extra = draw(st.sampled_from(("", "", "A", "B", "C")))
     types = tuple(sorted((_type_names(q.where) | {extra}) - {""}))
     return q, draw(events_lists(mixed=mixed, types=types)), draw(_time_option(q))
@@ -426,9 +704,10 @@ MultiCase = tuple[A.Query, list[list[dict[str, Any]]], str | None]
 
 
 @st.composite
-def multi_cases(draw: st.DrawFn, mixed: bool = True, streams: int = 3) -> MultiCase:
+def multi_cases(draw: st.DrawFn, mixed: bool = True, streams: int = 3,
+                correlated: bool = False) -> MultiCase:
     """A query, up to ``streams`` streams for it, and the time option."""
-    q = draw(queries())
+    q = draw(queries(correlated=correlated))
     out = []
     for _ in range(draw(st.integers(1, streams))):
         extra = draw(st.sampled_from(("", "", "A", "B", "C")))

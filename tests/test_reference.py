@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ceql.ir import nodes as A
-from reference import RefMatch, pred_holds, reference_matches
+from reference import UNKNOWN, RefMatch, aggregate_value, pred_holds, reference_matches
 
 # ---------------------------------------------------------------- AST builders
 
@@ -643,3 +643,298 @@ def P(text_op: str, left: A.Expr, right: A.Expr) -> A.Compare:
 ])
 def test_predicates(pred: A.Pred, event: dict[str, Any], holds: bool) -> None:
     assert pred_holds(pred, event) is holds
+
+
+# ---------------------------------------------------------------- conditions between events
+
+
+def qa(var: str, name: str) -> A.Attr:
+    """``var.name``: a qualified attribute."""
+    return A.Attr(name, var=var)
+
+
+def prev(name: str) -> A.Prev:
+    return A.Prev(name)
+
+
+def agg(func: str, var: str, name: str | None = None) -> A.Agg:
+    return A.Agg(func, var, name)
+
+
+def atom(var: str, pred: A.Pred) -> A.FilterAtom:
+    return A.FilterAtom(var, pred)
+
+
+def match(pred: A.Pred) -> A.FilterMatch:
+    return A.FilterMatch(pred)
+
+
+def sets_of(*groups: set[int]) -> set[frozenset[int]]:
+    return {frozenset(g) for g in groups}
+
+
+def test_worked_condition_between_events() -> None:
+    # T AS x ; H AS y FILTER y[id = x.id]
+    q = query(filt(seq(as_(T("T"), "x"), as_(T("H"), "y")), atom("y", P("=", attr("id"),
+                                                                         qa("x", "id")))))
+    assert sets(run(q, TH)) == sets_of({1, 2}, {1, 8}, {4, 7}, {5, 8}, {6, 7})
+
+
+HTH = seq(as_(T("H"), "h"), plus(as_(T("T"), "t")), as_(T("H"), "k"))
+HTH_IDS = (cmp("t", "id", "=", 1), cmp("h", "id", "=", 1), cmp("k", "id", "=", 1))
+
+
+def test_worked_count_in_a_match_condition() -> None:
+    # H AS h ; (T AS t)+ ; H AS k FILTER [COUNT(t) >= 2] AND t[id = 1] AND h[id = 1] AND ...
+    q = query(filt(HTH, match(P(">=", agg("COUNT", "t"), lit(2))), *HTH_IDS))
+    assert sets(run(q, TH)) == sets_of({3, 4, 6, 7})
+
+
+def test_worked_avg_in_a_match_condition() -> None:
+    # the averages are 40 for {4}, 25 for {6}, 32.5 for {4,6}
+    q = query(filt(HTH, match(P(">", agg("AVG", "t", "value"), lit(33))), *HTH_IDS))
+    assert sets(run(q, TH)) == sets_of({3, 4, 7})
+
+
+def test_worked_prev() -> None:
+    # (T AS x)+ FILTER x[value < PREV(value)] AND x[id = 0]
+    q = query(filt(plus(as_(T("T"), "x")), atom("x", P("<", attr("value"), prev("value"))),
+                   cmp("x", "id", "=", 0)))
+    assert sets(run(q, TH)) == sets_of({1}, {5}, {1, 5})
+
+
+def test_worked_count_and_sum_match_condition() -> None:
+    # SEMANTICS.md: FILTER [COUNT(b) >= 3 AND SUM(b.amount) > 10000]
+    ev = stream("B B B B", amount=[5000, 4000, 2000, 100])
+    cond = match(A.PAnd(P(">=", agg("COUNT", "b"), lit(3)),
+                        P(">", agg("SUM", "b", "amount"), lit(10000))))
+    # three or more b's: {0,1,2} 11000, {0,1,2,3} 11100; the other triples sum to 9100 or less
+    assert sets(run(query(filt(plus(as_(T("B"), "b")), cond)), ev)) == sets_of(
+        {0, 1, 2}, {0, 1, 2, 3})
+
+
+def test_worked_rising_prices() -> None:
+    # SEMANTICS.md: (B AS b)+ FILTER b[price > PREV(price)] — strictly rising across the b's
+    ev = stream("B B B", price=[1, 3, 2])
+    q = query(filt(plus(as_(T("B"), "b")), atom("b", P(">", attr("price"), prev("price")))))
+    assert sets(run(q, ev)) == sets_of({0}, {1}, {2}, {0, 1}, {0, 2})
+
+
+def test_prev_exempts_the_first_event_from_the_whole_predicate() -> None:
+    ev = stream("A A A", v=[1, 7, 8])
+    rising_and_big = A.PAnd(P(">", attr("v"), prev("v")), P(">", attr("v"), lit(5)))
+    # x[v > PREV(v) AND v > 5]: the first x is exempt from both comparisons, so {0} (v = 1)
+    # and every set starting at 0 pass
+    q = query(filt(plus(as_(T("A"), "x")), atom("x", rising_and_big)))
+    assert sets(run(q, ev)) == sets_of({0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2})
+    # two atoms: only the PREV one exempts the first event; v > 5 applies to every x
+    q = query(filt(plus(as_(T("A"), "x")), atom("x", P(">", attr("v"), prev("v"))),
+                   cmp("x", "v", ">", 5)))
+    assert sets(run(q, ev)) == sets_of({1}, {2}, {1, 2})
+
+
+def test_prev_is_the_previous_event_of_the_variable_not_of_the_stream() -> None:
+    ev = stream("A B A A", v=[1, 9, 5, 3])
+    q = query(filt(plus(or_(as_(T("A"), "x"), T("B"))),
+                   atom("x", P(">", attr("v"), prev("v")))))
+    # {0,1,2}: x = {0,2}, 5 > 1 (B at 1 is not an x); {0,3}: 3 > 1; {2,3}: 3 > 5 fails
+    out = sets(run(q, ev))
+    assert frozenset({0, 1, 2}) in out and frozenset({0, 3}) in out
+    assert frozenset({2, 3}) not in out and frozenset({0, 2, 3}) not in out
+    assert frozenset({1, 2, 3}) not in out  # x = {2,3}
+    assert frozenset({1, 3}) in out  # x = {3}: nothing before it, exempt
+
+
+def test_prev_null_is_unknown() -> None:
+    ev = stream("A A A", v=[None, 2, 3])
+    q = query(filt(plus(as_(T("A"), "x")), atom("x", P(">", attr("v"), prev("v")))))
+    # {0,1}: 2 > NULL is unknown; {0,2}: 3 > NULL too; {0,1,2} fails at 1. The first event's
+    # NULL matters only as a previous value: {0} alone is exempt
+    assert sets(run(q, ev)) == sets_of({0}, {1}, {2}, {1, 2})
+
+
+def test_qualified_attributes_are_universal() -> None:
+    # SEMANTICS.md: A AS a ; (B AS b)+ FILTER b[price > a.price] — every b above every a
+    ev = stream("A B B B", price=[10, 11, 12, 9])
+    q = query(filt(seq(as_(T("A"), "a"), plus(as_(T("B"), "b"))),
+                   atom("b", P(">", attr("price"), qa("a", "price")))))
+    assert sets(run(q, ev)) == sets_of({0, 1}, {0, 2}, {0, 1, 2})
+    # several a's: every (a, b) pair is tested
+    ev = stream("A A B B", price=[1, 5, 3, 6])
+    q = query(filt(seq(plus(as_(T("A"), "a")), plus(as_(T("B"), "b"))),
+                   atom("b", P(">", attr("price"), qa("a", "price")))))
+    assert sets(run(q, ev)) == sets_of({0, 2}, {0, 3}, {0, 2, 3}, {1, 3}, {0, 1, 3})
+
+
+def test_a_null_in_one_choice_fails_the_condition() -> None:
+    ev = stream("A A B", v=[1, None, 5])
+    q = query(filt(seq(plus(as_(T("A"), "a")), as_(T("B"), "b")),
+                   atom("b", P(">", attr("v"), qa("a", "v")))))
+    assert sets(run(q, ev)) == sets_of({0, 2})
+
+
+def test_two_qualified_variables_are_chosen_independently() -> None:
+    ev = stream("A B B C", v=[1, 1, 3, 4])
+    q = query(filt(seq(as_(T("A"), "a"), plus(as_(T("B"), "b")), as_(T("C"), "c")),
+                   atom("c", P(">", attr("v"), A.Arith("+", qa("a", "v"), qa("b", "v"))))))
+    # 4 > 1 + 1 but not 4 > 1 + 3
+    assert sets(run(q, ev)) == sets_of({0, 1, 3})
+
+
+def test_the_filtered_variable_qualified_is_the_tested_event() -> None:
+    # x[v >= x.v] compares each x with itself, not with every other x
+    ev = stream("A A A", v=[1, 2, None])
+    q = query(filt(plus(as_(T("A"), "x")), atom("x", P(">=", attr("v"), qa("x", "v")))))
+    assert sets(run(q, ev)) == sets_of({0}, {1}, {0, 1})
+    # another name for the same events is another variable: every pair
+    q = query(filt(plus(as_(as_(T("A"), "x"), "y")), atom("x", P(">=", attr("v"), qa("y", "v")))))
+    assert sets(run(q, ev)) == sets_of({0}, {1})
+
+
+def test_an_empty_qualified_variable_makes_the_condition_vacuous() -> None:
+    ev = stream("A C B", v=[5, 0, 1])
+    where = seq(or_(as_(T("A"), "a"), T("C")), as_(T("B"), "b"))
+    q = query(filt(where, atom("b", P(">", attr("v"), qa("a", "v")))))
+    assert sets(run(q, ev)) == sets_of({1, 2})  # {0,2}: 1 > 5 fails; {1,2}: no a
+    q = query(filt(where, match(P("<", qa("a", "v"), qa("b", "v")))))
+    assert sets(run(q, ev)) == sets_of({1, 2})
+    q = query(filt(where, match(P("=", agg("COUNT", "a"), lit(0)))))
+    assert sets(run(q, ev)) == sets_of({1, 2})
+
+
+def test_an_aggregate_of_an_empty_variable_is_null() -> None:
+    ev = stream("A B", v=[1, 2])
+    q = query(filt(or_(as_(T("A"), "a"), as_(T("B"), "b")),
+                   atom("b", P(">", attr("v"), agg("AVG", "a", "v")))))
+    # {0}: no b, vacuous; {1}: AVG of no a is NULL, so 2 > NULL is unknown
+    assert sets(run(q, ev)) == sets_of({0})
+    for func in ("SUM", "MIN", "MAX", "FIRST", "LAST"):
+        q = query(filt(or_(as_(T("A"), "a"), as_(T("B"), "b")),
+                       A.FilterOr(match(P(">=", agg(func, "a", "v"), lit(0))),
+                                  match(P("<", agg(func, "a", "v"), lit(0))))))
+        assert sets(run(q, ev)) == sets_of({0}), func
+
+
+def test_match_condition_is_universal_over_its_qualified_variables() -> None:
+    ev = stream("A A B B", v=[1, 5, 3, 6])
+    q = query(filt(seq(plus(as_(T("A"), "a")), plus(as_(T("B"), "b"))),
+                   match(P("<", qa("a", "v"), qa("b", "v")))))
+    assert sets(run(q, ev)) == sets_of({0, 2}, {0, 3}, {0, 2, 3}, {1, 3}, {0, 1, 3})
+
+
+def test_match_condition_refuses_plain_attributes() -> None:
+    q = query(filt(T("A"), match(P("=", attr("v"), lit(1)))))
+    with pytest.raises(ValueError):
+        reference_matches(q, stream("A", v=[1]))
+
+
+@pytest.mark.parametrize(("func", "values", "expected"), [
+    ("COUNT", [], 0),
+    ("COUNT", [None, 1, ...], 3),
+    ("SUM", [], UNKNOWN),
+    ("SUM", [1, None, 2], 3),
+    ("SUM", [1, float("nan"), 2], 3),
+    ("SUM", [None, None], UNKNOWN),
+    ("SUM", [0.5, 1], 1.5),
+    ("SUM", [1, "x"], UNKNOWN),  # a value that is not a number: NULL (our decision)
+    ("SUM", [1, True], UNKNOWN),  # bools are not numbers
+    ("AVG", [], UNKNOWN),
+    ("AVG", [1, None, 2], 1.5),  # SUM / number of non-NULL values
+    ("AVG", [40, 25], 32.5),
+    ("AVG", [1, "2"], UNKNOWN),
+    ("MIN", [3, None, 1], 1),
+    ("MAX", [3, None, 1], 3),
+    ("MIN", [2.5, 1], 1),
+    ("MIN", ["b", "a", "c"], "a"),
+    ("MAX", ["b", "a", "c"], "c"),
+    ("MAX", [True, False], True),
+    ("MAX", [1, "x"], UNKNOWN),  # values of several kinds: NULL (our decision)
+    ("MIN", [1, True], UNKNOWN),
+    ("MIN", [None], UNKNOWN),
+    ("FIRST", [], UNKNOWN),
+    ("FIRST", [None, 2], UNKNOWN),  # by position: the first event's NULL is NULL
+    ("FIRST", [1, 2], 1),
+    ("FIRST", ["s", 2], "s"),
+    ("LAST", [1, None], UNKNOWN),
+    ("LAST", [1, float("nan")], UNKNOWN),
+    ("LAST", [1, 2], 2),
+])
+def test_aggregate_values(func: str, values: list[Any], expected: object) -> None:
+    got = aggregate_value(func, [None if v is ... else v for v in values])
+    if expected is UNKNOWN:
+        assert got is UNKNOWN
+    else:
+        assert got == expected and type(got) is type(expected)
+
+
+def test_sum_skips_nulls() -> None:
+    ev = stream("A A A A", v=[1, None, 2, 3])
+    q = query(filt(plus(as_(T("A"), "x")), match(P("=", agg("SUM", "x", "v"), lit(3)))))
+    # {1} alone: the sum of no value is NULL
+    assert sets(run(q, ev)) == sets_of({0, 2}, {0, 1, 2}, {3}, {1, 3})
+
+
+def test_first_and_last_keep_nulls() -> None:
+    ev = stream("A A", v=[None, 1])
+    q = query(filt(plus(as_(T("A"), "x")), match(P(">=", agg("FIRST", "x", "v"), lit(0)))))
+    assert sets(run(q, ev)) == sets_of({1})
+    ev = stream("A A", v=[1, None])
+    q = query(filt(plus(as_(T("A"), "x")), match(P(">=", agg("LAST", "x", "v"), lit(0)))))
+    assert sets(run(q, ev)) == sets_of({0})
+    # MIN skips the NULL
+    q = query(filt(plus(as_(T("A"), "x")), match(P(">=", agg("MIN", "x", "v"), lit(0)))))
+    assert sets(run(q, ev)) == sets_of({0}, {0, 1})
+
+
+def test_min_and_max_of_strings() -> None:
+    ev = stream("A A A", s=["c", "b", "a"])
+    q = query(filt(plus(as_(T("A"), "x")), match(P("=", agg("MIN", "x", "s"), lit("b")))))
+    assert sets(run(q, ev)) == sets_of({1}, {0, 1})
+    q = query(filt(plus(as_(T("A"), "x")), match(P("=", agg("MAX", "x", "s"), lit("b")))))
+    assert sets(run(q, ev)) == sets_of({1}, {1, 2})
+
+
+def test_an_aggregate_inside_an_atom() -> None:
+    # every x equals the smallest x: all the x's are equal
+    ev = stream("A A A", v=[1, 1, 2])
+    q = query(filt(plus(as_(T("A"), "x")), atom("x", P("=", attr("v"), agg("MIN", "x", "v")))))
+    assert sets(run(q, ev)) == sets_of({0}, {1}, {2}, {0, 1})
+
+
+def test_a_filter_inside_an_iteration_applies_per_block() -> None:
+    ev = stream("A B A B", v=[5, 6, 0, 1])
+    block = seq(as_(T("A"), "x"), as_(T("B"), "y"))
+    higher = atom("y", P(">", attr("v"), qa("x", "v")))
+    # per block: {0,1} (6 > 5) and {2,3} (1 > 0) each pass, so their concatenation does
+    per_block = sets(run(query(plus(A.Filter(block, higher))), ev))
+    assert per_block == sets_of({0, 1}, {2, 3}, {0, 1, 2, 3})
+    # over the whole iteration: y = 3 (v 1) is not above x = 0 (v 5)
+    whole = sets(run(query(A.Filter(plus(block), higher)), ev))
+    assert whole == sets_of({0, 1}, {2, 3})
+    # COUNT per block: each block has one x
+    one = match(P("=", agg("COUNT", "x"), lit(1)))
+    assert sets(run(query(plus(A.Filter(block, one))), ev)) == sets_of(
+        {0, 1}, {0, 3}, {2, 3}, {0, 1, 2, 3})
+    assert sets(run(query(A.Filter(plus(block), one)), ev)) == sets_of({0, 1}, {0, 3}, {2, 3})
+
+
+BUYS = [{"type": "BUY", "stream": "S1", "price": 5}, {"type": "BUY", "stream": "S2", "price": 20},
+        {"type": "BUY", "stream": "S1", "price": 30}, {"type": "BUY", "stream": "S2", "price": 1},
+        {"type": "BUY", "price": 40}]
+
+
+def test_stream_qualified_variable_in_filter_and_select() -> None:
+    # S1>BUY ; BUY: the variable S1>BUY holds the first leaf's event (from S1, or from no
+    # stream), BUY both events
+    where = seq(T("BUY", "S1"), T("BUY"))
+    q = query(filt(where, cmp("S1>BUY", "price", ">", 10)), streams=("S1", "S2"),
+              select=("S1>BUY",))
+    assert run(q, BUYS) == [RefMatch(3, 2, (2,), ()), RefMatch(4, 2, (2,), ())]
+    q = query(filt(where, cmp("BUY", "price", ">", 10)), streams=("S1", "S2"))
+    assert run(q, BUYS) == [RefMatch(4, 2, (2, 4), ())]
+    q = query(where, streams=("S1", "S2"), select=("S1>BUY",))
+    assert {(m.end, m.positions) for m in run(q, BUYS)} == {
+        (1, (0,)), (2, (0,)), (3, (0,)), (4, (0,)), (3, (2,)), (4, (2,))}
+    # an unqualified leaf does not bind S1>BUY
+    q = query(T("BUY"), streams=("S1", "S2"), select=("S1>BUY",))
+    assert {m.positions for m in run(q, BUYS)} == {()}

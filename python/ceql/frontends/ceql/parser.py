@@ -408,6 +408,11 @@ def _b_call(b: _Builder, t: Tree[Token], a: list[object]) -> A.Expr:
         b.error(f"Unknown function {tok}: the functions are PREV(attr), COUNT(Y) and "
                 "SUM, AVG, MIN, MAX, FIRST, LAST of Y.attr", tok)
     if func == "PREV":
+        if isinstance(arg, A.Attr) and arg.var is not None:
+            b.error(f"PREV takes an attribute of the filtered event: write PREV({arg.name}) "
+                    f"inside {arg.var}[…] (the previous {arg.var} event of the match; "
+                    f"MATCH_RECOGNIZE's PREV({arg.var}.{arg.name}) reads the previous row)",
+                    _expr_span(arg, span))
         if not isinstance(arg, A.Attr) or arg.var is not None:
             b.error("PREV takes an attribute of the filtered event, e.g. PREV(price)",
                     _expr_span(arg, span))

@@ -1,0 +1,178 @@
+"""Property tests of conditions between events: the engine against the brute-force reference on
+random correlated queries (``Y.attr``, ``PREV``, aggregates, match conditions ``[P]``, ``S>T``
+variables) mixed with every other operator and clause.
+
+The same checks as ``tests/test_properties.py`` (whose helpers and conventions they share: outputs
+compared as multisets, the LIMIT rule, time windows over positions without a time attribute), on
+``correlated_queries()`` from ``tests/strategies.py``: queries are written out with
+``format_query`` and compiled from that text; the reference evaluates the AST itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import example, given, note, target
+from hypothesis import strategies as st
+
+import ceql
+from ceql.frontends.ceql import format_query, parse
+from ceql.ir import bound_variables
+from ceql.ir import nodes as A
+from reference import reference_matches
+from strategies import PROFILE, Case, MultiCase, cases, correlated_queries, multi_cases
+from test_properties import (
+    Key,
+    _arrow_table,
+    _bounds,
+    _show,
+    _splits,
+    _variants,
+    check_against_reference,
+    keys,
+)
+
+# ---------------------------------------------------------------- examples always tried
+
+def _q(where: A.Formula, **kw: Any) -> A.Query:
+    return A.Query(kw.pop("strategy", "ALL"), kw.pop("select", None), kw.pop("streams", ("S",)),
+                   where, **kw)
+
+
+def _stream(spec: str, **cols: list[Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i, t in enumerate(spec.split()):
+        ev: dict[str, Any] = {"type": t, "ts": i}
+        ev.update({k: v[i] for k, v in cols.items() if v[i] is not None})
+        out.append(ev)
+    return out
+
+
+_X = A.As(A.EventType("A"), "x")
+_Y = A.As(A.EventType("B"), "y")
+# (A AS x)+ FILTER x[a >= PREV(a)]: non-decreasing runs
+_RISING = _q(A.Filter(A.Plus(_X), A.FilterAtom("x", A.Compare(">=", A.Attr("a"),
+                                                              A.Prev("a")))))
+# ((A AS x ; B AS y) FILTER y[a > x.a])+: the condition holds in each block, not across blocks
+_BLOCKS = _q(A.Plus(A.Filter(A.Seq(_X, _Y), A.FilterAtom("y", A.Compare(
+    ">", A.Attr("a"), A.Attr("a", var="x"))))))
+# (A AS x)+ ; B AS y FILTER [COUNT(x) >= 2 AND SUM(x.a) <= y.a]
+_TOTAL = _q(A.Filter(A.Seq(A.Plus(_X), _Y), A.FilterMatch(A.PAnd(
+    A.Compare(">=", A.Agg("COUNT", "x"), A.Literal(2)),
+    A.Compare("<=", A.Agg("SUM", "x", "a"), A.Attr("a", var="y"))))))
+# SELECT S>A FROM S, T WHERE S>A ; B AS y FILTER S>A[a < y.a]
+_QUALIFIED = _q(A.Filter(A.Seq(A.EventType("A", "S"), _Y), A.FilterAtom(
+    "S>A", A.Compare("<", A.Attr("a"), A.Attr("a", var="y")))), streams=("S", "T"),
+    select=("S>A",))
+
+_RUN = _stream("A A B A A A B", a=[1, 2, 3, 0, 2, None, 5])
+# S>A is 0 and 2 (2 has no stream: it belongs to both); 1 is T's
+_MIXED = [{**e, "stream": s} if s else e for e, s in zip(
+    _stream("A A A B B", a=[0, 1, 2, 1, 3]), ["S", "T", None, "S", "T"], strict=True)]
+
+
+@PROFILE
+@given(st.lists(multi_cases(correlated=True), min_size=1, max_size=3))
+@example([(_RISING, [_RUN], None), (replace(_RISING, strategy="NEXT"), [_RUN], None),
+          (replace(_RISING, strategy="MAX", limit=1), [_RUN], "ts")])
+@example([(_BLOCKS, [_stream("A B A B", a=[5, 6, 0, 1])], None),
+          (_TOTAL, [_RUN, _stream("A A B", a=[1, None, 1])], None),
+          (_QUALIFIED, [_MIXED], None)])
+def test_correlated_engine_equals_reference(batch: list[MultiCase]) -> None:
+    """Each query (and two variants of it: its bare WHERE; without CONSUME BY and LIMIT) on up
+    to three streams."""
+    total = 0
+    for q0, streams, time in batch:
+        for q in _variants(q0):
+            text = format_query(q)
+            compiled = ceql.compile(text)
+            for events in streams:
+                _show((q, events, time))
+                ref = reference_matches(q, events, time=time)
+                total += len(ref)
+                got = keys(compiled.run(events, time=time))
+                note(f"reference: {[tuple(m) for m in ref]}")
+                note(f"engine:    {got}")
+                check_against_reference(got, ref, q.limit)
+    target(float(total), label="reference outputs")
+
+
+@PROFILE
+@given(cases(correlated=True), st.data())
+def test_correlated_max_with_a_select_list_equals_reference(case: Case,
+                                                            data: st.DataObject) -> None:
+    """MAX with a SELECT list of some of the variables (``S>T`` ones included)."""
+    q, events, time = case
+    names = sorted(bound_variables(q.where))
+    chosen = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
+    q = replace(q, strategy="MAX", select=tuple(chosen), consume="NONE", limit=None)
+    q, events, time, text = _show((q, events, time))
+    ref = reference_matches(q, events, time=time)
+    got = keys(ceql.compile(text).run(events, time=time))
+    note(f"reference: {[tuple(m) for m in ref]}")
+    note(f"engine:    {got}")
+    check_against_reference(got, ref, None)
+
+
+@PROFILE
+@given(cases(correlated=True))
+def test_correlated_outputs_come_in_stream_order(case: Case) -> None:
+    _, events, time, text = _show(case)
+    got = keys(ceql.compile(text).run(events, time=time))
+    note(f"engine: {got}")
+    ends = [k[0] for k in got]
+    assert ends == sorted(ends)
+
+
+@PROFILE
+@given(cases(correlated=True), st.data())
+def test_correlated_chunked_feed_equals_run(case: Case, data: st.DataObject) -> None:
+    _, events, time, text = _show(case)
+    compiled = ceql.compile(text)
+    whole = keys(compiled.run(events, time=time))
+    cuts = data.draw(_splits(len(events)), label="cuts")
+    ev = compiled.evaluator(time=time)
+    fed: list[Key] = []
+    for a, b in _bounds(len(events), cuts):
+        out = keys(ev.feed(events[a:b]))
+        assert all(a <= k[0] < b for k in out), "an output came before or after its end was fed"
+        fed.extend(out)
+    assert fed == whole
+
+
+@PROFILE
+@given(cases(mixed=False, correlated=True), st.data())
+def test_correlated_arrow_feed_equals_reference(case: Case, data: st.DataObject) -> None:
+    q, events, time, text = _show(case)
+    import pyarrow as pa
+
+    table = _arrow_table(events)
+    note(f"schema: {table.schema}")
+    ref = reference_matches(q, events, time=time)
+    compiled = ceql.compile(text)
+
+    got = keys(compiled.evaluator(time=time).feed(table))
+    check_against_reference(got, ref, q.limit)
+    assert got == keys(compiled.run(events, time=time))
+
+    cuts = data.draw(_splits(len(events)), label="cuts")
+    ev = compiled.evaluator(time=time)
+    fed: list[Key] = []
+    for a, b in _bounds(len(events), cuts):
+        batch = pa.RecordBatch.from_arrays(
+            [col.combine_chunks() for col in table.slice(a, b - a).columns],
+            names=table.column_names)
+        out = keys(ev.feed(batch))
+        assert all(a <= k[0] < b for k in out), "an output came before or after its end was fed"
+        fed.extend(out)
+    assert fed == got
+
+
+@PROFILE
+@given(correlated_queries())
+def test_correlated_format_roundtrip(q: A.Query) -> None:
+    text = format_query(q)
+    note(text)
+    assert parse(text) == q
+    assert format_query(parse(text)) == text
