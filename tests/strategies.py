@@ -35,6 +35,7 @@ the way it looks).
 
 from __future__ import annotations
 
+import functools
 import os
 from fractions import Fraction
 from typing import Any, NamedTuple, TypeVar
@@ -361,8 +362,8 @@ def aggregates(draw: st.DrawFn, names: tuple[str, ...], string: bool = False) ->
     return A.Agg(func, var, draw(st.sampled_from(_AGG_ATTRS)))
 
 
-@st.composite
-def _operands(draw: st.DrawFn, scope: Scope, string: bool = False) -> A.Expr:
+@functools.cache  # one strategy per scope: building strategies is what draws cost most
+def _operands(scope: Scope, string: bool = False) -> st.SearchStrategy[A.Expr]:
     """An expression that reads an event or the valuation: an attribute of the tested event
     (plain or ``X.attr``), ``PREV(attr)``, ``Y.attr``, an aggregate. Never negative (``%`` takes
     them as its left operand); ``string``: of the string attribute ``s``."""
@@ -376,7 +377,7 @@ def _operands(draw: st.DrawFn, scope: Scope, string: bool = False) -> A.Expr:
     if scope.names:
         qualified = st.builds(lambda y, n: A.Attr(n, var=y), st.sampled_from(scope.names), attr)
         options += [(3, qualified), (2, aggregates(scope.names, string))]
-    return draw(weighted(*options))
+    return weighted(*options)
 
 
 @st.composite

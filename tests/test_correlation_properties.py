@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pyarrow as pa
 from hypothesis import example, given, note, target
 from hypothesis import strategies as st
 
@@ -34,6 +35,7 @@ from test_properties import (
 )
 
 # ---------------------------------------------------------------- examples always tried
+
 
 def _q(where: A.Formula, **kw: Any) -> A.Query:
     return A.Query(kw.pop("strategy", "ALL"), kw.pop("select", None), kw.pop("streams", ("S",)),
@@ -65,6 +67,10 @@ _TOTAL = _q(A.Filter(A.Seq(A.Plus(_X), _Y), A.FilterMatch(A.PAnd(
 _QUALIFIED = _q(A.Filter(A.Seq(A.EventType("A", "S"), _Y), A.FilterAtom(
     "S>A", A.Compare("<", A.Attr("a"), A.Attr("a", var="y")))), streams=("S", "T"),
     select=("S>A",))
+# A AS x ; A AS y FILTER y[a = x.a]: an equality tying every event (an engine may run it per
+# value of a, but without PARTITION BY its outputs have no partition)
+_JOINED = _q(A.Filter(A.Seq(_X, A.As(A.EventType("A"), "y")), A.FilterAtom("y", A.Compare(
+    "=", A.Attr("a"), A.Attr("a", var="x")))))
 
 _RUN = _stream("A A B A A A B", a=[1, 2, 3, 0, 2, None, 5])
 # S>A is 0 and 2 (2 has no stream: it belongs to both); 1 is T's
@@ -79,6 +85,8 @@ _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
 @example([(_BLOCKS, [_stream("A B A B", a=[5, 6, 0, 1])], None),
           (_TOTAL, [_RUN, _stream("A A B", a=[1, None, 1])], None),
           (_QUALIFIED, [_MIXED], None)])
+@example([(_JOINED, [_stream("A A B A", a=[0, 0, 1, 1])], None),
+          (replace(_JOINED, strategy="MAX", select=("x",)), [_RUN], "ts")])
 def test_correlated_engine_equals_reference(batch: list[MultiCase]) -> None:
     """Each query (and two variants of it: its bare WHERE; without CONSUME BY and LIMIT) on up
     to three streams."""
@@ -145,8 +153,6 @@ def test_correlated_chunked_feed_equals_run(case: Case, data: st.DataObject) -> 
 @given(cases(mixed=False, correlated=True), st.data())
 def test_correlated_arrow_feed_equals_reference(case: Case, data: st.DataObject) -> None:
     q, events, time, text = _show(case)
-    import pyarrow as pa
-
     table = _arrow_table(events)
     note(f"schema: {table.schema}")
     ref = reference_matches(q, events, time=time)

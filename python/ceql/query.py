@@ -77,9 +77,10 @@ class Query:
     # ------------------------------------------------------------------ facts
     @property
     def partition_by(self) -> tuple[str, ...]:
-        """The attributes of the PARTITION BY key, with the one its equalities imply (``A AS
-        a ; B AS b FILTER b[user = a.user]`` is evaluated per ``user``)."""
-        return self.plan.partition_by
+        """The attributes of the PARTITION BY key, as written (``plan.partition_by`` adds the
+        key the query's equalities imply, which runs it per value but is not reported in
+        :attr:`Match.partition`)."""
+        return self.ast.partition_by
 
     def implied_key(self) -> tuple[str, tuple[N.FilterAtom, ...]] | None:
         """The partition key the query's equalities between events imply, with those

@@ -46,12 +46,15 @@ def _joined(ps: tuple[int, ...], ls: tuple[frozenset[str], ...],
 class Enumerator:
     """Turns accepting nodes into :class:`~ceql.Match` objects (window and LIMIT applied)."""
 
-    __slots__ = ("clock", "eps", "limit")
+    __slots__ = ("clock", "eps", "key_len", "limit")
 
     def __init__(self, clock: Clock, eps: Any, limit: int | None) -> None:
         self.clock = clock
         self.eps = eps
         self.limit = limit
+        #: how much of a partition's key matches report (None: all of it); an implied key,
+        #: appended to the written one, is not reported
+        self.key_len: int | None = None
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
              tkey: Any) -> Iterator[list[Match]]:
@@ -61,11 +64,12 @@ class Enumerator:
         if limit == 0:
             return
         clock = self.clock
+        key = P.key if self.key_len is None else P.key[:self.key_len]
         end: Ending
         if clock.is_ts:
-            end = (pos, clock.value(tkey), P.key, clock.form(), True)
+            end = (pos, clock.value(tkey), key, clock.form(), True)
         else:
-            end = (pos, tkey, P.key, None, clock.time is not None)
+            end = (pos, tkey, key, None, clock.time is not None)
         new = _new
         M = Match
         out: list[Match] = []

@@ -105,6 +105,8 @@ class Evaluation:
             self.runs = Runs(self.dfa, self.parts, eps, ast.consume)
             self.enum = Enumerator(self.clock, eps, ast.limit)
             self.inert = Inertness(self.dfa)
+        if ast.partition_by != query.ast.partition_by:  # an implied key: not reported
+            self.enum.key_len = len(query.ast.partition_by)
         self.inert.on_full = self.dfa_full
         self.offset = 0  # rows fed so far: the position of the next one
         self.since_sweep = 0  # rows since partitions were last swept

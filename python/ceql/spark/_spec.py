@@ -302,7 +302,7 @@ def _partitioning(q: ceql.Query, schema: StructType, call: CallInfo) -> tuple[st
             f"{', '.join(call.bad_partition_by)}; compute the value in a subquery first."
         )
     from_call = tuple(_resolve(c, schema, "PARTITION BY") for c in call.partition_by)
-    from_query = tuple(q.partition_by)
+    from_query = tuple(q.plan.partition_by)  # with an implied key: the shuffle key
     if from_call and from_query and set(from_call) != set(from_query):
         raise MatchCeqlError(
             f"MATCH_CEQL: the table argument is PARTITION BY {', '.join(from_call)} but the "
