@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
+from ..ir import nodes as N
 from ..predicates import guard_fn
 from ..predicates.between import (
     AggSpec,
@@ -41,7 +42,8 @@ from ..predicates.between import (
 from ..predicates.values import TRUE, norm
 from .cea import CEA, Transition
 
-__all__ = ["PLAN_DEFERRED", "PLAN_INCREMENTAL", "Move", "RegisterPlan", "Registers", "ScopePlan"]
+__all__ = ["NEVER", "PLAN_DEFERRED", "PLAN_INCREMENTAL", "VACUOUS", "Gate", "Move",
+           "RegisterPlan", "Registers", "ScopePlan", "gate_key"]
 
 #: How a condition is decided (shown by ``explain``).
 PLAN_INCREMENTAL = "checked as each event it reads arrives, against registers"
@@ -109,10 +111,20 @@ class RegisterPlan:
         all_scopes = frozenset(range(self.n_scopes))
         self._out = tuple(tuple((guard_fn(t.guard), self._move(t, all_scopes)) for t in ts)
                           for ts in out)
+        #: per state, its marked transitions as (guard, move)
+        self.out_moves = self._out
         self.later = self._later(cea, out)
-        self._moves: list[dict[int, tuple[Move, ...]]] = [{} for _ in range(cea.n_states)]
+        #: per state, class → :meth:`moves` (a read-only fast cache; a miss: call it)
+        self.move_cache: list[dict[int, tuple[Move, ...]]] = [{} for _ in range(cea.n_states)]
+        self._progs: dict[int, tuple[tuple[int, _Program], ...]] = {}
         #: every attribute a condition reads
         self.reads = frozenset().union(*(s.reads for s in self.scopes))
+        #: whether every state a run can wait in has a gap: runs then stay where they are
+        #: unless an event moves them, so a partition is updated in place (only the runs an
+        #: event can move are visited, equalities through a hash index)
+        self.in_place = all(stays[q] or not self.has_out[q] for q in range(1, cea.n_states))
+        self._gates: dict[int, Gate | None] = {}
+        self._state_gates: dict[int, tuple[Gate, ...]] = {}
 
     # ------------------------------------------------------------------ construction
     @staticmethod
@@ -167,7 +179,7 @@ class RegisterPlan:
     # ------------------------------------------------------------------ running
     def moves(self, q: int, c: int) -> tuple[Move, ...]:
         """The marked transitions of state ``q`` enabled by class ``c`` (cached)."""
-        cache = self._moves[q]
+        cache = self.move_cache[q]
         r = cache.get(c)
         if r is None:
             r = cache[c] = tuple(m for g, m in self._out[q] if g(c))
@@ -175,34 +187,79 @@ class RegisterPlan:
 
     def cached(self) -> int:
         """How many (state, class) answers are cached."""
-        return sum(map(len, self._moves))
+        return sum(map(len, self.move_cache))
 
     def clear(self) -> None:
         """Forget the cached answers."""
-        for cache in self._moves:
+        for cache in self.move_cache:
             cache.clear()
 
     def advance(self, regs: Registers, m: Move, event: Mapping[str, Any]) -> Registers | None:
         """The registers after taking ``m`` on ``event``, or None when a condition fails."""
-        scopes = self.scopes
         new = list(regs)
         for k in m.closes:
             s = new[k]
             if s is not None:
-                if not self._complete(scopes[k], s):
+                if not self._complete(self.scopes[k], s):
                     return None
                 new[k] = None
-        later = self.later[m.dst]
-        for k, names in m.scopes:
+        for k, prog in self._programs(m):
             s = new[k]
-            sp = scopes[k]
             if s is None:
-                s = sp.initial()
-            s = self._add(sp, s, names, event, later.get(k, frozenset()))
+                s = self.scopes[k].initial()
+            s = _run(prog, s, event)
             if s is None:
                 return None
             new[k] = s
         return tuple(new)
+
+    def state_gates(self, q: int) -> tuple[Gate, ...]:
+        """The gates of the moves out of state ``q`` (cached)."""
+        gs = self._state_gates.get(q)
+        if gs is None:
+            found: dict[Gate, None] = {}
+            for _, m in self.out_moves[q]:
+                g = self.gate(m)
+                if g is not None:
+                    found[g] = None
+            gs = self._state_gates[q] = tuple(found)
+        return gs
+
+    def gate(self, m: Move) -> Gate | None:
+        """The equality ``X[a = Y.b]`` a run must pass to take ``m`` (X bound by ``m``, Y's
+        records in the registers), if there is one: runs are then found by Y's value."""
+        key = id(m)
+        if key in self._gates:
+            return self._gates[key]
+        found: Gate | None = None
+        for k, (ops, _) in self._programs(m):
+            if k in m.closes or found is not None:
+                continue
+            for ci, c, spec, keep, _ in ops:
+                if (keep is None or c.prev or len(c.quantified) != 2 or spec[0] is None
+                        or spec[1] is not None):
+                    continue
+                p = c.leaf.pred
+                if not (isinstance(p, N.Compare) and p.op == "="
+                        and isinstance(p.left, N.Attr) and isinstance(p.right, N.Attr)):
+                    continue
+                own = [e for e in (p.left, p.right) if e.var is None or e.var == c.var]
+                if len(own) != 1 or len(c.attrs[1]) != 1:
+                    continue
+                found = Gate(k, ci, own[0].name)
+                break
+        self._gates[key] = found
+        return found
+
+    def _programs(self, m: Move) -> tuple[tuple[int, _Program], ...]:
+        """What ``m`` does to each scope it is in (built once per move)."""
+        progs = self._progs.get(id(m))
+        if progs is None:
+            later = self.later[m.dst]
+            progs = tuple((k, _program(self.scopes[k], names, later.get(k, frozenset())))
+                          for k, names in m.scopes)
+            self._progs[id(m)] = progs
+        return progs
 
     def accepts(self, regs: Registers) -> bool:
         """Whether a run with ``regs`` that reached a final state completes a valuation whose
@@ -212,50 +269,6 @@ class RegisterPlan:
             if s is not None and not self._complete(scopes[k], s):
                 return False
         return True
-
-    @staticmethod
-    def _add(sp: ScopePlan, s: Any, names: frozenset[str], event: Mapping[str, Any],
-             later: frozenset[str]) -> Any:
-        """Scope registers ``s`` after an event binding ``names``; None if it fails a
-        condition."""
-        conds_s, accs = s
-        out: list[Any] = []
-        for c, (lists, last) in zip(sp.conditions, conds_s, strict=True):
-            q = c.quantified
-            if not names.intersection(q):
-                out.append((lists, last))
-                continue
-            fresh: list[tuple[Any, ...] | None] = []
-            new_last = last
-            for i, v in enumerate(q):
-                if v not in names:
-                    fresh.append(None)
-                    continue
-                rec = tuple(norm(event.get(a)) for a in c.attrs[i])
-                if i == 0 and c.prev:
-                    new_last = tuple(norm(event.get(a)) for a in c.prev)
-                    if last is None:  # the first event of X: exempt, no record
-                        fresh.append(None)
-                        continue
-                    rec = rec + last
-                fresh.append(rec)
-            if not c.deferred and not _check_new(c, lists, fresh):
-                return None
-            lists = tuple(old if f is None else (*old, f)
-                          for old, f in zip(lists, fresh, strict=True))
-            if not c.deferred:
-                # records no partner can meet any more are dropped (runs then merge)
-                lists = tuple(recs if any(w in later for j, w in enumerate(q) if j != i)
-                              else () for i, recs in enumerate(lists))
-                if c.prev and c.var not in later:
-                    new_last = None
-            out.append((lists, new_last))
-        if sp.aggs:
-            accs = tuple(
-                agg_step(f, acc, None if a is None else norm(event.get(a)))
-                if v in names else acc
-                for (f, v, a), acc in zip(sp.aggs, accs, strict=True))
-        return (tuple(out), accs)
 
     @staticmethod
     def _complete(sp: ScopePlan, s: Any) -> bool:
@@ -276,11 +289,126 @@ class RegisterPlan:
         return True
 
 
-def _check_new(c: Condition, lists: tuple[tuple[Any, ...], ...],
+@dataclass(frozen=True)
+class Gate:
+    """``X[attr = Y.b]`` of condition ``cond`` of scope ``scope``: a run takes the move only if
+    every Y record equals the event's ``attr`` (or there is none)."""
+
+    scope: int
+    cond: int
+    attr: str
+
+
+#: :func:`gate_key` of a run that passes whatever the value (no Y record yet), or none
+VACUOUS: Any = ("vacuous",)
+NEVER: Any = ("never",)
+
+
+def gate_key(g: Gate, regs: Registers) -> Any:
+    """The value a run's Y records hold for gate ``g`` (:data:`VACUOUS` without records,
+    :data:`NEVER` if they differ)."""
+    s = regs[g.scope]
+    if s is None:
+        return VACUOUS
+    ys = s[0][g.cond][0][1]
+    if not ys:
+        return VACUOUS
+    v = ys[0][0]
+    for r in ys[1:]:
+        if r[0] != v:
+            return NEVER
+    return v
+
+
+# What one move does to one scope: per condition it touches, (index, the condition, per
+# quantified variable None (not bound here) or (attributes, is X with PREV), which lists to keep
+# afterwards (None: all, the condition is deferred), whether to keep the PREV record); and the
+# aggregates it steps: (index, function, attribute).
+_CondOp = tuple[int, Condition, tuple[Any, ...], "tuple[bool, ...] | None", bool]
+_Program = tuple[tuple[_CondOp, ...], tuple[tuple[int, str, "str | None"], ...]]
+
+
+def _program(sp: ScopePlan, names: frozenset[str], later: frozenset[str]) -> _Program:
+    ops: list[_CondOp] = []
+    for ci, c in enumerate(sp.conditions):
+        q = c.quantified
+        if not names.intersection(q):
+            continue
+        fresh = tuple((c.attrs[i], i == 0 and bool(c.prev)) if v in names else None
+                      for i, v in enumerate(q))
+        keep: tuple[bool, ...] | None = None
+        keep_prev = True
+        if not c.deferred:  # records no partner can meet any more are dropped (runs merge)
+            keep = tuple(any(w in later for j, w in enumerate(q) if j != i)
+                         for i in range(len(q)))
+            keep_prev = c.var in later
+        ops.append((ci, c, fresh, keep, keep_prev))
+    aggs = tuple((i, f, a) for i, (f, v, a) in enumerate(sp.aggs) if v in names)
+    return tuple(ops), aggs
+
+
+def _run(prog: _Program, s: Any, event: Mapping[str, Any]) -> Any:
+    """Scope registers ``s`` after an event; None if it fails a condition."""
+    conds_s, accs = s
+    ops, aggs = prog
+    if ops:
+        out = list(conds_s)
+        get = event.get
+        for ci, c, spec, keep, keep_prev in ops:
+            lists, last = conds_s[ci]
+            fresh: list[tuple[Any, ...] | None] = []
+            new_last = last
+            for sp in spec:
+                if sp is None:
+                    fresh.append(None)
+                    continue
+                attrs, is_prev = sp
+                rec = tuple([norm(get(a)) for a in attrs])
+                if is_prev:
+                    new_last = tuple([norm(get(a)) for a in c.prev])
+                    if last is None:  # the first event of X: exempt, no record
+                        fresh.append(None)
+                        continue
+                    rec = rec + last
+                fresh.append(rec)
+            if keep is None:
+                lists = tuple(old if f is None else (*old, f)
+                              for old, f in zip(lists, fresh, strict=True))
+            else:
+                if not _check_new(c.check, lists, fresh):
+                    return None
+                lists = tuple(() if not k else old if f is None else (*old, f)
+                              for old, f, k in zip(lists, fresh, keep, strict=True))
+                if not keep_prev:
+                    new_last = None
+            out[ci] = (lists, new_last)
+        conds_s = tuple(out)
+    if aggs:
+        acc_l = list(accs)
+        for i, f, a in aggs:
+            acc_l[i] = agg_step(f, acc_l[i], None if a is None else norm(event.get(a)))
+        accs = tuple(acc_l)
+    return (conds_s, accs)
+
+
+def _check_new(check: Callable[[Any, Any], int], lists: tuple[tuple[Any, ...], ...],
                fresh: list[tuple[Any, ...] | None]) -> bool:
-    """Every choice of events with at least one new record satisfies ``c``."""
-    check: Callable[[Any, Any], int] = c.check
+    """Every choice of events with at least one new record satisfies ``check``."""
     n = len(lists)
+    if n == 1:
+        f = fresh[0]
+        return f is None or check((f,), ()) == TRUE
+    if n == 2:
+        f0, f1 = fresh
+        if f0 is not None:
+            for r in lists[1] if f1 is None else (*lists[1], f1):
+                if check((f0, r), ()) != TRUE:
+                    return False
+        if f1 is not None:
+            for r in lists[0]:
+                if check((r, f1), ()) != TRUE:
+                    return False
+        return True
     for i in range(n):
         f = fresh[i]
         if f is None:

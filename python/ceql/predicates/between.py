@@ -26,6 +26,7 @@ from .row import like_matcher
 from .values import (
     FALSE,
     NOT3,
+    PY_CMP,
     TRUE,
     UNKNOWN,
     InSetSpec,
@@ -140,7 +141,15 @@ def compile_condition(leaf: N.FilterAtom | N.FilterMatch) -> Condition:
     def code(p: N.Pred) -> _Code:
         if isinstance(p, N.Compare):
             fl, fr, op = leaf_value(p.left), leaf_value(p.right), norm_op(p.op)
-            return lambda recs, av: cmp3(op, fl(recs, av), fr(recs, av))
+            pyop = PY_CMP[op]
+
+            def compare(recs: tuple[tuple[Any, ...], ...], av: tuple[Any, ...]) -> int:
+                a, b = fl(recs, av), fr(recs, av)
+                t = type(a)
+                if t is type(b) and (t is int or t is float or t is str):
+                    return TRUE if pyop(a, b) else FALSE
+                return cmp3(op, a, b)
+            return compare
         if isinstance(p, N.InRange):
             fx, flo, fhi = leaf_value(p.expr), leaf_value(p.lo), leaf_value(p.hi)
 

@@ -21,15 +21,35 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from ..automata.registers import Move, RegisterPlan, Registers
+from ..automata.registers import NEVER, VACUOUS, Gate, Move, RegisterPlan, Registers, gate_key
 from ..constants import CONSUME_ANY, CONSUME_NONE
+from ..errors import CeqlResourceError
+from ..predicates.values import norm
 from .enumeration import CHUNK, Enumerator
 from .match import Match
 from .partitions import Partition, Partitions
 from .tecs import KIND_POS, MAX_START, MAX_START_KEY, RIGHT, Node, insert, merge, union
 from .times import Clock
 
-__all__ = ["RegisterEnumerator", "RegisterInertness", "RegisterRuns"]
+__all__ = ["RANKED_MATCHES", "RANKED_RUNS", "RegisterEnumerator", "RegisterInertness",
+           "RegisterRuns"]
+
+#: NEXT, LAST and MAX over conditions between events rank every complex event ending at an
+#: event, whatever its start (WITHIN cuts after ranking): the runs of a partition are then not
+#: expired by the window. Past these many runs in one partition, or complex events to rank at
+#: one event, the evaluation stops with :class:`~ceql.errors.CeqlResourceError` instead of
+#: growing without bound (read at each check).
+RANKED_RUNS = 100_000
+RANKED_MATCHES = 1_000_000
+
+
+def _ranked_error(what: str, n: int, strategy: str) -> CeqlResourceError:
+    return CeqlResourceError(
+        f"SELECT {strategy} with conditions between events ranks every complex event ending "
+        f"at an event before WITHIN cuts (as the semantics asks), and this evaluation reached "
+        f"{n} {what}: use SELECT ALL or ANY (runs then expire with the window), a finer "
+        "PARTITION BY, or fewer iterations; or raise ceql.runtime.correlated."
+        f"{'RANKED_RUNS' if what.endswith('partition') else 'RANKED_MATCHES'}.")
 
 _Key = tuple[int, Registers]
 
@@ -50,14 +70,88 @@ def _put(T2: dict[_Key, list[Node]], key: _Key, node: Node, fifo: Any, wkey: Any
         insert(t, node, fifo, wkey)
 
 
+class _Index:
+    """Register runs of one partition by state, and by value for each gate (see
+    :meth:`RegisterPlan.gate`); built from ``P.states`` and rebuilt when that dict was
+    replaced (sweeps, consumption, snapshots)."""
+
+    __slots__ = ("at", "by_gate", "ref", "since")
+
+    def __init__(self, plan: RegisterPlan, states: dict[_Key, list[Node]]) -> None:
+        self.ref = states
+        self.at: dict[int, dict[Registers, None]] = {}
+        # per (state, gate): value → runs, and the runs any value may move
+        self.by_gate: dict[tuple[int, Gate], tuple[dict[Any, dict[Registers, None]],
+                                                   dict[Registers, None]]] = {}
+        self.since = 0  # events since the last pass that dropped expired runs
+        for q, regs in states:
+            self.add(plan, q, regs)
+
+    @staticmethod
+    def gates(plan: RegisterPlan, q: int) -> tuple[Gate, ...]:
+        return plan.state_gates(q)
+
+    def add(self, plan: RegisterPlan, q: int, regs: Registers) -> None:
+        self.at.setdefault(q, {})[regs] = None
+        for g in self.gates(plan, q):
+            by_value, any_value = self.by_gate.setdefault((q, g), ({}, {}))
+            v = gate_key(g, regs)
+            if v is NEVER:
+                continue
+            if v is VACUOUS:
+                any_value[regs] = None
+                continue
+            try:
+                by_value.setdefault(v, {})[regs] = None
+            except TypeError:  # not hashable: looked at by every event
+                any_value[regs] = None
+
+    def remove(self, plan: RegisterPlan, q: int, regs: Registers) -> None:
+        runs = self.at.get(q)
+        if runs is not None:
+            runs.pop(regs, None)
+        for g in self.gates(plan, q):
+            entry = self.by_gate.get((q, g))
+            if entry is None:
+                continue
+            by_value, any_value = entry
+            any_value.pop(regs, None)
+            v = gate_key(g, regs)
+            try:
+                bucket = by_value.get(v)
+            except TypeError:
+                continue
+            if bucket is not None:
+                bucket.pop(regs, None)
+                if not bucket:
+                    del by_value[v]
+
+    def candidates(self, plan: RegisterPlan, q: int, m: Move,
+                   event: Mapping[str, Any]) -> list[Registers]:
+        g = plan.gate(m)
+        if g is None:
+            return list(self.at.get(q, ()))
+        by_value, any_value = self.by_gate.get((q, g), ({}, {}))
+        out = list(any_value)
+        try:
+            hit = by_value.get(norm(event.get(g.attr)))
+        except TypeError:
+            return list(self.at.get(q, ()))
+        if hit:
+            out += hit
+        return out
+
+
 class RegisterRuns:
     """Algorithm 1 over (state, registers) runs for one query over one evaluation's
     partitions (same interface as :class:`~ceql.runtime.algorithm.Runs`)."""
 
-    __slots__ = ("base", "cols", "consume", "eps", "event", "on_full", "parts", "plan", "ranked")
+    __slots__ = ("base", "cols", "consume", "eps", "event", "on_full", "parts", "plan", "ranked",
+                 "strategy_name")
 
     def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str,
-                 ranked: bool = False) -> None:
+                 ranked: bool = False, strategy_name: str = "ALL") -> None:
+        self.strategy_name = strategy_name
         self.plan = plan
         self.parts = parts
         self.eps = eps
@@ -90,6 +184,8 @@ class RegisterRuns:
     def step(self, P: Partition, c: int, pos: int, sub: int, wkey: Any,
              tkey: Any) -> list[Node] | None:
         """Read one event; return the accepting tECS nodes to enumerate (None if none)."""
+        if self.plan.in_place:
+            return self._step_in_place(P, c, pos, sub, wkey, tkey)
         plan = self.plan
         eps = None if self.ranked else self.eps
         fifo = P.fifo
@@ -118,20 +214,23 @@ class RegisterRuns:
                 node = (sub, wkey, pos, b, m.label) if m.output else b
                 accs = self._take(T2, m, regs, node, fifo, wkey, accs)
         runs = cast(dict[_Key, list[Node]], P.states)
-        for (q, regs), ul in runs.items():
+        caches = plan.move_cache
+        for key, ul in runs.items():
             if eps is not None:
                 if wkey - ul[0][MAX_START_KEY] > eps:
                     continue
                 while wkey - ul[-1][MAX_START_KEY] > eps:
                     ul.pop()
+            q, regs = key
             if stays[q]:
-                key = (q, regs)
                 if key in T2:
                     for n in ul:
                         _put(T2, key, n, fifo, wkey)
                 else:
                     T2[key] = ul
-            ms = plan.moves(q, c)
+            ms = caches[q].get(c)
+            if ms is None:
+                ms = plan.moves(q, c)
             if not ms:
                 continue
             if event is None:
@@ -143,8 +242,11 @@ class RegisterRuns:
                     continue
                 node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
                 accs = self._take(T2, m, regs2, node, fifo, wkey, accs)
+        if self.ranked and len(T2) > RANKED_RUNS:
+            raise _ranked_error("partial matches in a partition", len(T2), self.strategy_name)
         P.states = cast(dict[Any, list[Node]], T2)
-        P.sig = None
+        # inertness depends on the states only, not the registers: one signature for all
+        P.sig = (P.g, frozenset([k[0] for k in T2]))
         if accs is None:
             return None
         if eps is not None:
@@ -153,6 +255,120 @@ class RegisterRuns:
                 return None
         if self.consume != CONSUME_NONE and not self.ranked:
             consume(self.parts, P, self.consume)
+        return accs
+
+    def _step_in_place(self, P: Partition, c: int, pos: int, sub: int, wkey: Any,
+                       tkey: Any) -> list[Node] | None:
+        """:meth:`step` when every waiting state has a gap: runs an event does not move stay
+        as they are, so only those it can move are visited (by state, and through the hash
+        index for an equality with an earlier event)."""
+        plan = self.plan
+        eps = None if self.ranked else self.eps
+        fifo = P.fifo
+        if P.epoch != self.parts.epoch:  # CONSUME BY ANY fired in another partition
+            P.states = {}
+            P.epoch = self.parts.epoch
+            if fifo:
+                fifo.clear()
+        if fifo and eps is not None:
+            lim = wkey - eps
+            while fifo and fifo[0][0] < lim:
+                fifo.popleft()[1][RIGHT] = None
+        states = cast(dict[_Key, list[Node]], P.states)
+        index: _Index | None = P.aux
+        if index is None or index.ref is not states:
+            index = P.aux = _Index(plan, states)
+        if eps is not None:
+            index.since += 1
+            if index.since > 64 and index.since > len(states):
+                self._drop_expired(states, index, wkey, eps)
+        event: Mapping[str, Any] | None = None
+        new: list[tuple[_Key, Node]] = []
+        accs: list[Node] | None = None
+        advance = plan.advance
+        start = plan.moves(0, c)
+        if start:
+            event = self._event(pos)
+            b = (sub, wkey, pos, None, tkey)  # a bottom node
+            for m in start:
+                regs = advance(plan.empty, m, event)
+                if regs is None:
+                    continue
+                node = (sub, wkey, pos, b, m.label) if m.output else b
+                accs = self._keep(new, m, regs, node, accs)
+        for q in list(index.at):
+            ms = plan.moves(q, c)
+            if not ms:
+                continue
+            if event is None:
+                event = self._event(pos)
+            merged: dict[Registers, Node] = {}
+            for m in ms:
+                for regs in index.candidates(plan, q, m, event):
+                    n = merged.get(regs)
+                    if n is None:
+                        ul = states.get((q, regs))
+                        if ul is None:
+                            continue
+                        if eps is not None:
+                            if wkey - ul[0][MAX_START_KEY] > eps:
+                                del states[(q, regs)]
+                                index.remove(plan, q, regs)
+                                continue
+                            while wkey - ul[-1][MAX_START_KEY] > eps:
+                                ul.pop()
+                        n = merged[regs] = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
+                    regs2 = advance(regs, m, event)
+                    if regs2 is None:
+                        continue
+                    node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
+                    accs = self._keep(new, m, regs2, node, accs)
+        for key, node in new:
+            ul = states.get(key)
+            if ul is None:
+                states[key] = [node]
+                index.add(plan, key[0], key[1])
+            else:
+                m0 = ul[0][MAX_START]
+                mx = node[MAX_START]
+                if mx > m0:
+                    ul.insert(0, node)
+                elif mx == m0:
+                    ul[0] = union(ul[0], node, fifo, wkey)
+                else:
+                    insert(ul, node, fifo, wkey)
+        P.sig = (P.g, frozenset([q for q, runs in index.at.items() if runs]))
+        if self.ranked and len(states) > RANKED_RUNS:
+            raise _ranked_error("partial matches in a partition", len(states),
+                                self.strategy_name)
+        if accs is None:
+            return None
+        if eps is not None:
+            accs = [a for a in accs if wkey - a[MAX_START_KEY] <= eps]
+            if not accs:
+                return None
+        if self.consume != CONSUME_NONE and not self.ranked:
+            consume(self.parts, P, self.consume)
+        return accs
+
+    def _drop_expired(self, states: dict[_Key, list[Node]], index: _Index, wkey: Any,
+                      eps: Any) -> None:
+        """Drop the runs that started outside the window (amortized over the events)."""
+        plan = self.plan
+        for key in [k for k, ul in states.items() if wkey - ul[0][MAX_START_KEY] > eps]:
+            del states[key]
+            index.remove(plan, key[0], key[1])
+        index.since = 0
+
+    def _keep(self, new: list[tuple[_Key, Node]], m: Move, regs: Registers, node: Node,
+              accs: list[Node] | None) -> list[Node] | None:
+        plan = self.plan
+        if plan.has_out[m.dst]:
+            new.append(((m.dst, regs), node))
+        if m.accepts and plan.accepts(regs):
+            if accs is None:
+                return [node]
+            accs.append(node)
         return accs
 
     def _take(self, T2: dict[_Key, list[Node]], m: Move, regs: Registers, node: Node,
@@ -208,7 +424,7 @@ class RegisterInertness:
         if self.on_new is not None:
             self.on_new(c)
         plan = self.plan
-        states = {s[0] if isinstance(s, tuple) else s for s in sig[1]}
+        states = {s[0] if isinstance(s, tuple) else s for s in sig[1]}  # (state, registers)
         r = not plan.moves(0, c) and all(plan.stays[q] and not plan.moves(q, c)
                                          for q in states)
         if self.size >= 1 << 18:
@@ -245,9 +461,14 @@ class RegisterEnumerator(Enumerator):
         if ranked:
             self.eps = None  # every start competes; WITHIN cuts after ranking
         try:
+            ranked_n = 0
             for chunk in super().emit(P, accs, pos, wkey, tkey):
                 for m in chunk:
                     groups.setdefault((m._start[KIND_POS], m.positions), []).append(m)
+                ranked_n += len(chunk)
+                if ranked and ranked_n > RANKED_MATCHES:
+                    raise _ranked_error("complex events to rank at one event", ranked_n,
+                                        self.strategy)
         finally:
             self.eps = eps
         if ranked:

@@ -433,7 +433,8 @@ def _run_interleaved(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ..
     w_l = wattr.tolist() if wattr is not None else None
     events = ev.wkind == WITHIN_EVENTS
     inertness = ev.inert
-    filtering = ev.dfa.constant_global
+    # (register runs change their states in place: the active-state counts would not see it)
+    filtering = ev.dfa.constant_global and ev.plan is None
     active: dict[int, int] = {}
     for P in parts:
         if P is not None and P.epoch == partitions.epoch:

@@ -26,10 +26,13 @@ class Partition:
     ``(g, frozenset(states))`` for the inertness tables.
     """
 
-    __slots__ = ("epoch", "fifo", "g", "key", "n", "sig", "states")
+    __slots__ = ("aux", "epoch", "fifo", "g", "key", "n", "sig", "states")
 
     def __init__(self, key: tuple[Any, ...], g: int, windowed: bool, epoch: int) -> None:
         self.key = key
+        #: a runtime's own index over ``states`` (register runs by state and value); it
+        #: notices when ``states`` was replaced, and rebuilds
+        self.aux: Any = None
         self.states: dict[int, list[Node]] = {}
         self.g = g
         self.n = 0

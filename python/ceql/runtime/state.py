@@ -97,7 +97,7 @@ class Evaluation:
             self.plan = plan = RegisterPlan(
                 cea, ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX"))
             ranked = ast.strategy in ("NEXT", "LAST", "MAX")
-            self.runs = RegisterRuns(plan, self.parts, eps, ast.consume, ranked)
+            self.runs = RegisterRuns(plan, self.parts, eps, ast.consume, ranked, ast.strategy)
             self.enum = RegisterEnumerator(self.clock, eps, ast.limit, ast.strategy,
                                            plan.full_d, self.parts, ast.consume)
             self.inert = RegisterInertness(plan, self.dfa.g0)

@@ -1,0 +1,85 @@
+"""The register runtime's own plans: the in-place update with its hash index gives what the
+full rebuild gives, implied keys are a plan only, and ranked strategies stop with a clear error
+instead of growing without bound."""
+
+from __future__ import annotations
+
+import random
+import warnings
+from typing import Any
+
+import pytest
+
+import ceql
+import ceql.runtime.correlated as correlated
+from ceql.automata import registers
+
+warnings.simplefilter("ignore", ceql.UnboundedOutputWarning)
+
+QUERIES = [
+    "SELECT * FROM S WHERE A AS a ; A AS b ; A AS c FILTER b[src = a.dst] AND c[src = b.dst] "
+    "WITHIN 30 EVENTS",
+    "SELECT * FROM S WHERE A AS a ; B AS b FILTER b[p > a.p] PARTITION BY [k] WITHIN 5 EVENTS",
+    "SELECT * FROM S WHERE (A AS a)+ ; B AS b FILTER b[src = a.dst] WITHIN 6 EVENTS",
+    "SELECT * FROM S WHERE A AS a ; (B AS b)+ FILTER b[src = a.dst] AND [COUNT(b) >= 2] "
+    "WITHIN 8 EVENTS CONSUME BY ANY",
+]
+
+
+def _events(n: int, seed: int) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    return [{"type": rnd.choice("AB"), "src": rnd.randrange(4), "dst": rnd.randrange(4),
+             "p": rnd.randrange(10), "k": rnd.randrange(2)} for _ in range(n)]
+
+
+def _run(text: str, events: list[dict[str, Any]]) -> list[Any]:
+    return sorted(m.key() for m in ceql.compile(text).run(events))
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_in_place_runs_equal_the_full_rebuild(text: str, monkeypatch: Any) -> None:
+    events = _events(400, 3)
+    fast = _run(text, events)
+    plan = registers.RegisterPlan(ceql.compile(text).cea(), False)
+    assert plan.in_place
+    init = registers.RegisterPlan.__init__
+
+    def rebuild(self: registers.RegisterPlan, *args: Any) -> None:
+        init(self, *args)
+        self.in_place = False
+
+    monkeypatch.setattr(registers.RegisterPlan, "__init__", rebuild)
+    slow = _run(text + " ", events)  # another text: not the cached query
+    assert fast == slow
+    assert fast
+
+
+def test_an_equality_with_an_earlier_event_is_a_hash_lookup() -> None:
+    q = ceql.compile(QUERIES[0])
+    plan = registers.RegisterPlan(q.cea(), False)
+    gates = {g for s in range(q.cea().n_states) for g in plan.state_gates(s)}
+    assert {g.attr for g in gates} == {"src"}
+
+
+def test_an_implied_key_runs_per_value_but_is_not_reported() -> None:
+    q = ceql.compile("SELECT * FROM S WHERE A AS x ; B AS y FILTER y[id = x.id]")
+    assert q.plan.partition_by == ("id",) and q.partition_by == ()
+    assert q.implied_key() is not None
+    ms = list(q.run([{"type": "A", "id": 1}, {"type": "A", "id": 2}, {"type": "B", "id": 1}]))
+    assert [(m.positions, m.partition) for m in ms] == [((0, 2), ())]
+
+
+def test_ranked_strategies_stop_before_growing_without_bound(monkeypatch: Any) -> None:
+    monkeypatch.setattr(correlated, "RANKED_MATCHES", 1000)
+    events = [{"type": "B", "price": p} for p in range(40)]
+    q = ceql.compile("SELECT NEXT * FROM S WHERE (B AS b)+ FILTER b[price > PREV(price)]")
+    with pytest.raises(ceql.CeqlResourceError) as err:
+        list(q.run(events))
+    assert str(err.value).startswith(
+        "SELECT NEXT with conditions between events ranks every complex event ending at an "
+        "event before WITHIN cuts (as the semantics asks), and this evaluation reached 1024 "
+        "complex events to rank at one event")
+    monkeypatch.setattr(correlated, "RANKED_RUNS", 10)
+    q = ceql.compile("SELECT MAX * FROM S WHERE A AS a ; B AS b FILTER b[p > a.p]")
+    with pytest.raises(ceql.CeqlResourceError, match="partial matches in a partition"):
+        list(q.run([{"type": "A", "p": i} for i in range(20)]))
