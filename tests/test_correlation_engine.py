@@ -83,3 +83,13 @@ def test_ranked_strategies_stop_before_growing_without_bound(monkeypatch: Any) -
     q = ceql.compile("SELECT MAX * FROM S WHERE A AS a ; B AS b FILTER b[p > a.p]")
     with pytest.raises(ceql.CeqlResourceError, match="partial matches in a partition"):
         list(q.run([{"type": "A", "p": i} for i in range(20)]))
+
+
+def test_warnings_read_match_conditions_and_implied_keys() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ceql.compile("SELECT * FROM S WHERE T AS x ; H AS y FILTER y[id = x.id]")
+        assert caught == []  # runs per id, as PARTITION BY [id] would
+        ceql.compile("SELECT * FROM S WHERE (B AS b)+ FILTER [FIRST(b.s) LIKE '%a'] "
+                     "WITHIN 5 EVENTS")
+    assert [type(w.message) for w in caught] == [ceql.LikePatternWarning]

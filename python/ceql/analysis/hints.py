@@ -16,8 +16,9 @@ import re
 
 from ..errors import CeqlWarning, LikePatternWarning, UnboundedOutputWarning
 from ..ir import nodes as A
-from ..ir.walks import filter_atoms, formula_nodes, pred_leaves
+from ..ir.walks import filter_leaves, formula_nodes, pred_leaves
 from .growth import output_growth
+from .keys import implied_key
 
 __all__ = ["compile_warnings", "sql_like_patterns", "sql_like_to_regex", "unbounded_output"]
 
@@ -58,7 +59,7 @@ def sql_like_patterns(query: A.Query) -> list[tuple[A.Like, str]]:
     for node in formula_nodes(query.where):
         if not isinstance(node, A.Filter):
             continue
-        for atom in filter_atoms(node.cond):
+        for atom in filter_leaves(node.cond):  # match conditions too
             for pred in pred_leaves(atom.pred):
                 if isinstance(pred, A.Like) and _UNESCAPED_PERCENT.search(pred.pattern):
                     out.append((pred, sql_like_to_regex(pred.pattern)))
@@ -79,9 +80,9 @@ def _like_message(found: list[tuple[A.Like, str]]) -> str:
 
 
 def unbounded_output(query: A.Query) -> str | None:
-    """The warning for a query with neither WITHIN nor PARTITION BY whose output can grow
-    faster than its input, or None."""
-    if query.within is not None or query.partition_by:
+    """The warning for a query with neither WITHIN nor PARTITION BY (written, or implied by
+    its equalities between events) whose output can grow faster than its input, or None."""
+    if query.within is not None or query.partition_by or implied_key(query) is not None:
         return None
     growth = output_growth(query)
     if growth.linear:
