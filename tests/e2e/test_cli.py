@@ -322,7 +322,11 @@ def test_interrupt_exits_130_quietly(stock: pa.Table) -> None:
             seen += os.read(proc.stderr.fileno(), 4096)
     assert b"events" in seen, seen
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    # standard input stays open until it has exited: only the signal can end it (closing it
+    # first would race the signal with the end of input, which exits 0)
+    proc.wait(timeout=60)
+    err = proc.stderr.read()
+    proc.stdin.close()
     assert proc.returncode == 130
     assert err.strip(b"\r\x1b[K") == b""  # the bar is erased, nothing else is said
 

@@ -26,7 +26,7 @@ from .errors import (
 from .local_run import run_local
 from .progress import say
 from .query import check_time, compile_query, read_query
-from .readers import input_format
+from .readers import input_format, reading_stdin
 from .sinks import output_format
 from .spark_run import run_spark
 
@@ -167,6 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"ceql: error: {exc}")
         return exc.status
     except KeyboardInterrupt:
+        if reading_stdin():  # a reader blocked in Arrow would stop the interpreter's exit
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader of standard output went away (e.g. `| head`): stop quietly

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -124,11 +126,15 @@ def _open_text(path: str, name: str, fmt: str, compression: str | None) -> Event
         stream: Any = pa.CompressedInputStream(raw, compression) if compression else raw
         reader: Any
         if fmt == "csv":
-            reader = pacsv.open_csv(stream, read_options=pacsv.ReadOptions(
-                block_size=_BLOCK_BYTES))
+            opts = pacsv.ReadOptions(block_size=_BLOCK_BYTES)
+            reader = (pacsv.open_csv(stream, read_options=opts) if path != "-" else
+                      _interruptible(lambda: pacsv.open_csv(stream, read_options=opts),
+                                     once=True)())
         elif hasattr(pajson, "open_json"):
-            reader = pajson.open_json(stream, read_options=pajson.ReadOptions(
-                block_size=_BLOCK_BYTES))
+            jopts = pajson.ReadOptions(block_size=_BLOCK_BYTES)
+            reader = (pajson.open_json(stream, read_options=jopts) if path != "-" else
+                      _interruptible(lambda: pajson.open_json(stream, read_options=jopts),
+                                     once=True)())
         else:  # pyarrow < 19 has no streaming JSON reader
             reader = pajson.read_json(stream).to_reader(max_chunksize=BATCH_ROWS)
     except BaseException:
@@ -139,9 +145,10 @@ def _open_text(path: str, name: str, fmt: str, compression: str | None) -> Event
 
     def batches() -> Iterator[pa.RecordBatch]:
         nonlocal blocks
+        read = reader.read_next_batch if path != "-" else _interruptible(reader.read_next_batch)
         while True:
             try:
-                batch = reader.read_next_batch()
+                batch = read()
             except StopIteration:
                 return
             blocks += 1
@@ -157,6 +164,49 @@ def _open_text(path: str, name: str, fmt: str, compression: str | None) -> Event
         raw.close()
 
     return Events(name, reader.schema, batches(), done, close)
+
+
+#: helper threads reading standard input (see :func:`_interruptible`); while one is
+#: blocked in Arrow, the interpreter cannot finalize (exit with :func:`os._exit` then)
+STDIN_READERS: set[threading.Thread] = set()
+
+
+def reading_stdin() -> bool:
+    """Whether a helper thread may still be blocked reading standard input."""
+    return any(t.is_alive() for t in STDIN_READERS)
+
+
+def _interruptible(read: Callable[[], Any], once: bool = False) -> Callable[[], Any]:
+    """``read`` (called for each result, or ``once``) run in a helper thread while this one
+    waits in short slices: Arrow's readers block in C while standard input stays open, and
+    Ctrl-C (handled on the main thread only between Python steps) would otherwise wait for
+    the next block or the end of input."""
+    results: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+
+    def produce() -> None:
+        while True:
+            try:
+                results.put((True, read()))
+            except BaseException as exc:  # StopIteration at the end, or a read error
+                results.put((False, exc))
+                return
+            if once:
+                return
+
+    thread = threading.Thread(target=produce, name="ceql-stdin", daemon=True)
+    STDIN_READERS.add(thread)
+    thread.start()
+
+    def next_batch() -> Any:
+        while True:
+            try:
+                ok, value = results.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if ok:
+                return value
+            raise value
+    return next_batch
 
 
 def check_columns(events: Events, args: argparse.Namespace) -> None:
