@@ -72,17 +72,23 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
         return lines
     plan = RegisterPlan(cea, False)
     lines += ["conditions between events: runs keyed by (state, registers), not determinized; "
-             "a FILTER conjunction holding them is a scope s<k> (transitions 'in s<k>')"]
+              "a FILTER conjunction holding them is a scope s<k> (transitions 'in s<k>'); "
+              + ("runs wait in place (only those an event can move are visited)"
+                 if plan.in_place else "every run is visited by each event that moves any")]
     text = q.text
+    gated = {(g.scope, g.cond) for q in range(cea.n_states) for g in plan.state_gates(q)}
     for sp in plan.scopes:
         lines.append(f"  s{sp.index}:")
-        for c in sp.conditions:
+        for ci, c in enumerate(sp.conditions):
             span = c.leaf.span
             shown = _leaf_text(text, c.leaf)
             where = f" (line {span.line}, column {span.column})" if span.line else ""
             if c.deferred:
                 how = ("deferred: checked once the scope's valuation is complete, "
                        "aggregates folded as events arrive")
+            elif (sp.index, ci) in gated:
+                how = ("hash lookup: the runs an event can extend are found by the earlier "
+                       "event's value (an index per state), then checked")
             else:
                 how = "incremental: checked on each new choice of events as its last one arrives"
             lines.append(f"    {shown}{where} — {how}")

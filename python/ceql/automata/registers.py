@@ -65,9 +65,13 @@ class ScopePlan:
     reads: frozenset[str]
 
     def initial(self) -> Any:
-        """The registers of a fresh valuation of the scope."""
-        return (tuple((((),) * len(c.quantified), None) for c in self.conditions),
-                tuple(agg_start(f) for f, _, _ in self.aggs))
+        """The registers of a fresh valuation of the scope (immutable, built once)."""
+        init = self.__dict__.get("_initial")
+        if init is None:
+            init = (tuple((((),) * len(c.quantified), None) for c in self.conditions),
+                    tuple(agg_start(f) for f, _, _ in self.aggs))
+            object.__setattr__(self, "_initial", init)
+        return init
 
 
 @dataclass(frozen=True)
