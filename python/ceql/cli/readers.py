@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -176,6 +177,26 @@ def reading_stdin() -> bool:
     return any(t.is_alive() for t in STDIN_READERS)
 
 
+#: seconds Ctrl-C leaves the command to end by itself before it is ended (see below)
+INTERRUPT_GRACE = 2.0
+
+
+def _exit_soon_on_interrupt() -> None:
+    """Ctrl-C raises KeyboardInterrupt as usual, and ends the process with status 130 if it
+    has not ended ``INTERRUPT_GRACE`` seconds later: Arrow's reader, blocked on standard
+    input in its own thread, can hold the clean-up (its destructor waits for the read)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        timer = threading.Timer(INTERRUPT_GRACE, os._exit, (130,))
+        timer.daemon = True
+        timer.start()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+
+
 def _interruptible(read: Callable[[], Any], once: bool = False) -> Callable[[], Any]:
     """``read`` (called for each result, or ``once``) run in a helper thread while this one
     waits in short slices: Arrow's readers block in C while standard input stays open, and
@@ -196,6 +217,7 @@ def _interruptible(read: Callable[[], Any], once: bool = False) -> Callable[[], 
     thread = threading.Thread(target=produce, name="ceql-stdin", daemon=True)
     STDIN_READERS.add(thread)
     thread.start()
+    _exit_soon_on_interrupt()
 
     def next_batch() -> Any:
         while True:
