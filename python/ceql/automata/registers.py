@@ -42,12 +42,8 @@ from ..predicates.between import (
 from ..predicates.values import TRUE, norm
 from .cea import CEA, Transition
 
-__all__ = ["NEVER", "PLAN_DEFERRED", "PLAN_INCREMENTAL", "VACUOUS", "Gate", "Move",
-           "RegisterPlan", "Registers", "ScopePlan", "gate_key"]
-
-#: How a condition is decided (shown by ``explain``).
-PLAN_INCREMENTAL = "checked as each event it reads arrives, against registers"
-PLAN_DEFERRED = "checked once the scope's valuation is complete, from accumulators"
+__all__ = ["NEVER", "VACUOUS", "Gate", "Move", "RegisterPlan", "Registers", "ScopePlan",
+           "gate_key"]
 
 #: A run's registers: per scope, None (closed) or (per condition (records per quantified
 #: variable, previous PREV record), aggregate accumulators).
@@ -188,15 +184,6 @@ class RegisterPlan:
         if r is None:
             r = cache[c] = tuple(m for g, m in self._out[q] if g(c))
         return r
-
-    def cached(self) -> int:
-        """How many (state, class) answers are cached."""
-        return sum(map(len, self.move_cache))
-
-    def clear(self) -> None:
-        """Forget the cached answers."""
-        for cache in self.move_cache:
-            cache.clear()
 
     def advance(self, regs: Registers, m: Move, event: Mapping[str, Any]) -> Registers | None:
         """The registers after taking ``m`` on ``event``, or None when a condition fails."""

@@ -15,7 +15,7 @@ Values follow the model of :mod:`.values` (the row path's): NULL, kinds, 3-value
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +46,6 @@ __all__ = [
     "agg_step",
     "aggregate",
     "compile_condition",
-    "record_of",
 ]
 
 #: ``(func, var, attr)`` of one aggregate (``attr`` None for COUNT).
@@ -78,15 +77,6 @@ class Condition:
     @property
     def deferred(self) -> bool:
         return bool(self.aggs)
-
-    @property
-    def uses_prev(self) -> bool:
-        return bool(self.prev)
-
-
-def record_of(attrs: tuple[str, ...], event: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The normalized values of ``attrs`` in ``event`` (NULL when missing)."""
-    return tuple(norm(event.get(a)) for a in attrs)
 
 
 def compile_condition(leaf: N.FilterAtom | N.FilterMatch) -> Condition:

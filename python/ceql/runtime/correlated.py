@@ -187,32 +187,13 @@ class RegisterRuns:
         if self.plan.in_place:
             return self._step_in_place(P, c, pos, sub, wkey, tkey)
         plan = self.plan
-        eps = None if self.ranked else self.eps
+        eps = self._enter(P, wkey)
         fifo = P.fifo
-        if P.epoch != self.parts.epoch:  # CONSUME BY ANY fired in another partition
-            P.states = {}
-            P.epoch = self.parts.epoch
-            if fifo:
-                fifo.clear()
-        if fifo and eps is not None:
-            lim = wkey - eps
-            while fifo and fifo[0][0] < lim:
-                fifo.popleft()[1][RIGHT] = None
-        event: Mapping[str, Any] | None = None
+        new: list[tuple[_Key, Node]] = []
+        accs, event = self._start(c, pos, sub, wkey, tkey, new)
         T2: dict[_Key, list[Node]] = {}
-        accs: list[Node] | None = None
         advance = plan.advance
         stays = plan.stays
-        start = plan.moves(0, c)
-        if start:
-            event = self._event(pos)
-            b = (sub, wkey, pos, None, tkey)  # a bottom node
-            for m in start:
-                regs = advance(plan.empty, m, event)
-                if regs is None:
-                    continue
-                node = (sub, wkey, pos, b, m.label) if m.output else b
-                accs = self._take(T2, m, regs, node, fifo, wkey, accs)
         runs = cast(dict[_Key, list[Node]], P.states)
         caches = plan.move_cache
         for key, ul in runs.items():
@@ -241,12 +222,51 @@ class RegisterRuns:
                 if regs2 is None:
                     continue
                 node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
-                accs = self._take(T2, m, regs2, node, fifo, wkey, accs)
-        if self.ranked and len(T2) > RANKED_RUNS:
-            raise _ranked_error("partial matches in a partition", len(T2), self.strategy_name)
+                accs = self._keep(new, m, regs2, node, accs)
+        for key, node in new:
+            _put(T2, key, node, fifo, wkey)
         P.states = cast(dict[Any, list[Node]], T2)
         # inertness depends on the states only, not the registers: one signature for all
         P.sig = (P.g, frozenset([k[0] for k in T2]))
+        return self._leave(P, T2, accs, wkey, eps)
+
+    def _enter(self, P: Partition, wkey: Any) -> Any:
+        """Before an event: catch up with CONSUME BY ANY, cut expired union branches; the
+        window bound runs expire by (None for ranked strategies)."""
+        P.catch_up(self.parts.epoch)
+        eps = None if self.ranked else self.eps
+        fifo = P.fifo
+        if fifo and eps is not None:
+            lim = wkey - eps
+            while fifo and fifo[0][0] < lim:
+                fifo.popleft()[1][RIGHT] = None
+        return eps
+
+    def _start(self, c: int, pos: int, sub: int, wkey: Any, tkey: Any,
+               new: list[tuple[_Key, Node]]) -> tuple[list[Node] | None,
+                                                      Mapping[str, Any] | None]:
+        """The runs the event starts (into ``new``); the accepting nodes and the event's
+        values (None when not read)."""
+        plan = self.plan
+        start = plan.moves(0, c)
+        if not start:
+            return None, None
+        accs: list[Node] | None = None
+        event = self._event(pos)
+        b = (sub, wkey, pos, None, tkey)  # a bottom node
+        for m in start:
+            regs = plan.advance(plan.empty, m, event)
+            if regs is not None:
+                node = (sub, wkey, pos, b, m.label) if m.output else b
+                accs = self._keep(new, m, regs, node, accs)
+        return accs, event
+
+    def _leave(self, P: Partition, states: dict[_Key, list[Node]], accs: list[Node] | None,
+               wkey: Any, eps: Any) -> list[Node] | None:
+        """After an event: the ranked cap, the window on what accepted, consumption."""
+        if self.ranked and len(states) > RANKED_RUNS:
+            raise _ranked_error("partial matches in a partition", len(states),
+                                self.strategy_name)
         if accs is None:
             return None
         if eps is not None:
@@ -263,17 +283,8 @@ class RegisterRuns:
         as they are, so only those it can move are visited (by state, and through the hash
         index for an equality with an earlier event)."""
         plan = self.plan
-        eps = None if self.ranked else self.eps
+        eps = self._enter(P, wkey)
         fifo = P.fifo
-        if P.epoch != self.parts.epoch:  # CONSUME BY ANY fired in another partition
-            P.states = {}
-            P.epoch = self.parts.epoch
-            if fifo:
-                fifo.clear()
-        if fifo and eps is not None:
-            lim = wkey - eps
-            while fifo and fifo[0][0] < lim:
-                fifo.popleft()[1][RIGHT] = None
         states = cast(dict[_Key, list[Node]], P.states)
         index: _Index | None = P.aux
         if index is None or index.ref is not states:
@@ -282,20 +293,9 @@ class RegisterRuns:
             index.since += 1
             if index.since > 64 and index.since > len(states):
                 self._drop_expired(states, index, wkey, eps)
-        event: Mapping[str, Any] | None = None
         new: list[tuple[_Key, Node]] = []
-        accs: list[Node] | None = None
+        accs, event = self._start(c, pos, sub, wkey, tkey, new)
         advance = plan.advance
-        start = plan.moves(0, c)
-        if start:
-            event = self._event(pos)
-            b = (sub, wkey, pos, None, tkey)  # a bottom node
-            for m in start:
-                regs = advance(plan.empty, m, event)
-                if regs is None:
-                    continue
-                node = (sub, wkey, pos, b, m.label) if m.output else b
-                accs = self._keep(new, m, regs, node, accs)
         for q in list(index.at):
             ms = plan.moves(q, c)
             if not ms:
@@ -338,18 +338,7 @@ class RegisterRuns:
                 else:
                     insert(ul, node, fifo, wkey)
         P.sig = (P.g, frozenset([q for q, runs in index.at.items() if runs]))
-        if self.ranked and len(states) > RANKED_RUNS:
-            raise _ranked_error("partial matches in a partition", len(states),
-                                self.strategy_name)
-        if accs is None:
-            return None
-        if eps is not None:
-            accs = [a for a in accs if wkey - a[MAX_START_KEY] <= eps]
-            if not accs:
-                return None
-        if self.consume != CONSUME_NONE and not self.ranked:
-            consume(self.parts, P, self.consume)
-        return accs
+        return self._leave(P, states, accs, wkey, eps)
 
     def _drop_expired(self, states: dict[_Key, list[Node]], index: _Index, wkey: Any,
                       eps: Any) -> None:
@@ -365,17 +354,6 @@ class RegisterRuns:
         plan = self.plan
         if plan.has_out[m.dst]:
             new.append(((m.dst, regs), node))
-        if m.accepts and plan.accepts(regs):
-            if accs is None:
-                return [node]
-            accs.append(node)
-        return accs
-
-    def _take(self, T2: dict[_Key, list[Node]], m: Move, regs: Registers, node: Node,
-              fifo: Any, wkey: Any, accs: list[Node] | None) -> list[Node] | None:
-        plan = self.plan
-        if plan.has_out[m.dst]:
-            _put(T2, (m.dst, regs), node, fifo, wkey)
         if m.accepts and plan.accepts(regs):
             if accs is None:
                 return [node]
