@@ -13,25 +13,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import pyarrow as pa
-from hypothesis import example, given, note, target
+from hypothesis import example, given, note
 from hypothesis import strategies as st
 
-import ceql
 from ceql.frontends.ceql import format_query, parse
-from ceql.ir import bound_variables
 from ceql.ir import nodes as A
-from reference import reference_matches
 from strategies import PROFILE, Case, MultiCase, cases, correlated_queries, multi_cases
 from test_properties import (
-    Key,
-    _arrow_table,
-    _bounds,
-    _show,
-    _splits,
-    _variants,
-    check_against_reference,
-    keys,
+    check_arrow_feed_equals_reference,
+    check_chunked_feed_equals_run,
+    check_engine_equals_reference,
+    check_max_with_a_select_list_equals_reference,
+    check_outputs_come_in_stream_order,
 )
 
 # ---------------------------------------------------------------- examples always tried
@@ -90,20 +83,7 @@ _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
 def test_correlated_engine_equals_reference(batch: list[MultiCase]) -> None:
     """Each query (and two variants of it: its bare WHERE; without CONSUME BY and LIMIT) on up
     to three streams."""
-    total = 0
-    for q0, streams, time in batch:
-        for q in _variants(q0):
-            text = format_query(q)
-            compiled = ceql.compile(text)
-            for events in streams:
-                _show((q, events, time))
-                ref = reference_matches(q, events, time=time)
-                total += len(ref)
-                got = keys(compiled.run(events, time=time))
-                note(f"reference: {[tuple(m) for m in ref]}")
-                note(f"engine:    {got}")
-                check_against_reference(got, ref, q.limit)
-    target(float(total), label="reference outputs")
+    check_engine_equals_reference(batch)
 
 
 @PROFILE
@@ -111,68 +91,25 @@ def test_correlated_engine_equals_reference(batch: list[MultiCase]) -> None:
 def test_correlated_max_with_a_select_list_equals_reference(case: Case,
                                                             data: st.DataObject) -> None:
     """MAX with a SELECT list of some of the variables (``S>T`` ones included)."""
-    q, events, time = case
-    names = sorted(bound_variables(q.where))
-    chosen = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
-    q = replace(q, strategy="MAX", select=tuple(chosen), consume="NONE", limit=None)
-    q, events, time, text = _show((q, events, time))
-    ref = reference_matches(q, events, time=time)
-    got = keys(ceql.compile(text).run(events, time=time))
-    note(f"reference: {[tuple(m) for m in ref]}")
-    note(f"engine:    {got}")
-    check_against_reference(got, ref, None)
+    check_max_with_a_select_list_equals_reference(case, data)
 
 
 @PROFILE
 @given(cases(correlated=True))
 def test_correlated_outputs_come_in_stream_order(case: Case) -> None:
-    _, events, time, text = _show(case)
-    got = keys(ceql.compile(text).run(events, time=time))
-    note(f"engine: {got}")
-    ends = [k[0] for k in got]
-    assert ends == sorted(ends)
+    check_outputs_come_in_stream_order(case)
 
 
 @PROFILE
 @given(cases(correlated=True), st.data())
 def test_correlated_chunked_feed_equals_run(case: Case, data: st.DataObject) -> None:
-    _, events, time, text = _show(case)
-    compiled = ceql.compile(text)
-    whole = keys(compiled.run(events, time=time))
-    cuts = data.draw(_splits(len(events)), label="cuts")
-    ev = compiled.evaluator(time=time)
-    fed: list[Key] = []
-    for a, b in _bounds(len(events), cuts):
-        out = keys(ev.feed(events[a:b]))
-        assert all(a <= k[0] < b for k in out), "an output came before or after its end was fed"
-        fed.extend(out)
-    assert fed == whole
+    check_chunked_feed_equals_run(case, data)
 
 
 @PROFILE
 @given(cases(mixed=False, correlated=True), st.data())
 def test_correlated_arrow_feed_equals_reference(case: Case, data: st.DataObject) -> None:
-    q, events, time, text = _show(case)
-    table = _arrow_table(events)
-    note(f"schema: {table.schema}")
-    ref = reference_matches(q, events, time=time)
-    compiled = ceql.compile(text)
-
-    got = keys(compiled.evaluator(time=time).feed(table))
-    check_against_reference(got, ref, q.limit)
-    assert got == keys(compiled.run(events, time=time))
-
-    cuts = data.draw(_splits(len(events)), label="cuts")
-    ev = compiled.evaluator(time=time)
-    fed: list[Key] = []
-    for a, b in _bounds(len(events), cuts):
-        batch = pa.RecordBatch.from_arrays(
-            [col.combine_chunks() for col in table.slice(a, b - a).columns],
-            names=table.column_names)
-        out = keys(ev.feed(batch))
-        assert all(a <= k[0] < b for k in out), "an output came before or after its end was fed"
-        fed.extend(out)
-    assert fed == got
+    check_arrow_feed_equals_reference(case, data)
 
 
 @PROFILE

@@ -95,6 +95,11 @@ def _variants(q: A.Query) -> list[A.Query]:
 @given(st.lists(multi_cases(), min_size=1, max_size=3))
 def test_engine_equals_reference(batch: list[MultiCase]) -> None:
     """Each query (and two variants of it, see ``_variants``) on up to three streams."""
+    check_engine_equals_reference(batch)
+
+
+def check_engine_equals_reference(batch: list[MultiCase]) -> None:
+    """:func:`test_engine_equals_reference`, also run on correlated queries."""
     total = 0
     for q0, streams, time in batch:
         for q in _variants(q0):
@@ -124,6 +129,11 @@ _AABC = [{"type": t, "ts": i} for i, t in enumerate("AABC")]
 @example((_MAX_SELECT, _AABC, None), None)
 def test_max_with_a_select_list_equals_reference(case: Case, data: Any) -> None:
     """MAX with a SELECT list of some of the variables (projection splits runs apart)."""
+    check_max_with_a_select_list_equals_reference(case, data)
+
+
+def check_max_with_a_select_list_equals_reference(case: Case, data: Any) -> None:
+    """:func:`test_max_with_a_select_list_equals_reference`, also run on correlated queries."""
     q, events, time = case
     names = sorted(bound_variables(q.where))
     if data is not None:
@@ -149,6 +159,11 @@ _FOUR_AS = [{"type": "A", "ts": i} for i in range(4)]
 def test_outputs_come_in_stream_order(case: Case) -> None:
     """Outputs for position j are produced when j is read: ends never decrease. Their order at
     one end is the tECS enumeration's, which SEMANTICS.md leaves unspecified (not by start)."""
+    check_outputs_come_in_stream_order(case)
+
+
+def check_outputs_come_in_stream_order(case: Case) -> None:
+    """:func:`test_outputs_come_in_stream_order`, also run on correlated queries."""
     _, events, time, text = _show(case)
     got = keys(ceql.compile(text).run(events, time=time))
     note(f"engine: {got}")
@@ -172,6 +187,12 @@ def _bounds(n: int, cuts: list[int]) -> list[tuple[int, int]]:
 @PROFILE
 @given(cases(), st.data())
 def test_chunked_feed_equals_run(case: Case, data: st.DataObject) -> None:
+
+    check_chunked_feed_equals_run(case, data)
+
+
+def check_chunked_feed_equals_run(case: Case, data: st.DataObject) -> None:
+    """:func:`test_chunked_feed_equals_run`, also run on correlated queries."""
     _, events, time, text = _show(case)
     compiled = ceql.compile(text)
     whole = keys(compiled.run(events, time=time))
@@ -200,6 +221,12 @@ def _arrow_table(events: list[dict[str, Any]]) -> pa.Table:
 @PROFILE
 @given(cases(mixed=False), st.data())
 def test_arrow_feed_equals_reference(case: Case, data: st.DataObject) -> None:
+
+    check_arrow_feed_equals_reference(case, data)
+
+
+def check_arrow_feed_equals_reference(case: Case, data: st.DataObject) -> None:
+    """:func:`test_arrow_feed_equals_reference`, also run on correlated queries."""
     q, events, time, text = _show(case)
     table = _arrow_table(events)
     note(f"schema: {table.schema}")
