@@ -72,17 +72,51 @@ def test_an_implied_key_runs_per_value_but_is_not_reported() -> None:
 def test_ranked_strategies_stop_before_growing_without_bound(monkeypatch: Any) -> None:
     monkeypatch.setattr(correlated, "RANKED_MATCHES", 1000)
     events = [{"type": "B", "price": p} for p in range(40)]
-    q = ceql.compile("SELECT NEXT * FROM S WHERE (B AS b)+ FILTER b[price > PREV(price)]")
+    q = ceql.compile("SELECT MAX * FROM S WHERE (B AS b)+ FILTER b[price > PREV(price)]")
     with pytest.raises(ceql.CeqlResourceError) as err:
         list(q.run(events))
     assert str(err.value).startswith(
-        "SELECT NEXT with conditions between events ranks every complex event ending at an "
+        "SELECT MAX with conditions between events ranks every complex event ending at an "
         "event before WITHIN cuts (as the semantics asks), and this evaluation reached 1024 "
         "complex events to rank at one event")
     monkeypatch.setattr(correlated, "RANKED_RUNS", 10)
     q = ceql.compile("SELECT MAX * FROM S WHERE A AS a ; B AS b FILTER b[p > a.p]")
     with pytest.raises(ceql.CeqlResourceError, match="partial matches in a partition"):
         list(q.run([{"type": "A", "p": i} for i in range(20)]))
+
+
+def _rising_next(ps: list[int], j: int) -> tuple[int, ...]:
+    """NEXT's rising trend ending at ``j``: the earliest start below ``ps[j]``, then each
+    time the earliest later price between the last one and ``ps[j]``."""
+    out = []
+    low = None
+    for i in range(j):
+        if (low is None or ps[i] > low) and ps[i] < ps[j]:
+            out.append(i)
+            low = ps[i]
+    return (*out, j)
+
+
+def _rising_last(ps: list[int], j: int) -> tuple[int, ...]:
+    """LAST's: from ``j`` back, each time the latest earlier price below the last one."""
+    out = [j]
+    for i in range(j - 1, -1, -1):
+        if ps[i] < ps[out[-1]]:
+            out.append(i)
+    return tuple(reversed(out))
+
+
+@pytest.mark.parametrize("strategy", ["NEXT", "LAST"])
+def test_next_and_last_keep_one_chain_per_run(monkeypatch: Any, strategy: str) -> None:
+    # 2^400 rising subsequences: ranking them by enumeration would hit the cap at once
+    monkeypatch.setattr(correlated, "RANKED_MATCHES", 1000)
+    rnd = random.Random(7)
+    ps = [rnd.randrange(60) for _ in range(400)]
+    q = ceql.compile(f"SELECT {strategy} * FROM S WHERE (B AS b)+ "
+                     "FILTER b[price > PREV(price)]")
+    got = [m.positions for m in q.run([{"type": "B", "price": p} for p in ps])]
+    want = _rising_next if strategy == "NEXT" else _rising_last
+    assert got == [want(ps, j) for j in range(len(ps))]
 
 
 def test_warnings_read_match_conditions_and_implied_keys() -> None:

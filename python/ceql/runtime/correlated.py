@@ -28,7 +28,18 @@ from ..predicates.values import norm
 from .enumeration import CHUNK, Enumerator
 from .match import Match
 from .partitions import Partition, Partitions
-from .tecs import KIND_POS, MAX_START, MAX_START_KEY, RIGHT, Node, insert, merge, union
+from .tecs import (
+    KIND_POS,
+    LEFT,
+    MAX_START,
+    MAX_START_KEY,
+    NEXT,
+    RIGHT,
+    Node,
+    insert,
+    merge,
+    union,
+)
 from .times import Clock
 
 __all__ = ["RANKED_MATCHES", "RANKED_RUNS", "RegisterEnumerator", "RegisterInertness",
@@ -54,11 +65,64 @@ def _ranked_error(what: str, n: int, strategy: str) -> CeqlResourceError:
 _Key = tuple[int, Registers]
 
 
-def _put(T2: dict[_Key, list[Node]], key: _Key, node: Node, fifo: Any, wkey: Any) -> None:
-    """Add ``node`` to the union-list of ``key`` in ``T2`` (kept sorted by max start)."""
+def _rank(a: Node, b: Node, last: bool) -> int:
+    """Compare two chains (every union in them joins paths with one set ``D``) by NEXT's
+    order (``last`` False: ``min(D Δ D')`` decides) or LAST's (``max``): 1 when ``a`` wins,
+    -1 when ``b`` does, 0 when their sets are equal. Both end at the same event and start
+    with a marked event, so for NEXT an earlier start wins outright; otherwise the walk goes
+    down both chains by position until they share their rest."""
+    if not last and a[MAX_START] != b[MAX_START]:
+        return 1 if a[MAX_START] < b[MAX_START] else -1
+    d = 0
+    while True:
+        while a[KIND_POS] < 0:
+            a = a[LEFT]
+        while b[KIND_POS] < 0:
+            b = b[LEFT]
+        if a is b:
+            return d
+        na = a[NEXT]
+        nb = b[NEXT]
+        pa = -1 if na is None else a[KIND_POS]  # a bottom is not itself in D
+        pb = -1 if nb is None else b[KIND_POS]
+        if pa == pb:
+            if pa < 0:
+                return d
+            a = na
+            b = nb
+        elif pa > pb:
+            if last:
+                return 1
+            d = 1
+            a = na
+        else:
+            if last:
+                return -1
+            d = -1
+            b = nb
+
+
+def _best(a: Node, b: Node, last: bool) -> Node:
+    """The chain of ``a`` and ``b`` the strategy prefers; both when their sets are equal
+    (they may bind the events to different variables, and every binding is shown)."""
+    r = _rank(a, b, last)
+    if r > 0:
+        return a
+    if r < 0:
+        return b
+    return union(a, b, None, None)
+
+
+def _put(T2: dict[_Key, list[Node]], key: _Key, node: Node, fifo: Any, wkey: Any,
+         chain: int = 0) -> None:
+    """Add ``node`` to the union-list of ``key`` in ``T2`` (kept sorted by max start); in
+    chain mode (NEXT 1, LAST 2) keep only the preferred chain."""
     t = T2.get(key)
     if t is None:
         T2[key] = [node]
+        return
+    if chain:
+        T2[key] = [_best(t[0], node, chain == 2)]
         return
     m0 = t[0][MAX_START]
     mx = node[MAX_START]
@@ -146,8 +210,8 @@ class RegisterRuns:
     """Algorithm 1 over (state, registers) runs for one query over one evaluation's
     partitions (same interface as :class:`~ceql.runtime.algorithm.Runs`)."""
 
-    __slots__ = ("base", "cols", "consume", "eps", "event", "on_full", "parts", "plan", "ranked",
-                 "strategy_name")
+    __slots__ = ("base", "chain", "cols", "consume", "eps", "event", "on_full", "parts", "plan",
+                 "ranked", "strategy_name")
 
     def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str,
                  ranked: bool = False, strategy_name: str = "ALL") -> None:
@@ -160,6 +224,12 @@ class RegisterRuns:
         #: runs are kept whatever their start, and the enumerator applies window and
         #: consumption after ranking
         self.ranked = ranked
+        #: NEXT (1) or LAST (2): runs in one (state, registers) have the same futures, and
+        #: these orders compare two complex events by a position where they differ, which a
+        #: common continuation cannot change; so each run keeps one chain, the one its
+        #: strategy prefers (the rest can never win), and the accepting chains are ranked
+        #: before enumeration. MAX keeps union-lists (several maximal sets can survive).
+        self.chain = {"NEXT": 1, "LAST": 2}.get(strategy_name, 0) if ranked else 0
         self.on_full: Callable[[], None] | None = None
         #: the row being read (row feeds), else None
         self.event: Mapping[str, Any] | None = None
@@ -188,7 +258,8 @@ class RegisterRuns:
             return self._step_in_place(P, c, pos, sub, wkey, tkey)
         plan = self.plan
         eps = self._enter(P, wkey)
-        fifo = P.fifo
+        fifo = None if self.ranked else P.fifo  # ranked runs never expire: no cut list
+        chain = self.chain
         new: list[tuple[_Key, Node]] = []
         accs, event = self._start(c, pos, sub, wkey, tkey, new)
         T2: dict[_Key, list[Node]] = {}
@@ -206,7 +277,7 @@ class RegisterRuns:
             if stays[q]:
                 if key in T2:
                     for n in ul:
-                        _put(T2, key, n, fifo, wkey)
+                        _put(T2, key, n, fifo, wkey, chain)
                 else:
                     T2[key] = ul
             ms = caches[q].get(c)
@@ -224,7 +295,7 @@ class RegisterRuns:
                 node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
                 accs = self._keep(new, m, regs2, node, accs)
         for key, node in new:
-            _put(T2, key, node, fifo, wkey)
+            _put(T2, key, node, fifo, wkey, chain)
         P.states = cast(dict[Any, list[Node]], T2)
         # inertness depends on the states only, not the registers: one signature for all
         P.sig = (P.g, frozenset([k[0] for k in T2]))
@@ -269,6 +340,12 @@ class RegisterRuns:
                                 self.strategy_name)
         if accs is None:
             return None
+        if self.chain and len(accs) > 1:
+            best = accs[0]
+            for a in accs[1:]:
+                if a is not best:
+                    best = _best(best, a, self.chain == 2)
+            accs = [best]
         if eps is not None:
             accs = [a for a in accs if wkey - a[MAX_START_KEY] <= eps]
             if not accs:
@@ -284,7 +361,8 @@ class RegisterRuns:
         index for an equality with an earlier event)."""
         plan = self.plan
         eps = self._enter(P, wkey)
-        fifo = P.fifo
+        fifo = None if self.ranked else P.fifo
+        chain = self.chain
         states = cast(dict[_Key, list[Node]], P.states)
         index: _Index | None = P.aux
         if index is None or index.ref is not states:
@@ -328,6 +406,8 @@ class RegisterRuns:
             if ul is None:
                 states[key] = [node]
                 index.add(plan, key[0], key[1])
+            elif chain:
+                ul[0] = _best(ul[0], node, chain == 2)
             else:
                 m0 = ul[0][MAX_START]
                 mx = node[MAX_START]
