@@ -76,7 +76,7 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
               + ("runs wait in place (only those an event can move are visited)"
                  if plan.in_place else "every run is visited by each event that moves any")]
     text = q.text
-    gated = {(g.scope, g.cond) for q in range(cea.n_states) for g in plan.state_gates(q)}
+    gated = {(g.scope, g.cond): g.op for q in range(cea.n_states) for g in plan.state_gates(q)}
     for sp in plan.scopes:
         lines.append(f"  s{sp.index}:")
         for ci, c in enumerate(sp.conditions):
@@ -86,9 +86,12 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
             if c.deferred:
                 how = ("deferred: checked once the scope's valuation is complete, "
                        "aggregates folded as events arrive")
-            elif (sp.index, ci) in gated:
+            elif gated.get((sp.index, ci)) == "=":
                 how = ("hash lookup: the runs an event can extend are found by the earlier "
                        "event's value (an index per state), then checked")
+            elif (sp.index, ci) in gated:
+                how = ("range lookup: the runs an event can extend are found by a range of "
+                       "the earlier values (a sorted index per state), then checked")
             else:
                 how = "incremental: checked on each new choice of events as its last one arrives"
             lines.append(f"    {shown}{where} — {how}")

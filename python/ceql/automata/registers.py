@@ -217,28 +217,30 @@ class RegisterPlan:
         return gs
 
     def gate(self, m: Move) -> Gate | None:
-        """The equality ``X[a = Y.b]`` a run must pass to take ``m`` (X bound by ``m``, Y's
-        records in the registers), if there is one: runs are then found by Y's value."""
+        """The comparison a run must pass to take ``m`` that an index can answer, if there is
+        one: an equality ``X[a = Y.b]`` (X bound by ``m``, Y's records in the registers; runs
+        found by Y's value in a hash index), else an order comparison ``X[a > Y.b]`` or
+        ``X[a > PREV(b)]`` (any of ``< <= > >=``; runs found by a range of a sorted index)."""
         key = id(m)
         if key in self._gates:
             return self._gates[key]
         found: Gate | None = None
+        ranged: Gate | None = None
         for k, (ops, _) in self._programs(m):
             if k in m.closes or found is not None:
                 continue
             for ci, c, spec, keep, _ in ops:
-                if (keep is None or c.prev or len(c.quantified) != 2 or spec[0] is None
-                        or spec[1] is not None):
+                if keep is None or spec[0] is None:
                     continue
-                p = c.leaf.pred
-                if not (isinstance(p, N.Compare) and p.op == "="
-                        and isinstance(p.left, N.Attr) and isinstance(p.right, N.Attr)):
+                g = _comparison_gate(k, ci, c, spec)
+                if g is None:
                     continue
-                own = [e for e in (p.left, p.right) if e.var is None or e.var == c.var]
-                if len(own) != 1 or len(c.attrs[1]) != 1:
-                    continue
-                found = Gate(k, ci, own[0].name)
-                break
+                if g.op == "=":
+                    found = g
+                    break
+                if ranged is None:
+                    ranged = g
+        found = found or ranged
         self._gates[key] = found
         return found
 
@@ -280,14 +282,44 @@ class RegisterPlan:
         return True
 
 
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+
+
+def _comparison_gate(k: int, ci: int, c: Condition, spec: tuple[Any, ...]) -> Gate | None:
+    """The gate of condition ``c`` when a move binding its X (``spec``) decides it with one
+    comparison between the event's attribute and one earlier value."""
+    p = c.leaf.pred
+    if not (isinstance(p, N.Compare) and p.op in _FLIP):
+        return None
+    own = [e for e in (p.left, p.right) if isinstance(e, N.Attr)
+           and (e.var is None or e.var == c.var)]
+    if len(own) != 1:
+        return None
+    other = p.right if own[0] is p.left else p.left
+    op = p.op if own[0] is p.left else _FLIP[p.op]
+    if isinstance(other, N.Prev):
+        if len(c.quantified) != 1 or op == "=" or not spec[0][1]:
+            return None
+        return Gate(k, ci, own[0].name, op, c.prev.index(other.name))
+    if (c.prev or len(c.quantified) != 2 or spec[1] is not None or len(c.attrs[1]) != 1
+            or not isinstance(other, N.Attr) or other.var != c.quantified[1]):
+        return None
+    return Gate(k, ci, own[0].name, op)
+
+
 @dataclass(frozen=True)
 class Gate:
-    """``X[attr = Y.b]`` of condition ``cond`` of scope ``scope``: a run takes the move only if
-    every Y record equals the event's ``attr`` (or there is none)."""
+    """``X[attr op Y.b]`` (or ``X[attr op PREV(b)]``) of condition ``cond`` of scope
+    ``scope``: a run takes the move only if the event's ``attr`` compares so with every Y
+    record (or there is none; or with the previous X event, if there is one)."""
 
     scope: int
     cond: int
     attr: str
+    #: ``=`` (a hash index), or ``< <= > >=`` (a sorted index), event's value on the left
+    op: str = "="
+    #: the slot of ``b`` in the PREV record, or -1 when the value is Y's records
+    prev: int = -1
 
 
 #: :func:`gate_key` of a run that passes whatever the value (no Y record yet), or none
@@ -296,19 +328,31 @@ NEVER: Any = ("never",)
 
 
 def gate_key(g: Gate, regs: Registers) -> Any:
-    """The value a run's Y records hold for gate ``g`` (:data:`VACUOUS` without records,
-    :data:`NEVER` if they differ)."""
+    """The value a run's registers hold for gate ``g``: for ``=``, the Y records' one value
+    (:data:`NEVER` if they differ); for ``>``/``>=`` their largest, for ``<``/``<=`` their
+    smallest (None if they are not all numbers); the PREV value. :data:`VACUOUS` when the
+    run passes whatever the value (no record yet)."""
     s = regs[g.scope]
     if s is None:
         return VACUOUS
-    ys = s[0][g.cond][0][1]
+    lists, last = s[0][g.cond]
+    if g.prev >= 0:
+        return VACUOUS if last is None else last[g.prev]
+    ys = lists[1]
     if not ys:
         return VACUOUS
     v = ys[0][0]
-    for r in ys[1:]:
-        if r[0] != v:
-            return NEVER
-    return v
+    if g.op == "=":
+        for r in ys[1:]:
+            if r[0] != v:
+                return NEVER
+        return v
+    if len(ys) == 1:
+        return v
+    vs = [r[0] for r in ys]
+    if not all(type(x) is int or type(x) is float for x in vs):
+        return None
+    return max(vs) if g.op[0] == ">" else min(vs)
 
 
 # What one move does to one scope: per condition it touches, (index, the condition, per

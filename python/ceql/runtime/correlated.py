@@ -16,6 +16,7 @@ mapping over (:attr:`RegisterRuns.event`), an Arrow feed its batch
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
@@ -68,9 +69,10 @@ _Key = tuple[int, Registers]
 def _rank(a: Node, b: Node, last: bool) -> int:
     """Compare two chains (every union in them joins paths with one set ``D``) by NEXT's
     order (``last`` False: ``min(D Δ D')`` decides) or LAST's (``max``): 1 when ``a`` wins,
-    -1 when ``b`` does, 0 when their sets are equal. Both end at the same event and start
-    with a marked event, so for NEXT an earlier start wins outright; otherwise the walk goes
-    down both chains by position until they share their rest."""
+    -1 when ``b`` does, 0 when their sets are equal (they may end at different events: a
+    continuation both share does not change the answer). Both start with a marked event, so
+    for NEXT an earlier start wins outright; otherwise the walk goes down both chains by
+    position until they share their rest."""
     if not last and a[MAX_START] != b[MAX_START]:
         return 1 if a[MAX_START] < b[MAX_START] else -1
     d = 0
@@ -134,76 +136,292 @@ def _put(T2: dict[_Key, list[Node]], key: _Key, node: Node, fifo: Any, wkey: Any
         insert(t, node, fifo, wkey)
 
 
+def _number(v: Any) -> bool:
+    """Whether a sorted index can hold ``v`` (a number, not NaN)."""
+    t = type(v)
+    return (t is int or t is float) and v == v
+
+
+class _Hashed:
+    """The runs of one (state, equality gate): by value, and those any value may move."""
+
+    __slots__ = ("any", "by_value")
+
+    def __init__(self) -> None:
+        self.by_value: dict[Any, dict[Registers, None]] = {}
+        self.any: dict[Registers, None] = {}
+
+    def add(self, v: Any, regs: Registers) -> None:
+        if v is VACUOUS:
+            self.any[regs] = None
+            return
+        try:
+            self.by_value.setdefault(v, {})[regs] = None
+        except TypeError:  # not hashable: looked at by every event
+            self.any[regs] = None
+
+    def remove(self, v: Any, regs: Registers) -> None:
+        self.any.pop(regs, None)
+        try:
+            bucket = self.by_value.get(v)
+        except TypeError:
+            return
+        if bucket is not None:
+            bucket.pop(regs, None)
+            if not bucket:
+                del self.by_value[v]
+
+    def find(self, x: Any) -> list[Registers] | None:
+        """The runs an event with value ``x`` may move (None: look at all)."""
+        try:
+            hit = self.by_value.get(x)
+        except TypeError:
+            return None
+        out = list(self.any)
+        if hit:
+            out += hit
+        return out
+
+
+class _Sorted:
+    """The runs of one (state, order gate), sorted by the value they hold (numbers only;
+    the rest, and runs without a value yet, are looked at by every event)."""
+
+    __slots__ = ("any", "keys", "op", "runs")
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+        self.keys: list[Any] = []
+        self.runs: list[Registers] = []
+        self.any: dict[Registers, None] = {}
+
+    def add(self, v: Any, regs: Registers) -> None:
+        if not _number(v):
+            self.any[regs] = None
+            return
+        i = bisect_right(self.keys, v)
+        self.keys.insert(i, v)
+        self.runs.insert(i, regs)
+
+    def remove(self, v: Any, regs: Registers) -> None:
+        if not _number(v):
+            self.any.pop(regs, None)
+            return
+        keys, runs = self.keys, self.runs
+        i = bisect_left(keys, v)
+        while i < len(keys) and keys[i] == v:
+            if runs[i] == regs:
+                del keys[i]
+                del runs[i]
+                return
+            i += 1
+
+    def find(self, x: Any) -> list[Registers] | None:
+        """The runs an event with value ``x`` may move: those whose value ``x`` compares
+        with by the gate's operator (None: look at all)."""
+        if not _number(x):
+            return None
+        op = self.op
+        if op == ">":
+            out = self.runs[:bisect_left(self.keys, x)]
+        elif op == ">=":
+            out = self.runs[:bisect_right(self.keys, x)]
+        elif op == "<":
+            out = self.runs[bisect_right(self.keys, x):]
+        else:
+            out = self.runs[bisect_left(self.keys, x):]
+        if self.any:
+            out += self.any
+        return out
+
+
+def _masked(g: Gate, regs: Registers) -> Registers:
+    """``regs`` without the PREV record gate ``g`` reads (what runs of one staircase share)."""
+    conds, accs = regs[g.scope]
+    lists, _ = conds[g.cond]
+    conds = (*conds[:g.cond], (lists, None), *conds[g.cond + 1:])
+    return (*regs[:g.scope], (conds, accs), *regs[g.scope + 1:])
+
+
+class _Stair:
+    """The runs of one (state, ``X[a > PREV(b)]`` gate) under NEXT or LAST (chain mode),
+    pruned by dominance. Two runs whose registers differ only in the previous ``b`` have the
+    same futures except that the one with the smaller ``b`` (for ``>``, ``>=``; the larger
+    for ``<``, ``<=``) can take every event the other can, reaching equal registers; if its
+    chain is also preferred, the other can never win and is dropped. So, per group of runs
+    with otherwise equal registers, chains only get better towards the stricter end, and the
+    best run an event can extend is the last one it passes: one bisection, not a scan."""
+
+    __slots__ = ("any", "g", "groups", "last", "q", "states", "up")
+
+    def __init__(self, g: Gate, q: int, states: dict[_Key, list[Node]], last: bool) -> None:
+        self.g = g
+        self.up = g.op[0] == ">"  # passing runs are those with a smaller key
+        self.states = states
+        self.last = last
+        self.q = q
+        #: per masked registers: (sorted keys, their runs); keys ascending if ``up``, else
+        #: descending (stored negated), so "passing" is always a prefix
+        self.groups: dict[Registers, tuple[list[Any], list[Registers]]] = {}
+        self.any: dict[Registers, None] = {}
+
+    def _chain(self, regs: Registers) -> Node:
+        return self.states[(self.q, regs)][0]
+
+    def add(self, v: Any, regs: Registers) -> list[Registers]:
+        """Add a run; the runs this makes dominated (perhaps ``regs`` itself)."""
+        if not _number(v):
+            self.any[regs] = None
+            return []
+        keys, runs = self.groups.setdefault(_masked(self.g, regs), ([], []))
+        k = v if self.up else -v
+        i = bisect_left(keys, k)
+        c = self._chain(regs)
+        if i and _rank(self._chain(runs[i - 1]), c, self.last) > 0:
+            return [regs]
+        keys.insert(i, k)
+        runs.insert(i, regs)
+        return self._prune(keys, runs, i, c)
+
+    def improved(self, v: Any, regs: Registers) -> list[Registers]:
+        """The run's chain got better: the runs that makes dominated."""
+        if not _number(v):
+            return []
+        keys, runs = self.groups[_masked(self.g, regs)]
+        k = v if self.up else -v
+        i = bisect_left(keys, k)
+        while i < len(runs) and runs[i] != regs:
+            i += 1
+        return self._prune(keys, runs, i, self._chain(regs)) if i < len(runs) else []
+
+    def _prune(self, keys: list[Any], runs: list[Registers], i: int,
+               c: Node) -> list[Registers]:
+        j = i + 1
+        while j < len(runs) and _rank(c, self._chain(runs[j]), self.last) > 0:
+            j += 1
+        dead = runs[i + 1:j]
+        del keys[i + 1:j]
+        del runs[i + 1:j]
+        return dead
+
+    def remove(self, v: Any, regs: Registers) -> None:
+        if not _number(v):
+            self.any.pop(regs, None)
+            return
+        group = self.groups.get(_masked(self.g, regs))
+        if group is None:
+            return
+        keys, runs = group
+        k = v if self.up else -v
+        i = bisect_left(keys, k)
+        while i < len(keys) and keys[i] == k:
+            if runs[i] == regs:
+                del keys[i]
+                del runs[i]
+                return
+            i += 1
+
+    def find(self, x: Any) -> list[Registers] | None:
+        """The best run per group that an event with value ``x`` passes (and those its
+        chain ties with), and the runs without a number."""
+        if not _number(x):
+            return None
+        k = x if self.up else -x
+        strict = self.g.op in (">", "<")
+        out = list(self.any)
+        for keys, runs in self.groups.values():
+            i = bisect_left(keys, k) if strict else bisect_right(keys, k)
+            if i:
+                top = runs[i - 1]
+                out.append(top)
+                c = self._chain(top)
+                i -= 1
+                while i and _rank(c, self._chain(runs[i - 1]), self.last) == 0:
+                    i -= 1
+                    out.append(runs[i])
+        return out
+
+
 class _Index:
     """Register runs of one partition by state, and by value for each gate (see
-    :meth:`RegisterPlan.gate`); built from ``P.states`` and rebuilt when that dict was
-    replaced (sweeps, consumption, snapshots)."""
+    :meth:`RegisterPlan.gate`: a hash index for an equality, a sorted one for an order
+    comparison); built from ``P.states`` and rebuilt when that dict was replaced (sweeps,
+    consumption, snapshots)."""
 
-    __slots__ = ("at", "by_gate", "ref", "since")
+    __slots__ = ("at", "by_gate", "chain", "ref", "since")
 
-    def __init__(self, plan: RegisterPlan, states: dict[_Key, list[Node]]) -> None:
+    def __init__(self, plan: RegisterPlan, states: dict[_Key, list[Node]],
+                 chain: int = 0) -> None:
         self.ref = states
+        self.chain = chain
         self.at: dict[int, dict[Registers, None]] = {}
-        # per (state, gate): value → runs, and the runs any value may move
-        self.by_gate: dict[tuple[int, Gate], tuple[dict[Any, dict[Registers, None]],
-                                                   dict[Registers, None]]] = {}
+        self.by_gate: dict[tuple[int, Gate], _Hashed | _Sorted | _Stair] = {}
         self.since = 0  # events since the last pass that dropped expired runs
+        dead: list[_Key] = []
         for q, regs in states:
-            self.add(plan, q, regs)
+            dead += self.add(plan, q, regs)
+        self.drop(plan, dead)
 
-    @staticmethod
-    def gates(plan: RegisterPlan, q: int) -> tuple[Gate, ...]:
-        return plan.state_gates(q)
-
-    def add(self, plan: RegisterPlan, q: int, regs: Registers) -> None:
+    def add(self, plan: RegisterPlan, q: int, regs: Registers) -> list[_Key]:
+        """Index a run of ``P.states``; the runs a staircase found dominated (to drop)."""
         self.at.setdefault(q, {})[regs] = None
-        for g in self.gates(plan, q):
-            by_value, any_value = self.by_gate.setdefault((q, g), ({}, {}))
+        dead: list[_Key] = []
+        for g in plan.state_gates(q):
+            entry = self.by_gate.get((q, g))
+            if entry is None:
+                entry = self.by_gate[(q, g)] = (
+                    _Hashed() if g.op == "=" else
+                    _Stair(g, q, self.ref, self.chain == 2) if self.chain and g.prev >= 0 else
+                    _Sorted(g.op))
             v = gate_key(g, regs)
             if v is NEVER:
                 continue
-            if v is VACUOUS:
-                any_value[regs] = None
-                continue
-            try:
-                by_value.setdefault(v, {})[regs] = None
-            except TypeError:  # not hashable: looked at by every event
-                any_value[regs] = None
+            if isinstance(entry, _Stair):
+                dead += [(q, r) for r in entry.add(v, regs)]
+            else:
+                entry.add(v, regs)
+        return dead
+
+    def improved(self, plan: RegisterPlan, q: int, regs: Registers) -> list[_Key]:
+        """A run's chain got better (chain mode): the runs a staircase now finds dominated."""
+        dead: list[_Key] = []
+        for g in plan.state_gates(q):
+            entry = self.by_gate.get((q, g))
+            if isinstance(entry, _Stair):
+                v = gate_key(g, regs)
+                if v is not NEVER:
+                    dead += [(q, r) for r in entry.improved(v, regs)]
+        return dead
+
+    def drop(self, plan: RegisterPlan, dead: list[_Key]) -> None:
+        """Remove dominated runs from the partition and from every index."""
+        states = self.ref
+        for key in dead:
+            if states.pop(key, None) is not None:
+                self.remove(plan, key[0], key[1])
 
     def remove(self, plan: RegisterPlan, q: int, regs: Registers) -> None:
         runs = self.at.get(q)
         if runs is not None:
             runs.pop(regs, None)
-        for g in self.gates(plan, q):
+        for g in plan.state_gates(q):
             entry = self.by_gate.get((q, g))
-            if entry is None:
-                continue
-            by_value, any_value = entry
-            any_value.pop(regs, None)
-            v = gate_key(g, regs)
-            try:
-                bucket = by_value.get(v)
-            except TypeError:
-                continue
-            if bucket is not None:
-                bucket.pop(regs, None)
-                if not bucket:
-                    del by_value[v]
+            if entry is not None:
+                v = gate_key(g, regs)
+                if v is not NEVER:
+                    entry.remove(v, regs)
 
     def candidates(self, plan: RegisterPlan, q: int, m: Move,
                    event: Mapping[str, Any]) -> list[Registers]:
         g = plan.gate(m)
-        if g is None:
-            return list(self.at.get(q, ()))
-        by_value, any_value = self.by_gate.get((q, g), ({}, {}))
-        out = list(any_value)
-        try:
-            hit = by_value.get(norm(event.get(g.attr)))
-        except TypeError:
-            return list(self.at.get(q, ()))
-        if hit:
-            out += hit
-        return out
+        if g is not None:
+            entry = self.by_gate.get((q, g))
+            if entry is None:
+                return []
+            found = entry.find(norm(event.get(g.attr)))
+            if found is not None:
+                return found
+        return list(self.at.get(q, ()))
 
 
 class RegisterRuns:
@@ -366,7 +584,7 @@ class RegisterRuns:
         states = cast(dict[_Key, list[Node]], P.states)
         index: _Index | None = P.aux
         if index is None or index.ref is not states:
-            index = P.aux = _Index(plan, states)
+            index = P.aux = _Index(plan, states, self.chain)
         if eps is not None:
             index.since += 1
             if index.since > 64 and index.since > len(states):
@@ -405,9 +623,16 @@ class RegisterRuns:
             ul = states.get(key)
             if ul is None:
                 states[key] = [node]
-                index.add(plan, key[0], key[1])
+                dead = index.add(plan, key[0], key[1])
+                if dead:
+                    index.drop(plan, dead)
             elif chain:
-                ul[0] = _best(ul[0], node, chain == 2)
+                old = ul[0]
+                ul[0] = _best(old, node, chain == 2)
+                if ul[0] is not old:
+                    dead = index.improved(plan, key[0], key[1])
+                    if dead:
+                        index.drop(plan, dead)
             else:
                 m0 = ul[0][MAX_START]
                 mx = node[MAX_START]
