@@ -124,6 +124,7 @@ class RegisterPlan:
         #: event can move are visited, equalities through a hash index)
         self.in_place = all(stays[q] or not self.has_out[q] for q in range(1, cea.n_states))
         self._gates: dict[int, Gate | None] = {}
+        self._canon: dict[tuple[Any, ...], Gate] = {}
         self._state_gates: dict[int, tuple[Gate, ...]] = {}
 
     # ------------------------------------------------------------------ construction
@@ -241,6 +242,8 @@ class RegisterPlan:
                 if ranged is None:
                     ranged = g
         found = found or ranged
+        if found is not None:  # one instance per gate: indexes key by identity
+            found = self._canon.setdefault(found.fields(), found)
         self._gates[key] = found
         return found
 
@@ -307,8 +310,8 @@ def _comparison_gate(k: int, ci: int, c: Condition, spec: tuple[Any, ...]) -> Ga
     return Gate(k, ci, own[0].name, op)
 
 
-@dataclass(frozen=True)
-class Gate:
+@dataclass(frozen=True, eq=False)  # hashed per event: by identity (RegisterPlan.gate
+class Gate:                           # hands out one instance per gate)
     """``X[attr op Y.b]`` (or ``X[attr op PREV(b)]``) of condition ``cond`` of scope
     ``scope``: a run takes the move only if the event's ``attr`` compares so with every Y
     record (or there is none; or with the previous X event, if there is one)."""
@@ -320,6 +323,10 @@ class Gate:
     op: str = "="
     #: the slot of ``b`` in the PREV record, or -1 when the value is Y's records
     prev: int = -1
+
+    def fields(self) -> tuple[Any, ...]:
+        """What tells two gates apart."""
+        return (self.scope, self.cond, self.attr, self.op, self.prev)
 
 
 #: :func:`gate_key` of a run that passes whatever the value (no Y record yet), or none
