@@ -504,7 +504,12 @@ class _Builder:
                             d = num[nxt] = self.new()
                             todo.append(nxt)
                         t = _Tr(src, _TRUE, True, r.vars, d)
-                        t.scoped = r.scoped
+                        # the other side's open scopes go on (binding nothing): a move
+                        # outside a scope would close it
+                        mine_k = {j for j, _ in r.scoped}
+                        t.scoped = r.scoped + tuple(
+                            (j, frozenset()) for j in other.open_at(pair[1 - k])
+                            if j not in mine_k)
                         t.opens = r.opens
                         t.deps = (r,) if skip is None else (r, skip)
                         rope.append(t)
@@ -534,6 +539,16 @@ class _Side:
     def __init__(self) -> None:
         self.marked: dict[int, list[tuple[_Tr, int]]] = {}
         self.loops: dict[int, list[_Tr]] = {}
+
+    def open_at(self, q: int) -> list[int]:
+        """The scopes (conditions between events) a run of this side at ``q`` is inside:
+        those its next events may continue without opening them again."""
+        out: dict[int, None] = {}
+        for r, _ in self.marked.get(q, ()):
+            for j, _vs in r.scoped:
+                if j not in r.opens:
+                    out[j] = None
+        return list(out)
 
     def skips(self, q: int) -> list[_Tr | None]:
         """The records that let this side skip an event in state ``q`` (None: always)."""
