@@ -15,6 +15,31 @@ Conditions between events (SEMANTICS.md, "Correlation, conjunction and negation"
 * Aggregates are values of the valuation (see ``aggregate_value`` for NULLs and kinds).
 * A stream-qualified leaf ``S>T`` binds the variable ``T`` and the variable ``S>T``.
 
+Conjunction and negation (same section):
+
+* ``φ AND ψ``: a valuation of each with disjoint position sets, in any order; the interval spans
+  both, ``μ`` is the pointwise union.
+* ``NOT β`` (only as an element of a ``;`` sequence) adds nothing to the valuation; it leaves a
+  *pending negation* on it (``_Pending``): the gap (between the neighbours' end and start; a
+  leading or trailing one is open on one side), and, at each FILTER enclosing it, the atoms that
+  mention β's variable together with the valuation's ``μ`` at that FILTER. Pending negations are
+  decided once the whole WHERE is evaluated: a position ``k`` of the gap (of the substream; for a
+  leading or trailing NOT, those within the window of the valuation's end or start) blocks the
+  valuation when β matches the event at ``k`` and every collected atom holds with β's variable
+  bound to ``{k}`` (universally over the other variables, vacuously when one is empty). "Mentions"
+  is SEMANTICS.md's word: ``n[…]``, and also another variable's atom naming ``n.attr`` (which the
+  engine may refuse). β's event types bind nothing: ``B[…]`` is about the positive B events only.
+  A complex event is kept when some valuation giving it has no blocked negation; the strategy
+  then chooses among the kept ones. The window of a leading or trailing NOT is measured as WITHIN
+  measures it (substream positions for EVENTS, the attribute, the time — or the original position
+  without a time option).
+* A query that breaks SEMANTICS.md's rules for AND and NOT (NOT outside a ``;`` sequence, two in a
+  row, leading or trailing NOT below the top level or without WITHIN, trailing NOT with CONSUME BY
+  ANY/PARTITION, an atom about a negated variable under OR or in a FILTER that does not enclose
+  its NOT, a negated variable SELECTed, aggregated, in a match condition or also bound positively)
+  raises ``ValueError``; so does an atom mentioning two negated variables (our decision:
+  SEMANTICS.md evaluates an atom with one negated variable bound).
+
 ``reference_matches`` returns every output of a query as ``RefMatch(end, start, positions,
 partition)`` with ORIGINAL 0-based indices into ``events``, after CONSUME BY but without LIMIT
 (the LIMIT check — a subset of the reference's outputs at each (partition, end) of size
@@ -47,10 +72,29 @@ class RefMatch(NamedTuple):
     partition: tuple[Any, ...]
 
 
-# A valuation over one (sub)stream: (start, end, mu) with substream positions; mu is the set of
-# (variable, position) pairs, so that pointwise union of mappings is set union.
+# A valuation over one (sub)stream: (start, end, mu, owed) with substream positions; mu is the
+# set of (variable, position) pairs, so that pointwise union of mappings is set union; owed holds
+# the negations the valuation still has to pass (empty without NOT).
 Mu = frozenset[tuple[str, int]]
-Val = tuple[int, int, Mu]
+
+
+class _Pending(NamedTuple):
+    """A negation ``NOT β`` that a valuation owes: no event of its gap may match β together with
+    every collected condition.
+
+    The gap is the positions strictly between ``lo`` and ``hi``; ``lo`` None: a leading NOT,
+    ``hi`` None: a trailing one (bounded by the window at the query level). ``conds``: each FILTER
+    atom mentioning a variable of β, with the valuation's ``μ`` at that FILTER."""
+
+    neg: A.Not
+    lo: int | None
+    hi: int | None
+    conds: tuple[tuple[A.FilterAtom, Mu], ...]
+
+
+Owed = frozenset[_Pending]
+Val = tuple[int, int, Mu, Owed]
+_NOTHING_OWED: Owed = frozenset()
 
 
 # ================================================================ predicates (3-valued)
@@ -395,14 +439,66 @@ def _cond_holds(cond: A.FilterExpr, mu: Mu, sub: _Substream) -> bool:
     raise TypeError(f"not a FILTER condition: {cond!r}")
 
 
+def _close(left: Owed, right: Owed, end: int, start: int) -> Owed:
+    """The pending negations of ``φ1 ; φ2`` from those of ``V1`` and ``V2``: a trailing one of
+    ``V1`` now ends before ``V2``'s start, a leading one of ``V2`` starts after ``V1``'s end."""
+    if not left and not right:
+        return _NOTHING_OWED
+    return frozenset({o._replace(hi=start) if o.hi is None else o for o in left}
+                     | {o._replace(lo=end) if o.lo is None else o for o in right})
+
+
 def _join(left: Iterable[Val], right: Iterable[Val], contiguous: bool) -> set[Val]:
     right = list(right)
     out: set[Val] = set()
-    for s1, e1, mu1 in left:
-        for s2, e2, mu2 in right:
+    for s1, e1, mu1, owed1 in left:
+        for s2, e2, mu2, owed2 in right:
             if (s2 == e1 + 1) if contiguous else (e1 < s2):
-                out.add((s1, e2, mu1 | mu2))
+                out.add((s1, e2, mu1 | mu2, _close(owed1, owed2, e1, s2)))
     return out
+
+
+def _conjuncts(cond: A.FilterExpr) -> list[A.FilterExpr]:
+    """The plain conjuncts of a FILTER condition (the leaves of its top AND tree)."""
+    if isinstance(cond, A.FilterAnd):
+        return _conjuncts(cond.left) + _conjuncts(cond.right)
+    return [cond]
+
+
+def _mentioned(leaf: A.FilterAtom | A.FilterMatch) -> set[str]:
+    """The variables a FILTER leaf mentions: its head, qualified attributes, aggregates."""
+    names = {leaf.var} if isinstance(leaf, A.FilterAtom) else set()
+    for e in _expr_nodes(leaf.pred):
+        if isinstance(e, A.Attr) and e.var is not None:
+            names.add(e.var)
+        elif isinstance(e, A.Agg):
+            names.add(e.var)
+    return names
+
+
+def _as_names(f: A.Formula) -> frozenset[str]:
+    """The AS names of a formula (for β of ``NOT β``: its negated variables)."""
+    if isinstance(f, A.As):
+        return _as_names(f.formula) | {f.var}
+    if isinstance(f, (A.Filter, A.Plus, A.Not)):
+        return _as_names(f.formula)
+    if isinstance(f, (A.Seq, A.Or, A.And)):
+        return _as_names(f.left) | _as_names(f.right)
+    return frozenset()
+
+
+def _collect(owed: Owed, cond: A.FilterExpr, mu: Mu) -> Owed:
+    """At a FILTER: each pending negation takes the atoms (plain conjuncts) that mention its
+    variable, with the valuation's ``μ`` here."""
+    if not owed:
+        return owed
+    atoms = [c for c in _conjuncts(cond) if isinstance(c, A.FilterAtom)]
+    out = set()
+    for o in owed:
+        names = _as_names(o.neg.formula)
+        about = tuple((a, mu) for a in atoms if _mentioned(a) & names)
+        out.add(o._replace(conds=o.conds + about) if about else o)
+    return frozenset(out)
 
 
 def eval_formula(f: A.Formula, sub: _Substream) -> set[Val]:
@@ -410,17 +506,38 @@ def eval_formula(f: A.Formula, sub: _Substream) -> set[Val]:
     if isinstance(f, A.EventType):
         # a stream-qualified leaf S>T binds T and the variable S>T (the events of such leaves)
         names = [f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"]
-        return {(i, i, frozenset((n, i) for n in names))
+        return {(i, i, frozenset((n, i) for n in names), _NOTHING_OWED)
                 for i in range(len(sub)) if sub.matches_type(i, f)}
     if isinstance(f, A.As):
         out: set[Val] = set()
-        for s, e, mu in eval_formula(f.formula, sub):
-            out.add((s, e, mu | frozenset((f.var, p) for p in _positions(mu))))
+        for s, e, mu, owed in eval_formula(f.formula, sub):
+            out.add((s, e, mu | frozenset((f.var, p) for p in _positions(mu)), owed))
         return out
     if isinstance(f, A.Filter):
-        return {v for v in eval_formula(f.formula, sub) if _cond_holds(f.cond, v[2], sub)}
+        # A negated variable is never in μ: atoms about it hold vacuously here, and are kept
+        # with the pending negation instead.
+        return {(s, e, mu, _collect(owed, f.cond, mu))
+                for s, e, mu, owed in eval_formula(f.formula, sub)
+                if _cond_holds(f.cond, mu, sub)}
     if isinstance(f, A.Or):
         return eval_formula(f.left, sub) | eval_formula(f.right, sub)
+    if isinstance(f, A.And):
+        right = [(v, _positions(v[2])) for v in eval_formula(f.right, sub)]
+        out = set()
+        for s1, e1, mu1, owed1 in eval_formula(f.left, sub):
+            d1 = _positions(mu1)
+            for (s2, e2, mu2, owed2), d2 in right:
+                if d1.isdisjoint(d2):
+                    out.add((min(s1, s2), max(e1, e2), mu1 | mu2, owed1 | owed2))
+        return out
+    if isinstance(f, A.Seq) and isinstance(f.right, A.Not):
+        # φ ; NOT β: nothing is added; the gap opens after φ's end (closed by a later ``;``)
+        return {(s, e, mu, owed | {_Pending(f.right, e, None, ())})
+                for s, e, mu, owed in eval_formula(f.left, sub)}
+    if isinstance(f, A.Seq) and isinstance(f.left, A.Not):
+        # NOT β ; ψ: the gap closes before ψ's start (opened by an earlier ``;``)
+        return {(s, e, mu, owed | {_Pending(f.left, None, s, ())})
+                for s, e, mu, owed in eval_formula(f.right, sub)}
     if isinstance(f, A.Seq):
         return _join(eval_formula(f.left, sub), eval_formula(f.right, sub), f.contiguous)
     if isinstance(f, A.Plus):
@@ -434,7 +551,168 @@ def eval_formula(f: A.Formula, sub: _Substream) -> set[Val]:
             result |= new
             frontier = new
         return result
+    if isinstance(f, A.Not):
+        raise ValueError("NOT stands only as an element of a ; sequence")
     raise TypeError(f"not a formula: {f!r}")
+
+
+# ================================================================ negation
+
+
+def _seq_elements(f: A.Formula, contiguous: bool = False) -> list[tuple[A.Formula, bool]]:
+    """The elements of the ``;``/``:`` chain ``f`` heads (through ``Seq`` children on either
+    side: sequencing is associative), each with whether the separator before it is ``:``."""
+    if not isinstance(f, A.Seq):
+        return [(f, contiguous)]
+    return _seq_elements(f.left, contiguous) + _seq_elements(f.right, f.contiguous)
+
+
+def _shape(f: A.Formula, top: bool) -> tuple[bool, bool]:
+    """Whether ``f`` (the top-level WHERE below its FILTERs when ``top``) starts with a leading
+    NOT and ends with a trailing one; raises ``ValueError`` where SEMANTICS.md makes a NOT
+    invalid."""
+    if isinstance(f, A.Not):
+        raise ValueError("NOT stands only as an element of a ; sequence")
+    if isinstance(f, A.Filter) and top:
+        return _shape(f.formula, top)
+    if isinstance(f, A.Seq):
+        elements = _seq_elements(f)
+        for k, (node, contiguous) in enumerate(elements):
+            after = elements[k + 1] if k + 1 < len(elements) else None
+            if not isinstance(node, A.Not):
+                _shape(node, False)
+                continue
+            _check_beta(node.formula)
+            if contiguous or (after is not None and after[1]):
+                raise ValueError("NOT in a : sequence")
+            if after is not None and isinstance(after[0], A.Not):
+                raise ValueError("two NOTs in a row")
+        leading = isinstance(elements[0][0], A.Not)
+        trailing = isinstance(elements[-1][0], A.Not)
+        if (leading or trailing) and not top:
+            raise ValueError("a leading or trailing NOT stands only in the top-level sequence")
+        return leading, trailing
+    if isinstance(f, (A.As, A.Filter, A.Plus)):
+        _shape(f.formula, False)
+    elif isinstance(f, (A.Or, A.And)):
+        _shape(f.left, False)
+        _shape(f.right, False)
+    return False, False
+
+
+def _check_beta(f: A.Formula) -> None:
+    """β of ``NOT β``: an event type, ``S>T``, an OR of those, maybe named."""
+    if isinstance(f, A.EventType):
+        return
+    if isinstance(f, A.As):
+        _check_beta(f.formula)
+    elif isinstance(f, A.Or):
+        _check_beta(f.left)
+        _check_beta(f.right)
+    else:
+        raise ValueError(f"NOT of a formula that is not a single event: {f!r}")
+
+
+def _negated_names(f: A.Formula) -> frozenset[str]:
+    """The variables named inside the NOTs of ``f``."""
+    if isinstance(f, A.Not):
+        return _as_names(f.formula)
+    if isinstance(f, (A.As, A.Filter, A.Plus)):
+        return _negated_names(f.formula)
+    if isinstance(f, (A.Seq, A.Or, A.And)):
+        return _negated_names(f.left) | _negated_names(f.right)
+    return frozenset()
+
+
+def _positive_names(f: A.Formula) -> frozenset[str]:
+    """The variables ``f`` binds outside its NOTs (event types, ``S>T``, AS names)."""
+    if isinstance(f, A.EventType):
+        return frozenset([f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"])
+    if isinstance(f, A.As):
+        return _positive_names(f.formula) | {f.var}
+    if isinstance(f, (A.Filter, A.Plus)):
+        return _positive_names(f.formula)
+    if isinstance(f, (A.Seq, A.Or, A.And)):
+        return _positive_names(f.left) | _positive_names(f.right)
+    return frozenset()
+
+
+def _filter_leaves(cond: A.FilterExpr) -> list[A.FilterAtom | A.FilterMatch]:
+    if isinstance(cond, (A.FilterAnd, A.FilterOr)):
+        return _filter_leaves(cond.left) + _filter_leaves(cond.right)
+    return [cond]
+
+
+def _check_negated_atoms(f: A.Formula, negated: frozenset[str]) -> None:
+    """Atoms about a negated variable: plain conjuncts of a FILTER enclosing its NOT, one
+    negated variable each, never aggregated nor in a match condition."""
+    if isinstance(f, A.Filter):
+        enclosed = _negated_names(f.formula)
+        conjuncts = _conjuncts(f.cond)
+        for leaf in _filter_leaves(f.cond):
+            about = _mentioned(leaf) & negated
+            if not about:
+                continue
+            if isinstance(leaf, A.FilterMatch):
+                raise ValueError(f"negated variable {sorted(about)} in a match condition")
+            if any(isinstance(e, A.Agg) and e.var in negated for e in _expr_nodes(leaf.pred)):
+                raise ValueError(f"negated variable {sorted(about)} aggregated")
+            if not any(leaf is c for c in conjuncts):
+                raise ValueError(f"an atom about negated {sorted(about)} under OR")
+            if len(about) > 1:
+                raise ValueError(f"an atom about two negated variables {sorted(about)}")
+            if not about <= enclosed:
+                raise ValueError(f"an atom about negated {sorted(about)} in a FILTER that does "
+                                 "not enclose its NOT")
+    if isinstance(f, (A.As, A.Filter, A.Plus)):
+        _check_negated_atoms(f.formula, negated)
+    elif isinstance(f, (A.Seq, A.Or, A.And)):
+        _check_negated_atoms(f.left, negated)
+        _check_negated_atoms(f.right, negated)
+
+
+def _check_negations(query: A.Query) -> None:
+    """Refuse the queries SEMANTICS.md makes invalid for AND and NOT."""
+    leading, trailing = _shape(query.where, True)
+    if (leading or trailing) and query.within is None:
+        raise ValueError("a leading or trailing NOT needs WITHIN")
+    if trailing and query.consume != "NONE":
+        raise ValueError(f"a trailing NOT with CONSUME BY {query.consume}")
+    negated = _negated_names(query.where)
+    if not negated:
+        return
+    if negated & _positive_names(query.where):
+        raise ValueError(f"{sorted(negated & _positive_names(query.where))} both negated and "
+                         "bound")
+    if query.select and negated & set(query.select):
+        raise ValueError(f"negated variable {sorted(negated & set(query.select))} SELECTed")
+    _check_negated_atoms(query.where, negated)
+
+
+Betas = dict[A.Not, dict[int, list[frozenset[str]]]]
+
+
+def _beta_at(neg: A.Not, k: int, sub: _Substream, betas: Betas) -> list[frozenset[str]]:
+    """How β matches the event at ``k``: for each valuation of β there, the negated variables
+    it binds (none: β does not match)."""
+    if neg not in betas:
+        names = _as_names(neg.formula)
+        found: dict[int, list[frozenset[str]]] = defaultdict(list)
+        for s, e, mu, _ in eval_formula(neg.formula, sub):
+            assert s == e
+            found[s].append(frozenset(x for x, _ in mu) & names)
+        betas[neg] = found
+    return betas[neg].get(k, [])
+
+
+def _blocks(o: _Pending, k: int, sub: _Substream, betas: Betas) -> bool:
+    """The event at ``k`` matches β and every condition collected about β's variable (bound to
+    ``{k}``; the other variables as in the valuation at each FILTER)."""
+    for bound in _beta_at(o.neg, k, sub, betas):
+        mark = frozenset((x, k) for x in bound)
+        if all(_atom_holds(atom, mu | mark, sub) for atom, mu in o.conds):
+            return True
+    return False
 
 
 # ================================================================ selection strategies
@@ -544,6 +822,8 @@ def _check_times(events: Sequence[Mapping[str, Any]], kept: list[int], query: A.
 
 def _within_ok(w: A.Within | None, s: int, e: int, sub: _Substream,
                events: Sequence[Mapping[str, Any]], time: str | None) -> bool:
+    """``time(e) − time(s) ≤ ε`` as the window measures time (substream positions for EVENTS,
+    the attribute for ``[attr]``, event time — the original position without one — else)."""
     if w is None:
         return True
     if w.kind == "events":
@@ -562,10 +842,30 @@ def _within_ok(w: A.Within | None, s: int, e: int, sub: _Substream,
     return diff is not None and diff <= w.amount
 
 
+def _negation_holds(o: _Pending, i: int, j: int, query: A.Query, sub: _Substream,
+                    events: Sequence[Mapping[str, Any]], time: str | None,
+                    betas: Betas) -> bool:
+    """No event of the gap of ``o`` blocks the valuation ``[i, j]`` (of the whole WHERE)."""
+    if o.lo is not None and o.hi is not None:  # between: V1.end < k < V2.start
+        gap: Iterable[int] = range(o.lo + 1, o.hi)
+    elif o.hi is None:  # trailing: k > j with time(k) − time(i) ≤ ε
+        assert o.lo == j
+        gap = [k for k in range(j + 1, len(sub))
+               if _within_ok(query.within, i, k, sub, events, time)]
+    else:  # leading: k < i with time(j) − time(k) ≤ ε
+        assert o.hi == i
+        gap = [k for k in range(i) if _within_ok(query.within, k, j, sub, events, time)]
+    return not any(_blocks(o, k, sub, betas) for k in gap)
+
+
 def _evaluate_substream(query: A.Query, sub: _Substream, events: Sequence[Mapping[str, Any]],
                         time: str | None) -> set[tuple[int, int, tuple[int, ...]]]:
     """Steps 2–5 (WHERE, strategy, SELECT, WITHIN) on one substream; original positions."""
-    valuations = eval_formula(query.where, sub)
+    betas: Betas = {}
+    # the valuations that pass their negations (a complex event is kept when one giving it does)
+    valuations = {(s, e, mu) for s, e, mu, owed in eval_formula(query.where, sub)
+                  if all(_negation_holds(o, s, e, query, sub, events, time, betas)
+                         for o in owed)}
     by_end: dict[int, set[CE]] = defaultdict(set)
     for s, e, mu in valuations:
         by_end[e].add((s, _positions(mu)))
@@ -590,10 +890,13 @@ def reference_matches(query: A.Query, events: Sequence[Mapping[str, Any]], *,
                       stream_key: str = "stream") -> list[RefMatch]:
     """Every output of ``query`` on ``events`` (LIMIT not applied), grouped by end position.
 
-    Positions are original 0-based indices into ``events``. Sorted by (end, start, positions).
-    Raises ``ValueError`` when a (sub)stream holds more than ``MAX_EVENTS`` events, when times
-    are missing or out of order, or when a ``WITHIN n [attr]`` attribute is not a number.
+    Positions are original 0-based indices into ``events``. Sorted by (end, start, positions); a
+    complex event with a trailing NOT is listed at its end like any other (the engine outputs it
+    later, once the window has passed). Raises ``ValueError`` when a (sub)stream holds more than
+    ``MAX_EVENTS`` events, when times are missing or out of order, when a ``WITHIN n [attr]``
+    attribute is not a number, or when AND/NOT are used where SEMANTICS.md forbids them.
     """
+    _check_negations(query)
     members = _stream_members(events, query.streams, stream_key)
 
     # 1. PARTITION BY: composite key of non-NULL values; events lacking one are dropped.

@@ -21,6 +21,17 @@ variable (FILTER heads, SELECT lists, qualified attributes, aggregates), FILTERs
 iterations (checked per block). Without ``correlated`` every generator draws exactly what it
 drew before conditions between events existed.
 
+``conj_neg_queries()`` (``queries``/``cases``/``multi_cases`` with ``conj_neg=True``, combinable
+with ``correlated``) adds conjunction and negation to all of that: ``φ AND ψ`` anywhere (under
+``+`` too), ``φ ; NOT β ; ψ`` between elements of ``;`` sequences (β an event type, ``S>T`` or an
+OR of them, named ``n``, ``n1``, ... or not; never in a ``:`` chain, never directly under ``+``,
+never two in a row), leading and trailing NOTs at the top level (with a WITHIN; a trailing one
+with CONSUME BY NONE), and atoms about a negated variable as plain conjuncts of FILTERs enclosing
+its NOT (several FILTERs sometimes; correlated: comparing with positive variables,
+``n[a = x.a]``). Negated variables are never SELECTed, aggregated, in a match condition or named
+by another variable's condition; every such query has an AND or a NOT. Without ``conj_neg`` every
+generator draws exactly what it drew before.
+
 Streams: at most 8 events, mostly of the types the query names, with small non-negative integer
 attributes ``a``/``b`` (sometimes NULL or missing), a mixed attribute ``c`` (integer or string),
 a string attribute ``s``, partition attributes ``g``/``h`` (0 or 1), an optional stream name
@@ -44,7 +55,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ceql.ir import bound_variables, expr_nodes, is_correlated, is_correlated_query
+from ceql.ir import expr_nodes, is_correlated, is_correlated_query
 from ceql.ir import nodes as A
 
 __all__ = [
@@ -54,6 +65,7 @@ __all__ = [
     "aggregates",
     "atom_preds",
     "cases",
+    "conj_neg_queries",
     "correlated_atoms",
     "correlated_exprs",
     "correlated_filter_conds",
@@ -64,6 +76,10 @@ __all__ = [
     "filter_conds",
     "formulas",
     "match_conds",
+    "negated_atoms",
+    "negated_conds",
+    "negated_variables",
+    "positive_variables",
     "preds",
     "queries",
     "statically_valid",
@@ -321,9 +337,11 @@ def _most_events(f: A.Formula) -> tuple[dict[str, int], int]:
     if isinstance(f, A.EventType):
         names = [f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"]
         return dict.fromkeys(names, 1), 1
-    if isinstance(f, A.Seq | A.Or):
+    if isinstance(f, A.Not):  # a negated event is in no valuation
+        return {}, 0
+    if isinstance(f, A.Seq | A.Or | A.And):
         (lv, ln), (rv, rn) = _most_events(f.left), _most_events(f.right)
-        join = (lambda a, b: min(2, a + b)) if isinstance(f, A.Seq) else max
+        join = (lambda a, b: min(2, a + b)) if isinstance(f, A.Seq | A.And) else max
         return {v: join(lv.get(v, 0), rv.get(v, 0)) for v in lv.keys() | rv.keys()}, join(ln, rn)
     counts, n = _most_events(f.formula)
     if isinstance(f, A.Plus):
@@ -466,9 +484,44 @@ def correlated_preds(draw: st.DrawFn, scope: Scope, depth: int = 2) -> A.Pred:
     return A.PAnd(left, right) if kind == "and" else A.POr(left, right)
 
 
+def positive_variables(f: A.Formula) -> frozenset[str]:
+    """The variables ``f`` binds outside its NOTs: event types (``S>T`` for a qualified leaf) and
+    AS names — the ones a match holds events of, which SELECT lists, conditions of other
+    variables, aggregates and match conditions may name. Without NOT: every bound variable."""
+    if isinstance(f, A.EventType):
+        return frozenset([f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"])
+    if isinstance(f, A.As):
+        return positive_variables(f.formula) | {f.var}
+    if isinstance(f, A.Filter | A.Plus):
+        return positive_variables(f.formula)
+    if isinstance(f, A.Seq | A.Or | A.And):
+        return positive_variables(f.left) | positive_variables(f.right)
+    return frozenset()  # NOT β
+
+
+def negated_variables(f: A.Formula) -> frozenset[str]:
+    """The AS names inside the NOTs of ``f`` (``n`` of ``NOT B AS n``): only their own atoms
+    ``n[...]`` name them. A type written only under NOT is not one of them."""
+    if isinstance(f, A.Not):
+        return frozenset(v for v in _as_vars(f.formula))
+    if isinstance(f, A.As | A.Filter | A.Plus):
+        return negated_variables(f.formula)
+    if isinstance(f, A.Seq | A.Or | A.And):
+        return negated_variables(f.left) | negated_variables(f.right)
+    return frozenset()
+
+
+def _as_vars(f: A.Formula) -> set[str]:
+    if isinstance(f, A.As):
+        return _as_vars(f.formula) | {f.var}
+    if isinstance(f, A.Or):
+        return _as_vars(f.left) | _as_vars(f.right)
+    return set()
+
+
 def _names(f: A.Formula) -> tuple[str, ...]:
     """The variables of ``f`` (which ``Y.attr`` and aggregates can name)."""
-    return tuple(sorted(bound_variables(f)))
+    return tuple(sorted(positive_variables(f)))
 
 
 @st.composite
@@ -488,7 +541,7 @@ def match_conds(draw: st.DrawFn, filtered: A.Formula) -> A.FilterMatch:
 @st.composite
 def _correlated_leaves(draw: st.DrawFn, filtered: A.Formula) -> A.FilterAtom | A.FilterMatch:
     kind = draw(st.sampled_from(["atom"] * 4 + ["plain", "match", "match"]))
-    var = draw(st.sampled_from(sorted(bound_variables(filtered))))
+    var = draw(st.sampled_from(sorted(positive_variables(filtered))))
     if kind == "atom":
         return draw(correlated_atoms(var, filtered))
     if kind == "plain":
@@ -515,44 +568,74 @@ Bound = frozenset[str]
 _FORMULA_KINDS = ("seq", "seq", "cseq", "or", "plus", "cplus", "as", "filter", "filter",
                   "optional")
 _CORRELATED_KINDS = (*_FORMULA_KINDS, "filter", "rising", "rising", "chain", "chain")
+_CONJ_NEG_KINDS = ("and", "and", "neg", "neg")
+_CONJ_NEG_CORRELATED_KINDS = ("and", "andchain", "neg", "negjoin")
 
 
 @st.composite
 def formulas(draw: st.DrawFn, streams: tuple[str, ...] = ("S",),
-             depth: int = 3, correlated: bool = False) -> tuple[A.Formula, Bound]:
-    """A formula and the variables it binds (event-type names included).
+             depth: int = 3, correlated: bool = False, conj_neg: bool = False,
+             fresh: list[str] | None = None) -> tuple[A.Formula, Bound]:
+    """A formula and the variables it binds (event-type names included; negated ones not).
 
     ``correlated``: FILTERs hold conditions between events (``correlated_filter_conds``), more
     of them, and two shapes of their own: ``(φ AS v)+ FILTER v[a > PREV(a)]`` and
     ``φ1 AS v ; φ2 AS w FILTER w[a = v.a]``; the variables include ``S>T`` for each leaf
     ``S>T``. Without it, exactly the formulas drawn before conditions between events existed.
+
+    ``conj_neg``: also ``φ AND ψ`` and ``φ ; NOT β ; ψ`` (see ``_negation_chains``), FILTERs
+    with atoms about the negated variables they enclose, and with ``correlated``
+    ``φ1 AS v AND φ2 AS w FILTER w[a = v.a]`` and ``φ1 AS v ; NOT β AS n ; φ2 AS w FILTER
+    n[a = v.a]``. No NOT is leading or trailing (``queries`` adds those at the top level).
+    ``fresh``: the negated names used so far (each NOT gets a new one); internal.
     """
+    if conj_neg and fresh is None:
+        fresh = []
     if depth <= 0 or draw(st.integers(0, depth)) == 0:
         name = draw(st.sampled_from(("A", "A", "B", "B", "C")))
         qualifier = draw(st.sampled_from((None, None, None, *streams)))
         if correlated and qualifier is not None:
             return A.EventType(name, qualifier), frozenset({name, f"{qualifier}>{name}"})
         return A.EventType(name, qualifier), frozenset({name})
-    kind = draw(st.sampled_from(_CORRELATED_KINDS if correlated else _FORMULA_KINDS))
+    kinds = _CORRELATED_KINDS if correlated else _FORMULA_KINDS
+    if conj_neg:
+        kinds = (*kinds, *(_CONJ_NEG_CORRELATED_KINDS if correlated else _CONJ_NEG_KINDS))
+    kind = draw(st.sampled_from(kinds))
+    if kind in ("and", "andchain"):
+        left, lb = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))
+        right, rb = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))
+        if kind == "and":
+            return A.And(left, right), lb | rb
+        # φ1 AS v AND φ2 AS w FILTER w[a = v.a] (a condition between the two sides)
+        v, w = draw(st.permutations(VARS))[:2]
+        both = A.And(A.As(left, v), A.As(right, w))
+        attr = draw(st.sampled_from(NUM_ATTRS))
+        cond: A.FilterExpr = A.FilterAtom(w, A.Compare(draw(st.sampled_from(_REL_OPS)),
+                                                       A.Attr(attr), A.Attr(attr, var=v)))
+        if draw(st.integers(0, 2)) == 0:
+            cond = A.FilterAnd(cond, draw(correlated_filter_conds(both, 1)))
+        return A.Filter(both, cond), lb | rb | {v, w}
+    if kind in ("neg", "negjoin"):
+        return draw(_negation_chains(streams, depth, correlated, fresh, kind == "negjoin"))
     if kind == "optional":
         # (φ1 AS v OR φ2) FILTER v[...]: on φ2's valuations V(v) is empty, which satisfies it
-        left, lb = draw(formulas(streams, depth - 1, correlated))
-        right, rb = draw(formulas(streams, depth - 1, correlated))
+        left, lb = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))
+        right, rb = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))
         var = draw(st.sampled_from(VARS))
         either = A.Or(A.As(left, var), right)
         cond = draw(correlated_atoms(var, either)) if correlated \
             else A.FilterAtom(var, draw(preds()))
         return A.Filter(either, cond), lb | rb | {var}
     if kind in ("seq", "cseq", "or"):
-        left, lb = draw(formulas(streams, depth - 1, correlated))
-        right, rb = draw(formulas(streams, depth - 1, correlated))
+        left, lb = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))
+        right, rb = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))
         if kind == "or":
             return A.Or(left, right), lb | rb
         return A.Seq(left, right, kind == "cseq"), lb | rb
     if kind == "chain":
         # φ1 AS v ; φ2 AS w FILTER w[a = v.a] (a condition between consecutive parts)
-        left, lb = draw(formulas(streams, depth - 1, correlated))
-        right, rb = draw(formulas(streams, depth - 1, correlated))
+        left, lb = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))
+        right, rb = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))
         v, w = draw(st.permutations(VARS))[:2]
         attr = draw(st.sampled_from(NUM_ATTRS))
         op = draw(st.sampled_from(_REL_OPS))
@@ -561,7 +644,7 @@ def formulas(draw: st.DrawFn, streams: tuple[str, ...] = ("S",),
         if draw(st.integers(0, 2)) == 0:
             join = A.FilterAnd(join, draw(correlated_filter_conds(seq, 1)))
         return A.Filter(seq, join), lb | rb | {v, w}
-    inner, ib = draw(formulas(streams, depth - 1, correlated))
+    inner, ib = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))
     if kind in ("plus", "cplus"):
         return A.Plus(inner, kind == "cplus"), ib
     if kind == "as":
@@ -578,16 +661,172 @@ def formulas(draw: st.DrawFn, streams: tuple[str, ...] = ("S",),
             rise = A.FilterAnd(rise, draw(correlated_filter_conds(run, 1)))
         return A.Filter(run, rise), ib | {var}
     if correlated:
-        return A.Filter(inner, draw(correlated_filter_conds(inner))), ib
-    return A.Filter(inner, draw(filter_conds(ib))), ib
+        cond = draw(correlated_filter_conds(inner))
+    else:
+        cond = draw(filter_conds(ib))
+    negated = sorted(negated_variables(inner)) if conj_neg else []
+    if negated and draw(st.booleans()):  # an outer FILTER enclosing NOTs: atoms about them
+        cond = A.FilterAnd(cond, draw(negated_atoms(draw(st.sampled_from(negated)), inner,
+                                                    correlated)))
+    return A.Filter(inner, cond), ib
+
+
+# ---------------------------------------------------------------- conjunction and negation
+
+_BETA_TYPES = ("A", "B", "B", "C")
+
+
+@st.composite
+def _negations(draw: st.DrawFn, streams: tuple[str, ...], fresh: list[str],
+               named: bool | None = None, near: A.Formula | None = None
+               ) -> tuple[A.Not, str | None]:
+    """``NOT β`` (β an event type, ``S>T`` or an OR of two) and its variable: ``NOT β AS n``
+    with a name not used before (``n``, ``n1``, ...), or None when unnamed. ``near``: the
+    formula around the NOT, whose types β takes more often (they are in the stream)."""
+    types = _BETA_TYPES if near is None else (*_BETA_TYPES, *sorted(_type_names(near)) * 2)
+    leaf = st.builds(A.EventType, st.sampled_from(types),
+                     st.sampled_from((None, None, None, None, None, *streams)))
+    beta = draw(weighted((3, leaf), (1, st.builds(A.Or, leaf, leaf))))
+    if named is None:
+        named = draw(st.sampled_from((True, True, False)))
+    if not named:
+        return A.Not(beta), None
+    name = f"n{len(fresh)}" if fresh else "n"
+    fresh.append(name)
+    return A.Not(A.As(beta, name)), name
+
+
+@st.composite
+def negated_atoms(draw: st.DrawFn, var: str, filtered: A.Formula,
+                  correlated: bool = False) -> A.FilterAtom:
+    """``n[P]`` for the negated variable ``var`` in a FILTER of ``filtered`` (which holds its
+    NOT): plain predicates; ``correlated``: also comparisons with the positive variables of
+    ``filtered`` (``n[a = x.a]``, universal over ``x``'s events) and their aggregates. Never
+    ``PREV`` (a negated variable binds one event)."""
+    kind = draw(st.sampled_from(["simple", "plain", "join", "join", "cond"] if correlated
+                                else ["simple", "simple", "plain"]))
+    if kind == "simple":  # mostly true: the NOT then excludes most β events
+        op, value = draw(st.sampled_from(SIMPLE))
+        return A.FilterAtom(var, A.Compare(op, draw(_num_attr), A.Literal(value)))
+    if kind == "plain":
+        return A.FilterAtom(var, draw(weighted((2, atom_preds()), (1, preds(1)))))
+    names = _names(filtered)
+    if kind == "join":
+        attr = draw(st.sampled_from(_OPERAND_ATTRS))
+        op = draw(st.sampled_from(("=", "=", *_REL_OPS)))
+        other = A.Attr(attr, var=draw(st.sampled_from(names)))
+        return A.FilterAtom(var, A.Compare(op, A.Attr(attr), other))
+    return A.FilterAtom(var, draw(correlated_preds(Scope(var, names), 1)))
+
+
+@st.composite
+def negated_conds(draw: st.DrawFn, names: tuple[str, ...] | list[str], filtered: A.Formula,
+                  correlated: bool = False) -> A.FilterExpr:
+    """A FILTER condition for ``filtered`` with one or two atoms about the negated variables
+    ``names`` (plain conjuncts), sometimes AND a condition on the positive variables (any
+    shape, OR included)."""
+    cond: A.FilterExpr = draw(negated_atoms(draw(st.sampled_from(names)), filtered, correlated))
+    if draw(st.integers(0, 2)) == 0:
+        cond = A.FilterAnd(cond, draw(negated_atoms(draw(st.sampled_from(names)), filtered,
+                                                    correlated)))
+    if draw(st.integers(0, 2)) == 0:
+        other = draw(correlated_filter_conds(filtered, 1)) if correlated \
+            else draw(filter_conds(positive_variables(filtered), 1))
+        cond = A.FilterAnd(other, cond) if draw(st.booleans()) else A.FilterAnd(cond, other)
+    return cond
+
+
+@st.composite
+def _negation_chains(draw: st.DrawFn, streams: tuple[str, ...], depth: int, correlated: bool,
+                     fresh: list[str] | None, join: bool) -> tuple[A.Formula, Bound]:
+    """``φ ; NOT β ; ψ`` (left-nested, as the parser gives ``;`` chains), β maybe named ``n``
+    with atoms about it in one or two FILTERs right around the chain; ``join``:
+    ``φ AS v ; NOT β AS n ; ψ AS w FILTER n[a = v.a]`` (no β like v or w in between)."""
+    assert fresh is not None
+    # small neighbours mostly (a NOT that decides something needs matches around it)
+    left, lb = draw(formulas(streams, depth - draw(st.sampled_from((1, 2, 2))), correlated,
+                             True, fresh))
+    right, rb = draw(formulas(streams, depth - draw(st.sampled_from((1, 2, 2))), correlated,
+                              True, fresh))
+    if join:
+        v, w = draw(st.permutations(VARS))[:2]
+        left, right, lb, rb = A.As(left, v), A.As(right, w), lb | {v}, rb | {w}
+    neg, name = draw(_negations(streams, fresh, True if join else None, A.Seq(left, right)))
+    chain: A.Formula = A.Seq(A.Seq(left, neg), right)
+    if join:
+        assert name is not None
+        attr = draw(st.sampled_from(_OPERAND_ATTRS))
+        op = draw(st.sampled_from(("=", "=", *_REL_OPS)))
+        other = A.Attr(attr, var=draw(st.sampled_from([v, w])))
+        cond: A.FilterExpr = A.FilterAtom(name, A.Compare(op, A.Attr(attr), other))
+        if draw(st.integers(0, 2)) == 0:
+            cond = A.FilterAnd(cond, draw(negated_conds([name], chain, correlated)))
+        return A.Filter(chain, cond), lb | rb
+    if name is not None and draw(st.integers(0, 2)) > 0:
+        chain = A.Filter(chain, draw(negated_conds([name], chain, correlated)))
+        if draw(st.integers(0, 3)) == 0:  # several FILTERs enclose the NOT: all apply
+            chain = A.Filter(chain, draw(negated_conds([name], chain, correlated)))
+    return chain, lb | rb
+
+
+def _prepend(f: A.Formula, neg: A.Not) -> A.Formula:
+    """``NOT β ; f`` with the NOT as the first element of ``f``'s ``;`` chain (left-nested)."""
+    if isinstance(f, A.Seq):
+        return A.Seq(_prepend(f.left, neg), f.right, f.contiguous)
+    return A.Seq(neg, f)
+
+
+def _has_conj_neg(f: A.Formula) -> bool:
+    if isinstance(f, A.And | A.Not):
+        return True
+    if isinstance(f, A.As | A.Filter | A.Plus):
+        return _has_conj_neg(f.formula)
+    if isinstance(f, A.Seq | A.Or):
+        return _has_conj_neg(f.left) or _has_conj_neg(f.right)
+    return False
+
+
+@st.composite
+def _top_conj_neg(draw: st.DrawFn, where: A.Formula, bound: Bound, streams: tuple[str, ...],
+                  correlated: bool, fresh: list[str]) -> tuple[A.Formula, Bound, bool, bool]:
+    """The top level of a ``conj_neg`` query: an AND or a NOT when ``where`` has none, then
+    maybe a leading and/or a trailing NOT, with a FILTER of atoms about them around all.
+    Returns the WHERE, its variables, and whether it has a leading / a trailing NOT."""
+    if not _has_conj_neg(where):
+        other, ob = draw(formulas(streams, 1, correlated, True, fresh))
+        if draw(st.booleans()):
+            where = A.And(where, other) if draw(st.booleans()) else A.And(other, where)
+        else:
+            neg, name = draw(_negations(streams, fresh, near=A.Seq(where, other)))
+            where = A.Seq(A.Seq(where, neg), other)
+            if name is not None and draw(st.booleans()):
+                where = A.Filter(where, draw(negated_conds([name], where, correlated)))
+        bound = bound | ob
+    edges = draw(st.sampled_from(("none", "none", "none", "none", "leading", "trailing",
+                                  "both")))
+    leading, trailing = edges in ("leading", "both"), edges in ("trailing", "both")
+    names: list[str] = []
+    if leading:
+        neg, name = draw(_negations(streams, fresh, near=where))
+        where = _prepend(where, neg)
+        names += [name] if name is not None else []
+    if trailing:
+        neg, name = draw(_negations(streams, fresh, near=where))
+        where = A.Seq(where, neg)
+        names += [name] if name is not None else []
+    if names and draw(st.integers(0, 2)) > 0:
+        where = A.Filter(where, draw(negated_conds(names, where, correlated)))
+    return where, bound, leading, trailing
 
 
 # ---------------------------------------------------------------- clauses and queries
 
 
 @st.composite
-def withins(draw: st.DrawFn) -> A.Within | None:
-    kind = draw(st.sampled_from(["none", "none", "events", "time", "attr"]))
+def withins(draw: st.DrawFn, required: bool = False) -> A.Within | None:
+    """A WITHIN clause or None; ``required``: never None (a leading or trailing NOT)."""
+    kind = draw(st.sampled_from(["events", "events", "time", "attr"] if required
+                                else ["none", "none", "events", "time", "attr"]))
     if kind == "none":
         return None
     if kind == "events":
@@ -598,12 +837,20 @@ def withins(draw: st.DrawFn) -> A.Within | None:
 
 
 @st.composite
-def queries(draw: st.DrawFn, correlated: bool = False) -> A.Query:
-    """A query; ``correlated``: with conditions between events (see ``correlated_queries``)."""
+def queries(draw: st.DrawFn, correlated: bool = False, conj_neg: bool = False) -> A.Query:
+    """A query; ``correlated``: with conditions between events (see ``correlated_queries``);
+    ``conj_neg``: with conjunction and negation (see ``conj_neg_queries``)."""
     streams = draw(st.sampled_from([("S",), ("S", "T"), ("T", "S")]))
-    where, bound = draw(formulas(streams, correlated=correlated))
+    fresh: list[str] = []
+    where, bound = draw(formulas(streams, draw(st.sampled_from((2, 3))) if conj_neg else 3,
+                                 correlated=correlated, conj_neg=conj_neg,
+                                 fresh=fresh if conj_neg else None))
     if correlated and not is_correlated_query(where):
         where = A.Filter(where, draw(_correlated_leaves(where).filter(is_correlated)))
+    leading = trailing = False
+    if conj_neg:
+        where, bound, leading, trailing = draw(_top_conj_neg(where, bound, streams, correlated,
+                                                             fresh))
     select_kind = draw(st.sampled_from(["*", "*", "*", "none", "vars", "vars"]))
     select: tuple[str, ...] | None
     if select_kind == "*":
@@ -613,14 +860,19 @@ def queries(draw: st.DrawFn, correlated: bool = False) -> A.Query:
     else:
         select = tuple(draw(st.lists(st.sampled_from(sorted(bound)), min_size=1, max_size=2,
                                      unique=True)))
+    strategy = draw(st.sampled_from(A.STRATEGIES))
+    partition_by = draw(st.sampled_from([(), (), (), ("g",), ("g", "h"), ("a",)]))
+    within = draw(withins(required=leading or trailing))
+    # a trailing NOT's outputs come late: CONSUME BY ANY/PARTITION is refused with it
+    consume = "NONE" if trailing else draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION")))
     return A.Query(
-        strategy=draw(st.sampled_from(A.STRATEGIES)),
+        strategy=strategy,
         select=select,
         streams=streams,
         where=where,
-        partition_by=draw(st.sampled_from([(), (), (), ("g",), ("g", "h"), ("a",)])),
-        within=draw(withins()),
-        consume=draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION"))),
+        partition_by=partition_by,
+        within=within,
+        consume=consume,
         limit=draw(st.sampled_from((None, None, None, 0, 1, 2, 3))),
     )
 
@@ -630,6 +882,13 @@ def correlated_queries() -> st.SearchStrategy[A.Query]:
     a match condition ``[P]``) among every other operator and clause; SELECT lists and FILTER
     heads may name ``S>T``."""
     return queries(correlated=True)
+
+
+def conj_neg_queries(correlated: bool = False) -> st.SearchStrategy[A.Query]:
+    """Queries with at least one AND or NOT (between, leading, trailing; named or not, with atoms
+    about the negated variables) among every other operator and clause; ``correlated``: with
+    conditions between events too (``n[a = x.a]`` among them)."""
+    return queries(correlated=correlated, conj_neg=True)
 
 
 # ---------------------------------------------------------------- streams
@@ -686,16 +945,18 @@ Case = tuple[A.Query, list[dict[str, Any]], str | None]
 def _type_names(f: A.Formula) -> set[str]:
     if isinstance(f, A.EventType):
         return {f.name}
-    if isinstance(f, (A.As, A.Filter, A.Plus)):
+    if isinstance(f, (A.As, A.Filter, A.Plus, A.Not)):
         return _type_names(f.formula)
     return _type_names(f.left) | _type_names(f.right)
 
 
 @st.composite
-def cases(draw: st.DrawFn, mixed: bool = True, correlated: bool = False) -> Case:
+def cases(draw: st.DrawFn, mixed: bool = True, correlated: bool = False,
+          conj_neg: bool = False) -> Case:
     """A query, a stream mostly of the types it names, and the time option (None or "ts");
-    ``correlated``: a query of ``correlated_queries``."""
-    q = draw(queries(correlated=correlated))
+    ``correlated``: a query of ``correlated_queries``; ``conj_neg``: of ``conj_neg_queries``
+    (the types of its NOTs are among the stream's)."""
+    q = draw(queries(correlated=correlated, conj_neg=conj_neg))
     extra = draw(st.sampled_from(("", "", "A", "B", "C")))
     types = tuple(sorted((_type_names(q.where) | {extra}) - {""}))
     return q, draw(events_lists(mixed=mixed, types=types)), draw(_time_option(q))
@@ -706,9 +967,9 @@ MultiCase = tuple[A.Query, list[list[dict[str, Any]]], str | None]
 
 @st.composite
 def multi_cases(draw: st.DrawFn, mixed: bool = True, streams: int = 3,
-                correlated: bool = False) -> MultiCase:
+                correlated: bool = False, conj_neg: bool = False) -> MultiCase:
     """A query, up to ``streams`` streams for it, and the time option."""
-    q = draw(queries(correlated=correlated))
+    q = draw(queries(correlated=correlated, conj_neg=conj_neg))
     out = []
     for _ in range(draw(st.integers(1, streams))):
         extra = draw(st.sampled_from(("", "", "A", "B", "C")))

@@ -15,6 +15,8 @@ from ceql.errors import (
     CeqlSyntaxError,
     CeqlTypeError,
     CeqlValidationError,
+    NegatedVariableError,
+    NegationError,
     TypeClashError,
     UnknownAttributeError,
     UnknownStreamError,
@@ -34,6 +36,8 @@ TREE: dict[type[CeqlError], tuple[type[Exception] | None, CeqlError]] = {
     UnknownAttributeError: (ValueError, UnknownAttributeError("x")),
     TypeClashError: (ValueError, TypeClashError("x")),
     UnsafeVariableError: (ValueError, UnsafeVariableError("x")),
+    NegationError: (ValueError, NegationError("x")),
+    NegatedVariableError: (ValueError, NegatedVariableError("x")),
     CeqlInputError: (ValueError, CeqlInputError("x")),
     CeqlResourceError: (RuntimeError, CeqlResourceError("x")),
     CeqlTypeError: (TypeError, CeqlTypeError("x")),
@@ -65,7 +69,7 @@ def test_each_class_is_a_ceql_error_and_exactly_its_builtin(cls: type[CeqlError]
 
 def test_validation_subclasses_stay_validation_errors() -> None:
     for cls in (UnknownVariableError, UnknownStreamError, UnknownAttributeError, TypeClashError,
-                UnsafeVariableError):
+                UnsafeVariableError, NegationError, NegatedVariableError):
         assert issubclass(cls, CeqlValidationError)
 
 

@@ -125,10 +125,9 @@ CASES: list[tuple[str, str, int, int, int, str | None]] = [
      1, 36, 11,
      'SELECT * FROM S WHERE A FILTER A[x > 1]'),
     ('SELECT * FROM S WHERE A && B',
-     "'&&' is not supported in CEQL, and neither is AND between formulas yet; write ';' for "
-     'one after the other, or OR for either',
+     "'&&' is not supported in CEQL; write AND",
      1, 25, 2,
-     'SELECT * FROM S WHERE A ; B OR A OR B'),
+     'SELECT * FROM S WHERE A AND B'),
     ('SELECT * FROM S WHERE A FILTER A[x = 1 && y = 2]',
      "'&&' is not supported in CEQL; write AND",
      1, 40, 2,
@@ -137,21 +136,36 @@ CASES: list[tuple[str, str, int, int, int, str | None]] = [
      "'||' is not supported in CEQL; write OR",
      1, 46, 2,
      'SELECT * FROM S WHERE A OR B FILTER A[x = 1] OR B[y = 2]'),
-    ('SELECT * FROM S WHERE A AND B',
-     'AND between formulas is not supported in CEQL yet; for both in either order write A ; B '
-     'OR B ; A (AND joins FILTER conditions only)',
-     1, 25, 3,
-     'SELECT * FROM S WHERE A ; B OR B ; A'),
-    ('SELECT * FROM S WHERE A ; NOT B ; C',
-     'NOT in a formula (the absence of an event) is not supported in CEQL yet: a pattern can '
-     'only require events that occur (inside x[…], NOT negates a condition)',
-     1, 27, 3,
-     None),
     ('SELECT * FROM S WHERE A ; !B ; C',
-     "'!' (the absence of an event) is not supported in CEQL: a pattern can only require "
-     'events that occur',
+     "'!' is not supported in CEQL; the absence of an event is written NOT: A ; NOT B ; C",
      1, 27, 1,
-     None),
+     'SELECT * FROM S WHERE A ; NOT B ; C'),
+    ('SELECT * FROM S WHERE A AS a ; !(B OR C) ; D WITHIN 5 EVENTS',
+     "'!' is not supported in CEQL; the absence of an event is written NOT: A AS a ; "
+     "NOT (B OR C) ; D",
+     1, 32, 1,
+     'SELECT * FROM S WHERE A AS a ; NOT (B OR C) ; D WITHIN 5 EVENTS'),
+    ('SELECT * FROM S WHERE A NOT B ; C',
+     "'A NOT B' is not supported in CEQL; a NOT is an element of a ';' sequence: A ; NOT B ; "
+     "C matches A then C with no B between them (a NOT at the end of the pattern also needs "
+     "WITHIN)",
+     1, 23, 7,
+     'SELECT * FROM S WHERE A ; NOT B ; C'),
+    ('SELECT * FROM S WHERE A ; NOT B* ; C',
+     "'B*' (zero or more) is not supported in CEQL after NOT; NOT B already forbids every B "
+     "event in its gap: write A ; NOT B ; C",
+     1, 31, 2,
+     'SELECT * FROM S WHERE A ; NOT B ; C'),
+    ('SELECT * FROM S WHERE A ; B? ; NOT D ; E',
+     "'B?' (optional) is not supported in CEQL; write A ; B ; NOT D ; E OR A ; NOT D ; E (the "
+     "OR adds the matches without B)",
+     1, 27, 2,
+     'SELECT * FROM S WHERE A ; B ; NOT D ; E OR A ; NOT D ; E'),
+    ('SELECT * FROM S WHERE A ; NOT B ; C? ; NOT D ; E',
+     "'C?' (optional) is not supported in CEQL; write A ; NOT B ; C ; NOT D ; E OR A ; NOT "
+     "(B OR D) ; E (the OR adds the matches without C, where the NOTs around it make one)",
+     1, 35, 2,
+     'SELECT * FROM S WHERE A ; NOT B ; C ; NOT D ; E OR A ; NOT (B OR D) ; E'),
     ('SELECT * FROM S WHERE A FILTER A[!(x = 1)]',
      "'!' is not supported in CEQL; write NOT, or != for 'not equal'",
      1, 34, 1,
@@ -321,6 +335,6 @@ def test_a_misspelt_keyword_is_not_read_as_two_event_types(text: str, found: str
     with pytest.raises(CeqlSyntaxError) as info:
         ceql.compile(text)
     assert info.value.message == (
-        "Expected AS, CONSUME, FILTER, LIMIT, OR, PARTITION, WITHIN, '+', ':', ':+', ';', '>' "
-        f"or end of query after 'A', found name '{found}' (did you mean {keyword}?)")
+        "Expected AND, AS, CONSUME, FILTER, LIMIT, OR, PARTITION, WITHIN, '+', ':', ':+', ';', "
+        f"'>' or end of query after 'A', found name '{found}' (did you mean {keyword}?)")
     assert (info.value.line, info.value.column) == (1, 25)

@@ -502,8 +502,8 @@ def test_error_empty_query() -> None:
 
 def test_error_missing_formula() -> None:
     _check("SELECT * FROM S WHERE",
-           "Expected an event type or '(' after 'WHERE', found end of query",
-           1, 22, " " * 21 + "^", ("an event type", "'('"))
+           "Expected an event type, NOT or '(' after 'WHERE', found end of query",
+           1, 22, " " * 21 + "^", ("an event type", "NOT", "'('"))
 
 
 def test_error_sequence_after_filter() -> None:
@@ -567,10 +567,9 @@ def test_error_double_quotes_and_odd_characters() -> None:
            "Unexpected '\"': write strings in single quotes ('MSFT') and odd names in "
            "backquotes (`my name`)", 1, 41, " " * 40 + "^")
     _check("SELECT * FROM S WHERE A && B",
-           "'&&' is not supported in CEQL, and neither is AND between formulas yet; write ';' "
-           "for one after the other, or OR for either", 1, 25, " " * 24 + "^^")
+           "'&&' is not supported in CEQL; write AND", 1, 25, " " * 24 + "^^")
     _check("SELECT * FROM S WHERE A # B",
-           "Unexpected character '#' after 'A': expected AS, CONSUME, FILTER, LIMIT, OR, "
+           "Unexpected character '#' after 'A': expected AND, AS, CONSUME, FILTER, LIMIT, OR, "
            "PARTITION, WITHIN, '+', ':', ':+', ';', '>' or end of query", 1, 25, " " * 24 + "^")
 
 
@@ -616,10 +615,10 @@ def test_error_keyword_as_name() -> None:
 
 def test_error_generic_messages() -> None:
     _check("SELECT * FROM S WHERE (A ; B",
-           "Expected AS, FILTER, OR, ')', '+', ':', ':+', ';' or '>' after 'B', found end of query",
-           1, 29, " " * 28 + "^")
+           "Expected AND, AS, FILTER, OR, ')', '+', ':', ':+', ';' or '>' after 'B', found end "
+           "of query", 1, 29, " " * 28 + "^")
     _check("SELECT * FROM S WHERE A ; ; B",
-           "Expected an event type or '(' after ';', found ';'", 1, 27, " " * 26 + "^")
+           "Expected an event type, NOT or '(' after ';', found ';'", 1, 27, " " * 26 + "^")
     _check("SELECT * FROM S WHERE A FILTER A[x IN {}]",
            "Expected a number, a string, FALSE, TRUE or '-' after '{', found '}'",
            1, 40, " " * 39 + "^")

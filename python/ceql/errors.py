@@ -8,7 +8,8 @@ events, and ``except TypeError`` an argument of the wrong type::
     ├── CeqlSyntaxError        (ValueError)
     ├── CeqlValidationError    (ValueError)
     │   ├── UnknownVariableError, UnknownStreamError, UnknownAttributeError
-    │   └── TypeClashError, UnsafeVariableError
+    │   ├── TypeClashError, UnsafeVariableError
+    │   └── NegationError, NegatedVariableError
     ├── CeqlInputError         (ValueError)
     ├── CeqlResourceError      (RuntimeError)
     └── CeqlTypeError          (TypeError)
@@ -33,6 +34,8 @@ __all__ = [
     "CeqlValidationError",
     "CeqlWarning",
     "LikePatternWarning",
+    "NegatedVariableError",
+    "NegationError",
     "TypeClashError",
     "UnboundedOutputWarning",
     "UnknownAttributeError",
@@ -103,6 +106,18 @@ class TypeClashError(CeqlValidationError):
 
 class UnsafeVariableError(CeqlValidationError):
     """A variable is used where it cannot hold any event (e.g. filtered outside its scope)."""
+
+
+class NegationError(CeqlValidationError):
+    """A ``NOT`` where CEQL gives it no meaning: not an element of a ``;`` sequence (between
+    two elements, or first or last of the top-level sequence with WITHIN), two in a row, in
+    a ``:`` sequence, with CONSUME BY after a trailing one, or over more than one event."""
+
+
+class NegatedVariableError(CeqlValidationError):
+    """A negated variable (``n`` of ``NOT B AS n``, or a type written only under NOT) used
+    where only events of the match can be: SELECTed, aggregated, read by another variable's
+    condition or a match condition, or its condition under OR."""
 
 
 class CeqlResourceError(CeqlError, RuntimeError):

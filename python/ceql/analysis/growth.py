@@ -5,7 +5,9 @@ over ``n`` events is a polynomial in ``n`` whose degree is the number of events 
 freely, or exponential when an iteration picks any subset:
 
 * an event type picks 1 event; ``φ ; ψ`` adds the two; ``φ : ψ`` adds them less one (the
-  first event of ψ is the one after φ's last); OR takes the larger; AS and FILTER keep it;
+  first event of ψ is the one after φ's last); ``φ AND ψ`` adds the two, as ``;`` does (in
+  either order: the same sets of events); OR takes the larger; AS and FILTER keep it; a
+  ``NOT`` picks none (it only removes matches);
 * ``φ+`` is exponential (any subset of the iterated events), ``φ :+`` picks 2 (a run from
   its first to its last event) when φ picks 1, else exponential.
 
@@ -71,11 +73,11 @@ def _shapes(root: A.Formula, max_strategy: bool) -> _Shape:
     while todo:
         node, ready = todo.pop()
         children: tuple[A.Formula, ...]
-        if isinstance(node, A.Seq | A.Or):
+        if isinstance(node, A.Seq | A.Or | A.And):
             children = (node.left, node.right)
         elif isinstance(node, A.As | A.Plus | A.Filter):
             children = (node.formula,)
-        else:
+        else:  # an event type, or a NOT (whose inside picks nothing)
             children = ()
         if children and not ready:
             todo.append((node, True))
@@ -98,13 +100,16 @@ def _shape(node: A.Formula, kids: list[_Shape], max_strategy: bool) -> _Shape:
             else None
         return _Shape(degree, a.bounded and b.bounded, letters,
                       (letters,) if letters is not None else None)
-    if isinstance(node, A.Seq):
+    if isinstance(node, A.Not):
+        return _Shape(0, True, None, ())
+    if isinstance(node, A.Seq | A.And):
         a, b = kids
+        contiguous = isinstance(node, A.Seq) and node.contiguous
         degree = None
         if a.degree is not None and b.degree is not None:
-            degree = a.degree + b.degree - (1 if node.contiguous else 0)
+            degree = a.degree + b.degree - (1 if contiguous else 0)
         chain = a.chain + b.chain if (a.chain is not None and b.chain is not None
-                                      and not node.contiguous) else None
+                                      and not contiguous) else None
         return _Shape(degree, a.bounded and b.bounded, None, chain)
     assert isinstance(node, A.Plus)
     body = kids[0]

@@ -11,8 +11,12 @@ It is sound only where partitioning cannot change anything else: no ``:``/``:+``
 ``WITHIN n EVENTS`` (they count the substream's positions), no CONSUME BY (it crosses
 partitions), the equalities are plain conjuncts of a FILTER on the whole pattern, they connect
 variables that every valuation binds, and every event of the pattern belongs to one of those
-variables. With an explicit ``PARTITION BY [k]``, ``X[k = Y.k]`` is true of any two events of a
-substream and is dropped anywhere.
+variables. A ``NOT`` looks at events no variable of the match holds: the key holds only when
+every NOT is named and tied to the key the same way (``A AS a ; NOT B AS n ; C AS c FILTER
+n[user = a.user] AND c[user = a.user]``: the events it forbids share the match's ``user``, so
+the substream holds all of them); an unnamed ``NOT B`` forbids a ``B`` of any user, which
+partitioning would hide, so it leaves no implied key. With an explicit ``PARTITION BY [k]``,
+``X[k = Y.k]`` is true of any two events of a substream and is dropped anywhere.
 """
 
 from __future__ import annotations
@@ -52,15 +56,18 @@ def _always(f: N.Formula) -> frozenset[str]:
         return frozenset(names)
     if isinstance(f, N.As):
         return _always(f.formula) | {f.var}
-    if isinstance(f, N.Seq):
+    if isinstance(f, N.Seq | N.And):
         return _always(f.left) | _always(f.right)
     if isinstance(f, N.Or):
         return _always(f.left) & _always(f.right)
+    if isinstance(f, N.Not):  # its events are in no valuation
+        return frozenset()
     return _always(f.formula)  # Plus, Filter
 
 
 def _leaf_names(root: N.Formula) -> list[frozenset[str]]:
-    """For every event-type leaf, the variables that bind it."""
+    """For every event-type leaf outside every NOT (the events a match can hold), the
+    variables that bind it."""
     out: list[frozenset[str]] = []
     todo: list[tuple[N.Formula, frozenset[str]]] = [(root, frozenset())]
     while todo:
@@ -70,11 +77,17 @@ def _leaf_names(root: N.Formula) -> list[frozenset[str]]:
             out.append(names | own)
         elif isinstance(f, N.As):
             todo.append((f.formula, names | {f.var}))
-        elif isinstance(f, N.Seq | N.Or):
+        elif isinstance(f, N.Seq | N.Or | N.And):
             todo += [(f.left, names), (f.right, names)]
-        else:
+        elif isinstance(f, N.Plus | N.Filter):
             todo.append((f.formula, names))
     return out
+
+
+def _negation_names(root: N.Formula) -> list[str | None]:
+    """The AS name of every NOT of ``root`` (None for an unnamed one)."""
+    return [n.formula.var if isinstance(n.formula, N.As) else None
+            for n in formula_nodes(root) if isinstance(n, N.Not)]
 
 
 def _conjuncts(c: N.FilterExpr) -> list[N.FilterExpr]:
@@ -107,13 +120,21 @@ def implied_key(q: N.Query) -> tuple[str, list[N.FilterAtom]] | None:
     body = f
     always = _always(body)
     leaves = _leaf_names(body)
+    negations = _negation_names(body)
+    if None in negations:  # an unnamed NOT forbids events of every key
+        return None
+    negated = set(negations) - always
     edges: dict[str, list[tuple[str, str, N.FilterAtom]]] = {}
+    # each negated name's equalities: (attr, the variable it equals) → atoms
+    ties: dict[tuple[str, str], dict[str, list[N.FilterAtom]]] = {}
     for top in tops:
         for c in _conjuncts(top.cond):
             if isinstance(c, N.FilterAtom):
                 eq = equality_attr(c)
                 if eq is not None and c.var in always and eq[1] in always:
                     edges.setdefault(eq[0], []).append((c.var, eq[1], c))
+                elif eq is not None and c.var in negated and eq[1] in always:
+                    ties.setdefault(eq, {}).setdefault(c.var, []).append(c)
     for attr in sorted(edges):
         es = edges[attr]
         parent: dict[str, str] = {}
@@ -122,8 +143,16 @@ def implied_key(q: N.Query) -> tuple[str, list[N.FilterAtom]] | None:
         roots = {_find(parent, x) for x, _, _ in es}
         for r in sorted(roots):
             comp = {v for v in parent if _find(parent, v) == r}
-            if all(names & comp for names in leaves):
-                return attr, [c for x, _, c in es if _find(parent, x) == r]
+            if not all(names & comp for names in leaves):
+                continue
+            tied: dict[str, list[N.FilterAtom]] = {}
+            for (tie_attr, y), atoms in ties.items():
+                if tie_attr == attr and y in comp:
+                    for n, cs in atoms.items():
+                        tied.setdefault(n, []).extend(cs)
+            if all(n in tied for n in negations):
+                return attr, [c for x, _, c in es if _find(parent, x) == r] + [
+                    c for cs in tied.values() for c in cs]
     return None
 
 
@@ -166,9 +195,9 @@ def _without(root: N.Formula, drop: set[int]) -> N.Formula:
             inner = walk(f.formula)
             c = cond(f.cond)
             return inner if c is None else dataclasses.replace(f, formula=inner, cond=c)
-        if isinstance(f, N.As | N.Plus):
+        if isinstance(f, N.As | N.Plus | N.Not):
             return dataclasses.replace(f, formula=walk(f.formula))
-        if isinstance(f, N.Seq | N.Or):
+        if isinstance(f, N.Seq | N.Or | N.And):
             return dataclasses.replace(f, left=walk(f.left), right=walk(f.right))
         return f
     return walk(root)

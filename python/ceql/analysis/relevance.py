@@ -9,6 +9,10 @@ reads the time of ``i`` and ``j`` only, dropping such events before evaluation c
 A time window must read a real time attribute: without one, times are positions, which
 dropping events changes. Adapters use :func:`relevance` to filter rows early (the Spark
 adapter, which always has a time column: before the shuffle).
+
+A ``NOT β`` reads events without marking them: every event of β's types (``S>B``: ``B`` from
+``S``) is kept as well, whatever the FILTER conditions on the negated variable say (wider than
+needed, never narrower: an event the NOT forbids must reach the engine).
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from typing import Protocol
 from ..automata.cea import CEA
 from ..constants import DEFAULT_STREAM_COLUMN, DEFAULT_TYPE_COLUMN, STRATEGY_STRICT, WITHIN_TIME
 from ..ir import nodes as N
-from ..ir.walks import has_contiguity
-from ..predicates import Atom, AtomTable, GOr, GTrue, GuardTree
+from ..ir.walks import formula_nodes, has_contiguity
+from ..predicates import Atom, AtomTable, GAnd, GAtom, GOr, GTrue, GuardTree, StreamIs, TypeIs
 
 __all__ = ["Compiled", "Relevance", "relevance"]
 
@@ -63,5 +67,30 @@ def relevance(query: Compiled, *, type_key: str = DEFAULT_TYPE_COLUMN,
             guards[t.guard] = None
     if not guards:
         return None
+    table = list(atoms.atoms)
+    for g in _negated_guards(q.where, table):
+        guards[g] = None
     items = tuple(guards)
-    return Relevance(items[0] if len(items) == 1 else GOr(items), atoms.atoms)
+    return Relevance(items[0] if len(items) == 1 else GOr(items), tuple(table))
+
+
+def _negated_guards(root: N.Formula, table: list[Atom]) -> list[GuardTree]:
+    """A guard for each event type written under a ``NOT`` (with ``StreamIs`` for ``S>T``),
+    over ``table``'s atoms; atoms it lacks are appended (the query's own table is not
+    touched)."""
+    def index(atom: Atom) -> int:
+        if atom not in table:
+            table.append(atom)
+        return table.index(atom)
+
+    out: list[GuardTree] = []
+    for node in formula_nodes(root):
+        if not isinstance(node, N.Not):
+            continue
+        for leaf in formula_nodes(node.formula):
+            if isinstance(leaf, N.EventType):
+                g: GuardTree = GAtom(index(TypeIs(leaf.name)))
+                if leaf.stream is not None:
+                    g = GAnd((g, GAtom(index(StreamIs(leaf.stream)))))
+                out.append(g)
+    return out

@@ -18,9 +18,11 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 
-from ..constants import WITHIN_ATTR, WITHIN_EVENTS, WITHIN_KINDS
+from ..constants import CONSUME_NONE, WITHIN_ATTR, WITHIN_EVENTS, WITHIN_KINDS
 from ..errors import (
     CeqlValidationError,
+    NegatedVariableError,
+    NegationError,
     TypeClashError,
     UnknownAttributeError,
     UnknownStreamError,
@@ -28,8 +30,24 @@ from ..errors import (
     UnsafeVariableError,
     caret_snippet,
 )
-from ..frontends.ceql.formatter import format_expr, format_filter, format_formula, format_name
-from ..ir import bound_variables, condition_refs, expr_nodes, filter_leaves, formula_nodes
+from ..frontends.ceql.formatter import (
+    format_expr,
+    format_filter,
+    format_formula,
+    format_name,
+    format_pred,
+)
+from ..ir import (
+    bound_variables,
+    condition_refs,
+    expr_nodes,
+    filter_leaves,
+    formula_nodes,
+    negated_variables,
+    positive_variables,
+    seq_elements,
+    top_sequence,
+)
 from ..ir import nodes as A
 from .schema import normalize_schema
 
@@ -72,6 +90,9 @@ class _Checker:
         self.errors: list[tuple[int, int, CeqlValidationError]] = []
         self.aliases = {n.var for n in formula_nodes(query.where) if isinstance(n, A.As)}
         self.bound = bound_variables(query.where)
+        # the names only a NOT binds (its AS name, types written only under NOT) → the NOT
+        self.negated = negated_variables(query.where)
+        self.parents = _parents(query.where)
         # the FILTER leaf being checked (X[P] or [P]), its FILTER and what that FILTER's
         # formula binds
         self.leaf: A.FilterAtom | A.FilterMatch | None = None
@@ -105,6 +126,7 @@ class _Checker:
     def run(self) -> None:
         self.check_clauses()
         bound = self.bound
+        self.check_negations()
         self.check_streams()
         self.check_select(bound)
         self.check_formula(bound)
@@ -154,6 +176,13 @@ class _Checker:
             elif name not in bound:
                 self.report(UnknownVariableError, self.unknown_variable(name, "SELECT"), span,
                             self.head_width(name, span))
+            elif name in self.negated:
+                kept = positive_variables(q.where)
+                self.report(NegatedVariableError,
+                            f"'{name}' cannot be selected: it is a negated variable "
+                            f"({self.negation_text(self.negated[name])}), and no match holds "
+                            f"an event of it. Select variables of the match: "
+                            f"{_names_list(kept)}", span, self.head_width(name, span))
             seen.add(name)
 
     def unknown_variable(self, name: str, where: str) -> str:
@@ -191,10 +220,23 @@ class _Checker:
             if not isinstance(node, A.Filter):
                 continue
             self.filter = node
-            self.inside = bound_variables(node.formula)
+            # what can hold events here: the positive variables, and the negated ones whose
+            # NOT this FILTER covers (for their own conditions)
+            self.inside = positive_variables(node.formula) | (
+                bound_variables(node.formula) & self.negated.keys())
+            under_or = _under_or(node.cond)
             for leaf in filter_leaves(node.cond):
                 if isinstance(leaf, A.FilterAtom) and not self.check_head(leaf):
                     continue
+                if isinstance(leaf, A.FilterAtom) and leaf.var in self.negated \
+                        and id(leaf) in under_or:
+                    self.report(NegatedVariableError,
+                                f"{self.leaf_text(leaf)} is under OR: a condition on the "
+                                f"negated variable '{leaf.var}' says which {leaf.var} events "
+                                "the NOT forbids, so it must be a plain condition of the "
+                                "FILTER, joined by AND. Join it with AND, or write the "
+                                f"alternatives inside its brackets: {leaf.var}[… OR …]",
+                                leaf.span, self.head_width(leaf.var, leaf.span))
                 self.leaf = leaf
                 self.check_pred(leaf.pred)
                 if isinstance(leaf, A.FilterAtom):
@@ -208,6 +250,25 @@ class _Checker:
             self.report(UnknownVariableError, self.unknown_variable(atom.var, "FILTER"),
                         atom.span, width)
             return False
+        not_node = self.negated.get(atom.var)
+        if not_node is not None and atom.var not in _not_aliases(not_node):
+            pred = self.text_at(atom.pred.span) or format_pred(atom.pred)
+            named = f"NOT {format_formula(A.As(_strip_as(not_node.formula), 'n'))}"
+            self.report(NegatedVariableError,
+                        f"{self.leaf_text(atom)} tests the {atom.var} events of the match, and "
+                        f"{atom.var} stands only under NOT "
+                        f"({self.negation_text(not_node)}), so no match has one. To put a "
+                        "condition on the events the NOT forbids, name them and test that "
+                        f"name: {named} … FILTER n[{' '.join(pred.split())}]", atom.span, width)
+            return False
+        if not_node is not None and atom.var not in self.inside:
+            self.report(UnsafeVariableError,
+                        f"{self.leaf_text(atom)} is not in a FILTER that covers "
+                        f"{self.negation_text(not_node)}: a condition on a negated variable "
+                        "must be in a FILTER applied to a formula that holds its NOT (this one "
+                        f"binds only {_names_list(self.inside)}). Move it to a FILTER after "
+                        "the sequence that holds the NOT", atom.span, width)
+            return True
         if atom.var not in self.inside:
             self.report(UnsafeVariableError,
                         f"FILTER on '{atom.var}' can never reject anything: "
@@ -227,12 +288,19 @@ class _Checker:
         """``var``, read by a qualified attribute or an aggregate ``node`` of the current
         leaf, must be bound in the formula the FILTER applies to."""
         leaf = self.leaf
-        if leaf is None or (isinstance(leaf, A.FilterAtom) and var == leaf.var):
+        if leaf is None:
+            return
+        own = isinstance(leaf, A.FilterAtom) and var == leaf.var
+        if own and not (isinstance(node, A.Agg) and var in self.negated):
             return
         key = (id(leaf), var)
         if key in self.reported:
             return
         span, width = self.ref_span(var, node)
+        if var in self.negated:
+            self.reported.add(key)
+            self.negated_ref(var, node, leaf, span, width)
+            return
         if var not in self.bound:
             self.reported.add(key)
             self.report(UnknownVariableError, self.unknown_variable(var, "FILTER"), span, width)
@@ -305,6 +373,18 @@ class _Checker:
         """``PREV`` in ``atom`` needs a variable that can bind two events."""
         prev = next((e for e in expr_nodes(atom.pred) if isinstance(e, A.Prev)), None)
         fil = self.filter
+        if prev is not None and fil is not None and atom.var in self.negated:
+            match_var = next((v for v in _written_order(fil.formula)
+                              if v in self.aliases and v not in self.negated), "a")
+            attr = format_name(prev.name)
+            self.report(NegatedVariableError,
+                        f"{self.show(prev)} in {self.leaf_text(atom)} has nothing to read: "
+                        f"'{atom.var}' is a negated variable, and each event its NOT forbids "
+                        f"is tested on its own, with no previous {atom.var} event. Compare it "
+                        f"with an event of the match instead, e.g. "
+                        f"{format_name(atom.var)}[{attr} > {format_name(match_var)}.{attr}]",
+                        prev.span)
+            return
         if prev is None or fil is None or _most_events(fil.formula, atom.var) > 1:
             return
         other = next((v for v in _written_order(fil.formula)
@@ -324,6 +404,248 @@ class _Checker:
                     f"{atom.var} event has a previous one for {self.show(prev)} to read (a "
                     "condition with PREV exempts the first event). "
                     f"{'; '.join(advice)[:1].upper()}{'; '.join(advice)[1:]}", prev.span)
+
+    # -- negation
+
+    def negation_text(self, node: A.Not) -> str:
+        """A NOT as written (``NOT B AS n``), on one line."""
+        text = self.text_at(node.span)
+        return " ".join(text.split()) if text else format_formula(node)
+
+    def formula_text(self, node: A.Formula) -> str:
+        text = self.text_at(node.span)
+        return " ".join(text.split()) if text else format_formula(node)
+
+    def check_negations(self) -> None:
+        """Where each NOT stands and what it negates; names of negated variables."""
+        where = self.query.where
+        top = top_sequence(where)
+        nots = [n for n in formula_nodes(where) if isinstance(n, A.Not)]
+        if not nots:
+            return
+        for node in nots:
+            if self.check_negated(node):
+                self.check_place(node)
+        for f in formula_nodes(where):
+            parent = self.parents.get(id(f))
+            if isinstance(f, A.Seq) and not (isinstance(parent, A.Seq) and parent.left is f):
+                elems = seq_elements(f)  # a whole chain: f is not the left part of another
+                if any(isinstance(e, A.Not) for e, _ in elems):
+                    self.check_chain(elems, f is top)
+        self.check_negated_names(nots)
+
+    def check_negated(self, node: A.Not) -> bool:
+        """``NOT β``: β is one event (a type, ``S>T``, an OR of those), named at most once.
+        False (reported) when it is not."""
+        shown = self.negation_text(node)
+        beta = _strip_as(node.formula)
+        kinds = [n for n in formula_nodes(beta) if not isinstance(n, A.Or | A.EventType)]
+        if not kinds:
+            return True
+        inner = kinds[0]
+        single = ("NOT takes one event: an event type, S>T, or an OR of those, named at most "
+                  "once (NOT B, NOT (B OR C) AS n)")
+        if isinstance(inner, A.As):
+            names = [n.var for n in formula_nodes(node.formula) if isinstance(n, A.As)]
+            plain = _drop_as(node.formula)
+            message = (f"{shown} names parts of the negated event: {single}, so write "
+                       f"NOT {format_formula(A.As(plain, names[0]))}")
+        elif isinstance(inner, A.Not):
+            message = (f"{shown}: NOT cannot negate a NOT. A NOT is the absence of an event in "
+                       "a gap of a ';' sequence (A ; NOT B ; C: no B between A and C); write "
+                       f"the event itself ({self.formula_text(_strip_as(inner.formula))}) or "
+                       "one NOT")
+        elif isinstance(inner, A.Plus) and inner is beta:
+            body = _drop_as(_strip_as(inner.formula)) if not any(
+                not isinstance(n, A.Or | A.EventType | A.As)
+                for n in formula_nodes(inner.formula)) else None
+            if body is not None:
+                name = node.formula.var if isinstance(node.formula, A.As) else None
+                fixed = format_formula(A.Not(body if name is None else A.As(body, name)))
+                message = (f"{shown} negates an iteration: NOT is the absence of an event, and "
+                           f"{fixed} already forbids every such event in its gap (A ; NOT B ; "
+                           f"C: no B between A and C); write {fixed}")
+            else:
+                message = (f"{shown} negates an iteration, which is not one event: {single}. "
+                           f"{_CORE_NOT}")
+        elif isinstance(inner, A.Filter) and inner is beta:
+            name = node.formula.var if isinstance(node.formula, A.As) else None
+            body = inner.formula
+            var = name or next((n.var for n in formula_nodes(body) if isinstance(n, A.As)), "n")
+            plain = _drop_as(body)
+            own = bound_variables(body) | ({name} if name else set())
+            written = self.text_at(inner.cond.span)
+            small = sum(1 for leaf in filter_leaves(inner.cond)
+                        for _ in expr_nodes(leaf.pred)) <= 40
+            cond = (format_filter(_renamed(inner.cond, own, var)) if small or not written
+                    else " ".join(written.split()))
+            message = (f"{shown} holds a FILTER: {single}, and the conditions on the events it "
+                       "forbids go in a FILTER around the whole sequence that holds it: "
+                       f"NOT {format_formula(A.As(plain, var))} … FILTER {cond}")
+        else:
+            message = f"{shown} negates more than one event: {single}. {_CORE_NOT}"
+        self.report(NegationError, message, node.span)
+        return False
+
+    def check_place(self, node: A.Not) -> None:
+        """A NOT stands as an element of a ``;`` chain (the chain itself: check_chain)."""
+        parent = self.parents.get(id(node))
+        if isinstance(parent, A.Seq | A.Not):  # in a chain, or reported with the outer NOT
+            return
+        shown = self.negation_text(node)
+        above: A.Formula | None = parent
+        while isinstance(above, A.Filter):
+            above = self.parents.get(id(above))
+        if above is None:
+            message = f"{shown} cannot be the whole WHERE formula: {_NOT_PLACES}"
+        elif isinstance(parent, A.Filter):
+            name = node.formula.var if isinstance(node.formula, A.As) else "n"
+            plain = format_formula(A.As(_drop_as(node.formula), name))
+            message = (f"{shown} cannot be filtered on its own: {_NOT_PLACES}. Put the "
+                       f"FILTER after the whole sequence: A ; NOT {plain} ; C FILTER "
+                       f"{format_name(name)}[…]")
+        elif isinstance(parent, A.As):
+            plain = format_formula(A.Not(A.As(_drop_as(node.formula), parent.var)))
+            message = (f"{self.formula_text(parent)}: name the negated event inside the NOT, "
+                       f"{plain}; a NOT cannot be named as a whole (it matches no event). "
+                       f"{_NOT_PLACES}")
+        elif isinstance(parent, A.Plus):
+            message = (f"{shown} cannot be iterated: + repeats events that occur, and a NOT "
+                       f"is an absence. {_NOT_PLACES}; to repeat a sequence with a NOT, "
+                       "iterate the whole sequence: (A ; NOT B ; C)+")
+        elif isinstance(parent, A.And):
+            message = (f"{shown} cannot be an operand of AND: {_NOT_PLACES}. Write it inside "
+                       "one operand's sequence, e.g. (A ; NOT B ; C) AND D")
+        else:
+            message = (f"{shown} cannot be an alternative of OR: {_NOT_PLACES}. Write it "
+                       "inside a sequence, e.g. A ; NOT (B OR C) ; D")
+        self.report(NegationError, message, node.span)
+
+    def check_chain(self, elems: list[tuple[A.Formula, bool]], top: bool) -> None:
+        """The NOT elements of one ``;``/``:`` chain (``top``: the WHERE formula's own)."""
+        q = self.query
+        last = len(elems) - 1
+        for i, (e, contiguous) in enumerate(elems):
+            if not isinstance(e, A.Not):
+                continue
+            shown = self.negation_text(e)
+            if contiguous or (i < last and elems[i + 1][1]):
+                self.report(NegationError,
+                            f"{shown} cannot stand in a ':' sequence: ':' makes the next "
+                            "element follow at once, and a NOT matches no event. Write ';' on "
+                            f"both sides of it{self.chain_example(elems, i)}", e.span)
+                continue
+            if i > 0 and isinstance(elems[i - 1][0], A.Not):
+                first = elems[i - 1][0]
+                assert isinstance(first, A.Not)
+                self.report(NegationError,
+                            f"Two NOTs in a row ({self.negation_text(first)} ; {shown}): "
+                            "write one NOT over an OR of the events, "
+                            f"{_merged_not(first, e)}, which forbids each of them in the "
+                            "gap", e.span)
+                continue
+            if i not in (0, last):
+                continue
+            end = "start" if i == 0 else "end"
+            if not top:
+                self.report(NegationError,
+                            f"{shown} cannot {end} this sequence: a NOT may {end} only the "
+                            f"whole WHERE formula's sequence (with WITHIN); inside it, a NOT "
+                            "stands between two elements (A ; NOT B ; C)", e.span)
+                continue
+            if q.within is None:
+                if i == 0:
+                    what = ("before the match's first event, as far back as the WITHIN "
+                            "window reaches")
+                else:
+                    what = ("after the match's last event, as far as the WITHIN window "
+                            "reaches (the match is reported once its window has passed)")
+                self.report(NegationError,
+                            f"{shown} at the {end} of the pattern needs WITHIN: it forbids "
+                            f"{_negated_types(e)} events {what}, and without WITHIN there is "
+                            "no window. Add one, e.g. WITHIN 10 SECONDS or WITHIN 100 EVENTS",
+                            e.span)
+                continue
+            if i == last and q.consume != CONSUME_NONE:
+                self.report(NegationError,
+                            f"{shown} at the end of the pattern cannot be used with CONSUME BY "
+                            f"{q.consume}: a match that ends with a NOT is known only once its "
+                            "WITHIN window has passed, and CONSUME BY decides at each event "
+                            "which later matches to drop. Leave CONSUME BY out, or end the "
+                            "pattern with an event", e.span)
+
+    def chain_example(self, elems: list[tuple[A.Formula, bool]], at: int) -> str:
+        """The chain ``elems`` written with ``;`` on both sides of element ``at`` (as ``:
+        A ; NOT B ; C``), or '' when too long."""
+        parts: list[str] = []
+        for i, (e, contiguous) in enumerate(elems):
+            if i:
+                parts.append(";" if i in (at, at + 1) or not contiguous else ":")
+            text = self.formula_text(e)
+            if isinstance(e, A.Seq | A.And | A.Or | A.Filter):
+                text = f"({text})"
+            parts.append(text)
+        example = " ".join(parts)
+        return f": {example}" if len(example) <= 100 else ""
+
+    def check_negated_names(self, nots: list[A.Not]) -> None:
+        """A NOT's AS name names nothing else: no event of the match, no other NOT."""
+        where = self.query.where
+        positive = positive_variables(where)
+        owner: dict[str, A.Not] = {}
+        for node in nots:
+            for n in formula_nodes(node.formula):
+                if not isinstance(n, A.As):
+                    continue
+                if n.var in positive:
+                    self.report(NegatedVariableError,
+                                f"'{n.var}' names both the events {self.negation_text(node)} "
+                                "forbids and events of the match: a negated variable needs a "
+                                "name of its own. Rename one of them", n.span)
+                elif n.var in owner and owner[n.var] is not node:
+                    self.report(NegatedVariableError,
+                                f"'{n.var}' names two NOTs "
+                                f"({self.negation_text(owner[n.var])} and "
+                                f"{self.negation_text(node)}): give each NOT its own name",
+                                n.span)
+                owner.setdefault(n.var, node)
+
+    def negated_ref(self, var: str, node: A.Attr | A.Agg, leaf: A.FilterAtom | A.FilterMatch,
+                    span: A.Span, width: int | None) -> None:
+        """``var`` (negated) read by ``node`` of ``leaf``, which is not ``var[…]`` itself (or is,
+        through an aggregate)."""
+        not_node = self.negated[var]
+        not_text = self.negation_text(not_node)
+        if var in _not_aliases(not_node):
+            name, own = var, f"{format_name(var)}[…]"
+        else:  # a type only under NOT: its conditions need a name
+            name = "n"
+            own = f"n[…], naming it NOT {format_formula(A.As(_strip_as(not_node.formula), 'n'))}"
+        what = (f"{self.show(node)} aggregates" if isinstance(node, A.Agg)
+                else f"{self.leaf_text(leaf)} reads")
+        head = (f"{what} the negated variable '{var}' ({not_text}), whose events are in no "
+                "match")
+        if isinstance(node, A.Agg):
+            self.report(NegatedVariableError,
+                        f"{head}: aggregate variables of the match instead; a condition on "
+                        f"each event the NOT forbids goes in {own}", span, width)
+            return
+        head_var = leaf.var if isinstance(leaf, A.FilterAtom) else None
+        if head_var is not None and head_var in self.negated:
+            self.report(NegatedVariableError,
+                        f"{self.leaf_text(leaf)} relates two negated variables, "
+                        f"'{head_var}' and '{var}': the events a NOT forbids are tested one "
+                        "at a time, against the events of the match only. Compare each with "
+                        f"events of the match, e.g. {format_name(head_var)}[price > a.price]",
+                        span, width)
+            return
+        rewrite = _moved_to(leaf, var, set(self.negated), name)
+        advice = (f"write it in {own}: {rewrite}" if rewrite else
+                  f"write it in {own}, with the other variables' attributes qualified, "
+                  f"e.g. {format_name(name)}[price > a.price]")
+        self.report(NegatedVariableError,
+                    f"{head}: only a condition in its own brackets may name it. To relate "
+                    f"the events the NOT forbids to the match, {advice}", span, width)
 
     # -- schema checks
 
@@ -642,24 +964,166 @@ def _attrs(pred: A.Pred) -> list[A.Attr]:
     return out
 
 
+_NOT_PLACES = ("NOT stands only as an element of a ';' sequence: between two of its elements "
+               "(A ; NOT B ; C), or first or last of the WHERE formula's sequence with WITHIN "
+               "(NOT B ; A, A ; NOT B)")
+_CORE_NOT = ("In CEQL, NOT is the absence of an event: A ; NOT B ; C matches A then C with no B "
+             "between them. (CORE's NOT(φ), one event that does not match φ, is another "
+             "operator, which CEQL does not have; for an event that fails a condition, negate "
+             "the condition: B AS x FILTER x[NOT (price > 10)].)")
+
+
+def _strip_as(f: A.Formula) -> A.Formula:
+    """``f`` without one ``AS`` around it."""
+    return f.formula if isinstance(f, A.As) else f
+
+
+def _drop_as(f: A.Formula) -> A.Formula:
+    """``f`` (event types, OR, AS) without any AS."""
+    leaves = [n for n in formula_nodes(f) if isinstance(n, A.EventType)]
+    out: A.Formula = leaves[0]
+    for leaf in leaves[1:]:
+        out = A.Or(out, leaf)
+    return out
+
+
+def _not_aliases(node: A.Not) -> set[str]:
+    """The AS names inside a NOT."""
+    return {n.var for n in formula_nodes(node.formula) if isinstance(n, A.As)}
+
+
+def _negated_types(node: A.Not) -> str:
+    """The event types a NOT forbids, as words: ``B``, ``B or C``, ``S>B``."""
+    names = [format_formula(n) for n in formula_nodes(node.formula)
+             if isinstance(n, A.EventType)]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _merged_not(first: A.Not, second: A.Not) -> str:
+    """One NOT for two in a row: ``NOT (B OR C)``, named as the first named one."""
+    names = [f.formula.var for f in (first, second) if isinstance(f.formula, A.As)]
+    both = _drop_as(A.Or(first.formula, second.formula))
+    return format_formula(A.Not(A.As(both, names[0]) if names else both))
+
+
+def _moved_to(leaf: A.FilterAtom | A.FilterMatch, var: str, negated: set[str],
+              name: str) -> str | None:
+    """``leaf`` — a comparison that reads ``var``'s attributes — rewritten as ``name[…]``
+    (``name`` for ``var``): ``a[x > n.y]`` as ``n[y < a.x]``, ``[n.x > 1]`` as ``n[x > 1]``;
+    None when it is not that simple (aggregates, PREV, another negated variable, ``var`` on
+    both sides)."""
+    p = leaf.pred
+    head = leaf.var if isinstance(leaf, A.FilterAtom) else None
+    if not isinstance(p, A.Compare) or sum(1 for _ in expr_nodes(p)) > 40:
+        return None
+
+    def side(e: A.Expr) -> tuple[A.Expr, bool] | None:
+        """``e`` as written inside ``var[…]``, and whether it reads ``var``."""
+        reads = False
+        for x in expr_nodes(A.Compare("=", e, e)):
+            if isinstance(x, A.Prev | A.Agg):
+                return None
+            if isinstance(x, A.Attr):
+                owner = x.var or head
+                if owner is None or (owner != var and owner in negated):
+                    return None
+                reads = reads or owner == var
+        return _requalified(e, head, var), reads
+
+    left, right = side(p.left), side(p.right)
+    if left is None or right is None:
+        return None
+    (lt, lr), (rt, rr) = left, right
+    if lr and rr:
+        return None
+    if rr and not lr:
+        flip = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+        return f"{format_name(name)}[{format_pred(A.Compare(flip[p.op], rt, lt))}]"
+    return f"{format_name(name)}[{format_pred(A.Compare(p.op, lt, rt))}]"
+
+
+def _requalified(e: A.Expr, head: str | None, var: str) -> A.Expr:
+    """``e`` of ``head[…]`` as written in ``var[…]``: ``var``'s attributes plain, the others
+    qualified by their variable."""
+    if isinstance(e, A.Attr):
+        owner = e.var or head
+        return A.Attr(e.name) if owner == var else A.Attr(e.name, var=owner)
+    if isinstance(e, A.Arith):
+        return A.Arith(e.op, _requalified(e.left, head, var), _requalified(e.right, head, var))
+    if isinstance(e, A.Neg):
+        return A.Neg(_requalified(e.operand, head, var))
+    return e
+
+
+def _renamed(cond: A.FilterExpr, names: set[str], var: str) -> A.FilterExpr:
+    """``cond`` with the atoms on any of ``names`` put on ``var`` (and qualified attributes of
+    ``names`` made ``var``'s)."""
+    def expr(e: A.Expr) -> A.Expr:
+        if isinstance(e, A.Attr) and e.var in names:
+            return A.Attr(e.name, var=var)
+        if isinstance(e, A.Arith):
+            return A.Arith(e.op, expr(e.left), expr(e.right))
+        if isinstance(e, A.Neg):
+            return A.Neg(expr(e.operand))
+        if isinstance(e, A.Agg) and e.var in names:
+            return A.Agg(e.func, var, e.attr)
+        return e
+
+    def pred(p: A.Pred) -> A.Pred:
+        if isinstance(p, A.PAnd | A.POr):
+            return dataclasses.replace(p, left=pred(p.left), right=pred(p.right))
+        if isinstance(p, A.PNot):
+            return A.PNot(pred(p.operand))
+        if isinstance(p, A.Compare):
+            return A.Compare(p.op, expr(p.left), expr(p.right))
+        if isinstance(p, A.Like | A.InSet):
+            return dataclasses.replace(p, expr=expr(p.expr))
+        if isinstance(p, A.InRange):
+            return A.InRange(expr(p.expr), expr(p.lo), expr(p.hi))
+        return p
+
+    def walk(c: A.FilterExpr) -> A.FilterExpr:
+        if isinstance(c, A.FilterAnd | A.FilterOr):
+            return dataclasses.replace(c, left=walk(c.left), right=walk(c.right))
+        if isinstance(c, A.FilterAtom):
+            return A.FilterAtom(var if c.var in names else c.var, pred(c.pred))
+        return A.FilterMatch(pred(c.pred))
+
+    return walk(cond)
+
+
+def _under_or(cond: A.FilterExpr) -> set[int]:
+    """The ids of the leaves of ``cond`` that stand under an OR."""
+    out: set[int] = set()
+    todo: list[tuple[A.FilterExpr, bool]] = [(cond, False)]
+    while todo:
+        node, under = todo.pop()
+        if isinstance(node, A.FilterOr | A.FilterAnd):
+            inner = under or isinstance(node, A.FilterOr)
+            todo += [(node.right, inner), (node.left, inner)]
+        elif under:
+            out.add(id(node))
+    return out
+
+
 def _parents(root: A.Formula) -> dict[int, A.Formula]:
     """Each formula node below ``root`` (by ``id``) → its parent."""
     out: dict[int, A.Formula] = {}
     for node in formula_nodes(root):
-        if isinstance(node, A.Seq | A.Or):
+        if isinstance(node, A.Seq | A.Or | A.And):
             out[id(node.left)] = out[id(node.right)] = node
-        elif isinstance(node, A.As | A.Plus | A.Filter):
+        elif isinstance(node, A.As | A.Plus | A.Filter | A.Not):
             out[id(node.formula)] = node
     return out
 
 
 def _replace_child(parent: A.Formula, old: A.Formula, new: A.Formula) -> A.Formula:
     """``parent`` with its child ``old`` (by identity) replaced by ``new``."""
-    if isinstance(parent, A.Seq | A.Or):
+    if isinstance(parent, A.Seq | A.Or | A.And):
         if parent.left is old:
             return dataclasses.replace(parent, left=new)
         return dataclasses.replace(parent, right=new)
-    if isinstance(parent, A.As | A.Plus | A.Filter):
+    if isinstance(parent, A.As | A.Plus | A.Filter | A.Not):
         return dataclasses.replace(parent, formula=new)
     return parent
 
@@ -702,9 +1166,9 @@ def _written_order(root: A.Formula) -> list[str]:
                 out.setdefault(node.var)
             else:
                 todo += [(node, True), (node.formula, False)]
-        elif isinstance(node, A.Seq | A.Or):
+        elif isinstance(node, A.Seq | A.Or | A.And):
             todo += [(node.right, False), (node.left, False)]
-        elif isinstance(node, A.Plus | A.Filter):
+        elif isinstance(node, A.Plus | A.Filter | A.Not):
             todo.append((node.formula, False))
     return list(out)
 
@@ -735,16 +1199,19 @@ def _most_events(root: A.Formula, var: str) -> float:
             out.append((1.0 if mine else 0.0, 1.0))
         elif not ready:
             todo.append((node, True))
-            if isinstance(node, A.Seq | A.Or):
+            if isinstance(node, A.Seq | A.Or | A.And):
                 todo += [(node.right, False), (node.left, False)]
-            elif isinstance(node, A.As | A.Plus | A.Filter):
+            elif isinstance(node, A.As | A.Plus | A.Filter | A.Not):
                 todo.append((node.formula, False))
             else:  # a node this walk does not know: assume the worst
                 return math.inf
-        elif isinstance(node, A.Seq | A.Or):
+        elif isinstance(node, A.Seq | A.Or | A.And):
             (rv, rn), (lv, ln) = out.pop(), out.pop()
-            out.append((lv + rv, ln + rn) if isinstance(node, A.Seq)
-                       else (max(lv, rv), max(ln, rn)))
+            out.append((max(lv, rv), max(ln, rn)) if isinstance(node, A.Or)
+                       else (lv + rv, ln + rn))
+        elif isinstance(node, A.Not):  # its events are in no valuation
+            out.pop()
+            out.append((0.0, 0.0))
         elif isinstance(node, A.Plus):
             v, n = out.pop()
             out.append((math.inf if v else 0.0, math.inf))

@@ -20,11 +20,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import TypeAlias, cast
 
+from ..errors import CeqlResourceError, CeqlValidationError
 from ..ir import is_correlated, output_variables
 from ..ir import nodes as A
-from ..predicates import AtomTable, GAnd, GAtom, GTrue, GuardTree, StreamIs, TypeIs, guard_from_pred
+from ..predicates import (
+    AtomTable,
+    GAnd,
+    GAtom,
+    GOr,
+    GTrue,
+    GuardTree,
+    GUnless,
+    StreamIs,
+    TypeIs,
+    guard_from_pred,
+)
 
 __all__ = ["CEA", "Transition", "build_cea"]
 
@@ -67,6 +80,11 @@ class CEA:
     finals: frozenset[int]
     transitions: tuple[Transition, ...]
     scopes: tuple[tuple[ScopeLeaf, ...], ...] = ()
+    #: a leading ``NOT β ; …`` of the top-level sequence: the guard of the events it forbids
+    #: (checked by the runtime against WITHIN, not by transitions)
+    leading: GuardTree | None = None
+    #: a trailing ``… ; NOT β``: likewise
+    trailing: GuardTree | None = None
 
     @property
     def initial(self) -> int:
@@ -83,7 +101,7 @@ class _Tr:
     """A transition under construction (mutable: a union renames the sources of its parts'
     initial transitions in place, AS and FILTER update the parts they wrap)."""
 
-    __slots__ = ("dst", "guard", "mark", "opens", "scoped", "src", "vars")
+    __slots__ = ("deps", "dst", "guard", "mark", "opens", "scoped", "src", "vars")
 
     def __init__(self, src: int, guard: GuardTree, mark: bool, vars: frozenset[str],
                  dst: int) -> None:
@@ -94,12 +112,16 @@ class _Tr:
         self.dst = dst
         self.scoped = _NO_SCOPES
         self.opens = _NO_OPENS
+        #: records whose final guards this one's is ANDed with (a conjunction's product
+        #: reads its operands' guards, which a negation's gap only gets at the end)
+        self.deps: tuple[_Tr, ...] = ()
 
     def moved(self, src: int | None = None, dst: int | None = None) -> _Tr:
         r = _Tr(self.src if src is None else src, self.guard, self.mark, self.vars,
                 self.dst if dst is None else dst)
         r.scoped = self.scoped
         r.opens = self.opens
+        r.deps = self.deps
         return r
 
 
@@ -118,6 +140,28 @@ def _records(rope: _Rope) -> Iterator[_Tr]:
             todo.extend(reversed(r))
 
 
+class _Neg:
+    """A ``NOT β`` element of a sequence: the events it forbids are those of ``base`` (β's
+    event types) on which every FILTER atom about its name holds. ``loops`` are the gap
+    self-loops it guards (none for a leading or trailing one)."""
+
+    __slots__ = ("base", "guards", "loops", "name", "node")
+
+    def __init__(self, node: A.Not, base: GuardTree, name: str | None) -> None:
+        self.node = node
+        self.base = base
+        self.name = name
+        self.guards: list[GuardTree] = []
+        self.loops: list[_Tr] = []
+
+    def kill(self) -> GuardTree:
+        """The guard of the events this negation forbids."""
+        g = self.base
+        for x in self.guards:
+            g = _and(g, x)
+        return g
+
+
 @dataclass
 class _Frag:
     """A partial automaton. ``starts`` are its transitions from ``init`` and ``ins`` those
@@ -131,6 +175,8 @@ class _Frag:
     starts: list[_Tr]
     ins: list[_Tr]
     sinks: set[int]
+    #: the negations between elements of a sequence inside this fragment
+    negs: list[_Neg] = dataclass_field(default_factory=list)
 
     def merge_sinks(self) -> None:
         """Make the sinks one state (they are equivalent), so that a contiguous step links
@@ -153,10 +199,14 @@ _Step = tuple[str, object]
 
 
 class _Builder:
-    def __init__(self, atoms: AtomTable) -> None:
+    def __init__(self, atoms: AtomTable, top: A.Formula | None = None) -> None:
         self.atoms = atoms
         self.n = 0
         self.scopes: list[tuple[ScopeLeaf, ...]] = []
+        #: the top-level sequence (the only one that may start or end with NOT)
+        self.top = top
+        self.leading: _Neg | None = None
+        self.trailing: _Neg | None = None
 
     def new(self) -> int:
         self.n += 1
@@ -181,6 +231,8 @@ class _Builder:
                 frags = done[len(done) - len(conjs):]
                 del done[len(done) - len(conjs):]
                 for fr, conj in zip(frags, conjs, strict=True):
+                    negs = {n.name: n for n in fr.negs if n.name is not None}
+                    conj = [leaf for leaf in conj if not self._negated(leaf, negs)]
                     between = tuple(leaf for leaf in conj if is_correlated(leaf))
                     for atom in conj:
                         if not isinstance(atom, A.FilterAtom) or atom in between:
@@ -201,6 +253,20 @@ class _Builder:
                 b = done.pop()
                 a = done.pop()
                 done.append(self._seq(a, b, bool(arg)))
+            elif op == "seq1":
+                contiguous, neg = cast(tuple[bool, "A.Not | None"], arg)
+                b = done.pop()
+                a = done.pop()
+                done.append(self._seq(a, b, contiguous, None if neg is None else self._neg(neg)))
+            elif op == "edge":
+                where, node = cast(tuple[str, A.Not], arg)
+                edge = self._neg(node)
+                setattr(self, where, edge)
+                done[-1].negs.append(edge)
+            elif op == "and":
+                b = done.pop()
+                a = done.pop()
+                done.append(self._conj(a, b))
             else:  # "plus"
                 done.append(self._plus(done.pop(), bool(arg)))
         return done[0]
@@ -243,8 +309,46 @@ class _Builder:
             todo.append(("or", len(leaves)))
             todo += [("build", (leaf, under)) for leaf in reversed(leaves)]
         elif isinstance(f, A.Seq):
-            todo += [("seq", f.contiguous), ("build", (f.right, _KEEP)),
-                     ("build", (f.left, _KEEP))]
+            # the whole chain at once: its inner Seq nodes are never expanded on their own
+            # (flattening each would walk the chain again: quadratic)
+            elems = _seq_chain(f)
+            # NOT elements: each guards the gap it stands in; a leading or trailing one (of
+            # the top-level sequence only) is left to the runtime
+            edges: list[tuple[str, A.Not]] = []
+            if isinstance(elems[0][0], A.Not):
+                edges.append(("leading", elems[0][0]))
+                elems = elems[1:]
+            if isinstance(elems[-1][0], A.Not):
+                edges.append(("trailing", elems[-1][0]))
+                elems = elems[:-1]
+            if edges and f is not self.top:
+                raise CeqlValidationError(
+                    "NOT may begin or end only the top-level sequence of WHERE (with WITHIN); "
+                    "inside a formula it must stand between two of its elements")
+            positives: list[A.Formula] = []
+            joins: list[tuple[bool, A.Not | None]] = []
+            pending: A.Not | None = None
+            for e, contiguous in elems:
+                if isinstance(e, A.Not):
+                    pending = e
+                    continue
+                if positives:
+                    joins.append((contiguous, pending))
+                positives.append(e)
+                pending = None
+            # in execution order: each element built, then joined to what came before (the
+            # order states are numbered in, as a nested build would)
+            steps: list[_Step] = [("build", (positives[0], _KEEP))]
+            for e, join in zip(positives[1:], joins, strict=True):
+                steps += [("build", (e, _KEEP)), ("seq1", join)]
+            steps += [("edge", e) for e in reversed(edges)]
+            todo += reversed(steps)
+        elif isinstance(f, A.And):
+            todo += [("and", None), ("build", (f.right, _KEEP)), ("build", (f.left, _KEEP))]
+        elif isinstance(f, A.Not):
+            raise CeqlValidationError(
+                "NOT stands only as an element of a ';' sequence: between two elements "
+                "(A ; NOT B ; C), or first or last of the top-level sequence with WITHIN")
         elif isinstance(f, A.Plus):
             if _dropped(f, under):
                 todo.append(("build", (f.formula, under)))
@@ -281,33 +385,37 @@ class _Builder:
             ins += fr.ins
             finals |= fr.finals
             sinks |= fr.sinks
-        return _Frag(i, finals, [fr.rope for fr in frags], starts, ins, sinks)
+        return _Frag(i, finals, [fr.rope for fr in frags], starts, ins, sinks,
+                     [n for fr in frags for n in fr.negs])
 
-    def _seq(self, a: _Frag, b: _Frag, contiguous: bool) -> _Frag:
+    def _seq(self, a: _Frag, b: _Frag, contiguous: bool, neg: _Neg | None = None) -> _Frag:
         # b's initial transitions are replaced by copies from a's finals (or the gap); the
         # originals stay in b's rope, unreachable.
         rest_ins = [r for r in b.ins if r.src != b.init]
+        negs = a.negs + b.negs + ([] if neg is None else [neg])
         if contiguous:
             a.merge_sinks()
             links = [r.moved(src=f) for f in sorted(a.finals) for r in b.starts]
             ins = [r for r in links if r.dst in b.finals] + rest_ins
             return _Frag(a.init, set(b.finals), [a.rope, links, b.rope], a.starts, ins,
-                         b.sinks)
+                         b.sinks, negs)
         gap = self.new()
         into_gap = [r.moved(dst=gap) for r in a.ins]
         loop = _Tr(gap, _TRUE, False, frozenset(), gap)
+        if neg is not None:  # its guard is set once the FILTERs around it are known
+            neg.loops.append(loop)
         from_gap = [r.moved(src=gap) for r in b.starts]
         starts = a.starts + [r for r in into_gap if r.src == a.init]
         ins = [r for r in from_gap if r.dst in b.finals] + rest_ins
         rope: list[_Rope] = [a.rope, into_gap, loop, from_gap, b.rope]
-        return _Frag(a.init, set(b.finals), rope, starts, ins, b.sinks)
+        return _Frag(a.init, set(b.finals), rope, starts, ins, b.sinks, negs)
 
     def _plus(self, a: _Frag, contiguous: bool) -> _Frag:
         if contiguous:
             a.merge_sinks()
             again = [r.moved(src=f) for f in sorted(a.finals) for r in a.starts]
             ins = a.ins + [r for r in again if r.dst in a.finals]
-            return _Frag(a.init, set(a.finals), [a.rope, again], a.starts, ins, set())
+            return _Frag(a.init, set(a.finals), [a.rope, again], a.starts, ins, set(), a.negs)
         gap = self.new()
         restart = [r.moved(src=gap) for r in a.starts]
         ins = a.ins + [r for r in restart if r.dst in a.finals]
@@ -316,7 +424,190 @@ class _Builder:
         starts = a.starts + [r for r in into_gap if r.src == a.init]
         # no transition leaves a final state here: restarts leave the gap
         return _Frag(a.init, set(a.finals), [a.rope, restart, into_gap, loop], starts, ins,
-                     a.sinks)
+                     a.sinks, a.negs)
+
+    # ------------------------------------------------------------------ negation
+    def _neg(self, node: A.Not) -> _Neg:
+        """A negation: the guard of β's events, and its name (if any)."""
+        f = node.formula
+        name: str | None = None
+        while isinstance(f, A.As):
+            name = name or f.var
+            f = f.formula
+        leaves = _or_leaves(f) if isinstance(f, A.Or) else [f]
+        guards: list[GuardTree] = []
+        for leaf in leaves:
+            while isinstance(leaf, A.As):
+                leaf = leaf.formula
+            if not isinstance(leaf, A.EventType):
+                raise CeqlValidationError(
+                    "NOT applies to one event: an event type, S>T, or an OR of those, "
+                    "e.g. NOT (B OR C) AS n")
+            g: GuardTree = GAtom(self.atoms.add(TypeIs(leaf.name)))
+            if leaf.stream is not None:
+                g = GAnd((g, GAtom(self.atoms.add(StreamIs(leaf.stream)))))
+            guards.append(g)
+        return _Neg(node, guards[0] if len(guards) == 1 else GOr(tuple(guards)), name)
+
+    def _negated(self, leaf: ScopeLeaf, negs: dict[str, _Neg]) -> bool:
+        """If ``leaf`` is an atom about a negated variable of the fragment, add it to that
+        negation (True); else False."""
+        if not isinstance(leaf, A.FilterAtom) or leaf.var not in negs:
+            return False
+        if is_correlated(leaf):
+            raise CeqlValidationError(
+                f"{leaf.var}[…] compares the negated event with other events of the match: "
+                "not supported yet; conditions on a negated event may read only its own "
+                "attributes")
+        negs[leaf.var].guards.append(guard_from_pred(leaf.pred, self.atoms))
+        return True
+
+    def finish(self, root: _Frag) -> None:
+        """Set the gap guards of every negation (their FILTER atoms are all known now), then
+        the guards of the records built from others (conjunctions)."""
+        for neg in root.negs:
+            if neg.loops:
+                g = GUnless(neg.kill())
+                for r in neg.loops:
+                    r.guard = g
+        done: dict[int, GuardTree] = {}
+        for r in _records(root.rope):
+            if r.deps:
+                r.guard = _resolved(r, done)
+
+    # ------------------------------------------------------------------ conjunction
+    def _conj(self, a: _Frag, b: _Frag) -> _Frag:
+        """``a AND b``: the product of the two, each event marked by at most one side, the
+        other skipping it (where it can: before it starts, in a gap, or after it is done)."""
+        sides = [_side(a), _side(b)]
+        init = self.new()
+        final = self.new()
+        num: dict[tuple[int, int], int] = {(_PRE, _PRE): init, (_POST, _POST): final}
+        todo = [(_PRE, _PRE)]
+        rope: list[_Tr] = []
+        starts: list[_Tr] = []
+        ins: list[_Tr] = []
+        while todo:
+            pair = todo.pop()
+            src = num[pair]
+            for k in (0, 1):
+                mine, other = sides[k], sides[1 - k]
+                for r, dst in mine.marked.get(pair[k], ()):
+                    for skip in other.skips(pair[1 - k]):
+                        nxt = (dst, pair[1]) if k == 0 else (pair[0], dst)
+                        d = num.get(nxt)
+                        if d is None:
+                            if len(num) >= _MAX_PRODUCT:
+                                raise CeqlResourceError(
+                                    f"this conjunction (AND) needs more than {_MAX_PRODUCT} "
+                                    "automaton states: split it, or bound its operands")
+                            d = num[nxt] = self.new()
+                            todo.append(nxt)
+                        t = _Tr(src, _TRUE, True, r.vars, d)
+                        # the other side's open scopes go on (binding nothing): a move
+                        # outside a scope would close it
+                        mine_k = {j for j, _ in r.scoped}
+                        t.scoped = r.scoped + tuple(
+                            (j, frozenset()) for j in other.open_at(pair[1 - k])
+                            if j not in mine_k)
+                        t.opens = r.opens
+                        t.deps = (r,) if skip is None else (r, skip)
+                        rope.append(t)
+                        if src == init:
+                            starts.append(t)
+                        if d == final:
+                            ins.append(t)
+            if pair != (_PRE, _PRE) and pair != (_POST, _POST):
+                for ga in sides[0].skips(pair[0]):
+                    for gb in sides[1].skips(pair[1]):
+                        loop = _Tr(src, _TRUE, False, frozenset(), src)
+                        loop.deps = tuple(x for x in (ga, gb) if x is not None)
+                        rope.append(loop)
+        return _Frag(init, {final}, rope, starts, ins, {final}, a.negs + b.negs)
+
+
+_PRE, _POST = -1, -2  # a conjunct not started yet, and done
+_MAX_PRODUCT = 100_000
+
+
+class _Side:
+    """One operand of a conjunction as the product reads it: per state its marked moves
+    (with a copy into ``_POST`` for each that completes it) and its skip guards."""
+
+    __slots__ = ("loops", "marked")
+
+    def __init__(self) -> None:
+        self.marked: dict[int, list[tuple[_Tr, int]]] = {}
+        self.loops: dict[int, list[_Tr]] = {}
+
+    def open_at(self, q: int) -> list[int]:
+        """The scopes (conditions between events) a run of this side at ``q`` is inside:
+        those its next events may continue without opening them again."""
+        out: dict[int, None] = {}
+        for r, _ in self.marked.get(q, ()):
+            for j, _vs in r.scoped:
+                if j not in r.opens:
+                    out[j] = None
+        return list(out)
+
+    def skips(self, q: int) -> list[_Tr | None]:
+        """The records that let this side skip an event in state ``q`` (None: always)."""
+        if q in (_PRE, _POST):
+            return [None]
+        return list(self.loops.get(q, []))
+
+
+def _side(fr: _Frag) -> _Side:
+    side = _Side()
+    seen = {fr.init}
+    todo = [fr.init]
+    out: dict[int, list[_Tr]] = {}
+    for r in _records(fr.rope):
+        out.setdefault(r.src, []).append(r)
+    while todo:
+        q = todo.pop()
+        for r in out.get(q, ()):
+            if not r.mark:
+                side.loops.setdefault(q, []).append(r)
+                continue
+            src = _PRE if q == fr.init else q
+            moves = side.marked.setdefault(src, [])
+            moves.append((r, r.dst))
+            if r.dst in fr.finals:
+                moves.append((r, _POST))
+            if r.dst not in seen:
+                seen.add(r.dst)
+                todo.append(r.dst)
+    return side
+
+
+def _resolved(r: _Tr, done: dict[int, GuardTree]) -> GuardTree:
+    """``r``'s own guard ANDed with the final guards of the records it depends on."""
+    todo: list[tuple[_Tr, bool]] = [(r, False)]
+    while todo:
+        x, ready = todo.pop()
+        if id(x) in done:
+            continue
+        if ready or not x.deps:
+            g = x.guard
+            for d in x.deps:
+                g = _and(g, done[id(d)])
+            done[id(x)] = g
+        else:
+            todo.append((x, True))
+            todo += [(d, False) for d in x.deps if id(d) not in done]
+    return done[id(r)]
+
+
+def _seq_chain(f: A.Seq) -> list[tuple[A.Formula, bool]]:
+    """The elements of the ``;``/``:`` chain ``f`` (left-nested), with whether the separator
+    before each is contiguous (False for the first)."""
+    rights: list[tuple[A.Formula, bool]] = []
+    node: A.Formula = f
+    while isinstance(node, A.Seq):
+        rights.append((node.right, node.contiguous))
+        node = node.left
+    return [(node, False), *reversed(rights)]
 
 
 # What an enclosing iteration lets a formula drop, for the alternatives directly under it
@@ -411,16 +702,35 @@ def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:
     return seen
 
 
+def _top_sequence(f: A.Formula) -> A.Formula | None:
+    """The top-level sequence of a WHERE formula (under its FILTERs and AS names)."""
+    while isinstance(f, A.Filter | A.As):
+        f = f.formula
+    return f if isinstance(f, A.Seq) else None
+
+
 def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     """The CEA of the query's WHERE formula, with STRICT applied and the SELECT projection
     recorded in ``pmark``/``vars`` (selection strategies other than STRICT are applied on the
     fly by :mod:`ceql.automata.strategies`)."""
-    builder = _Builder(atoms)
+    builder = _Builder(atoms, _top_sequence(query.where))
     fr = builder.build(query.where)
+    builder.finish(fr)
     select = frozenset(query.select) if query.select is not None else None
     shown = frozenset(output_variables(query))
     trans: Iterable[Transition] = (_frozen(r, select, shown) for r in _records(fr.rope))
     if query.strategy == "STRICT":
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
         trans = [t for t in trans if t.mark]
-    return _trim(fr.init, fr.finals, trans, tuple(builder.scopes))
+    cea = _trim(fr.init, fr.finals, trans, tuple(builder.scopes))
+    lead, trail = builder.leading, builder.trailing
+    if lead is None and trail is None:
+        return cea
+    edge = lead if lead is not None else trail
+    assert edge is not None
+    raise CeqlValidationError(
+        f"a {'leading' if lead is not None else 'trailing'} NOT (the "
+        f"{'first' if lead is not None else 'last'} element of the WHERE sequence) is not "
+        "evaluated yet; NOT between two elements is (A ; NOT B ; C)")
+    return CEA(cea.n_states, cea.finals, cea.transitions, cea.scopes,
+               None if lead is None else lead.kill(), None if trail is None else trail.kill())

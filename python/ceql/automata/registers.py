@@ -30,7 +30,7 @@ from itertools import product
 from typing import Any
 
 from ..ir import nodes as N
-from ..predicates import guard_fn
+from ..predicates import GTrue, guard_fn
 from ..predicates.between import (
     AggSpec,
     Condition,
@@ -48,6 +48,10 @@ __all__ = ["NEVER", "VACUOUS", "Gate", "Move", "RegisterPlan", "Registers", "Sco
 #: A run's registers: per scope, None (closed) or (per condition (records per quantified
 #: variable, previous PREV record), aggregate accumulators).
 Registers = tuple[Any, ...]
+
+
+def _failing(ok: Callable[[int], bool]) -> Callable[[int], bool]:
+    return lambda c: not ok(c)
 
 
 @dataclass(frozen=True)
@@ -100,12 +104,20 @@ class RegisterPlan:
         self.empty: Registers = (None,) * self.n_scopes
         out: list[list[Transition]] = [[] for _ in range(cea.n_states)]
         stays = [False] * cea.n_states
+        kills: list[Callable[[int], bool] | None] = [None] * cea.n_states
         for t in cea.transitions:
             if t.mark:
                 out[t.src].append(t)
             elif t.src == t.dst:
                 stays[t.src] = True
+                if not isinstance(t.guard, GTrue):  # a negation's gap: its events end runs
+                    kills[t.src] = _failing(guard_fn(t.guard))
         self.stays = tuple(stays)
+        #: per state, None, or whether an event class ends the runs waiting there (the gap
+        #: of ``NOT β``: a β event between the two elements)
+        self.kills = tuple(kills)
+        #: the states with such a gap, with their test
+        self.killing = tuple((q, k) for q, k in enumerate(kills) if k is not None)
         #: whether a run at the state can still move (else it only accepts, then ends)
         self.has_out = tuple(bool(out[q]) or stays[q] for q in range(cea.n_states))
         all_scopes = frozenset(range(self.n_scopes))

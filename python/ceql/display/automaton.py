@@ -11,7 +11,19 @@ from collections.abc import Callable
 
 from ..automata import CEA, Transition
 from ..frontends.ceql import format_pred
-from ..predicates import Atom, AtomTable, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
+from ..predicates import (
+    Atom,
+    AtomTable,
+    GAnd,
+    GAtom,
+    GNot,
+    GOr,
+    GTrue,
+    GuardTree,
+    GUnless,
+    StreamIs,
+    TypeIs,
+)
 
 __all__ = ["atom_text", "describe", "edge_labels", "guard_text", "short_atom", "to_dot"]
 
@@ -30,6 +42,8 @@ def guard_text(g: GuardTree, name: Callable[[int], str]) -> str:
             out.append(name(x.k))
         elif isinstance(x, GNot):
             todo += [x.item, "NOT "]
+        elif isinstance(x, GUnless):
+            todo += [")", x.item, "UNLESS("]
         elif isinstance(x, (GAnd, GOr)):
             op = " AND " if isinstance(x, GAnd) else " OR "
             parts: list[GuardTree | str] = ["("]

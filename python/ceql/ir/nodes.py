@@ -291,7 +291,30 @@ class Plus:
     span: Span = _span()
 
 
-Formula = Union[EventType, As, Filter, Or, Seq, Plus]
+@dataclass(frozen=True)
+class And:
+    """``left AND right`` (conjunction): a valuation of each, on disjoint events, in any
+    order; the interval spans both."""
+
+    left: Formula
+    right: Formula
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Not:
+    """``NOT formula`` (negation): no event matching ``formula`` in the gap where it stands.
+    ``formula`` is a single-event formula — an event type, ``S>T``, an OR of those — maybe
+    named (``NOT (B AS n)``, ``NOT B AS n``: ``As(EventType('B'), 'n')``). Valid only as an
+    element of a ``;`` sequence (between two elements, or first/last at the top level with
+    WITHIN); a ``;`` chain holding it is a left-nested ``Seq`` like any other, so
+    ``A ; NOT B ; C`` is ``Seq(Seq(A, Not(B)), C)`` (see ``walks.seq_elements``)."""
+
+    formula: Formula
+    span: Span = _span()
+
+
+Formula = Union[EventType, As, Filter, Or, Seq, Plus, And, Not]
 
 
 # ---------------------------------------------------------------- clauses

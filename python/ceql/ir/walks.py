@@ -26,9 +26,13 @@ __all__ = [
     "has_contiguity",
     "is_correlated",
     "is_correlated_query",
+    "negated_variables",
     "output_variables",
+    "positive_variables",
     "pred_leaves",
     "recursion_for",
+    "seq_elements",
+    "top_sequence",
     "variable_leaves",
 ]
 
@@ -37,29 +41,118 @@ MAX_DEPTH = 2000
 
 
 def formula_nodes(root: N.Formula) -> Iterator[N.Formula]:
-    """Every formula node below ``root`` (included), in source order."""
+    """Every formula node below ``root`` (included), in source order (the inside of a
+    ``NOT`` included)."""
     todo: list[N.Formula] = [root]
     while todo:
         node = todo.pop()
         yield node
-        if isinstance(node, N.Seq | N.Or):
+        if isinstance(node, N.Seq | N.Or | N.And):
             todo.extend((node.right, node.left))
-        elif isinstance(node, N.As | N.Plus | N.Filter):
+        elif isinstance(node, N.As | N.Plus | N.Filter | N.Not):
             todo.append(node.formula)
+
+
+def _leaf_names(node: N.EventType) -> tuple[str, ...]:
+    """The variables an event-type leaf binds: its type, and ``S>T`` when qualified."""
+    if node.stream is None:
+        return (node.name,)
+    return (node.name, f"{node.stream}>{node.name}")
+
+
+def _formula_nodes_in(root: N.Formula) -> Iterator[tuple[N.Formula, N.Not | None]]:
+    """Every formula node below ``root`` (included) in source order, with the innermost
+    ``NOT`` it stands in (None outside every NOT; a NOT node itself is outside its own)."""
+    todo: list[tuple[N.Formula, N.Not | None]] = [(root, None)]
+    while todo:
+        node, under = todo.pop()
+        yield node, under
+        if isinstance(node, N.Seq | N.Or | N.And):
+            todo += [(node.right, under), (node.left, under)]
+        elif isinstance(node, N.Not):
+            todo.append((node.formula, node))
+        elif isinstance(node, N.As | N.Plus | N.Filter):
+            todo.append((node.formula, under))
 
 
 def bound_variables(root: N.Formula) -> set[str]:
     """Variables bound by ``root``: every ``AS`` name and every event type (and ``S>T`` for a
-    stream-qualified one, the events its own leaves bind)."""
+    stream-qualified one, the events its own leaves bind), those of a ``NOT`` included (a
+    FILTER may name a negated variable: :func:`negated_variables` tells them apart)."""
     names: set[str] = set()
     for node in formula_nodes(root):
         if isinstance(node, N.EventType):
-            names.add(node.name)
-            if node.stream is not None:
-                names.add(f"{node.stream}>{node.name}")
+            names.update(_leaf_names(node))
         elif isinstance(node, N.As):
             names.add(node.var)
     return names
+
+
+def positive_variables(root: N.Formula) -> set[str]:
+    """The variables ``root`` binds outside every ``NOT``: those whose events a match can
+    hold (:func:`bound_variables` without the names only a NOT binds)."""
+    names: set[str] = set()
+    for node, under in _formula_nodes_in(root):
+        if under is not None:
+            continue
+        if isinstance(node, N.EventType):
+            names.update(_leaf_names(node))
+        elif isinstance(node, N.As):
+            names.add(node.var)
+    return names
+
+
+def negated_variables(root: N.Formula) -> dict[str, N.Not]:
+    """Each name that only a ``NOT`` of ``root`` binds → that ``NOT`` (the first, in source
+    order, when several do), in source order.
+
+    These are a NOT's ``AS`` name (``n`` of ``NOT B AS n``) and the event types written
+    only under NOT (``B`` there, and ``S>B`` for a leaf ``S>B``). A type that also stands
+    outside every NOT (``A ; NOT B ; B``) is a positive variable, not a negated one: ``B[…]``
+    in a FILTER always means the positive ``B`` events. A negated variable holds no event of
+    any match: it is never output, and only its own FILTER atoms (``n[…]``) may name it.
+    """
+    found: dict[str, N.Not] = {}
+    positive: set[str] = set()
+    for node, under in _formula_nodes_in(root):
+        names: tuple[str, ...]
+        if isinstance(node, N.EventType):
+            names = _leaf_names(node)
+        elif isinstance(node, N.As):
+            names = (node.var,)
+        else:
+            continue
+        for name in names:
+            if under is None:
+                positive.add(name)
+            else:
+                found.setdefault(name, under)
+    return {name: node for name, node in found.items() if name not in positive}
+
+
+def top_sequence(root: N.Formula) -> N.Seq | None:
+    """The WHERE formula's own ``;``/``:`` sequence: ``root`` under its FILTERs and AS names,
+    when that is a sequence (where a NOT may also stand first or last, with WITHIN)."""
+    while isinstance(root, N.Filter | N.As):
+        root = root.formula
+    return root if isinstance(root, N.Seq) else None
+
+
+def seq_elements(f: N.Seq) -> list[tuple[N.Formula, bool]]:
+    """The elements of the ``;``/``:`` chain ``f`` heads, left to right, each with whether
+    the separator before it is ``:`` (contiguous); the first's flag is False.
+
+    The chain is ``f``'s left spine, as the parser nests ``A ; B : C`` (``Seq(Seq(A, B), C)``);
+    a right operand that is itself a sequence was written in parentheses and is one element
+    (``A ; (B ; C)``: ``A`` and ``B ; C``), and so is anything else (``(A ; B) AS x``).
+    ``A ; NOT B ; C`` is ``[(A, False), (Not(B), False), (C, False)]``.
+    """
+    rights: list[tuple[N.Formula, bool]] = []
+    node: N.Formula = f
+    while isinstance(node, N.Seq):
+        rights.append((node.right, node.contiguous))
+        node = node.left
+    return [(node, False), *reversed(rights)]
 
 
 def variable_leaves(root: N.Formula) -> dict[str, frozenset[int]]:
@@ -67,11 +160,14 @@ def variable_leaves(root: N.Formula) -> dict[str, frozenset[int]]:
 
     Occurrences are numbered in source order; a type name binds its own occurrences, an ``AS``
     name every occurrence inside its formula. Variables come in the order they first appear in
-    the text (an ``AS`` name after the formula it names).
+    the text (an ``AS`` name after the formula it names). The occurrences inside a ``NOT`` are
+    numbered too but bind nothing (a negated event is in no match), so a name only a NOT
+    binds is left out.
     """
     leaves: dict[str, set[int]] = {}
     order: dict[str, None] = {}  # first appearance in the text
     active: list[str] = []  # the AS names enclosing the node being visited
+    negated = 0  # how many NOTs enclose it
     count = 0
     todo: list[tuple[N.Formula, bool]] = [(root, False)]
     while todo:
@@ -79,16 +175,24 @@ def variable_leaves(root: N.Formula) -> dict[str, frozenset[int]]:
         if isinstance(node, N.As):
             if leaving:
                 active.pop()
-                order.setdefault(node.var)
+                if not negated:
+                    order.setdefault(node.var)
             else:
                 active.append(node.var)
                 todo += [(node, True), (node.formula, False)]
+        elif isinstance(node, N.Not):
+            if leaving:
+                negated -= 1
+            else:
+                negated += 1
+                todo += [(node, True), (node.formula, False)]
         elif isinstance(node, N.EventType):
-            order.setdefault(node.name)
-            for name in (node.name, *active):
-                leaves.setdefault(name, set()).add(count)
+            if not negated:
+                order.setdefault(node.name)
+                for name in (node.name, *active):
+                    leaves.setdefault(name, set()).add(count)
             count += 1
-        elif isinstance(node, N.Seq | N.Or):
+        elif isinstance(node, N.Seq | N.Or | N.And):
             todo += [(node.right, False), (node.left, False)]
         elif isinstance(node, N.Plus | N.Filter):
             todo.append((node.formula, False))
@@ -117,11 +221,13 @@ def output_variables(query: N.Query) -> tuple[str, ...]:
     ``T`` (no other event, none of ``T``'s missing), so the two hold the same events in every
     match: ``SELL AS s`` reports ``s`` only, ``SELL AS s ; SELL`` reports ``SELL`` and ``s``
     (``SELL`` binds more), ``(SELL OR BUY) AS t`` reports ``SELL``, ``BUY`` and ``t``.
+    A negated variable (``n`` and ``B`` of ``A ; NOT B AS n ; C``) is never reported.
     """
     if query.select is not None:
         return query.select
     leaves = variable_leaves(query.where)
-    aliases = {n.var for n in formula_nodes(query.where) if isinstance(n, N.As)}
+    aliases = {n.var for n in formula_nodes(query.where)
+               if isinstance(n, N.As) and n.var in leaves}
     alias_leaves = {leaves[name] for name in aliases}
     return tuple(name for name, ids in leaves.items()
                  if name in aliases or ids not in alias_leaves)

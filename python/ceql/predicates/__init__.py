@@ -39,7 +39,18 @@ Modules: :mod:`.values` (the value model), :mod:`.atoms` (atom types and identit
 """
 
 from .atoms import FLIP, Atom, StreamIs, TypeIs
-from .guards import GAnd, GAtom, GNot, GOr, GTrue, GuardTree, guard_fn, guard_from_pred, tri_state
+from .guards import (
+    GAnd,
+    GAtom,
+    GNot,
+    GOr,
+    GTrue,
+    GuardTree,
+    GUnless,
+    guard_fn,
+    guard_from_pred,
+    tri_state,
+)
 from .row import LIKE_CACHE_SIZE
 from .table import AtomTable
 
@@ -53,6 +64,7 @@ __all__ = [
     "GNot",
     "GOr",
     "GTrue",
+    "GUnless",
     "GuardTree",
     "StreamIs",
     "TypeIs",

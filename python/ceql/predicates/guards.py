@@ -19,6 +19,7 @@ __all__ = [
     "GNot",
     "GOr",
     "GTrue",
+    "GUnless",
     "GuardTree",
     "guard_fn",
     "guard_from_pred",
@@ -100,6 +101,25 @@ class GNot:
 
 
 @dataclass(frozen=True)
+class GUnless:
+    """TRUE unless the item is TRUE, else FALSE (never unknown): the gap of a negation lets
+    an event by when it is not a negated event, including when a condition on it is unknown
+    (a NULL), which 3-valued NOT would not."""
+
+    item: GuardTree
+    _h: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_h", hash((6, self.item._h)))
+
+    def __hash__(self) -> int:
+        return self._h
+
+    def __eq__(self, other: object) -> bool:
+        return _same_guard(self, other)
+
+
+@dataclass(frozen=True)
 class GTrue:
     """Always TRUE (no condition)."""
 
@@ -116,7 +136,7 @@ class GTrue:
 
 
 def _same_guard(a: GuardTree, b: object) -> bool:
-    if not isinstance(b, GAtom | GAnd | GOr | GNot | GTrue):
+    if not isinstance(b, GAtom | GAnd | GOr | GNot | GUnless | GTrue):
         return False
     todo: list[tuple[GuardTree, GuardTree]] = [(a, b)]
     while todo:
@@ -128,7 +148,7 @@ def _same_guard(a: GuardTree, b: object) -> bool:
         if isinstance(x, GAtom) and isinstance(y, GAtom):
             if x.k != y.k:
                 return False
-        elif isinstance(x, GNot) and isinstance(y, GNot):
+        elif isinstance(x, GNot | GUnless) and isinstance(y, GNot | GUnless):
             todo.append((x.item, y.item))
         elif isinstance(x, GAnd | GOr) and isinstance(y, GAnd | GOr):
             if len(x.items) != len(y.items):
@@ -137,7 +157,7 @@ def _same_guard(a: GuardTree, b: object) -> bool:
     return True
 
 
-GuardTree = GAtom | GAnd | GOr | GNot | GTrue
+GuardTree = GAtom | GAnd | GOr | GNot | GUnless | GTrue
 
 # Beyond this depth the Python parser rejects a guard's source; a postfix program runs instead.
 _MAX_SOURCE_DEPTH = 50
@@ -180,7 +200,7 @@ def _pred_children(node: _ast.PAnd | _ast.POr | _ast.PNot) -> tuple[_ast.Pred, .
 def _guard_children(tree: GuardTree) -> tuple[GuardTree, ...]:
     if isinstance(tree, (GAnd, GOr)):
         return tree.items
-    return (tree.item,) if isinstance(tree, GNot) else ()
+    return (tree.item,) if isinstance(tree, GNot | GUnless) else ()
 
 
 def _depth(tree: GuardTree) -> int:
@@ -198,6 +218,9 @@ def _guard_src(tree: GuardTree, false: bool) -> str:
         return f"(c & {1 << (2 * tree.k + int(false))})"
     if isinstance(tree, GNot):
         return _guard_src(tree.item, not false)
+    if isinstance(tree, GUnless):
+        inner = _guard_src(tree.item, False)
+        return inner if false else f"(not {inner})"
     if isinstance(tree, GTrue):
         return "False" if false else "True"
     if isinstance(tree, (GAnd, GOr)):
@@ -222,10 +245,11 @@ def _postfix(tree: GuardTree) -> _Program:
             prog.append(("a", node.k))
         elif isinstance(node, GTrue):
             prog.append(("t", 0))
-        elif not isinstance(node, (GNot, GAnd, GOr)):
+        elif not isinstance(node, (GNot, GUnless, GAnd, GOr)):
             raise TypeError(f"not a guard: {node!r}")
         elif ready:
-            prog.append(("n", 0) if isinstance(node, GNot) else (
+            prog.append(("n", 0) if isinstance(node, GNot) else ("u", 0)
+                        if isinstance(node, GUnless) else (
                 "&" if isinstance(node, GAnd) else "|", len(node.items)))
         else:
             todo.append((node, True))
@@ -243,6 +267,8 @@ def _run(prog: _Program, cls: int) -> int:
             stack.append(TRUE)
         elif op == "n":
             stack.append(NOT3[stack.pop()])
+        elif op == "u":
+            stack.append(FALSE if stack.pop() == TRUE else TRUE)
         else:
             vals = stack[len(stack) - arg:]
             del stack[len(stack) - arg:]

@@ -483,6 +483,7 @@ class RegisterRuns:
         T2: dict[_Key, list[Node]] = {}
         advance = plan.advance
         stays = plan.stays
+        kills = plan.kills
         runs = cast(dict[_Key, list[Node]], P.states)
         caches = plan.move_cache
         for key, ul in runs.items():
@@ -492,7 +493,8 @@ class RegisterRuns:
                 while wkey - ul[-1][MAX_START_KEY] > eps:
                     ul.pop()
             q, regs = key
-            if stays[q]:
+            kill = kills[q]
+            if stays[q] and (kill is None or not kill(c)):
                 if key in T2:
                     for n in ul:
                         _put(T2, key, n, fifo, wkey, chain)
@@ -619,6 +621,9 @@ class RegisterRuns:
                         continue
                     node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
                     accs = self._keep(new, m, regs2, node, accs)
+        for q, kill in plan.killing:  # a negated event ends the runs waiting in its gap
+            if kill(c) and index.at.get(q):
+                index.drop(plan, [(q, regs) for regs in index.at[q]])
         for key, node in new:
             ul = states.get(key)
             if ul is None:
@@ -708,8 +713,9 @@ class RegisterInertness:
             self.on_new(c)
         plan = self.plan
         states = {s[0] if isinstance(s, tuple) else s for s in sig[1]}  # (state, registers)
-        r = not plan.moves(0, c) and all(plan.stays[q] and not plan.moves(q, c)
-                                         for q in states)
+        r = not plan.moves(0, c) and all(
+            plan.stays[q] and not plan.moves(q, c)
+            and (plan.kills[q] is None or not plan.kills[q](c)) for q in states)
         if self.size >= 1 << 18:
             self.clear()
         self.tables.setdefault(sig, {})[c] = r

@@ -36,7 +36,19 @@ import ceql
 from ceql.analysis import relevance
 from ceql.constants import INTERNAL_STREAM_COLUMN
 from ceql.ir import nodes as N
-from ceql.predicates import FLIP, Atom, GAnd, GAtom, GNot, GOr, GTrue, GuardTree, StreamIs, TypeIs
+from ceql.predicates import (
+    FLIP,
+    Atom,
+    GAnd,
+    GAtom,
+    GNot,
+    GOr,
+    GTrue,
+    GuardTree,
+    GUnless,
+    StreamIs,
+    TypeIs,
+)
 
 from ._spec import MatchSpec, quote_identifier, sql_string
 
@@ -120,6 +132,8 @@ class _Writer:
             return _TRUE if positive else _FALSE
         if isinstance(g, GNot):
             return self.write(g.item, not positive, depth + 1)
+        if isinstance(g, GUnless):  # TRUE where the item is not TRUE: wider, never narrower
+            return _TRUE if positive else self.write(g.item, True, depth + 1)
         if isinstance(g, (GAnd, GOr)):
             parts = [self.write(x, positive, depth + 1) for x in g.items]
             conj = isinstance(g, GAnd) == positive

@@ -309,10 +309,11 @@ def _token_error(text: str, bad: Token | None, prev: Token | None, before: Seque
             return err(f"Unexpected {_show_token(bad)} after FILTER condition: wrap the "
                        f"filtered formula in parentheses {purpose}")
     if (filter_open and kind != "LSQB" and "LSQB" in expected_terms and len(before) >= 2
-            and before[-1].type in ("NAME", "QUOTED_NAME") and before[-2].type == "OR"):
-        return err(f"{generic}: after FILTER, OR joins conditions such as "
-                   f"{before[-1]}[...]; to join formulas with OR, wrap the filtered formula in "
-                   "parentheses")
+            and before[-1].type in ("NAME", "QUOTED_NAME") and before[-2].type in ("OR", "AND")):
+        word = before[-2].type
+        return err(f"{generic}: after FILTER, {word} joins conditions such as "
+                   f"{before[-1]}[...]; to join formulas with {word}, wrap the filtered formula "
+                   "in parentheses")
     if filter_open and "LSQB" in expected_terms and kind in _COMPARISONS | {"LIKE", "IN", "NOT"}:
         return err(f"{generic}: a FILTER condition is written variable[predicate], "
                    f"e.g. SELL[price > 100]")

@@ -70,8 +70,9 @@ _NAMES = {"NAME", "QUOTED_NAME"}
 _SEPS = {"SEMICOLON", "COLON"}
 _LITERALS = {"NUMBER", "STRING", "TRUE", "FALSE"}
 _ARITH = {"PLUS", "MINUS", "STAR", "SLASH", "PERCENT"}
-_SEQ_BOUNDARY = {"OR", "FILTER", "PARTITION", "WITHIN", "CONSUME", "LIMIT"}
-_FORMULA_TOKENS = _NAMES | _SEPS | {"PLUS", "COLONPLUS", "AS", "GT", "LPAR", "RPAR", "OR"}
+_SEQ_BOUNDARY = {"OR", "AND", "FILTER", "PARTITION", "WITHIN", "CONSUME", "LIMIT"}
+_FORMULA_TOKENS = _NAMES | _SEPS | {"PLUS", "COLONPLUS", "AS", "GT", "LPAR", "RPAR", "OR", "AND",
+                                    "NOT"}
 _NOT_SUPPORTED = "is not supported in CEQL"
 _SEMI_NOTE = "';' lets other events come between, ':' does not"
 
@@ -225,7 +226,7 @@ def _sequence_before(before: Sequence[Tok], start: int) -> list[Tok] | None:
             if depth == 0:
                 break
             depth -= 1
-        elif depth == 0 and kind in ("OR", "WHERE"):
+        elif depth == 0 and kind in ("OR", "AND", "WHERE"):
             break
         i -= 1
     seq = list(before[i + 1:start])
@@ -259,6 +260,50 @@ def _sequence_after(after: Sequence[Tok], k: int, complete: bool) -> list[Tok] |
     if seq and seq[0].type not in _SEPS:
         return None
     return seq
+
+
+def _last_element(seq: Sequence[Tok]) -> Tok | None:
+    """The first token of the last element of ``seq`` (a sequence ending with its separator)."""
+    depth = 0
+    for i in range(len(seq) - 2, -1, -1):
+        kind = seq[i].type
+        if kind == "RPAR":
+            depth += 1
+        elif kind == "LPAR":
+            depth -= 1
+        elif depth == 0 and kind in _SEPS:
+            return seq[i + 1]
+    return seq[0] if len(seq) >= 2 else None
+
+
+def _not_next_to_not(left: Sequence[Tok], right: Sequence[Tok]) -> bool:
+    """True when leaving out the element between ``left`` and ``right`` would put two NOTs in
+    a row."""
+    last = _last_element(left)
+    return (last is not None and last.type == "NOT" and len(right) >= 2
+            and right[1].type == "NOT")
+
+
+def _merged_without(left: list[Tok], right: list[Tok]) -> str | None:
+    """The sequence ``left … right`` without the element between them, whose two NOTs then
+    in a row become one: ``A ; NOT B ; [C ;] NOT D ; E`` → ``A ; NOT (B OR D) ; E`` (None
+    when a NOT is named or the rest is not plain)."""
+    last = _last_element(left)
+    if last is None:
+        return None
+    at = left.index(last)
+    first_end = _operand_end(right, 2)
+    if first_end is None or (first_end < len(right) and right[first_end].type not in _SEPS):
+        return None
+    b, d = left[at + 1:-1], right[2:first_end]
+    if any(t.type == "AS" for t in (*b, *d)):
+        return None
+    merged = f"NOT ({_join(b)} OR {_join(d)})"
+    parts = [_join(left[:at])] if at else []
+    parts.append(merged)
+    if first_end < len(right):
+        parts.append(_join(right[first_end:]))
+    return " ".join(parts)
 
 
 def _without(left: list[Tok], right: list[Tok]) -> str:
@@ -314,6 +359,14 @@ def _quantifier_hint(before: Sequence[Tok], q: _Quantifier, after: Sequence[Tok]
     op = _join(before[start:])
     span_start = before[start].start
     head = f"'{op}{q.text}' ({q.meaning}) {_NOT_SUPPORTED}"
+    if start > 0 and before[start - 1].type == "NOT":
+        before_not = _sequence_before(before, start - 1)
+        after_op = _sequence_after(after, q.resume, complete)
+        negated = f"NOT {op}"
+        if before_not is not None and after_op is not None:
+            negated = _with(before_not, negated, after_op)
+        return Hint(f"{head} after NOT; NOT {op} already forbids every {op} event in its gap: "
+                    f"write {negated}", span_start, q.end)
     if q.high is not None and (q.high == 0 or q.high < q.low):
         return Hint(f"{head}; it matches no event: leave it out", span_start, q.end)
     element = _repeat(op, q)
@@ -327,6 +380,14 @@ def _quantifier_hint(before: Sequence[Tok], q: _Quantifier, after: Sequence[Tok]
         return Hint(f"{head}; write {how} ({_SEMI_NOTE})", span_start, q.end)
     left = _sequence_before(before, start)
     right = _sequence_after(after, q.resume, complete)
+    if left is not None and right is not None and q.low == 0 \
+            and _not_next_to_not(left, right):
+        merged = _merged_without(left, right)
+        if merged is not None:
+            return Hint(f"{head}; write {_with(left, element, right)} OR {merged} (the OR "
+                        f"adds the matches without {op}, where the NOTs around it make one)",
+                        span_start, q.end)
+        left = right = None
     if left is None or right is None:
         left, right = [], []
         context = False
@@ -646,15 +707,16 @@ def _r_formula_joins(text: str, before: Sequence[Tok], bad: Tok, after: Sequence
     pair = None
     if start is not None and stop is not None:
         pair = (_join(before[start:]), _join(after[:stop]))
-    if bad.type == "AND" and start is not None:
-        rewrite = (f"{pair[0]} ; {pair[1]} OR {pair[1]} ; {pair[0]}" if pair
-                   else "A ; B OR B ; A")
-        return Hint(f"AND between formulas {_NOT_SUPPORTED} yet; for both in either order "
-                    f"write {rewrite} (AND joins FILTER conditions only)", bad.start, bad.end)
-    if bad.type == "NOT":
-        return Hint(f"NOT in a formula (the absence of an event) {_NOT_SUPPORTED} yet: a "
-                    "pattern can only require events that occur (inside x[…], NOT negates a "
-                    "condition)", bad.start, bad.end)
+    if bad.type == "NOT" and start is not None:
+        a = _join(before[start:])
+        after_not = _operand_end(after, 0)
+        b = _join(after[:after_not]) if after_not is not None else "B"
+        end = after[after_not - 1].end if after_not is not None else bad.end
+        used = {t.text for t in (*before[start:], *after[:after_not or 0])}
+        c = next(x for x in ("C", "D", "E", "X", "Y", "Z", "next") if x not in used)
+        return Hint(f"'{a} NOT {b}' {_NOT_SUPPORTED}; a NOT is an element of a ';' sequence: "
+                    f"{a} ; NOT {b} ; {c} matches {a} then {c} with no {b} between them (a NOT "
+                    "at the end of the pattern also needs WITHIN)", before[start].start, end)
     if bad.type == "COMMA" and start is not None:
         a, b = pair if pair else ("A", "B")
         return Hint(f"',' between formulas {_NOT_SUPPORTED}; write {a} ; {b} for one after "
@@ -667,7 +729,7 @@ def _r_formula_joins(text: str, before: Sequence[Tok], bad: Tok, after: Sequence
     return None
 
 
-_FORMULA_FOLLOWERS = ("AS", "OR", "FILTER", "PARTITION", "WITHIN", "CONSUME", "LIMIT")
+_FORMULA_FOLLOWERS = ("AS", "AND", "OR", "FILTER", "PARTITION", "WITHIN", "CONSUME", "LIMIT")
 
 
 def _keyword_typo(word: str) -> bool:
@@ -1089,17 +1151,26 @@ def explain_char(text: str, pos: int, before: Sequence[Tok]) -> Hint | None:
         width = 2 if pair in ("&&", "||") else 1
         word = "AND" if char == "&" else "OR"
         shown = text[pos:pos + width]
-        if mode == "WHERE" and word == "AND":
-            return Hint(f"'{shown}' {_NOT_SUPPORTED}, and neither is AND between formulas "
-                        "yet; write ';' for one after the other, or OR for either", pos,
-                        pos + width)
         return Hint(f"'{shown}' {_NOT_SUPPORTED}; write {word}", pos, pos + width)
     if char == "!" and pair != "!=":
         if mode == "WHERE":
-            return Hint(f"'!' (the absence of an event) {_NOT_SUPPORTED}: a pattern can only "
-                        "require events that occur", pos, pos + 1)
+            return _absence_hint(text, pos, before)
         return Hint(f"'!' {_NOT_SUPPORTED}; write NOT, or != for 'not equal'", pos, pos + 1)
     return None
+
+
+def _absence_hint(text: str, pos: int, before: Sequence[Tok]) -> Hint:
+    """``A ; !B ; C`` (SASE's negation): CEQL's ``A ; NOT B ; C``."""
+    head = f"'!' {_NOT_SUPPORTED}; the absence of an event is written NOT"
+    after, complete = lex_after(text, pos + 1)
+    stop = _operand_end(after, 0)
+    if stop is None:
+        return Hint(f"{head}: A ; NOT B ; C (no B between A and C)", pos, pos + 1)
+    element = f"NOT {_join(after[:stop])}"
+    left = _sequence_before(before, len(before))
+    right = _sequence_after(after, stop, complete)
+    rewrite = element if left is None or right is None else _with(left, element, right)
+    return Hint(f"{head}: {rewrite}", pos, pos + 1)
 
 
 def _cond_end(after: Sequence[Tok]) -> int:

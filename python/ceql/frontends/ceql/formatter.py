@@ -2,8 +2,9 @@
 
 The printer follows CEQL's precedence (tightest first):
 
-* formulas: atoms and parentheses; postfix ``+``, ``:+``, ``AS x``; ``;`` and ``:`` (one level,
-  left-associative); ``OR``; ``FILTER cond`` (loosest);
+* formulas: atoms and parentheses; postfix ``+``, ``:+``, ``AS x``; prefix ``NOT`` (so
+  ``NOT B AS n`` is ``NOT (B AS n)``); ``;`` and ``:`` (one level, left-associative); ``AND``;
+  ``OR``; ``FILTER cond`` (loosest);
 * FILTER conditions: ``X[pred]``, ``S>T[pred]`` and match conditions ``[pred]``; ``AND``;
   ``OR``;
 * predicates: comparisons, ``LIKE``, ``IN``; ``NOT``; ``AND``; ``OR``;
@@ -263,7 +264,7 @@ def format_filter(c: A.FilterExpr) -> str:
 
 # ---------------------------------------------------------------- formulas
 
-_FILTER, _OR, _SEQ, _POSTFIX, _FATOM = 0, 1, 2, 3, 4
+_FILTER, _OR, _AND, _SEQ, _NOT, _POSTFIX, _FATOM = 0, 1, 2, 3, 4, 5, 6
 
 
 def _formula_level(f: A.Formula) -> int:
@@ -271,8 +272,12 @@ def _formula_level(f: A.Formula) -> int:
         return _FILTER
     if isinstance(f, A.Or):
         return _OR
+    if isinstance(f, A.And):
+        return _AND
     if isinstance(f, A.Seq):
         return _SEQ
+    if isinstance(f, A.Not):
+        return _NOT
     if isinstance(f, (A.As, A.Plus)):
         return _POSTFIX
     return _FATOM
@@ -294,11 +299,15 @@ def format_formula(f: A.Formula) -> str:
         return f"{_formula(f.formula, need)} AS {_ident(f.var)}"
     if isinstance(f, A.Plus):
         return _formula(f.formula, _FATOM) + (":+" if f.contiguous else "+")
+    if isinstance(f, A.Not):
+        return f"NOT {_formula(f.formula, _NOT)}"
     if isinstance(f, A.Seq):
         op = ":" if f.contiguous else ";"
-        return f"{_formula(f.left, _SEQ)} {op} {_formula(f.right, _POSTFIX)}"
+        return f"{_formula(f.left, _SEQ)} {op} {_formula(f.right, _NOT)}"
+    if isinstance(f, A.And):
+        return f"{_formula(f.left, _AND)} AND {_formula(f.right, _SEQ)}"
     if isinstance(f, A.Or):
-        return f"{_formula(f.left, _OR)} OR {_formula(f.right, _SEQ)}"
+        return f"{_formula(f.left, _OR)} OR {_formula(f.right, _AND)}"
     if isinstance(f, A.Filter):
         return f"{_formula(f.formula, _OR)} FILTER {format_filter(f.cond)}"
     raise TypeError(f"unexpected formula {f!r}")

@@ -269,6 +269,16 @@ def _b_seq(b: _Builder, t: Tree[Token], a: list[object]) -> A.Seq:
                  span=_meta_span(t.meta))
 
 
+@_rule("f_and")
+def _b_and(b: _Builder, t: Tree[Token], a: list[object]) -> A.And:
+    return A.And(cast(A.Formula, a[0]), cast(A.Formula, a[2]), span=_meta_span(t.meta))
+
+
+@_rule("f_not")
+def _b_not(b: _Builder, t: Tree[Token], a: list[object]) -> A.Not:
+    return A.Not(cast(A.Formula, a[1]), span=_meta_span(t.meta))
+
+
 @_rule("f_or")
 def _b_or(b: _Builder, t: Tree[Token], a: list[object]) -> A.Or:
     return A.Or(cast(A.Formula, a[0]), cast(A.Formula, a[2]), span=_meta_span(t.meta))

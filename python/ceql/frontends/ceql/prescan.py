@@ -3,10 +3,10 @@
 Parsing a query of 100 000 terms takes seconds, and a query that deep is refused anyway
 (:data:`ceql.ir.MAX_DEPTH`), so :func:`depth_floor` lets the compiler refuse it first. The scan
 is an operator-precedence pass over the tokens, one level per pair of brackets: it nests
-binary operators (``;`` ``:`` ``OR`` ``FILTER`` ``AND``, comparisons, arithmetic), postfix
-ones (``+`` ``:+`` ``AS x``), a prefix ``NOT`` and groups as the grammar does, and counts
-nothing it is not sure of (unary minus, which a number absorbs), so it never exceeds
-:func:`ceql.ir.depth` of the parsed query.
+binary operators (``;`` ``:`` ``AND`` ``OR`` ``FILTER``, comparisons, arithmetic), postfix
+ones (``+`` ``:+`` ``AS x``), prefix ``NOT`` (in formulas and predicates) and groups as the
+grammar does, and counts nothing it is not sure of (unary minus, which a number absorbs), so
+it never exceeds :func:`ceql.ir.depth` of the parsed query.
 For a WHERE formula without FILTER it is exact.
 """
 
@@ -30,7 +30,10 @@ _TOKEN = re.compile(
 )
 # Binary operators by precedence (higher binds tighter), in a formula (FILTER conditions
 # included) and inside X[...]; all left-associative, as in the grammar.
-_FORMULA_OPS = {"FILTER": 0, "OR": 1, ";": 2, ":": 2, "AND": 2}
+# In a formula AND is conjunction (between OR and ``;``); in a FILTER condition it joins
+# conditions, again just above OR.
+_FORMULA_OPS = {"FILTER": 0, "OR": 1, "AND": 2, ";": 3, ":": 3}
+_FORMULA_NOT = 4  # prefix NOT in a formula: tighter than ``;``, looser than postfix operators
 _PRED_OPS = {"OR": 1, "AND": 2, "=": 4, "==": 4, "!=": 4, "<>": 4, "<": 4, "<=": 4, ">": 4,
              ">=": 4, "LIKE": 4, "IN": 4, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
 _PRED_SKIP = frozenset({"NOT", "RANGE"})  # NOT is a prefix operator only before an operand
@@ -145,8 +148,8 @@ def depth_floor(text: str) -> tuple[int, bool]:
         elif (word or tok) in (_FORMULA_OPS if lv.formula else _PRED_OPS):
             filtered = filtered or (lv.formula and word == "FILTER")
             lv.binary((_FORMULA_OPS if lv.formula else _PRED_OPS)[word or tok])
-        elif word == "NOT" and not lv.formula:
-            lv.prefix(_NOT)
+        elif word == "NOT":
+            lv.prefix(_FORMULA_NOT if lv.formula else _NOT)
         elif word in _PRED_SKIP and not lv.formula:
             pass
         elif tok in ("(", "[", "{"):
