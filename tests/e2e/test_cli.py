@@ -56,7 +56,7 @@ def stock() -> pa.Table:
 
 # ---------------------------------------------------------------------------- matches
 
-@pytest.mark.parametrize("name", ["p3", "q3", "q4", "q7"])
+@pytest.mark.parametrize("name", ["p3", "q3", "q4", "q7", "no_resale"])
 def test_run_csv_gives_the_engines_matches(name: str, stock: pa.Table) -> None:
     query = QUERIES / f"{name}.ceql"
     r = ceql_cmd("run", query, "--input", STOCK, *TIME, "--engine", "local")
