@@ -657,3 +657,21 @@ def test_the_prefilter_widens_on_the_engines_own_automaton() -> None:
             for m in q.run([ev for _, ev in kept], time="ts")}
     # B at 2 (x = 0) and at 8 (x NULL) forbid nothing; B at 5 (x = 5) forbids what spans it
     assert full == less == {(0, 3), (9, 10)}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("SELECT * FROM S WHERE A AS a ; NOT B AS n WITHIN 2 EVENTS",
+     "a trailing NOT (the last element of the WHERE sequence) is not evaluated yet; NOT "
+     "between two elements is (A ; NOT B ; C) (line 1, column 32)"),
+    ("SELECT * FROM S WHERE NOT B ; A WITHIN 2 EVENTS",
+     "a leading NOT (the first element of the WHERE sequence) is not evaluated yet; NOT "
+     "between two elements is (A ; NOT B ; C) (line 1, column 23)"),
+    ("SELECT * FROM S WHERE A AS a ; NOT B AS n ; C FILTER n[x > a.x]",
+     "n[…] compares the negated event with other events of the match: not evaluated yet; "
+     "conditions on a negated event may read only its own attributes for now "
+     "(line 1, column 54)"),
+])
+def test_what_is_not_evaluated_yet_says_so_and_where(text: str, message: str) -> None:
+    with pytest.raises(ceql.CeqlValidationError) as err:
+        ceql.compile(text)
+    assert str(err.value) == message

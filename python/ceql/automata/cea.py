@@ -457,8 +457,8 @@ class _Builder:
         if is_correlated(leaf):
             raise CeqlValidationError(
                 f"{leaf.var}[…] compares the negated event with other events of the match: "
-                "not supported yet; conditions on a negated event may read only its own "
-                "attributes")
+                "not evaluated yet; conditions on a negated event may read only its own "
+                "attributes for now", line=leaf.span.line, column=leaf.span.column)
         negs[leaf.var].guards.append(guard_from_pred(leaf.pred, self.atoms))
         return True
 
@@ -728,9 +728,11 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
         return cea
     edge = lead if lead is not None else trail
     assert edge is not None
+    span = edge.node.span
     raise CeqlValidationError(
         f"a {'leading' if lead is not None else 'trailing'} NOT (the "
         f"{'first' if lead is not None else 'last'} element of the WHERE sequence) is not "
-        "evaluated yet; NOT between two elements is (A ; NOT B ; C)")
+        "evaluated yet; NOT between two elements is (A ; NOT B ; C)",
+        line=span.line, column=span.column)
     return CEA(cea.n_states, cea.finals, cea.transitions, cea.scopes,
                None if lead is None else lead.kill(), None if trail is None else trail.kill())
