@@ -61,7 +61,7 @@ def test_the_query_may_be_given_as_text(clicks: Path) -> None:
 def test_query_text_errors_say_how(clicks: Path) -> None:
     r = ceql_cmd("run", "SELECT * FROM S WHERE A ;; B", "-i", clicks)
     assert r.returncode == 2
-    assert r.stderr == ("ceql: error: <query>: Expected an event type or '(' after ';', found "
+    assert r.stderr == ("ceql: error: <query>: Expected an event type, NOT or '(' after ';', found "
                         "';' (line 1, column 26)\nSELECT * FROM S WHERE A ;; B\n"
                         + " " * 25 + "^\n")
     r = ceql_cmd("run", "login ; purchase", "-i", clicks)
