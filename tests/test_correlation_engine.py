@@ -13,6 +13,8 @@ import pytest
 import ceql
 import ceql.runtime.correlated as correlated
 from ceql.automata import registers
+from ceql.automata.cea import CEA, Transition
+from ceql.predicates import GAtom, GTrue, GuardTree, GUnless
 
 warnings.simplefilter("ignore", ceql.UnboundedOutputWarning)
 
@@ -127,3 +129,19 @@ def test_warnings_read_match_conditions_and_implied_keys() -> None:
         ceql.compile("SELECT * FROM S WHERE (B AS b)+ FILTER [FIRST(b.s) LIKE '%a'] "
                      "WITHIN 5 EVENTS")
     assert [type(w.message) for w in caught] == [ceql.LikePatternWarning]
+
+
+def test_a_state_ends_its_runs_only_for_an_event_no_self_loop_lets_by() -> None:
+    b, c = GAtom(0), GAtom(1)  # class bit 1: atom 0 TRUE; bit 4: atom 1 TRUE
+    x = frozenset({"x"})
+
+    def plan(*loops: GuardTree) -> registers.RegisterPlan:
+        ts = [Transition(0, GTrue(), True, True, x, 1), Transition(1, GTrue(), True, True, x, 2)]
+        ts += [Transition(1, g, False, False, frozenset(), 1) for g in loops]
+        return registers.RegisterPlan(CEA(3, frozenset({2}), tuple(ts)), False)
+
+    assert plan().kills[1] is None and plan(GTrue(), GUnless(b)).kills[1] is None
+    one = plan(GUnless(b)).kills[1]
+    assert one is not None and one(1) and not one(4)
+    both = plan(GUnless(b), GUnless(c)).kills[1]  # ends runs only when b and c both hold
+    assert both is not None and both(1 | 4) and not both(1) and not both(4)

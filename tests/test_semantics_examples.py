@@ -144,6 +144,26 @@ def test_th_strategies(strategy: str, expected: dict[int, set[tuple[int, ...]]])
     assert per_end(run(TH_QUERY.format(strategy=strategy), TH)) == expected
 
 
+# ------------------------------------------------ correlation, conjunction and negation
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    ("(T AS x AND H AS y) FILTER x[id = 1] AND y[id = 1] WITHIN 2 EVENTS",
+     {4: {(3, 4)}, 7: {(6, 7)}}),
+    ("T AS x ; NOT H AS n ; H AS y FILTER x[id = 0] AND y[id = 0] AND n[id = 0]",
+     {2: {(1, 2)}, 8: {(5, 8)}}),
+    ("T AS x ; NOT H AS n ; H AS y FILTER x[id = 0] AND y[id = 0]", {2: {(1, 2)}}),
+])
+def test_conjunction_and_negation(where: str, expected: dict[int, set[tuple[int, ...]]]) -> None:
+    assert per_end(run(f"SELECT * FROM S WHERE {where}", TH)) == expected
+
+
+def test_some_valuation_passing_the_negation_keeps_the_complex_event() -> None:
+    # {0,2,3} through the split {0,2} | {3}: the B at 1 is inside the first part
+    got = per_end(run("SELECT * FROM S WHERE (A+) ; NOT B ; (A+)", stream("A B A A")))
+    assert got == {3: {(0, 2, 3), (2, 3)}}  # {0,3} has the B in its only gap
+
+
 KLEENE_QUERY = """SELECT {strategy} * FROM S
 WHERE H AS x ; (T AS y FILTER y[id = 1])+ ; H AS z
 FILTER x[value < 30] AND z[value > 60] AND x[id = 1] AND z[id = 1]"""

@@ -24,7 +24,7 @@ from dataclasses import field as dataclass_field
 from typing import TypeAlias, cast
 
 from ..errors import CeqlResourceError, CeqlValidationError
-from ..ir import is_correlated, output_variables
+from ..ir import is_correlated, output_variables, seq_elements, top_sequence
 from ..ir import nodes as A
 from ..predicates import (
     AtomTable,
@@ -80,11 +80,6 @@ class CEA:
     finals: frozenset[int]
     transitions: tuple[Transition, ...]
     scopes: tuple[tuple[ScopeLeaf, ...], ...] = ()
-    #: a leading ``NOT β ; …`` of the top-level sequence: the guard of the events it forbids
-    #: (checked by the runtime against WITHIN, not by transitions)
-    leading: GuardTree | None = None
-    #: a trailing ``… ; NOT β``: likewise
-    trailing: GuardTree | None = None
 
     @property
     def initial(self) -> int:
@@ -205,8 +200,6 @@ class _Builder:
         self.scopes: list[tuple[ScopeLeaf, ...]] = []
         #: the top-level sequence (the only one that may start or end with NOT)
         self.top = top
-        self.leading: _Neg | None = None
-        self.trailing: _Neg | None = None
 
     def new(self) -> int:
         self.n += 1
@@ -258,11 +251,6 @@ class _Builder:
                 b = done.pop()
                 a = done.pop()
                 done.append(self._seq(a, b, contiguous, None if neg is None else self._neg(neg)))
-            elif op == "edge":
-                where, node = cast(tuple[str, A.Not], arg)
-                edge = self._neg(node)
-                setattr(self, where, edge)
-                done[-1].negs.append(edge)
             elif op == "and":
                 b = done.pop()
                 a = done.pop()
@@ -311,20 +299,12 @@ class _Builder:
         elif isinstance(f, A.Seq):
             # the whole chain at once: its inner Seq nodes are never expanded on their own
             # (flattening each would walk the chain again: quadratic)
-            elems = _seq_chain(f)
-            # NOT elements: each guards the gap it stands in; a leading or trailing one (of
-            # the top-level sequence only) is left to the runtime
-            edges: list[tuple[str, A.Not]] = []
-            if isinstance(elems[0][0], A.Not):
-                edges.append(("leading", elems[0][0]))
-                elems = elems[1:]
-            if isinstance(elems[-1][0], A.Not):
-                edges.append(("trailing", elems[-1][0]))
-                elems = elems[:-1]
-            if edges and f is not self.top:
-                raise CeqlValidationError(
-                    "NOT may begin or end only the top-level sequence of WHERE (with WITHIN); "
-                    "inside a formula it must stand between two of its elements")
+            elems = seq_elements(f)
+            # NOT elements: each guards the gap it stands in
+            for i, where in ((0, "leading"), (-1, "trailing")):
+                edge = elems[i][0]
+                if isinstance(edge, A.Not):
+                    raise _edge_error(edge, where, f is self.top)
             positives: list[A.Formula] = []
             joins: list[tuple[bool, A.Not | None]] = []
             pending: A.Not | None = None
@@ -341,7 +321,6 @@ class _Builder:
             steps: list[_Step] = [("build", (positives[0], _KEEP))]
             for e, join in zip(positives[1:], joins, strict=True):
                 steps += [("build", (e, _KEEP)), ("seq1", join)]
-            steps += [("edge", e) for e in reversed(edges)]
             todo += reversed(steps)
         elif isinstance(f, A.And):
             todo += [("and", None), ("build", (f.right, _KEEP)), ("build", (f.left, _KEEP))]
@@ -492,7 +471,13 @@ class _Builder:
             src = num[pair]
             for k in (0, 1):
                 mine, other = sides[k], sides[1 - k]
+                opened = other.open_at(pair[1 - k])
                 for r, dst in mine.marked.get(pair[k], ()):
+                    # the other side's open scopes go on (binding nothing): a move outside
+                    # a scope would close it
+                    mine_k = {j for j, _ in r.scoped}
+                    scoped = r.scoped + tuple((j, frozenset()) for j in opened
+                                              if j not in mine_k)
                     for skip in other.skips(pair[1 - k]):
                         nxt = (dst, pair[1]) if k == 0 else (pair[0], dst)
                         d = num.get(nxt)
@@ -504,12 +489,7 @@ class _Builder:
                             d = num[nxt] = self.new()
                             todo.append(nxt)
                         t = _Tr(src, _TRUE, True, r.vars, d)
-                        # the other side's open scopes go on (binding nothing): a move
-                        # outside a scope would close it
-                        mine_k = {j for j, _ in r.scoped}
-                        t.scoped = r.scoped + tuple(
-                            (j, frozenset()) for j in other.open_at(pair[1 - k])
-                            if j not in mine_k)
+                        t.scoped = scoped
                         t.opens = r.opens
                         t.deps = (r,) if skip is None else (r, skip)
                         rope.append(t)
@@ -599,15 +579,19 @@ def _resolved(r: _Tr, done: dict[int, GuardTree]) -> GuardTree:
     return done[id(r)]
 
 
-def _seq_chain(f: A.Seq) -> list[tuple[A.Formula, bool]]:
-    """The elements of the ``;``/``:`` chain ``f`` (left-nested), with whether the separator
-    before each is contiguous (False for the first)."""
-    rights: list[tuple[A.Formula, bool]] = []
-    node: A.Formula = f
-    while isinstance(node, A.Seq):
-        rights.append((node.right, node.contiguous))
-        node = node.left
-    return [(node, False), *reversed(rights)]
+def _edge_error(node: A.Not, where: str, top: bool) -> CeqlValidationError:
+    """A NOT first or last in a sequence: not evaluated yet at the top level (validation
+    refuses it elsewhere; this guards the automaton's own callers)."""
+    span = node.span
+    if not top:
+        return CeqlValidationError(
+            "NOT may begin or end only the top-level sequence of WHERE (with WITHIN); inside "
+            "a formula it must stand between two of its elements",
+            line=span.line, column=span.column)
+    return CeqlValidationError(
+        f"a {where} NOT (the {'first' if where == 'leading' else 'last'} element of the WHERE "
+        "sequence) is not evaluated yet; NOT between two elements is (A ; NOT B ; C)",
+        line=span.line, column=span.column)
 
 
 # What an enclosing iteration lets a formula drop, for the alternatives directly under it
@@ -702,18 +686,11 @@ def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:
     return seen
 
 
-def _top_sequence(f: A.Formula) -> A.Formula | None:
-    """The top-level sequence of a WHERE formula (under its FILTERs and AS names)."""
-    while isinstance(f, A.Filter | A.As):
-        f = f.formula
-    return f if isinstance(f, A.Seq) else None
-
-
 def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     """The CEA of the query's WHERE formula, with STRICT applied and the SELECT projection
     recorded in ``pmark``/``vars`` (selection strategies other than STRICT are applied on the
     fly by :mod:`ceql.automata.strategies`)."""
-    builder = _Builder(atoms, _top_sequence(query.where))
+    builder = _Builder(atoms, top_sequence(query.where))
     fr = builder.build(query.where)
     builder.finish(fr)
     select = frozenset(query.select) if query.select is not None else None
@@ -722,17 +699,4 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     if query.strategy == "STRICT":
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
         trans = [t for t in trans if t.mark]
-    cea = _trim(fr.init, fr.finals, trans, tuple(builder.scopes))
-    lead, trail = builder.leading, builder.trailing
-    if lead is None and trail is None:
-        return cea
-    edge = lead if lead is not None else trail
-    assert edge is not None
-    span = edge.node.span
-    raise CeqlValidationError(
-        f"a {'leading' if lead is not None else 'trailing'} NOT (the "
-        f"{'first' if lead is not None else 'last'} element of the WHERE sequence) is not "
-        "evaluated yet; NOT between two elements is (A ; NOT B ; C)",
-        line=span.line, column=span.column)
-    return CEA(cea.n_states, cea.finals, cea.transitions, cea.scopes,
-               None if lead is None else lead.kill(), None if trail is None else trail.kill())
+    return _trim(fr.init, fr.finals, trans, tuple(builder.scopes))

@@ -50,8 +50,17 @@ __all__ = ["NEVER", "VACUOUS", "Gate", "Move", "RegisterPlan", "Registers", "Sco
 Registers = tuple[Any, ...]
 
 
-def _failing(ok: Callable[[int], bool]) -> Callable[[int], bool]:
-    return lambda c: not ok(c)
+def _killing(guards: list[Any]) -> Callable[[int], bool] | None:
+    """Whether an event class ends the runs waiting at a state whose self-loops have
+    ``guards`` (None: no class does — a loop is TRUE, or there is none): the class passes
+    none of them, as in the gap of ``NOT β`` (or a conjunction's product of gaps)."""
+    if not guards or any(isinstance(g, GTrue) for g in guards):
+        return None
+    oks = [guard_fn(g) for g in dict.fromkeys(guards)]
+    if len(oks) == 1:
+        ok = oks[0]
+        return lambda c: not ok(c)
+    return lambda c: not any(f(c) for f in oks)
 
 
 @dataclass(frozen=True)
@@ -104,17 +113,17 @@ class RegisterPlan:
         self.empty: Registers = (None,) * self.n_scopes
         out: list[list[Transition]] = [[] for _ in range(cea.n_states)]
         stays = [False] * cea.n_states
-        kills: list[Callable[[int], bool] | None] = [None] * cea.n_states
+        loops: list[list[Any]] = [[] for _ in range(cea.n_states)]
         for t in cea.transitions:
             if t.mark:
                 out[t.src].append(t)
             elif t.src == t.dst:
                 stays[t.src] = True
-                if not isinstance(t.guard, GTrue):  # a negation's gap: its events end runs
-                    kills[t.src] = _failing(guard_fn(t.guard))
+                loops[t.src].append(t.guard)
         self.stays = tuple(stays)
         #: per state, None, or whether an event class ends the runs waiting there (the gap
         #: of ``NOT β``: a β event between the two elements)
+        kills = [_killing(gs) for gs in loops]
         self.kills = tuple(kills)
         #: the states with such a gap, with their test
         self.killing = tuple((q, k) for q, k in enumerate(kills) if k is not None)

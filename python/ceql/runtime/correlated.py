@@ -126,14 +126,19 @@ def _put(T2: dict[_Key, list[Node]], key: _Key, node: Node, fifo: Any, wkey: Any
     if chain:
         T2[key] = [_best(t[0], node, chain == 2)]
         return
-    m0 = t[0][MAX_START]
+    _add(t, node, fifo, wkey)
+
+
+def _add(ul: list[Node], node: Node, fifo: Any, wkey: Any) -> None:
+    """Add ``node`` to the union-list ``ul`` (kept sorted by max start)."""
+    m0 = ul[0][MAX_START]
     mx = node[MAX_START]
     if mx > m0:
-        t.insert(0, node)
+        ul.insert(0, node)
     elif mx == m0:
-        t[0] = union(t[0], node, fifo, wkey)
+        ul[0] = union(ul[0], node, fifo, wkey)
     else:
-        insert(t, node, fifo, wkey)
+        insert(ul, node, fifo, wkey)
 
 
 def _number(v: Any) -> bool:
@@ -207,14 +212,7 @@ class _Sorted:
         if not _number(v):
             self.any.pop(regs, None)
             return
-        keys, runs = self.keys, self.runs
-        i = bisect_left(keys, v)
-        while i < len(keys) and keys[i] == v:
-            if runs[i] == regs:
-                del keys[i]
-                del runs[i]
-                return
-            i += 1
+        _unlist(self.keys, self.runs, v, regs)
 
     def find(self, x: Any) -> list[Registers] | None:
         """The runs an event with value ``x`` may move: those whose value ``x`` compares
@@ -233,6 +231,17 @@ class _Sorted:
         if self.any:
             out += self.any
         return out
+
+
+def _unlist(keys: list[Any], runs: list[Registers], k: Any, regs: Registers) -> None:
+    """Remove run ``regs`` held under key ``k`` from parallel sorted lists."""
+    i = bisect_left(keys, k)
+    while i < len(keys) and keys[i] == k:
+        if runs[i] == regs:
+            del keys[i]
+            del runs[i]
+            return
+        i += 1
 
 
 def _masked(g: Gate, regs: Registers) -> Registers:
@@ -309,17 +318,8 @@ class _Stair:
             self.any.pop(regs, None)
             return
         group = self.groups.get(_masked(self.g, regs))
-        if group is None:
-            return
-        keys, runs = group
-        k = v if self.up else -v
-        i = bisect_left(keys, k)
-        while i < len(keys) and keys[i] == k:
-            if runs[i] == regs:
-                del keys[i]
-                del runs[i]
-                return
-            i += 1
+        if group is not None:
+            _unlist(*group, v if self.up else -v, regs)
 
     def find(self, x: Any) -> list[Registers] | None:
         """The best run per group that an event with value ``x`` passes (and those its
@@ -639,14 +639,7 @@ class RegisterRuns:
                     if dead:
                         index.drop(plan, dead)
             else:
-                m0 = ul[0][MAX_START]
-                mx = node[MAX_START]
-                if mx > m0:
-                    ul.insert(0, node)
-                elif mx == m0:
-                    ul[0] = union(ul[0], node, fifo, wkey)
-                else:
-                    insert(ul, node, fifo, wkey)
+                _add(ul, node, fifo, wkey)
         P.sig = (P.g, frozenset([q for q, runs in index.at.items() if runs]))
         return self._leave(P, states, accs, wkey, eps)
 
