@@ -9,17 +9,11 @@ from typing import Any
 
 import pytest
 from spark_helpers import engine, spark_rows, sql_string
+from test_correlation import SCHEMA, TH_ROWS
 
 import ceql.spark as cs
 
 pytestmark = pytest.mark.spark
-
-TH = [("T", 2, 25), ("T", 0, 45), ("H", 0, 20), ("H", 1, 25), ("T", 1, 40), ("T", 0, 42),
-      ("T", 1, 25), ("H", 1, 70), ("H", 0, 18)]
-TH_ROWS = [{"seq": i, "type": t, "id": k, "value": v, "ts": float(i)}
-           for i, (t, k, v) in enumerate(TH)]
-SCHEMA = "seq int, type string, id int, value int, ts double"
-
 
 @pytest.fixture(scope="module")
 def th(spark: Any) -> Any:
