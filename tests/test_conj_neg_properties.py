@@ -3,28 +3,38 @@ random queries with ``AND`` and ``NOT`` (``conj_neg`` generators of ``tests/stra
 mixed with every other operator and clause, through the same checks as
 ``tests/test_properties.py`` (row, chunked and Arrow feeds, stream order).
 
-Leading and trailing NOTs, and atoms on a negated variable that read other events, are not
-evaluated yet (compiling one says so), so the generated queries lose them (a dropped NOT with
-the FILTER atoms about its variable) before the checks; a NOT between two elements, the
-subject here, is kept, also among conditions between events of the match.
+Atoms on a negated variable that read other events are not evaluated yet (compiling one says
+so), so the generated queries lose them before the checks, and SELECT LAST with a leading or
+trailing NOT (also refused) becomes SELECT NEXT. A trailing NOT makes matches wait for time to
+pass: for those the checks feed in pieces, then ``close()``, and compare everything in order
+with ``Query.run`` (which closes at the end) — where batches are cut must not matter.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
+from typing import Any
 
-from hypothesis import given
+import pyarrow as pa
+from hypothesis import given, note
 from hypothesis import strategies as st
 
-from ceql.ir import is_correlated, negated_variables
+import ceql
+from ceql.frontends.ceql import format_query
+from ceql.ir import is_correlated, negated_variables, top_sequence
 from ceql.ir import nodes as A
 from ceql.ir.walks import seq_elements
+from reference import reference_matches
 from strategies import PROFILE, Case, MultiCase, cases, multi_cases
 from test_properties import (
+    Key,
+    check_against_reference,
     check_arrow_feed_equals_reference,
     check_chunked_feed_equals_run,
     check_engine_equals_reference,
     check_outputs_come_in_stream_order,
+    keys,
 )
 
 
@@ -97,12 +107,63 @@ def _without_edges(q: A.Query) -> A.Query:
     return replace(q, where=drop(strip(q.where)))
 
 
+def _evaluable(q: A.Query) -> A.Query:
+    """``q`` without atoms on negated variables that read other events; NEXT for LAST with
+    a leading or trailing NOT."""
+    negated = set(negated_variables(q.where))
+    lead, trail = _edges(q)
+    top = top_sequence(q.where)
+    edge_names: set[str] = set()
+    if top is not None:
+        elems = seq_elements(top)
+        for flag, i in ((lead, 0), (trail, -1)):
+            if flag:
+                edge_names |= _negated_names(elems[i][0])  # type: ignore[arg-type]
+    # conditions of a leading or trailing NOT that read the match are evaluated complex event
+    # by complex event: under ALL/ANY/STRICT with every variable they read reported
+    keep_edges = q.strategy in ("ALL", "ANY", "STRICT") and q.select is None
+    dropped = negated - edge_names if keep_edges else negated
+
+    def drop(f: A.Formula) -> A.Formula:
+        if isinstance(f, A.Filter):
+            inner = drop(f.formula)
+            cond = _drop_atoms(f.cond, set(), dropped)
+            return inner if cond is None else replace(f, formula=inner, cond=cond)
+        if isinstance(f, A.As | A.Plus | A.Not):
+            return replace(f, formula=drop(f.formula))
+        if isinstance(f, A.Seq | A.Or | A.And):
+            return replace(f, left=drop(f.left), right=drop(f.right))
+        return f
+
+    q = replace(q, where=drop(q.where))
+    if q.strategy == "LAST" and _edges(q) != (False, False):
+        q = replace(q, strategy="NEXT")
+    return q
+
+
+def _edges(q: A.Query) -> tuple[bool, bool]:
+    """Whether ``q`` has a leading and a trailing NOT."""
+    top = top_sequence(q.where)
+    if top is None:
+        return False, False
+    elems = seq_elements(top)
+    return isinstance(elems[0][0], A.Not), isinstance(elems[-1][0], A.Not)
+
+
 def _case(c: Case) -> Case:
     return (_without_edges(c[0]), c[1], c[2])
 
 
 def _multi(c: MultiCase) -> MultiCase:
     return (_without_edges(c[0]), c[1], c[2])
+
+
+def _edge_case(c: Case) -> Case:
+    return (_evaluable(c[0]), c[1], c[2])
+
+
+def _edge_multi(c: MultiCase) -> MultiCase:
+    return (_evaluable(c[0]), c[1], c[2])
 
 
 @PROFILE
@@ -143,3 +204,79 @@ def test_engine_equals_reference_with_and_not_and_conditions_between_events(
 def test_chunked_feed_equals_run_with_and_not_and_conditions_between_events(
         case: Case, data: st.DataObject) -> None:
     check_chunked_feed_equals_run(case, data)
+
+
+# ---------------------------------------------------------------- leading and trailing NOT
+
+
+def _pieces(n: int, data: st.DataObject) -> list[tuple[int, int]]:
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=5), label="cuts"))
+    bounds = [0, *cuts, n]
+    return list(pairwise(bounds))
+
+
+def _table(events: list[dict[str, Any]]) -> pa.Table:
+    names = list(dict.fromkeys(k for e in events for k in e)) or ["type"]
+    return pa.table({k: pa.array([e.get(k) for e in events]) for k in names})
+
+
+@PROFILE
+@given(st.lists(multi_cases(conj_neg=True).map(_edge_multi), min_size=1, max_size=2))
+def test_engine_equals_reference_with_leading_and_trailing_not(batch: list[MultiCase]) -> None:
+    for q, streams, time in batch:
+        variants = [q, replace(q, consume="NONE", limit=None, strategy="ALL")]
+        for v in dict.fromkeys(variants):
+            compiled = ceql.compile(format_query(v))
+            for events in streams:
+                note(f"query: {format_query(v)}\nevents: {events}\ntime={time!r}")
+                ref = reference_matches(v, events, time=time)
+                got = keys(compiled.run(events, time=time))
+                note(f"reference: {[tuple(m) for m in ref]}\nengine: {got}")
+                check_against_reference(got, ref, v.limit)
+
+
+@PROFILE
+@given(cases(mixed=False, conj_neg=True).map(_edge_case), st.data())
+def test_pieces_and_close_equal_run_with_leading_and_trailing_not(
+        case: Case, data: st.DataObject) -> None:
+    """Rows in pieces, Arrow in pieces, then close(): the same matches in the same order as
+    ``Query.run``; a match is never output before its end was fed."""
+    q, events, time = case
+    text = format_query(q)
+    note(f"query: {text}\nevents: {events}\ntime={time!r}")
+    compiled = ceql.compile(text)
+    whole = keys(compiled.run(events, time=time))
+    pieces = _pieces(len(events), data)
+    table = _table(events)
+    for arrow in (False, True):
+        ev = compiled.evaluator(time=time)
+        fed: list[Key] = []
+        for a, b in pieces:
+            batch: Any = events[a:b]
+            if arrow:
+                batch = pa.RecordBatch.from_arrays(
+                    [col.combine_chunks() for col in table.slice(a, b - a).columns],
+                    names=table.column_names)
+            out = keys(ev.feed(batch))
+            assert all(k[0] < b for k in out), "an output came before its end was fed"
+            fed += out
+        fed += keys(ev.close())
+        assert ev.close() == []
+        note(f"arrow={arrow}: {fed}")
+        assert fed == whole
+    if not _edges(q)[1]:  # nothing waits: outputs come in stream order
+        ends = [k[0] for k in whole]
+        assert ends == sorted(ends)
+
+
+@PROFILE
+@given(st.lists(multi_cases(correlated=True, conj_neg=True).map(_edge_multi), min_size=1,
+                max_size=2))
+def test_engine_equals_reference_with_edges_and_conditions_between_events(
+        batch: list[MultiCase]) -> None:
+    for q, streams, time in batch:
+        compiled = ceql.compile(format_query(q))
+        for events in streams:
+            note(f"query: {format_query(q)}\nevents: {events}\ntime={time!r}")
+            ref = reference_matches(q, events, time=time)
+            check_against_reference(keys(compiled.run(events, time=time)), ref, q.limit)

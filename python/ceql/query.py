@@ -171,7 +171,9 @@ class Query:
         indices of the match's first and last event *in time order* (so ``start_position``
         may exceed ``end_position``, while ``start_time <= end_time``).
 
-        Once all events were read, an event type or stream of the query that none of them
+        A match that waits for time to pass (a trailing NOT) comes once a later event shows
+        its window has passed, or at the end. Once all events were read, an event type or
+        stream of the query that none of them
         carried (a misspelling?) is warned of (:class:`ceql.UnseenNameWarning`).
         """
         if isinstance(events, Mapping | str | bytes | bytearray) or not _iterable(events):
@@ -191,6 +193,7 @@ class Query:
                     chunk = []
             if chunk:
                 yield from ev.iter_feed(chunk)
+            yield from ev.close()  # the input is complete: what waited for time is final
         message = unseen_names_message(ev.unseen(), ev.seen(), ev.events_seen)
         if message is not None:
             warn(message, UnseenNameWarning)
@@ -222,7 +225,7 @@ def _run_sorted(ev: Evaluator, rows: list[Mapping[str, Any]], time: str,
         exc.add_note("With sort=True, event positions in this message count the events in "
                      "time order.")
         raise
-    for m in matches:
+    for m in [*matches, *ev.close()]:
         # positions ascending in the input; labels and events follow their events
         events = m.events or ()
         moved = sorted(zip([order[p] for p in m.positions], m._labels, events, strict=True),

@@ -39,10 +39,11 @@ def ceql_cmd(*args: str | Path, stdin: bytes | None = None,
 
 
 def engine_dicts(query_file: Path, table: pa.Table, **kw: Any) -> list[dict[str, Any]]:
-    """What the engine itself finds, as ``Match.to_dict()``s in output order."""
+    """What the engine itself finds (the input then ends), as ``Match.to_dict()``s in output
+    order."""
     q = ceql.compile(query_file.read_text())
     ev = q.evaluator(**(kw or {"time": "ts", "time_unit": "us"}))
-    return [m.to_dict() for m in ev.feed(table)]
+    return [m.to_dict() for m in ev.feed(table) + ev.close()]
 
 
 def lines(stdout: str) -> list[dict[str, Any]]:
@@ -56,7 +57,7 @@ def stock() -> pa.Table:
 
 # ---------------------------------------------------------------------------- matches
 
-@pytest.mark.parametrize("name", ["p3", "q3", "q4", "q7", "no_resale"])
+@pytest.mark.parametrize("name", ["p3", "q3", "q4", "q7", "no_resale", "unanswered_sale"])
 def test_run_csv_gives_the_engines_matches(name: str, stock: pa.Table) -> None:
     query = QUERIES / f"{name}.ceql"
     r = ceql_cmd("run", query, "--input", STOCK, *TIME, "--engine", "local")

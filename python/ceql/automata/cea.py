@@ -19,12 +19,18 @@ B OR …) : C`` links once, not once per alternative.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from typing import TypeAlias, cast
 
 from ..errors import CeqlResourceError, CeqlValidationError
-from ..ir import is_correlated, output_variables, seq_elements, top_sequence
+from ..ir import (
+    condition_refs,
+    is_correlated,
+    output_variables,
+    seq_elements,
+    top_sequence,
+)
 from ..ir import nodes as A
 from ..predicates import (
     AtomTable,
@@ -80,6 +86,13 @@ class CEA:
     finals: frozenset[int]
     transitions: tuple[Transition, ...]
     scopes: tuple[tuple[ScopeLeaf, ...], ...] = ()
+    #: the events a leading NOT forbids before a match (its guard; None: no leading NOT)
+    leading: GuardTree | None = None
+    #: the events a trailing NOT forbids after a match (its guard; None: no trailing NOT)
+    trailing: GuardTree | None = None
+    #: the FILTER atoms on a leading / trailing NOT's name that read the match's events
+    leading_conds: tuple[A.FilterAtom, ...] = ()
+    trailing_conds: tuple[A.FilterAtom, ...] = ()
 
     @property
     def initial(self) -> int:
@@ -140,7 +153,7 @@ class _Neg:
     event types) on which every FILTER atom about its name holds. ``loops`` are the gap
     self-loops it guards (none for a leading or trailing one)."""
 
-    __slots__ = ("base", "guards", "loops", "name", "node")
+    __slots__ = ("base", "conds", "edge", "guards", "loops", "name", "node")
 
     def __init__(self, node: A.Not, base: GuardTree, name: str | None) -> None:
         self.node = node
@@ -148,6 +161,10 @@ class _Neg:
         self.name = name
         self.guards: list[GuardTree] = []
         self.loops: list[_Tr] = []
+        #: a leading or trailing NOT (checked by the runtime around each match)
+        self.edge = False
+        #: its FILTER atoms that read other events (an edge's only)
+        self.conds: list[A.FilterAtom] = []
 
     def kill(self) -> GuardTree:
         """The guard of the events this negation forbids."""
@@ -200,6 +217,9 @@ class _Builder:
         self.scopes: list[tuple[ScopeLeaf, ...]] = []
         #: the top-level sequence (the only one that may start or end with NOT)
         self.top = top
+        #: its leading and trailing NOT, if any: not part of the automaton (the runtime
+        #: checks them around each match, see ceql.runtime.edges)
+        self.edges: dict[str, _Neg] = {}
 
     def new(self) -> int:
         self.n += 1
@@ -224,7 +244,8 @@ class _Builder:
                 frags = done[len(done) - len(conjs):]
                 del done[len(done) - len(conjs):]
                 for fr, conj in zip(frags, conjs, strict=True):
-                    negs = {n.name: n for n in fr.negs if n.name is not None}
+                    negs = {n.name: n for n in (*fr.negs, *self.edges.values())
+                            if n.name is not None}
                     conj = [leaf for leaf in conj if not self._negated(leaf, negs)]
                     between = tuple(leaf for leaf in conj if is_correlated(leaf))
                     for atom in conj:
@@ -304,7 +325,12 @@ class _Builder:
             for i, where in ((0, "leading"), (-1, "trailing")):
                 edge = elems[i][0]
                 if isinstance(edge, A.Not):
-                    raise _edge_error(edge, where, f is self.top)
+                    if f is not self.top:
+                        raise _edge_error(edge)
+                    neg = self.edges[where] = self._neg(edge)
+                    neg.edge = True
+            elems = [e for k, e in enumerate(elems)
+                     if not (isinstance(e[0], A.Not) and k in (0, len(elems) - 1))]
             positives: list[A.Formula] = []
             joins: list[tuple[bool, A.Not | None]] = []
             pending: A.Not | None = None
@@ -433,6 +459,9 @@ class _Builder:
         negation (True); else False."""
         if not isinstance(leaf, A.FilterAtom) or leaf.var not in negs:
             return False
+        if is_correlated(leaf) and negs[leaf.var].edge:
+            negs[leaf.var].conds.append(leaf)
+            return True
         if is_correlated(leaf):
             raise CeqlValidationError(
                 f"{leaf.var}[…] compares the negated event with other events of the match: "
@@ -579,18 +608,13 @@ def _resolved(r: _Tr, done: dict[int, GuardTree]) -> GuardTree:
     return done[id(r)]
 
 
-def _edge_error(node: A.Not, where: str, top: bool) -> CeqlValidationError:
-    """A NOT first or last in a sequence: not evaluated yet at the top level (validation
-    refuses it elsewhere; this guards the automaton's own callers)."""
+def _edge_error(node: A.Not) -> CeqlValidationError:
+    """A NOT first or last in a sequence below the top level (validation refuses it; this
+    guards the automaton's own callers)."""
     span = node.span
-    if not top:
-        return CeqlValidationError(
-            "NOT may begin or end only the top-level sequence of WHERE (with WITHIN); inside "
-            "a formula it must stand between two of its elements",
-            line=span.line, column=span.column)
     return CeqlValidationError(
-        f"a {where} NOT (the {'first' if where == 'leading' else 'last'} element of the WHERE "
-        "sequence) is not evaluated yet; NOT between two elements is (A ; NOT B ; C)",
+        "NOT may begin or end only the top-level sequence of WHERE (with WITHIN); inside "
+        "a formula it must stand between two of its elements",
         line=span.line, column=span.column)
 
 
@@ -699,4 +723,47 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     if query.strategy == "STRICT":
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
         trans = [t for t in trans if t.mark]
-    return _trim(fr.init, fr.finals, trans, tuple(builder.scopes))
+    cea = _trim(fr.init, fr.finals, trans, tuple(builder.scopes))
+    edges = builder.edges
+    if not edges:
+        return cea
+    if query.strategy == "LAST":
+        span = next(iter(edges.values())).node.span
+        raise CeqlValidationError(
+            "SELECT LAST with a leading or trailing NOT is not evaluated yet (the last "
+            "complex event that passes the NOT need not be LAST's choice among all); use "
+            "SELECT NEXT, MAX or ALL, or a NOT between two elements",
+            line=span.line, column=span.column)
+    lead, trail = edges.get("leading"), edges.get("trailing")
+    for neg in edges.values():
+        _check_edge_conds(neg, query)
+    return replace(cea, leading=None if lead is None else lead.kill(),
+                   trailing=None if trail is None else trail.kill(),
+                   leading_conds=tuple(lead.conds) if lead is not None else (),
+                   trailing_conds=tuple(trail.conds) if trail is not None else ())
+
+
+def _check_edge_conds(neg: _Neg, query: A.Query) -> None:
+    """Conditions of a leading or trailing NOT that read the match: checked on its complex
+    events, so only where those are judged one by one, and with the events they read."""
+    if not neg.conds:
+        return
+    leaf = neg.conds[0]
+    span = leaf.span
+    if query.strategy not in ("ALL", "ANY", "STRICT"):
+        raise CeqlValidationError(
+            f"SELECT {query.strategy} with a condition of a leading or trailing NOT that reads "
+            f"the match ({leaf.var}[…]) is not evaluated yet (whether a complex event passes "
+            "then depends on its events, not only on where it starts); use SELECT ALL",
+            line=span.line, column=span.column)
+    if query.select is not None:
+        read: set[str] = set()
+        for c in neg.conds:
+            read |= condition_refs(c.var, c.pred)
+        dropped = sorted(read - set(query.select))
+        if dropped:
+            raise CeqlValidationError(
+                f"{leaf.var}[…] reads {', '.join(dropped)}, which the SELECT list leaves out: "
+                "not evaluated yet; SELECT it too (or SELECT *)",
+                line=span.line, column=span.column)
+

@@ -131,6 +131,8 @@ def _evaluate(query: ceql.Query, events: Events, args: argparse.Namespace, sink:
         _drain(ev.iter_feed(batch), convert, sink, events.name, counts, tick)
         counts.events += batch.num_rows
         tick()
+    # end of file: matches that waited for time to pass (a trailing NOT) are final
+    _drain(iter(ev.close()), convert, sink, events.name, counts, tick)
     return ev
 
 
@@ -188,4 +190,5 @@ def _evaluate_sorted(query: ceql.Query, events: Events, args: argparse.Namespace
         _drain(ev.iter_feed(chunk), convert, sink, events.name, counts, tick)
         counts.events += chunk.num_rows
         tick()
+    _drain(iter(ev.close()), convert, sink, events.name, counts, tick)
     return ev

@@ -7,6 +7,7 @@ State carries over between batches and can be saved (:meth:`Evaluator.snapshot`)
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import gc
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -14,7 +15,14 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from ..automata import DFA
-from ..constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
+from ..constants import (
+    DEFAULT_STREAM_COLUMN,
+    DEFAULT_TIME_UNIT,
+    DEFAULT_TYPE_COLUMN,
+    WITHIN_ATTR,
+    WITHIN_EVENTS,
+)
+from ..errors import CeqlInputError, CeqlTypeError, CeqlValidationError
 from ..predicates.mixing import WATCH
 from . import snapshot as _snapshot
 from .feeds import feed_arrow, feed_rows, not_events, row_error
@@ -100,7 +108,7 @@ class Evaluator:
     @property
     def keep_events(self) -> bool:
         """Whether matches carry their events (:attr:`ceql.Match.events`)."""
-        return self._ev.kept is not None
+        return self._ev.kept is not None and not self._ev.strip
 
     @property
     def events_seen(self) -> int:
@@ -161,6 +169,10 @@ class Evaluator:
             return last  # runs only die or start later, so it is still a lower bound
         best, cost = ev.parts.oldest_start(last)
         pos = now if best is None else best
+        if ev.edges is not None:  # matches waiting for a trailing NOT's window
+            waiting = ev.edges.oldest_start()
+            if waiting is not None and waiting < pos:
+                pos = waiting
         self._oldest = (pos, now, cost)
         return pos
 
@@ -205,7 +217,15 @@ class Evaluator:
     def _chunks(self, batch: Any) -> Iterator[list[Match]]:
         """The matches of ``batch`` in stream order, as consecutive non-empty lists (with their
         events when kept); then what no later match includes is forgotten."""
+        if self._ev.strip:
+            for chunk in self._chunks_kept(batch):
+                yield _stripped(chunk)
+            return
+        yield from self._chunks_kept(batch)
+
+    def _chunks_kept(self, batch: Any) -> Iterator[list[Match]]:
         ev = self._ev
+        self._check_open("feed")
         arrow = isinstance(batch, pa.Table | pa.RecordBatch)
         if arrow:
             # Zero-copy slices bound the per-batch working arrays: a few MB however big the
@@ -237,6 +257,70 @@ class Evaluator:
             ev.kept.forget(self.oldest_live_position())
         if not arrow and ev.names.missing_mask:
             ev.sample_types(batch)
+
+    # ------------------------------------------------------------------ progress
+    def advance(self, time: Any) -> list[Match]:
+        """Declare that no event still to come has a time before ``time``; return the
+        matches that makes final (a trailing NOT waits for time to pass), in order.
+
+        ``time`` is a value of the time attribute (a number or a datetime, like the events'),
+        or of the attribute a ``WITHIN n [attr]`` window measures; an event fed afterwards
+        with an earlier one is refused as out of order. A query without a trailing NOT has
+        nothing waiting: the call then only records the promise. With ``WITHIN n EVENTS``
+        only the partition's next events (or :meth:`close`) make a match final.
+        """
+        ev = self._ev
+        self._check_open("advance")
+        edges = ev.edges
+        clock = ev.clock
+        kind = ev.wkind
+        if kind == WITHIN_EVENTS:
+            raise CeqlValidationError(
+                "advance() moves time on, but this query's window counts events "
+                f"(WITHIN {ev.wamount} EVENTS): its waiting matches become final with the "
+                "partition's next events, or at close().")
+        if kind == WITHIN_ATTR:
+            key = _number(time, f"advance() takes a value of {clock.wattr!r} (the attribute "
+                                "WITHIN measures)")
+            if clock.last_wattr is None or key > clock.last_wattr:
+                clock.last_wattr = key
+        else:
+            if ev.time is None:
+                raise CeqlValidationError(
+                    "advance() needs event times: this evaluator has none (pass time='<"
+                    "attribute>' when creating it); without times only close() ends the "
+                    "input.")
+            key = _time_key(ev, time)
+            if clock.last_time is None or key > clock.last_time:
+                clock.last_time = key
+        if edges is None:
+            return []
+        out = edges.advance(key)
+        return _stripped(out) if ev.strip else out
+
+    def close(self) -> list[Match]:
+        """The input ended: return the matches still waiting (a trailing NOT waits for time to
+        pass; a finite input is complete), in order. Feeding afterwards is an error; closing
+        again returns nothing."""
+        ev = self._ev
+        if ev.closed:
+            return []
+        ev.closed = True
+        if ev.edges is None:
+            return []
+        out = ev.edges.close()
+        return _stripped(out) if ev.strip else out
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._ev.closed
+
+    def _check_open(self, what: str) -> None:
+        if self._ev.closed:
+            raise CeqlInputError(
+                f"{what}() after close(): the input ended; create a new evaluator "
+                "(Query.evaluator) to evaluate more events.")
 
     # ------------------------------------------------------------------ saving
     def snapshot(self) -> bytes:
@@ -282,6 +366,37 @@ class Evaluator:
     def dfa_was_reset(self) -> None:
         """The shared automaton dropped its caches: drop what was derived from them."""
         self._ev.inert.clear()
+
+
+def _stripped(chunk: list[Match]) -> list[Match]:
+    """``chunk`` without the events the evaluation kept only for itself."""
+    for m in chunk:
+        with contextlib.suppress(AttributeError):
+            del m._events
+    return chunk
+
+
+def _number(value: Any, what: str) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise CeqlTypeError(f"{what}: a number, not {value!r}.")
+    return value
+
+
+def _time_key(ev: Evaluation, value: Any) -> Any:
+    """``value`` as a time key of the evaluation's clock (a number or a datetime)."""
+    clock = ev.clock
+    key: Any
+    if isinstance(value, _dt.date):
+        key, decided = clock.row_timestamp(value, ev.offset)
+    elif isinstance(value, int | float) and not isinstance(value, bool) and value == value:
+        key, decided = value, clock.decide(False, ev.offset)
+    else:
+        raise CeqlTypeError(
+            f"advance() takes a time like the events' {ev.time!r} (a number or a datetime), "
+            f"not {value!r}.")
+    if decided:
+        ev.times_decided()
+    return key
 
 
 @contextlib.contextmanager

@@ -66,6 +66,7 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
     emit = ev.enum.emit
     # register runs read the row's values (conditions between events)
     hand = ev.runs if ev.plan is not None else None
+    edges = ev.edges
     since = ev.since_sweep
     due, next_key, floor = ev.sweep_rows, ev.sweep_key, ev.sweep_floor
     wkey: Any = 0
@@ -103,6 +104,10 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
             since = 0
             due, next_key, floor = ev.sweep_rows, ev.sweep_key, ev.sweep_floor
         c = row_class(e)
+        if edges is not None:
+            released = edges.see_row(key, pos, wkey, c, e)
+            if released:
+                yield released  # their events were attached when they began to wait
         P = by_key.get(key)
         if P is None:
             if inert(fresh, c):
@@ -226,13 +231,43 @@ def not_an_event(e: object, pos: int) -> CeqlInputError:
 def feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
     """Evaluate one Arrow record batch; yield the matches in stream order, in chunks (with
     their events when kept)."""
-    if ev.kept is None:
+    edges = ev.edges
+    if ev.kept is None and edges is None:
         yield from _feed_arrow(ev, rb)
         return
-    attach = ev.kept.attach
+    attach = ev.kept.attach if ev.kept is not None else None
+    if edges is None:
+        for chunk in _feed_arrow(ev, rb):
+            attach(chunk)  # type: ignore[misc]
+            yield chunk
+        return
+    # complex events a trailing NOT released go before the matches of the event that
+    # released them (the row path's order)
+    out: list[Match] = []
     for chunk in _feed_arrow(ev, rb):
-        attach(chunk)
-        yield chunk
+        if attach is not None:
+            attach(chunk)
+        out += chunk
+    released = edges.take_released()
+    if released:
+        out = _merged(out, released)
+    if out:
+        yield out
+
+
+def _merged(out: list[Match], released: list[tuple[int, Match]]) -> list[Match]:
+    """``out`` (by end position) with each released complex event placed before the matches
+    ending at the position that released it."""
+    merged: list[Match] = []
+    i = 0
+    n = len(out)
+    for r, m in released:
+        while i < n and out[i].end_position < r:
+            merged.append(out[i])
+            i += 1
+        merged.append(m)
+    merged += out[i:]
+    return merged
 
 
 def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
@@ -302,6 +337,18 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
             seen.note_types_column(types, int(idx.size))
     inv = inv.reshape(-1)
     positions = idx + base
+    edges = ev.edges
+    codes_keys: tuple[np.ndarray, list[tuple[Any, ...]]] | None = None
+    if edges is not None:  # before any row runs: the NOTs' events of the whole batch
+        if ev.pkeys:
+            codes_keys = _factorize(pcols, idx)
+        ewk = None
+        if ev.wkind != WITHIN_EVENTS:
+            ewk = (wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None
+                   else positions)
+        ecodes, ekeys = codes_keys if codes_keys is not None else (None, None)
+        edges.see_batch(base, n, positions, np.asarray(classes)[idx], ecodes, ekeys, ewk, rb)
+        edge_end = (positions, ewk)
     now: Any = 0  # the window key of the batch's last row that takes part (for sweeping)
     if ev.wkind != WITHIN_EVENTS:
         last = wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None else positions
@@ -310,15 +357,17 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
         yield from _run_segment(ev, ev.parts.get(()), cls_list, inv, positions, tkeys,
                                 wkeys_attr)
     elif ev.parts.by_key or (moves := _moves_fresh(ev, cls_list)[inv]).any():
-        codes, keys = _factorize(pcols, idx)
+        codes, keys = codes_keys if codes_keys is not None else _factorize(pcols, idx)
         sel = _runnable(ev, codes, keys, moves if not ev.parts.by_key else None, cls_list, inv)
         if sel is not None:
             codes, inv, positions = codes[sel], inv[sel], positions[sel]
             tkeys = tkeys[sel] if tkeys is not None else None
             wkeys_attr = wkeys_attr[sel] if wkeys_attr is not None else None
         if codes.size:
-            run = _run_interleaved if ev.runs.consume == CONSUME_ANY else _run_grouped
+            run = _run_interleaved if ev.consume == CONSUME_ANY else _run_grouped
             yield from run(ev, codes, keys, cls_list, inv, positions, tkeys, wkeys_attr)
+    if edges is not None:
+        edges.end_batch(*edge_end)
     ev.since_sweep += int(idx.size)
     if ev.sweep_due(now):
         ev.sweep(now)

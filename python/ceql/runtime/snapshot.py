@@ -181,7 +181,7 @@ def dump(ev: Evaluation) -> bytes:
         "format": FORMAT,
         "fingerprint": fingerprint(ev.query),
         "options": tuple(Options(ev.time, ev.type_key, ev.stream_key, ev.time_unit,
-                                 ev.time_format, kept is not None)),
+                                 ev.time_format, kept is not None and not ev.strip)),
         "offset": ev.offset,
         "since_sweep": ev.since_sweep,
         "epoch": ev.parts.epoch,
@@ -194,6 +194,8 @@ def dump(ev: Evaluation) -> bytes:
         "mixed_done": ev.mixed.done,
         "kept": kept.state() if kept is not None else None,
         "barriers": dict(getattr(ev.enum, "barriers", {})),
+        "edges": ev.edges.state() if ev.edges is not None else None,
+        "closed": ev.closed,
     }
     try:
         return MAGIC + pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
@@ -304,6 +306,10 @@ def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
         P.states = {id_of(skey): [nodes[i] for i in ul] for skey, ul in states}
         if P.fifo is not None:
             P.fifo = deque((k, nodes[i]) for k, i in fifo)
+    edges = payload.get("edges")
+    if ev.edges is not None and edges is not None:
+        ev.edges.load(edges)
+    ev.closed = bool(payload.get("closed", False))
     barriers = payload.get("barriers")
     if isinstance(barriers, dict) and hasattr(ev.enum, "barriers"):
         ev.enum.barriers = dict(barriers)

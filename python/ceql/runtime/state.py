@@ -17,7 +17,14 @@ from typing import Any, Protocol
 
 from ..automata import CEA, DFA
 from ..automata.registers import RegisterPlan
-from ..constants import TIME_UNIT_PER_SECOND, TIME_UNITS, WITHIN_ATTR, WITHIN_EVENTS, WITHIN_TIME
+from ..constants import (
+    CONSUME_NONE,
+    TIME_UNIT_PER_SECOND,
+    TIME_UNITS,
+    WITHIN_ATTR,
+    WITHIN_EVENTS,
+    WITHIN_TIME,
+)
 from ..errors import CeqlTypeError, CeqlValidationError
 from ..ir import formula_nodes, is_correlated_query
 from ..ir import nodes as N
@@ -26,6 +33,7 @@ from ..predicates.atoms import Atom, TypeIs
 from ..predicates.mixing import WATCH
 from .algorithm import Runs
 from .correlated import RegisterEnumerator, RegisterInertness, RegisterRuns
+from .edges import EdgeEnumerator, Edges
 from .enumeration import Enumerator
 from .kept import KeptEvents
 from .notices import Names, ValueTypes
@@ -55,10 +63,10 @@ class Compiled(Protocol):
 class Evaluation:
     """The settings and state of one evaluation of one query."""
 
-    __slots__ = ("atoms", "clock", "dfa", "enum", "inert", "kept", "mixed", "names",
-                 "offset", "parts", "pkeys", "plan", "query", "query_streams", "query_types",
-                 "runs",
-                 "since_sweep", "stream_key", "streams", "sweep_floor", "sweep_key",
+    __slots__ = ("atoms", "clock", "closed", "consume", "dfa", "edges", "enum", "inert", "kept",
+                 "mixed", "names", "offset", "parts", "pkeys", "plan", "query", "query_streams",
+                 "query_types", "runs",
+                 "since_sweep", "stream_key", "streams", "strip", "sweep_floor", "sweep_key",
                  "sweep_rows", "time", "time_format", "time_unit", "type_key", "wamount",
                  "wkind")
 
@@ -88,27 +96,41 @@ class Evaluation:
                            time_format)
         self.parts = Partitions(self.dfa.g0, eps is not None)
         self.runs: Runs | RegisterRuns
-        self.enum: Enumerator
+        self.enum: Enumerator | EdgeEnumerator
         self.inert: Inertness | RegisterInertness
         #: the register plan of a query with conditions between events (else None)
         self.plan: RegisterPlan | None = None
+        _, cea = query.automaton(type_key, stream_key)
+        #: a leading or trailing NOT's checks (else None); LIMIT and CONSUME BY count only
+        #: the complex events that pass them, so the enumerator then does neither
+        self.edges: Edges | None = None
+        self.consume = ast.consume
+        limit, consume = ast.limit, ast.consume
+        if cea.leading is not None or cea.trailing is not None:
+            self.edges = Edges(cea.leading, cea.trailing, w is not None and
+                               w.kind == WITHIN_EVENTS, limit, consume,
+                               cea.leading_conds, cea.trailing_conds)
+            self.edges.eps = eps
+            limit, consume = None, CONSUME_NONE
         if is_correlated_query(ast.where):
-            _, cea = query.automaton(type_key, stream_key)
             self.plan = plan = RegisterPlan(
                 cea, ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX"))
             ranked = ast.strategy in ("NEXT", "LAST", "MAX")
-            self.runs = RegisterRuns(plan, self.parts, eps, ast.consume, ranked, ast.strategy)
-            self.enum = RegisterEnumerator(self.clock, eps, ast.limit, ast.strategy,
-                                           plan.full_d, self.parts, ast.consume)
+            self.runs = RegisterRuns(plan, self.parts, eps, consume, ranked, ast.strategy)
+            self.enum = RegisterEnumerator(self.clock, eps, limit, ast.strategy,
+                                           plan.full_d, self.parts, consume)
             self.inert = RegisterInertness(plan, self.dfa.g0)
         else:
-            self.runs = Runs(self.dfa, self.parts, eps, ast.consume)
-            self.enum = Enumerator(self.clock, eps, ast.limit)
+            self.runs = Runs(self.dfa, self.parts, eps, consume)
+            self.enum = Enumerator(self.clock, eps, limit)
             self.inert = Inertness(self.dfa)
+        if self.edges is not None:
+            self.enum = EdgeEnumerator(self.enum, self.edges)
         if ast.partition_by != query.ast.partition_by:  # an implied key: not reported
             self.enum.key_len = len(query.ast.partition_by)
         self.inert.on_full = self.dfa_full
         self.offset = 0  # rows fed so far: the position of the next one
+        self.closed = False  # the input ended (Evaluator.close)
         self.since_sweep = 0  # rows since partitions were last swept
         #: sweep once ``since_sweep`` reaches this
         self.sweep_rows = SWEEP_MIN
@@ -128,7 +150,13 @@ class Evaluation:
         #: strings compared with numbers: the first such event is warned of
         self.mixed = ValueTypes(self.atoms, ast.where, getattr(query, "text", None), type_key)
         #: the events later matches can include (with ``keep_events``)
-        self.kept: KeptEvents | None = KeptEvents() if keep_events else None
+        # a NOT's conditions on the match read its events: keep them (and do not report them
+        # unless asked: ``strip``)
+        reads = self.edges is not None and bool(cea.leading_conds or cea.trailing_conds)
+        self.kept: KeptEvents | None = KeptEvents() if keep_events or reads else None
+        self.strip = reads and not keep_events
+        if self.edges is not None and self.kept is not None:
+            self.edges.attach = self.kept.attach
 
     def new_class(self, c: int) -> None:
         """Events of class ``c`` are read: note the query's types it says they carry."""

@@ -169,6 +169,12 @@ class MatchRunner:
         self._forget()
         return out
 
+    def close(self) -> pa.RecordBatch | None:
+        """The partition's rows ended: the output rows of the matches that waited for time
+        to pass (a trailing NOT)."""
+        matches = self._ev.close()
+        return self._assemble(matches) if matches else None
+
     def _spark_words(self, message: str) -> str:
         """An engine message as a MATCH_CEQL user reads it: the time column by its own name,
         and Spark's ordering instead of Python's ``sort=True``."""

@@ -152,6 +152,10 @@ class MatchCeql:
             if isinstance(a, pa.RecordBatch):
                 for key, part in self._segments(a):
                     if self._runner is None or key != self._key:
+                        if self._runner is not None:  # that partition's rows ended
+                            out = self._runner.close()
+                            if out is not None:
+                                yield out
                         self._runner, self._key = MatchRunner(self._spec), key
                     out = self._runner.feed(part)
                     if out is not None:
@@ -173,7 +177,16 @@ class MatchCeql:
             key = tuple(rb.column(c)[s].as_py() for c in cols)
             yield key, rb.slice(s, e - s)
 
-    def terminate(self) -> None:
-        """Nothing is pending at the end: every match is output when its last event arrives."""
-        return None
+    def terminate(self) -> Iterator[pa.RecordBatch]:
+        """The input ended: output the matches that waited for time to pass (a trailing NOT
+        makes a match final only once its window has passed, or at the end)."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        try:
+            out = runner.close()
+        except ceql.CeqlError as e:
+            raise _reported(e) from None
+        if out is not None:
+            yield out
 

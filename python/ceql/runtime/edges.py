@@ -1,0 +1,725 @@
+"""Leading and trailing NOT: checked around each complex event the automaton gives.
+
+``NOT β ; φ … WITHIN ε`` drops a complex event ``[i, j]`` when a β event of its partition
+lies before ``i`` with ``key(j) − key(β) ≤ ε``; ``φ ; NOT β`` when one lies after ``j`` with
+``key(β) − key(i) ≤ ε`` (keys as WITHIN measures: the time, the attribute, or substream
+positions). The automaton is built without them (:attr:`ceql.automata.CEA.leading`,
+``trailing``), and this stage filters what its enumerator gives.
+
+Both checks read only the interval (a NOT's atoms read only β's own attributes), and both
+pass more often the earlier ``i`` is. So NEXT (whose choice has the earliest start of all) and
+MAX (a superset starts no later) choose among the passing complex events exactly when they
+choose among all and the choice is checked after; LAST would not, and is refused at compile
+time. LIMIT and CONSUME BY count only passing complex events, so the enumerator runs without
+them and they are applied here.
+
+A trailing check waits: a complex event is final once the input has passed ``key(i) + ε`` —
+an event with a larger key (of any partition for a time or attribute window, of its own for a
+window in events), :meth:`Edges.advance`, or the end (:meth:`Edges.close`). It is released
+then, before that event's own matches; under LIMIT a whole end position's complex events wait
+for the last of them, so the first ``n`` that pass are known. The release order — by the
+releasing event, then deadline, end position and enumeration order — depends only on the
+input, never on how it was cut into batches. Pending complex events and β events are kept
+only within the window.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from itertools import product
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from ..constants import CONSUME_ANY, CONSUME_PARTITION
+from ..ir import nodes as N
+from ..predicates.between import Condition, agg_start, agg_step, aggregate, compile_condition
+from ..predicates.guards import GuardTree, guard_fn
+from ..predicates.values import PY_CMP, TRUE, is_num, norm
+from .match import Match
+from .partitions import Partition
+from .tecs import MAX_START_KEY, Node
+
+__all__ = ["EdgeEnumerator", "Edges"]
+
+# A pending complex event: (release deadline, end position, rank at its end, its own
+# deadline, partition key, the match). The first three are unique, so matches never compare.
+_Entry = tuple[Any, int, int, Any, tuple[Any, ...], Match]
+_PRUNE_ROWS = 4096  #: rows between two prunings on the row path
+
+
+class _Betas:
+    """β events of one partition: positions and window keys (both ascending), those older
+    than the window pruned from the front."""
+
+    __slots__ = ("events", "keys", "lo", "pos", "vals")
+
+    def __init__(self) -> None:
+        self.pos: list[int] = []
+        self.keys: list[Any] = []
+        #: the events themselves, when conditions read them (else None each)
+        self.events: list[Any] = []
+        #: the attribute a one-comparison condition reads (see :class:`_Fast`)
+        self.vals: list[Any] = []
+        self.lo = 0
+
+    def add(self, p: int, k: Any, e: Any = None, v: Any = None) -> None:
+        self.pos.append(p)
+        self.keys.append(k)
+        self.events.append(e)
+        self.vals.append(v)
+
+    def before(self, p: int, floor: Any) -> range:
+        """Indices of the β events before position ``p`` with a key of at least ``floor``."""
+        hi = bisect_left(self.pos, p, self.lo)
+        return range(bisect_left(self.keys, floor, self.lo, hi), hi)
+
+    def after(self, p: int, ceiling: Any) -> range:
+        """Indices of the β events after position ``p`` with a key of at most ``ceiling``."""
+        lo = bisect_right(self.pos, p, self.lo)
+        return range(lo, max(lo, bisect_right(self.keys, ceiling, lo)))
+
+    def last_before(self, p: int) -> Any:
+        """The key of the last β before position ``p`` (None: none kept)."""
+        i = bisect_left(self.pos, p, self.lo) - 1
+        return self.keys[i] if i >= self.lo else None
+
+    def first_after(self, p: int) -> Any:
+        """The key of the first β after position ``p`` (None: none yet)."""
+        i = bisect_right(self.pos, p, self.lo)
+        return self.keys[i] if i < len(self.pos) else None
+
+    def prune(self, floor: Any) -> None:
+        """Forget β events with a key below ``floor`` (no check can reach them any more)."""
+        lo = bisect_left(self.keys, floor, self.lo)
+        if lo > 32 and 2 * lo > len(self.pos):
+            del self.pos[:lo]
+            del self.keys[:lo]
+            del self.events[:lo]
+            del self.vals[:lo]
+            lo = 0
+        self.lo = lo
+
+    def __len__(self) -> int:
+        return len(self.pos) - self.lo
+
+    def state(self) -> tuple[list[Any], ...]:
+        lo = self.lo
+        return self.pos[lo:], self.keys[lo:], self.events[lo:], self.vals[lo:]
+
+    @classmethod
+    def restored(cls, data: tuple[list[Any], ...]) -> _Betas:
+        b = cls()
+        b.pos, b.keys, b.events, b.vals = (list(x) for x in data)
+        return b
+
+
+class _Part:
+    """One partition's edge state: its β events, its count of events (a window in events:
+    substream positions in this stage's own frame), its pending complex events (a window in
+    events), the end of its last output (CONSUME BY PARTITION)."""
+
+    __slots__ = ("consumed", "lead", "n", "pending", "trail")
+
+    def __init__(self, lead: bool, trail: bool) -> None:
+        self.lead = _Betas() if lead else None
+        self.trail = _Betas() if trail else None
+        self.n = 0
+        self.pending: list[_Entry] = []
+        self.consumed = -1
+
+    def empty(self) -> bool:
+        return (not self.pending and self.consumed < 0
+                and (self.lead is None or not self.lead)
+                and (self.trail is None or not self.trail))
+
+
+class Edges:
+    """The leading/trailing NOT checks of one evaluation (see the module docstring)."""
+
+    __slots__ = (
+        "_batch_codes",
+        "_lead_c",
+        "_trail_c",
+        "attach",
+        "batch",
+        "consume",
+        "consumed",
+        "eps",
+        "events",
+        "heap",
+        "lead_conds",
+        "lead_fn",
+        "limit",
+        "parts",
+        "released",
+        "row",
+        "ticks",
+        "trail_conds",
+        "trail_fn",
+    )
+
+    def __init__(self, leading: GuardTree | None, trailing: GuardTree | None,
+                 events: bool, limit: int | None, consume: str | None,
+                 lead_conds: tuple[N.FilterAtom, ...] = (),
+                 trail_conds: tuple[N.FilterAtom, ...] = ()) -> None:
+        self.lead_fn: Callable[[int], bool] | None = (
+            guard_fn(leading) if leading is not None else None)
+        self.trail_fn: Callable[[int], bool] | None = (
+            guard_fn(trailing) if trailing is not None else None)
+        #: conditions on the NOT's name that read the match: (its name, compiled), or None
+        self.lead_conds = _compiled(lead_conds)
+        self.trail_conds = _compiled(trail_conds)
+        self._lead_c: dict[int, bool] = {}
+        self._trail_c: dict[int, bool] = {}
+        self.events = events  # the window counts events: keys are substream positions
+        self.limit = limit
+        self.consume = consume
+        self.consumed = -1  # CONSUME BY ANY: the end of the last output
+        self.eps: Any = None  # set with the evaluation's (a time window: at the first time)
+        self.parts: dict[tuple[Any, ...], _Part] = {}
+        self.heap: list[_Entry] = []  # pending (time or attribute windows)
+        #: the row path's current row: (position, its part or None, its substream position)
+        self.row: tuple[int, _Part | None, int] = (-1, None, 0)
+        #: the Arrow batch being run: (base, substream rank of each row, -1 if not taking part)
+        self.batch: tuple[int, np.ndarray] | None = None
+        self._batch_codes: tuple[np.ndarray, list[tuple[Any, ...]], np.ndarray] | None = None
+        #: what the last Arrow batch released, with the position of the event that did
+        self.released: list[tuple[int, Match]] = []
+        self.ticks = 0  # rows since the row path last pruned
+        #: gives matches their events (``keep_events``), as they begin to wait
+        self.attach: Callable[[list[Match]], None] | None = None
+
+    # ------------------------------------------------------------------ classes
+    def is_lead(self, c: int) -> bool:
+        r = self._lead_c.get(c)
+        if r is None:
+            assert self.lead_fn is not None
+            r = self._lead_c[c] = self.lead_fn(c)
+        return r
+
+    def is_trail(self, c: int) -> bool:
+        r = self._trail_c.get(c)
+        if r is None:
+            assert self.trail_fn is not None
+            r = self._trail_c[c] = self.trail_fn(c)
+        return r
+
+    @property
+    def trailing(self) -> bool:
+        return self.trail_fn is not None
+
+    def _part(self, key: tuple[Any, ...]) -> _Part:
+        p = self.parts.get(key)
+        if p is None:
+            p = self.parts[key] = _Part(self.lead_fn is not None, self.trail_fn is not None)
+        return p
+
+    # ------------------------------------------------------------------ the row path
+    def see_row(self, key: tuple[Any, ...], pos: int, wkey: Any, c: int,
+                event: Any) -> list[Match]:
+        """An event that takes part (before its own matches): note it if β, and return the
+        complex events it releases (its key is past their deadline), in order."""
+        p = self.parts.get(key)
+        sub = 0
+        if self.events:
+            if p is not None:
+                sub = p.n
+                p.n += 1
+            wkey = sub
+        lead = self.lead_fn is not None and self.is_lead(c)
+        trail = self.trail_fn is not None and self.is_trail(c)
+        if lead or trail:
+            if p is None:
+                p = self._part(key)
+                p.n = 1  # this event is its substream position 0
+            if lead:
+                conds = self.lead_conds
+                p.lead.add(pos, wkey, *_kept(conds, event))  # type: ignore[union-attr]
+            if trail:
+                conds = self.trail_conds
+                p.trail.add(pos, wkey, *_kept(conds, event))  # type: ignore[union-attr]
+        self.row = (pos, p, sub)
+        out: list[Match] = []
+        if self.events:
+            if p is not None and p.pending and p.pending[0][0] < wkey:
+                out = self._release(p.pending, wkey)
+        elif self.heap and self.heap[0][0] < wkey:
+            out = self._release(self.heap, wkey)
+        self.ticks += 1
+        if self.ticks >= _PRUNE_ROWS:  # after releasing: what waits needs only newer β
+            self.ticks = 0
+            if self.events:
+                self._prune_events()
+            else:
+                self._prune_time(wkey)
+        return out
+
+    def _sub(self, key: tuple[Any, ...], pos: int) -> tuple[_Part, int]:
+        """The partition's edge state and the substream position (own frame) of ``pos``, the
+        event whose matches are being enumerated."""
+        batch = self.batch
+        if batch is not None:
+            p = self._part(key)
+            return p, p.n + int(batch[1][pos - batch[0]])
+        rpos, rp, sub = self.row
+        if rp is not None and rpos == pos:
+            return rp, sub
+        made = self.parts.get(key)
+        if made is None:  # made now: this event is its substream position 0
+            made = self._part(key)
+            made.n = 1
+            return made, 0
+        return made, made.n - 1
+
+    # ------------------------------------------------------------------ the Arrow path
+    def see_batch(self, base: int, n: int, positions: np.ndarray, classes: np.ndarray,
+                  codes: np.ndarray | None, keys: list[tuple[Any, ...]] | None,
+                  wkeys: np.ndarray | None, rb: pa.RecordBatch) -> None:
+        """A batch's events that take part (``positions``, their classes, partition codes
+        into ``keys`` — None: one partition —, window keys — None: a window in events), before
+        any of them runs: note its β events, and each row's rank in its partition."""
+        m = positions.size
+        if codes is None:
+            codes = np.zeros(m, dtype=np.int64)
+            keys = [()]
+        assert keys is not None
+        rank = np.full(n, -1, dtype=np.int64)
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes, minlength=len(keys))
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        r = np.empty(m, dtype=np.int64)
+        r[order] = np.arange(m, dtype=np.int64) - np.repeat(starts, counts)
+        rank[positions - base] = r
+        self.batch = (base, rank)
+        for attr, fn, conds in (("lead", self.is_lead if self.lead_fn else None, self.lead_conds),
+                                ("trail", self.is_trail if self.trail_fn else None,
+                                 self.trail_conds)):
+            if fn is None:
+                continue
+            uniq, inv = np.unique(classes, return_inverse=True)
+            hit = np.fromiter((fn(int(c)) for c in uniq.tolist()), dtype=bool,
+                              count=uniq.size)[inv.reshape(-1)]
+            rows = np.flatnonzero(hit)
+            if not rows.size:
+                continue
+            pos_l = positions[rows].tolist()
+            code_l = codes[rows].tolist()
+            key_l: list[Any] = (wkeys[rows].tolist() if wkeys is not None
+                                else r[rows].tolist())
+            ev_l: list[Any] = ([None] * len(pos_l) if conds is None else
+                               rb.take(pa.array(positions[rows] - base)).to_pylist())
+            for p_, c_, k_, e_ in zip(pos_l, code_l, key_l, ev_l, strict=True):
+                part = self._part(keys[c_])
+                betas: _Betas = getattr(part, attr)
+                betas.add(p_, k_ + part.n if wkeys is None else k_, *_kept(conds, e_))
+        self._batch_codes = (codes, keys, counts)
+
+    def _attached(self, chunks: Iterator[list[Match]]) -> Iterator[list[Match]]:
+        """``chunks`` with their events (conditions on a leading NOT read them)."""
+        attach = self.attach
+        assert attach is not None
+        for chunk in chunks:
+            attach(chunk)
+            yield chunk
+
+    def take_released(self) -> list[tuple[int, Match]]:
+        """What :meth:`end_batch` released (once)."""
+        out, self.released = self.released, []
+        return out
+
+    def end_batch(self, positions: np.ndarray, wkeys: np.ndarray | None) -> None:
+        """After the batch ran: advance each partition's count, release what the batch's
+        events made final (:meth:`take_released`: with the position of the event that
+        released each), prune."""
+        assert self.batch is not None and self._batch_codes is not None
+        codes, keys, counts = self._batch_codes
+        self.batch = None
+        out: list[tuple[int, Match]] = []
+        if self.events:
+            order: np.ndarray | None = None
+            bounds: list[int] = []
+            for code, key in enumerate(keys):
+                p = self.parts.get(key)
+                if p is None:
+                    continue
+                cnt = int(counts[code])
+                if p.pending and p.pending[0][0] < p.n + cnt - 1:
+                    if order is None:
+                        order = np.argsort(codes, kind="stable")
+                        bounds = [0, *np.cumsum(counts).tolist()]
+                    mine = positions[order[bounds[code]:bounds[code + 1]]]
+                    while p.pending and p.pending[0][0] < p.n + cnt - 1:
+                        d = p.pending[0][0]
+                        r = int(mine[d + 1 - p.n])  # the row whose position is d + 1
+                        out += [(r, m) for m in self._release(p.pending, d + 1)]
+                p.n += cnt
+            out.sort(key=lambda x: x[0])  # stable: (deadline, end, rank) within a row
+            self._prune_events()
+            self.released = out
+            return
+        if wkeys is not None and wkeys.size:
+            last = wkeys[-1].item()
+            heap = self.heap
+            while heap and heap[0][0] < last:
+                d = heap[0][0]
+                r = int(positions[int(np.searchsorted(wkeys, d, side="right"))])
+                out += [(r, m) for m in self._release(heap, d, inclusive=True)]
+            self._prune_time(last)
+        self.released = out
+
+    # ------------------------------------------------------------------ matches
+    def admit(self, P: Partition, chunks: Iterator[list[Match]], pos: int,
+              wkey: Any) -> Iterator[list[Match]]:
+        """The complex events ending at ``pos`` that pass (those that must wait are kept)."""
+        p, sub = self._sub(P.key, pos)
+        off = sub - wkey if self.events else 0
+        jkey = wkey + off
+        eps = self.eps
+        lead = p.lead
+        floor = jkey - eps
+        trail = p.trail
+        limit = self.limit if self.limit is not None else -1
+        consumed = max(self.consumed, p.consumed)
+        lconds = self.lead_conds
+        if lconds is not None and self.attach is not None:
+            chunks = self._attached(chunks)
+        if trail is not None:
+            waiting: list[tuple[Any, Match]] = []
+            for chunk in chunks:
+                for m in chunk:
+                    start = m._start
+                    if lead is not None:
+                        if lconds is not None:
+                            if _blocked(lead, lead.before(start[2], floor), lconds, m):
+                                continue
+                        else:
+                            b = lead.last_before(start[2])
+                            if b is not None and b >= floor:
+                                continue
+                    waiting.append((start[MAX_START_KEY] + off + eps, m))
+            if waiting:
+                self._wait(p, P.key, pos, waiting)
+            return
+        out: list[Match] = []
+        enough = max(limit, 1) if limit >= 0 else -1  # LIMIT 0 still consumes
+        for chunk in chunks:
+            for m in chunk:
+                start = m._start
+                if start[2] <= consumed:
+                    continue
+                if lead is not None:
+                    if lconds is not None:
+                        if _blocked(lead, lead.before(start[2], floor), lconds, m):
+                            continue
+                    else:
+                        b = lead.last_before(start[2])
+                        if b is not None and b >= floor:
+                            continue
+                out.append(m)
+                if len(out) == enough:
+                    break
+            else:
+                continue
+            break
+        if out:
+            if self.consume == CONSUME_ANY:
+                self.consumed = pos
+            elif self.consume == CONSUME_PARTITION:
+                p.consumed = pos
+            if limit == 0:
+                return
+            yield out
+
+    def _wait(self, p: _Part, key: tuple[Any, ...], pos: int,
+              waiting: list[tuple[Any, Match]]) -> None:
+        """Keep complex events ending at ``pos`` until their deadlines pass (those a β
+        already seen kills are dropped now)."""
+        heap = p.pending if self.events else self.heap
+        trail = p.trail
+        assert trail is not None
+        # without conditions on the match, the first β after the end decides at once
+        first = trail.first_after(pos) if self.trail_conds is None else None
+        group = max(d for d, _ in waiting) if self.limit is not None else None
+        if self.attach is not None:
+            self.attach([m for _, m in waiting])
+        for k, (d, m) in enumerate(waiting):
+            if first is not None and first <= d and self.limit is None:
+                continue  # killed already (under LIMIT it still counts for the release)
+            heapq.heappush(heap, (group if group is not None else d, pos, k, d, key, m))
+
+    def _release(self, heap: list[_Entry], now: Any, inclusive: bool = False) -> list[Match]:
+        """Pop the entries whose release deadline is below ``now`` (or equal, ``inclusive``);
+        the survivors, in order (under LIMIT, the first ``n`` survivors of each end
+        position)."""
+        due: list[_Entry] = []
+        pop = heapq.heappop
+        while heap and (heap[0][0] < now or (inclusive and heap[0][0] == now)):
+            due.append(pop(heap))
+        return self._release_sorted(due)
+
+    def _release_sorted(self, due: list[_Entry]) -> list[Match]:
+        """The survivors among ``due`` (in order; an end position's entries together)."""
+        out: list[Match] = []
+        limit = self.limit
+        tconds = self.trail_conds
+        count = 0
+        last_end = -1
+        for _, j, _, d, key, m in due:
+            if j != last_end:
+                last_end, count = j, 0
+            p = self.parts[key]
+            trail = p.trail
+            assert trail is not None
+            if tconds is None:
+                b = trail.first_after(j)
+                if b is not None and b <= d:
+                    continue
+            elif _blocked(trail, trail.after(j, d), tconds, m):
+                continue
+            if limit is not None:
+                if count >= limit:
+                    continue
+                count += 1
+            out.append(m)
+        return out
+
+    def advance(self, key: Any) -> list[Match]:
+        """No event to come has a window key below ``key``: release what that makes final."""
+        if self.heap and self.heap[0][0] < key:
+            out = self._release(self.heap, key)
+            self._prune_time(key)
+            return out
+        return []
+
+    def close(self) -> list[Match]:
+        """The input ended: release every pending complex event that passed, in order."""
+        inf = float("inf")
+        if not self.events:
+            return self._release(self.heap, inf)
+        # by end position: substream positions of different partitions do not compare
+        every: list[_Entry] = []
+        for p in self.parts.values():
+            every += p.pending
+            p.pending = []
+        every.sort(key=_end_rank)
+        return self._release_sorted(every)
+
+    def oldest_start(self) -> int | None:
+        """The first start position of a waiting complex event (None: none waits)."""
+        best: int | None = None
+        for heap in (self.heap, *(p.pending for p in self.parts.values() if p.pending)):
+            for e in heap:
+                s = e[5].start_position
+                if best is None or s < best:
+                    best = s
+        return best
+
+    # ------------------------------------------------------------------ memory
+    def _prune_time(self, now: Any) -> None:
+        if self.eps is None:
+            return
+        floor = now - self.eps
+        drop = []
+        for key, p in self.parts.items():
+            for b in (p.lead, p.trail):
+                if b is not None:
+                    b.prune(floor)
+            if p.empty():
+                drop.append(key)
+        if not self.heap:
+            for key in drop:
+                del self.parts[key]
+        else:
+            held = {e[4] for e in self.heap}
+            for key in drop:
+                if key not in held:
+                    del self.parts[key]
+
+    def _prune_events(self) -> None:
+        eps = self.eps
+        drop = []
+        for key, p in self.parts.items():
+            floor = p.n - 1 - eps
+            for b in (p.lead, p.trail):
+                if b is not None:
+                    b.prune(floor)
+            if p.empty():
+                drop.append(key)
+        for key in drop:
+            del self.parts[key]
+
+    # ------------------------------------------------------------------ saving
+    def state(self) -> dict[str, Any]:
+        parts = {}
+        for key, p in self.parts.items():
+            parts[key] = (p.lead.state() if p.lead is not None else None,
+                          p.trail.state() if p.trail is not None else None,
+                          p.n, list(p.pending), p.consumed)
+        return {"parts": parts, "heap": list(self.heap), "consumed": self.consumed}
+
+    def load(self, data: dict[str, Any]) -> None:
+        self.consumed = data["consumed"]
+        self.heap = list(data["heap"])
+        heapq.heapify(self.heap)
+        self.parts = {}
+        for key, (lead, trail, n, pending, consumed) in data["parts"].items():
+            p = self._part(key)
+            if lead is not None:
+                p.lead = _Betas.restored(lead)
+            if trail is not None:
+                p.trail = _Betas.restored(trail)
+            p.n = n
+            p.pending = list(pending)
+            heapq.heapify(p.pending)
+            p.consumed = consumed
+
+
+class _Fast(NamedTuple):
+    """A NOT's one condition when it is ``n[attr op Y.yattr]`` with ``op`` an order: β
+    events are compared by one value each (``vals``: the attribute, or a bound that never
+    holds for a non-number), so a range of them is decided by its maximum (``>``, ``>=``)
+    or minimum (``<``, ``<=``) against ``Y``'s extreme value in the match."""
+
+    attr: str
+    op: str
+    var: str
+    yattr: str
+
+
+_Conds = tuple[str, tuple[Condition, ...], _Fast | None]
+
+
+def _compiled(atoms: tuple[N.FilterAtom, ...]) -> _Conds | None:
+    """A NOT's conditions that read the match, compiled (None: it has none)."""
+    if not atoms:
+        return None
+    name = atoms[0].var
+    return name, tuple(compile_condition(a) for a in atoms), _fast(atoms)
+
+
+def _fast(atoms: tuple[N.FilterAtom, ...]) -> _Fast | None:
+    if len(atoms) != 1:
+        return None
+    leaf = atoms[0]
+    p = leaf.pred
+    if not isinstance(p, N.Compare) or p.op not in _FLIP:
+        return None
+    left, right, op = p.left, p.right, p.op
+    if isinstance(right, N.Attr) and right.var in (None, leaf.var):
+        left, right, op = right, left, _FLIP[op]
+    if (isinstance(left, N.Attr) and left.var in (None, leaf.var) and isinstance(right, N.Attr)
+            and right.var is not None and right.var != leaf.var):
+        return _Fast(left.name, op, right.var, right.name)
+    return None
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_INF = float("inf")
+
+
+def _kept(conds: _Conds | None, event: Any) -> tuple[Any, Any]:
+    """What a β list keeps of an event for ``conds``: the event, and its fast value."""
+    if conds is None:
+        return None, None
+    fast = conds[2]
+    if fast is None:
+        return event, None
+    v = norm(event.get(fast.attr))
+    if not is_num(v) or v != v:
+        v = -_INF if fast.op in (">", ">=") else _INF  # never holds
+    return event, v
+
+
+def _blocked(betas: _Betas, indices: range, conds: _Conds, m: Match) -> bool:
+    """Whether one of the β events at ``indices`` satisfies every condition with the
+    complex event ``m`` (whose events are attached)."""
+    if not indices:
+        return False
+    name, compiled, fast = conds
+    events = m._events
+    labels = m._labels
+    if fast is not None:
+        ys = [norm(e.get(fast.yattr)) for e, lab in zip(events, labels, strict=True)
+              if lab is not None and fast.var in lab]
+        if ys:
+            if not all(is_num(y) for y in ys):
+                return False  # unknown for every β
+            vals = betas.vals[indices.start:indices.stop]
+            op = fast.op
+            if op in (">", ">="):
+                b, y = max(vals), max(ys)
+            else:
+                b, y = min(vals), min(ys)
+            if abs(y) != _INF:
+                return bool(PY_CMP[op](b, y))
+    for i in indices:
+        beta = betas.events[i]
+        if all(_holds(c, name, beta, events, labels) for c in compiled):
+            return True
+    return False
+
+
+def _holds(c: Condition, name: str, beta: Any, events: tuple[Any, ...],
+           labels: tuple[Any, ...]) -> bool:
+    """``c`` with the negated variable ``name`` bound to ``beta``, for every choice of the
+    other variables' events in the complex event (vacuously when one has none)."""
+    choices: list[list[tuple[Any, ...]]] = []
+    for v, attrs in zip(c.quantified, c.attrs, strict=True):
+        if v == name:
+            recs = [tuple([norm(beta.get(a)) for a in attrs])]
+        else:
+            recs = [tuple([norm(e.get(a)) for a in attrs])
+                    for e, lab in zip(events, labels, strict=True)
+                    if lab is not None and v in lab]
+            if not recs:
+                return True
+        choices.append(recs)
+    aggs: list[Any] = []
+    for f, var, attr in c.aggs:
+        acc = agg_start(f)
+        for e, lab in zip(events, labels, strict=True):
+            if lab is not None and var in lab:
+                acc = agg_step(f, acc, None if attr is None else norm(e.get(attr)))
+        aggs.append(aggregate(f, acc))
+    av = tuple(aggs)
+    check = c.check
+    return all(check(combo, av) == TRUE for combo in product(*choices))
+
+
+def _end_rank(e: _Entry) -> tuple[int, int]:
+    return e[1], e[2]
+
+
+class EdgeEnumerator:
+    """An enumerator (without LIMIT and CONSUME BY) whose matches pass through :class:`Edges`."""
+
+    __slots__ = ("edges", "inner")
+
+    def __init__(self, inner: Any, edges: Edges) -> None:
+        self.inner = inner
+        self.edges = edges
+
+    @property
+    def eps(self) -> Any:
+        return self.inner.eps
+
+    @eps.setter
+    def eps(self, value: Any) -> None:
+        self.inner.eps = value
+        self.edges.eps = value
+
+    @property
+    def key_len(self) -> int | None:
+        return self.inner.key_len  # type: ignore[no-any-return]
+
+    @key_len.setter
+    def key_len(self, value: int | None) -> None:
+        self.inner.key_len = value
+
+    def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
+             tkey: Any) -> Iterator[list[Match]]:
+        return self.edges.admit(P, self.inner.emit(P, accs, pos, wkey, tkey), pos, wkey)

@@ -1,0 +1,206 @@
+"""Leading and trailing NOT (SEMANTICS.md, "Correlation, conjunction and negation"): targeted
+property tests against the brute-force reference (queries built from shapes that often match,
+on streams dense in the types they name), the evaluator's progress API (``advance``,
+``close``), snapshots taken while matches wait, and the messages of what is refused."""
+
+from __future__ import annotations
+
+import pickle
+from itertools import pairwise
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+import ceql
+from ceql.frontends.ceql import parse
+from reference import reference_matches
+from strategies import PROFILE
+from test_properties import Key, check_against_reference, keys
+
+_BODIES = ["A", "A ; C", "A : C", "(A AS x)+", "A ; NOT B ; C", "(A AND C)", "(A OR C) ; A",
+           "A ; (C AS y)+"]
+_LEADS = ["", "NOT B ; ", "NOT (B AS n) ; ", "NOT (B OR C) ; ", "NOT S>B ; "]
+_TRAILS = ["", " ; NOT B", " ; NOT (B AS m)", " ; NOT (B OR A)"]
+_WINDOWS = ["WITHIN {k} EVENTS", "WITHIN {k} [ts]", "WITHIN {k} SECONDS"]
+
+
+@st.composite
+def edge_queries(draw: st.DrawFn) -> str:
+    lead = draw(st.sampled_from(_LEADS))
+    trail = draw(st.sampled_from(_TRAILS))
+    if not lead and not trail:
+        lead = "NOT B ; "
+    body = draw(st.sampled_from(_BODIES))
+    where = f"{lead}{body}{trail}"
+    conds = []
+    strategy = draw(st.sampled_from(["ALL", "ANY", "NEXT", "MAX", "STRICT"]))
+    # conditions that read the match: judged complex event by complex event (ALL/ANY/STRICT)
+    between = strategy in ("ALL", "ANY", "STRICT")
+    if "AS n" in lead:
+        conds.append(f"n[a >= {draw(st.integers(0, 3))}]")
+        if between and draw(st.booleans()):
+            conds.append(draw(st.sampled_from(["n[a > A.a]", "n[a + 1 >= MAX(A.a)]",
+                                               "n[a = x.a]" if "AS x" in body else "n[a = A.a]"])))
+    if "AS m" in trail:
+        conds.append(f"m[a < {draw(st.integers(0, 3))}]")
+        if between and draw(st.booleans()):
+            conds.append(draw(st.sampled_from(["m[a <= A.a]", "m[a != COUNT(A)]",
+                                               "m[g = A.g]"])))
+    if "AS x" in body and draw(st.booleans()):
+        conds.append(f"x[a != {draw(st.integers(0, 3))}]")
+    text = f"SELECT {strategy} * FROM S WHERE {where}"
+    if conds:
+        text += " FILTER " + " AND ".join(conds)
+    if draw(st.booleans()):
+        text += " PARTITION BY [g]"
+    text += " " + draw(st.sampled_from(_WINDOWS)).format(k=draw(st.integers(0, 4)))
+    if not trail and draw(st.booleans()):
+        text += " CONSUME BY " + draw(st.sampled_from(["ANY", "PARTITION"]))
+    if draw(st.booleans()):
+        text += f" LIMIT {draw(st.integers(0, 2))}"
+    return text
+
+
+@st.composite
+def dense_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    n = draw(st.integers(0, 12))
+    ts = 0
+    out = []
+    for _ in range(n):
+        ts += draw(st.integers(0, 2))
+        e: dict[str, Any] = {"type": draw(st.sampled_from("AABBCC")), "ts": ts,
+                             "a": draw(st.integers(0, 3)), "g": draw(st.integers(0, 1))}
+        if draw(st.integers(0, 4)) == 0:
+            e["stream"] = "U"
+        out.append(e)
+    return out
+
+
+def _pieces(n: int, data: st.DataObject) -> list[tuple[int, int]]:
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=4), label="cuts"))
+    bounds = [0, *cuts, n]
+    return list(pairwise(bounds))
+
+
+def _batch(events: list[dict[str, Any]], names: list[str]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({k: [e.get(k) for e in events] for k in names},
+                                      schema=pa.schema([(k, pa.string() if k in (
+                                          "type", "stream") else pa.int64()) for k in names]))
+
+
+@PROFILE
+@given(edge_queries(), dense_streams(), st.data())
+def test_edges_equal_reference_in_every_feed(text: str, events: list[dict[str, Any]],
+                                             data: st.DataObject) -> None:
+    note(text)
+    for i, e in enumerate(events):
+        note(f"{i}: {e}")
+    q = ceql.compile(text)
+    ast = parse(text)
+    time = "ts" if "SECONDS" in text else None
+    ref = reference_matches(ast, events, time=time)
+    whole = keys(q.run(events, time=time))
+    note(f"reference: {[tuple(m) for m in ref]}\nengine: {whole}")
+    check_against_reference(whole, ref, ast.limit)
+    names = ["type", "ts", "a", "g", "stream"]
+    pieces = _pieces(len(events), data)
+    for arrow in (False, True):
+        ev = q.evaluator(time=time)
+        fed: list[Key] = []
+        for a, b in pieces:
+            chunk = events[a:b]
+            out = keys(ev.feed(_batch(chunk, names) if arrow else chunk))
+            assert all(k[0] < b for k in out)
+            fed += out
+        fed += keys(ev.close())
+        note(f"arrow={arrow}: {fed}")
+        assert fed == whole
+
+
+@PROFILE
+@given(edge_queries(), dense_streams(), st.integers(0, 12))
+def test_snapshot_while_matches_wait(text: str, events: list[dict[str, Any]], cut: int) -> None:
+    q = ceql.compile(text)
+    time = "ts" if "SECONDS" in text else None
+    whole = keys(q.run(events, time=time))
+    ev = q.evaluator(time=time)
+    got = keys(ev.feed(events[:cut]))
+    ev2 = pickle.loads(pickle.dumps(ev))
+    got += keys(ev2.feed(events[cut:])) + keys(ev2.close())
+    assert got == whole
+
+
+# ---------------------------------------------------------------- worked examples
+
+ORDERS = [
+    {"type": "ORDER", "id": 1, "t": 0}, {"type": "PAY", "id": 1, "t": 5},
+    {"type": "ORDER", "id": 2, "t": 10}, {"type": "ORDER", "id": 3, "t": 20},
+    {"type": "PAY", "id": 3, "t": 60}, {"type": "PAY", "id": 2, "t": 45},
+]
+UNPAID = ("SELECT * FROM S WHERE ORDER ; NOT PAY PARTITION BY [id] WITHIN 30 SECONDS")
+
+
+def test_order_without_payment_waits_for_its_window() -> None:
+    rows = sorted(ORDERS, key=lambda e: e["t"])
+    q = ceql.compile(UNPAID)
+    ev = q.evaluator(time="t")
+    assert ev.feed(rows[:4]) == []  # order 2 (t=10) is not final before t > 40
+    out = ev.feed(rows[4:5])  # PAY 2 at 45: too late for order 2, whose window passed
+    assert [(m.partition, m.start_time) for m in out] == [((2,), 10)]
+    # PAY 3 at 60: after order 3's window (20 + 30), whose match that time makes final
+    assert [(m.partition, m.start_time) for m in ev.feed(rows[5:])] == [((3,), 20)]
+    assert ev.close() == []
+    assert [(m.partition, m.start_time) for m in q.run(rows, time="t")] == [((2,), 10),
+                                                                           ((3,), 20)]
+
+
+def test_advance_releases_what_time_made_final() -> None:
+    q = ceql.compile(UNPAID)
+    ev = q.evaluator(time="t")
+    assert ev.feed([{"type": "ORDER", "id": 7, "t": 100}]) == []
+    assert ev.advance(130) == []  # a PAY at 130 would still count
+    assert [m.start_time for m in ev.advance(131)] == [100]
+    assert ev.close() == []
+    with pytest.raises(ceql.CeqlInputError, match=r"feed\(\) after close\(\)"):
+        ev.feed([{"type": "ORDER", "id": 8, "t": 200}])
+
+
+def test_advance_is_a_promise_later_events_keep() -> None:
+    ev = ceql.compile(UNPAID).evaluator(time="t")
+    ev.advance(50)
+    with pytest.raises(ceql.CeqlInputError, match="out of order"):
+        ev.feed([{"type": "ORDER", "id": 1, "t": 40}])
+
+
+def test_advance_with_a_window_in_events_is_refused() -> None:
+    ev = ceql.compile("SELECT * FROM S WHERE A ; NOT B WITHIN 3 EVENTS").evaluator()
+    with pytest.raises(ceql.CeqlValidationError) as e:
+        ev.advance(5)
+    assert str(e.value) == (
+        "advance() moves time on, but this query's window counts events (WITHIN 3 EVENTS): "
+        "its waiting matches become final with the partition's next events, or at close().")
+
+
+def test_leading_not_no_quote_before_a_trade() -> None:
+    q = ceql.compile("SELECT * FROM S WHERE NOT QUOTE ; TRADE WITHIN 5 SECONDS")
+    rows = [{"type": "QUOTE", "t": 0}, {"type": "TRADE", "t": 3}, {"type": "TRADE", "t": 6},
+            {"type": "QUOTE", "t": 7}, {"type": "TRADE", "t": 13}]
+    assert [m.start_time for m in q.run(rows, time="t")] == [6, 13]
+
+
+def test_last_with_an_edge_is_refused_with_a_caret() -> None:
+    with pytest.raises(ceql.CeqlValidationError) as e:
+        ceql.compile("SELECT LAST * FROM S WHERE A ; NOT B WITHIN 3 EVENTS").cea()
+    assert "SELECT LAST with a leading or trailing NOT is not evaluated yet" in str(e.value)
+    assert e.value.line == 1 and e.value.column == 32
+
+
+def test_keep_events_on_waiting_matches() -> None:
+    q = ceql.compile("SELECT * FROM S WHERE A ; NOT B WITHIN 2 EVENTS")
+    ev = q.evaluator(keep_events=True)
+    rows = [{"type": "A", "k": i} for i in range(5)]
+    out = ev.feed(rows) + ev.close()
+    assert [m.events[0]["k"] for m in out] == [0, 1, 2, 3, 4]
