@@ -204,3 +204,25 @@ def test_keep_events_on_waiting_matches() -> None:
     rows = [{"type": "A", "k": i} for i in range(5)]
     out = ev.feed(rows) + ev.close()
     assert [m.events[0]["k"] for m in out] == [0, 1, 2, 3, 4]
+
+
+_VALUES = st.one_of(st.integers(-2, 2), st.sampled_from([None, "x", 0.5, float("inf"),
+                                                          float("-inf"), True]))
+
+
+@PROFILE
+@given(st.sampled_from(["n[a > A.a]", "n[a >= A.a]", "n[A.a > a]", "n[a < A.a]",
+                        "n[A.a <= n.a]"]),
+       st.sampled_from(["(A AS x)+ ; NOT (B AS n)", "NOT (B AS n) ; A ; (A AS y)+",
+                        "A ; NOT (B AS n)"]),
+       st.lists(st.tuples(st.sampled_from("AABBC"), _VALUES), max_size=10))
+def test_one_comparison_conditions_on_any_values(cond: str, where: str,
+                                                 rows: list[tuple[str, Any]]) -> None:
+    """The one-comparison check (extremes of a range) against the reference on NULLs,
+    strings, booleans and infinities."""
+    text = f"SELECT * FROM S WHERE {where} FILTER {cond} WITHIN 3 EVENTS"
+    events = [{"type": t, "a": v} for t, v in rows]
+    note(text)
+    note(str(events))
+    ref = reference_matches(parse(text), events)
+    check_against_reference(keys(ceql.compile(text).run(events)), ref, None)

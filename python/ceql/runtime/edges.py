@@ -36,9 +36,10 @@ import pyarrow as pa
 
 from ..constants import CONSUME_ANY, CONSUME_PARTITION
 from ..ir import nodes as N
+from ..ir import output_variables, variable_leaves
 from ..predicates.between import Condition, agg_start, agg_step, aggregate, compile_condition
 from ..predicates.guards import GuardTree, guard_fn
-from ..predicates.values import PY_CMP, TRUE, is_num, norm
+from ..predicates.values import PY_CMP, TRUE, cmp3, is_num, norm
 from .match import Match
 from .partitions import Partition
 from .tecs import MAX_START_KEY, Node
@@ -55,7 +56,7 @@ class _Betas:
     """β events of one partition: positions and window keys (both ascending), those older
     than the window pruned from the front."""
 
-    __slots__ = ("events", "keys", "lo", "pos", "vals")
+    __slots__ = ("events", "keys", "lo", "pos", "raws", "vals")
 
     def __init__(self) -> None:
         self.pos: list[int] = []
@@ -64,13 +65,15 @@ class _Betas:
         self.events: list[Any] = []
         #: the attribute a one-comparison condition reads (see :class:`_Fast`)
         self.vals: list[Any] = []
+        self.raws: list[Any] = []  # ... as it is (normalized), for comparisons with non-numbers
         self.lo = 0
 
-    def add(self, p: int, k: Any, e: Any = None, v: Any = None) -> None:
+    def add(self, p: int, k: Any, e: Any = None, v: Any = None, r: Any = None) -> None:
         self.pos.append(p)
         self.keys.append(k)
         self.events.append(e)
         self.vals.append(v)
+        self.raws.append(r)
 
     def before(self, p: int, floor: Any) -> range:
         """Indices of the β events before position ``p`` with a key of at least ``floor``."""
@@ -100,6 +103,7 @@ class _Betas:
             del self.keys[:lo]
             del self.events[:lo]
             del self.vals[:lo]
+            del self.raws[:lo]
             lo = 0
         self.lo = lo
 
@@ -108,12 +112,13 @@ class _Betas:
 
     def state(self) -> tuple[list[Any], ...]:
         lo = self.lo
-        return self.pos[lo:], self.keys[lo:], self.events[lo:], self.vals[lo:]
+        return (self.pos[lo:], self.keys[lo:], self.events[lo:], self.vals[lo:],
+                self.raws[lo:])
 
     @classmethod
     def restored(cls, data: tuple[list[Any], ...]) -> _Betas:
         b = cls()
-        b.pos, b.keys, b.events, b.vals = (list(x) for x in data)
+        b.pos, b.keys, b.events, b.vals, b.raws = (list(x) for x in data)
         return b
 
 
@@ -151,6 +156,7 @@ class Edges:
         "eps",
         "events",
         "heap",
+        "keeps",
         "lead_conds",
         "lead_fn",
         "limit",
@@ -160,19 +166,22 @@ class Edges:
         "ticks",
         "trail_conds",
         "trail_fn",
+        "value",
     )
 
     def __init__(self, leading: GuardTree | None, trailing: GuardTree | None,
                  events: bool, limit: int | None, consume: str | None,
                  lead_conds: tuple[N.FilterAtom, ...] = (),
-                 trail_conds: tuple[N.FilterAtom, ...] = ()) -> None:
+                 trail_conds: tuple[N.FilterAtom, ...] = (),
+                 query: N.Query | None = None) -> None:
         self.lead_fn: Callable[[int], bool] | None = (
             guard_fn(leading) if leading is not None else None)
         self.trail_fn: Callable[[int], bool] | None = (
             guard_fn(trailing) if trailing is not None else None)
         #: conditions on the NOT's name that read the match: (its name, compiled), or None
-        self.lead_conds = _compiled(lead_conds)
-        self.trail_conds = _compiled(trail_conds)
+        shown = _shown_as(query) if query is not None else {}
+        self.lead_conds = _compiled(lead_conds, shown)
+        self.trail_conds = _compiled(trail_conds, shown)
         self._lead_c: dict[int, bool] = {}
         self._trail_c: dict[int, bool] = {}
         self.events = events  # the window counts events: keys are substream positions
@@ -190,8 +199,12 @@ class Edges:
         #: what the last Arrow batch released, with the position of the event that did
         self.released: list[tuple[int, Match]] = []
         self.ticks = 0  # rows since the row path last pruned
-        #: gives matches their events (``keep_events``), as they begin to wait
+        #: gives matches their events (``keep_events``, or conditions that read them), as they
+        #: begin to wait
         self.attach: Callable[[list[Match]], None] | None = None
+        #: an attribute of the event at a position (conditions that read the match)
+        self.value: Callable[[int, str], Any] | None = None
+        self.keeps = False  # the caller asked for the matches' events (keep_events)
 
     # ------------------------------------------------------------------ classes
     def is_lead(self, c: int) -> bool:
@@ -310,12 +323,12 @@ class Edges:
             code_l = codes[rows].tolist()
             key_l: list[Any] = (wkeys[rows].tolist() if wkeys is not None
                                 else r[rows].tolist())
-            ev_l: list[Any] = ([None] * len(pos_l) if conds is None else
-                               rb.take(pa.array(positions[rows] - base)).to_pylist())
-            for p_, c_, k_, e_ in zip(pos_l, code_l, key_l, ev_l, strict=True):
+            ev_l, val_l, raw_l = _batch_kept(conds, rb, positions[rows] - base)
+            for p_, c_, k_, e_, v_, r_ in zip(pos_l, code_l, key_l, ev_l, val_l, raw_l,
+                                              strict=True):
                 part = self._part(keys[c_])
                 betas: _Betas = getattr(part, attr)
-                betas.add(p_, k_ + part.n if wkeys is None else k_, *_kept(conds, e_))
+                betas.add(p_, k_ + part.n if wkeys is None else k_, e_, v_, r_)
         self._batch_codes = (codes, keys, counts)
 
     def _attached(self, chunks: Iterator[list[Match]]) -> Iterator[list[Match]]:
@@ -364,10 +377,14 @@ class Edges:
         if wkeys is not None and wkeys.size:
             last = wkeys[-1].item()
             heap = self.heap
+            due: list[_Entry] = []
             while heap and heap[0][0] < last:
-                d = heap[0][0]
-                r = int(positions[int(np.searchsorted(wkeys, d, side="right"))])
-                out += [(r, m) for m in self._release(heap, d, inclusive=True)]
+                due.append(heapq.heappop(heap))
+            if due:
+                # each is released by the first event with a later key
+                at = positions[np.searchsorted(wkeys, [e[0] for e in due], side="right")]
+                at_l = at.tolist()
+                out = [(at_l[i], due[i][5]) for i in self._survivors(due)]
             self._prune_time(last)
         self.released = out
 
@@ -385,8 +402,9 @@ class Edges:
         limit = self.limit if self.limit is not None else -1
         consumed = max(self.consumed, p.consumed)
         lconds = self.lead_conds
-        if lconds is not None and self.attach is not None:
-            chunks = self._attached(chunks)
+        value = self.value
+        if lconds is not None and lconds[2] is None and self.attach is not None:
+            chunks = self._attached(chunks)  # the general check reads the match's events
         if trail is not None:
             waiting: list[tuple[Any, Match]] = []
             for chunk in chunks:
@@ -394,7 +412,7 @@ class Edges:
                     start = m._start
                     if lead is not None:
                         if lconds is not None:
-                            if _blocked(lead, lead.before(start[2], floor), lconds, m):
+                            if _blocked(lead, lead.before(start[2], floor), lconds, m, value):
                                 continue
                         else:
                             b = lead.last_before(start[2])
@@ -413,7 +431,7 @@ class Edges:
                     continue
                 if lead is not None:
                     if lconds is not None:
-                        if _blocked(lead, lead.before(start[2], floor), lconds, m):
+                        if _blocked(lead, lead.before(start[2], floor), lconds, m, value):
                             continue
                     else:
                         b = lead.last_before(start[2])
@@ -444,7 +462,8 @@ class Edges:
         # without conditions on the match, the first β after the end decides at once
         first = trail.first_after(pos) if self.trail_conds is None else None
         group = max(d for d, _ in waiting) if self.limit is not None else None
-        if self.attach is not None:
+        tconds = self.trail_conds
+        if self.attach is not None and (self.keeps or (tconds is not None and tconds[2] is None)):
             self.attach([m for _, m in waiting])
         for k, (d, m) in enumerate(waiting):
             if first is not None and first <= d and self.limit is None:
@@ -463,12 +482,16 @@ class Edges:
 
     def _release_sorted(self, due: list[_Entry]) -> list[Match]:
         """The survivors among ``due`` (in order; an end position's entries together)."""
-        out: list[Match] = []
+        return [due[i][5] for i in self._survivors(due)]
+
+    def _survivors(self, due: list[_Entry]) -> list[int]:
+        """The indices of :meth:`_release_sorted`'s survivors in ``due``."""
+        out: list[int] = []
         limit = self.limit
         tconds = self.trail_conds
         count = 0
         last_end = -1
-        for _, j, _, d, key, m in due:
+        for i, (_, j, _, d, key, m) in enumerate(due):
             if j != last_end:
                 last_end, count = j, 0
             p = self.parts[key]
@@ -478,13 +501,13 @@ class Edges:
                 b = trail.first_after(j)
                 if b is not None and b <= d:
                     continue
-            elif _blocked(trail, trail.after(j, d), tconds, m):
+            elif _blocked(trail, trail.after(j, d), tconds, m, self.value):
                 continue
             if limit is not None:
                 if count >= limit:
                     continue
                 count += 1
-            out.append(m)
+            out.append(i)
         return out
 
     def advance(self, key: Any) -> list[Match]:
@@ -590,15 +613,34 @@ class _Fast(NamedTuple):
     yattr: str
 
 
-_Conds = tuple[str, tuple[Condition, ...], _Fast | None]
+# (the negated name, the conditions, the one-comparison form, each read variable → the
+# label its events carry in a match)
+_Conds = tuple[str, tuple[Condition, ...], _Fast | None, dict[str, str]]
 
 
-def _compiled(atoms: tuple[N.FilterAtom, ...]) -> _Conds | None:
+def _shown_as(query: N.Query) -> dict[str, str]:
+    """Each variable → the variable whose label its events carry in a match: itself, or for
+    a type name a match does not report (it only repeats an alias) that alias."""
+    shown = set(output_variables(query))
+    leaves = variable_leaves(query.where)
+    out = {}
+    for v, ids in leaves.items():
+        if v in shown:
+            out[v] = v
+        else:
+            out[v] = next((a for a in shown if leaves.get(a) == ids), v)
+    return out
+
+
+def _compiled(atoms: tuple[N.FilterAtom, ...], shown: dict[str, str]) -> _Conds | None:
     """A NOT's conditions that read the match, compiled (None: it has none)."""
     if not atoms:
         return None
     name = atoms[0].var
-    return name, tuple(compile_condition(a) for a in atoms), _fast(atoms)
+    fast = _fast(atoms)
+    if fast is not None:
+        fast = fast._replace(var=shown.get(fast.var, fast.var))
+    return name, tuple(compile_condition(a) for a in atoms), fast, shown
 
 
 def _fast(atoms: tuple[N.FilterAtom, ...]) -> _Fast | None:
@@ -621,50 +663,79 @@ _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _INF = float("inf")
 
 
-def _kept(conds: _Conds | None, event: Any) -> tuple[Any, Any]:
-    """What a β list keeps of an event for ``conds``: the event, and its fast value."""
+def _fast_value(fast: _Fast, v: Any) -> tuple[Any, Any]:
+    """What the fast check keeps of a β event's value: the number, or for anything else a
+    bound its comparison never passes (an infinite one of the unfavourable sign); and the
+    value itself, normalized."""
+    r = norm(v)
+    if not is_num(r):
+        return (-_INF if fast.op in (">", ">=") else _INF), r
+    return r, r
+
+
+def _kept(conds: _Conds | None, event: Any) -> tuple[Any, Any, Any]:
+    """What a β list keeps of an event for ``conds``: the event (the general check reads
+    it), or the one value the fast check compares."""
     if conds is None:
-        return None, None
+        return None, None, None
     fast = conds[2]
     if fast is None:
-        return event, None
-    v = norm(event.get(fast.attr))
-    if not is_num(v) or v != v:
-        v = -_INF if fast.op in (">", ">=") else _INF  # never holds
-    return event, v
+        return event, None, None
+    return (None, *_fast_value(fast, event.get(fast.attr)))
 
 
-def _blocked(betas: _Betas, indices: range, conds: _Conds, m: Match) -> bool:
+def _batch_kept(conds: _Conds | None, rb: pa.RecordBatch,
+                rows: np.ndarray) -> tuple[list[Any], list[Any], list[Any]]:
+    """:func:`_kept` for the rows ``rows`` of an Arrow batch."""
+    n = rows.size
+    none = [None] * n
+    if conds is None:
+        return none, none, none
+    fast = conds[2]
+    if fast is None:
+        return rb.take(pa.array(rows)).to_pylist(), none, none
+    i = rb.schema.get_field_index(fast.attr)
+    if i < 0:
+        return none, [_fast_value(fast, None)[0]] * n, none
+    pairs = [_fast_value(fast, v) for v in rb.column(i).take(pa.array(rows)).to_pylist()]
+    return none, [v for v, _ in pairs], [r for _, r in pairs]
+
+
+def _blocked(betas: _Betas, indices: range, conds: _Conds, m: Match,
+             value: Callable[[int, str], Any] | None) -> bool:
     """Whether one of the β events at ``indices`` satisfies every condition with the
-    complex event ``m`` (whose events are attached)."""
+    complex event ``m`` (the general check reads its attached events; the fast one reads
+    ``value``)."""
     if not indices:
         return False
-    name, compiled, fast = conds
-    events = m._events
+    name, compiled, fast, shown = conds
     labels = m._labels
     if fast is not None:
-        ys = [norm(e.get(fast.yattr)) for e, lab in zip(events, labels, strict=True)
+        assert value is not None
+        ys = [norm(value(p, fast.yattr)) for p, lab in zip(m.positions, labels, strict=True)
               if lab is not None and fast.var in lab]
-        if ys:
-            if not all(is_num(y) for y in ys):
-                return False  # unknown for every β
-            vals = betas.vals[indices.start:indices.stop]
-            op = fast.op
-            if op in (">", ">="):
-                b, y = max(vals), max(ys)
-            else:
-                b, y = min(vals), min(ys)
-            if abs(y) != _INF:
-                return bool(PY_CMP[op](b, y))
+        if not ys:
+            return True  # vacuous: every β event satisfies it
+        op = fast.op
+        up = op in (">", ">=")
+        if all(is_num(y) for y in ys):
+            y = max(ys) if up else min(ys)
+            if abs(y) != _INF:  # (an infinite one could equal a non-number's bound)
+                vs = betas.vals[indices.start:indices.stop]
+                return bool(PY_CMP[op](max(vs) if up else min(vs), y))
+        # strings, times, infinities: compared one by one
+        return any(all(cmp3(op, r, y) == TRUE for y in ys)
+                   for r in betas.raws[indices.start:indices.stop])
+    events = m._events
     for i in indices:
         beta = betas.events[i]
-        if all(_holds(c, name, beta, events, labels) for c in compiled):
+        if all(_holds(c, name, beta, events, labels, shown) for c in compiled):
             return True
     return False
 
 
 def _holds(c: Condition, name: str, beta: Any, events: tuple[Any, ...],
-           labels: tuple[Any, ...]) -> bool:
+           labels: tuple[Any, ...], shown: dict[str, str]) -> bool:
     """``c`` with the negated variable ``name`` bound to ``beta``, for every choice of the
     other variables' events in the complex event (vacuously when one has none)."""
     choices: list[list[tuple[Any, ...]]] = []
@@ -672,6 +743,7 @@ def _holds(c: Condition, name: str, beta: Any, events: tuple[Any, ...],
         if v == name:
             recs = [tuple([norm(beta.get(a)) for a in attrs])]
         else:
+            v = shown.get(v, v)
             recs = [tuple([norm(e.get(a)) for a in attrs])
                     for e, lab in zip(events, labels, strict=True)
                     if lab is not None and v in lab]
@@ -681,6 +753,7 @@ def _holds(c: Condition, name: str, beta: Any, events: tuple[Any, ...],
     aggs: list[Any] = []
     for f, var, attr in c.aggs:
         acc = agg_start(f)
+        var = shown.get(var, var)
         for e, lab in zip(events, labels, strict=True):
             if lab is not None and var in lab:
                 acc = agg_step(f, acc, None if attr is None else norm(e.get(attr)))

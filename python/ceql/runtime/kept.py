@@ -27,7 +27,7 @@ _REBUILD_MIN = 1024  # kept rows below which dropping old ones never rebuilds th
 class KeptEvents:
     """Position → event, for the positions a later match can include."""
 
-    __slots__ = ("batches", "low", "rows", "size_after_rebuild")
+    __slots__ = ("batches", "columns", "low", "rows", "size_after_rebuild")
 
     def __init__(self) -> None:
         #: rows fed as mappings, and Arrow rows already turned into dicts
@@ -36,6 +36,8 @@ class KeptEvents:
         self.batches: deque[tuple[int, pa.RecordBatch]] = deque()
         self.low = 0  # no later match includes an event before this position
         self.size_after_rebuild = 0
+        #: columns of kept Arrow batches read as lists (by batch position, then attribute)
+        self.columns: dict[int, dict[str, list[Any]]] = {}
 
     def add_batch(self, base: int, rb: pa.RecordBatch) -> None:
         """Keep an Arrow batch whose first row is at position ``base``."""
@@ -68,6 +70,21 @@ class KeptEvents:
                 self.rows[p] = row
             i = j
 
+    def value(self, pos: int, attr: str) -> Any:
+        """The attribute ``attr`` of the event at ``pos`` (None if it has none), without
+        making the row a dict (a column of an Arrow batch is read once, as a list)."""
+        row = self.rows.get(pos)
+        if row is not None:
+            return row.get(attr)
+        k = bisect_right([b for b, _ in self.batches], pos) - 1
+        base, rb = self.batches[k]
+        cols = self.columns.setdefault(base, {})
+        col = cols.get(attr)
+        if col is None:
+            i = rb.schema.get_field_index(attr)
+            col = cols[attr] = rb.column(i).to_pylist() if i >= 0 else [None] * rb.num_rows
+        return col[pos - base]
+
     def forget(self, low: int) -> None:
         """No later match includes an event before position ``low``: drop those."""
         if low <= self.low:
@@ -75,7 +92,7 @@ class KeptEvents:
         self.low = low
         batches = self.batches
         while batches and batches[0][0] + batches[0][1].num_rows <= low:
-            batches.popleft()
+            self.columns.pop(batches.popleft()[0], None)
         rows = self.rows
         # Rebuilding costs the rows kept: do it once they doubled, so it is O(1) per row.
         if len(rows) >= max(_REBUILD_MIN, 2 * self.size_after_rebuild):

@@ -26,7 +26,7 @@ from ..constants import (
     WITHIN_TIME,
 )
 from ..errors import CeqlTypeError, CeqlValidationError
-from ..ir import formula_nodes, is_correlated_query
+from ..ir import formula_nodes
 from ..ir import nodes as N
 from ..predicates import AtomTable
 from ..predicates.atoms import Atom, TypeIs
@@ -109,10 +109,10 @@ class Evaluation:
         if cea.leading is not None or cea.trailing is not None:
             self.edges = Edges(cea.leading, cea.trailing, w is not None and
                                w.kind == WITHIN_EVENTS, limit, consume,
-                               cea.leading_conds, cea.trailing_conds)
+                               cea.leading_conds, cea.trailing_conds, ast)
             self.edges.eps = eps
             limit, consume = None, CONSUME_NONE
-        if is_correlated_query(ast.where):
+        if cea.scopes:  # (conditions of a leading or trailing NOT are not scopes)
             self.plan = plan = RegisterPlan(
                 cea, ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX"))
             ranked = ast.strategy in ("NEXT", "LAST", "MAX")
@@ -157,6 +157,8 @@ class Evaluation:
         self.strip = reads and not keep_events
         if self.edges is not None and self.kept is not None:
             self.edges.attach = self.kept.attach
+            self.edges.value = self.kept.value
+            self.edges.keeps = keep_events
 
     def new_class(self, c: int) -> None:
         """Events of class ``c`` are read: note the query's types it says they carry."""
