@@ -29,6 +29,7 @@ from reference import reference_matches
 from strategies import PROFILE, Case, MultiCase, cases, multi_cases
 from test_properties import (
     Key,
+    _variants,
     check_against_reference,
     check_arrow_feed_equals_reference,
     check_chunked_feed_equals_run,
@@ -67,11 +68,32 @@ def _negated_names(n: A.Not) -> set[str]:
     return names
 
 
+def _compilable(q: A.Query, fallback: A.Query, edges: bool = False) -> A.Query:
+    """``q`` if ceql evaluates it and the variants the tests run (``_variants``; with a
+    leading or trailing NOT, the one without CONSUME BY, LIMIT and strategy), else
+    ``fallback`` (``q`` with less)."""
+    variants = ([q, replace(q, consume="NONE", limit=None, strategy="ALL")] if edges
+                else _variants(q))
+    try:
+        for v in variants:
+            ceql.compile(format_query(v)).automaton()
+    except ceql.CeqlValidationError as e:
+        if "not evaluated yet" not in str(e):
+            raise
+        return fallback
+    return q
+
+
 def _without_edges(q: A.Query) -> A.Query:
-    """``q`` without a leading or trailing NOT (and the atoms about its variable), and
-    without atoms on negated variables that read other events."""
+    """``q`` without a leading or trailing NOT (and the atoms about its variable); without
+    atoms on negated variables that read other events too where ceql refuses them."""
+    return _compilable(_strip_edges(q, set()), _strip_edges(q, set(negated_variables(q.where))))
+
+
+def _strip_edges(q: A.Query, negated: set[str]) -> A.Query:
+    """``q`` without a leading or trailing NOT and the atoms about its variable, and without
+    atoms reading other events on the ``negated`` variables."""
     names: set[str] = set()
-    negated = set(negated_variables(q.where))
 
     def strip(f: A.Formula) -> A.Formula:
         if isinstance(f, A.Filter):
@@ -108,8 +130,14 @@ def _without_edges(q: A.Query) -> A.Query:
 
 
 def _evaluable(q: A.Query) -> A.Query:
-    """``q`` without atoms on negated variables that read other events; NEXT for LAST with
-    a leading or trailing NOT."""
+    """``q`` with NEXT for LAST with a leading or trailing NOT; where ceql refuses one, without
+    the atoms on negated variables that read other events it refuses."""
+    if q.strategy == "LAST" and _edges(q) != (False, False):
+        q = replace(q, strategy="NEXT")
+    return _compilable(q, _evaluable_strict(q), edges=True)
+
+
+def _evaluable_strict(q: A.Query) -> A.Query:
     negated = set(negated_variables(q.where))
     lead, trail = _edges(q)
     top = top_sequence(q.where)

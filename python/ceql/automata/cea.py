@@ -30,6 +30,7 @@ from ..ir import (
     output_variables,
     seq_elements,
     top_sequence,
+    variable_leaves,
 )
 from ..ir import nodes as A
 from ..predicates import (
@@ -50,6 +51,8 @@ __all__ = ["CEA", "Transition", "build_cea"]
 
 #: A FILTER leaf checked between events (see :mod:`ceql.predicates.between`).
 ScopeLeaf = A.FilterAtom | A.FilterMatch
+#: See :attr:`Transition.kill`.
+Kill = tuple[GuardTree, str, tuple[tuple[int, tuple[A.FilterAtom, ...]], ...]]
 _NO_SCOPES: tuple[tuple[int, frozenset[str]], ...] = ()
 _NO_OPENS: frozenset[int] = frozenset()
 
@@ -73,6 +76,11 @@ class Transition:
     dst: int
     scopes: tuple[tuple[int, frozenset[str]], ...] = _NO_SCOPES
     opens: frozenset[int] = _NO_OPENS
+    #: the gap self-loop of ``NOT β AS n`` with conditions on ``n`` that read earlier events
+    #: of the match: ``(β's guard, the negated name, per scope holding such conditions its
+    #: index and those conditions)``; a run waiting here ends on a β event for which every
+    #: one of them holds with the run's registers (see ``RegisterPlan.killed``)
+    kill: Kill | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,7 @@ class _Tr:
     """A transition under construction (mutable: a union renames the sources of its parts'
     initial transitions in place, AS and FILTER update the parts they wrap)."""
 
-    __slots__ = ("deps", "dst", "guard", "mark", "opens", "scoped", "src", "vars")
+    __slots__ = ("deps", "dst", "guard", "kill", "mark", "opens", "scoped", "src", "vars")
 
     def __init__(self, src: int, guard: GuardTree, mark: bool, vars: frozenset[str],
                  dst: int) -> None:
@@ -120,6 +128,7 @@ class _Tr:
         self.dst = dst
         self.scoped = _NO_SCOPES
         self.opens = _NO_OPENS
+        self.kill: Kill | None = None
         #: records whose final guards this one's is ANDed with (a conjunction's product
         #: reads its operands' guards, which a negation's gap only gets at the end)
         self.deps: tuple[_Tr, ...] = ()
@@ -153,7 +162,8 @@ class _Neg:
     event types) on which every FILTER atom about its name holds. ``loops`` are the gap
     self-loops it guards (none for a leading or trailing one)."""
 
-    __slots__ = ("base", "conds", "edge", "guards", "loops", "name", "node")
+    __slots__ = ("base", "before", "conds", "edge", "guards", "kill_scopes", "loops", "name",
+                 "node", "shared")
 
     def __init__(self, node: A.Not, base: GuardTree, name: str | None) -> None:
         self.node = node
@@ -163,8 +173,16 @@ class _Neg:
         self.loops: list[_Tr] = []
         #: a leading or trailing NOT (checked by the runtime around each match)
         self.edge = False
-        #: its FILTER atoms that read other events (an edge's only)
+        #: its FILTER atoms that read other events (an edge's; between, see ``kill_scopes``)
         self.conds: list[A.FilterAtom] = []
+        #: between two elements: how many occurrences of each variable the elements before
+        #: it have (an atom on n may read a variable all of whose events come before)
+        self.before: dict[str, int] = {}
+        #: per scope holding conditions on n that read earlier events: its index, those
+        #: conditions (checked on the runs waiting in the gap)
+        self.kill_scopes: list[tuple[int, tuple[A.FilterAtom, ...]]] = []
+        #: its gap was copied by an iteration or a conjunction (no per-run check there)
+        self.shared = False
 
     def kill(self) -> GuardTree:
         """The guard of the events this negation forbids."""
@@ -240,13 +258,15 @@ class _Builder:
                     if r.mark:
                         r.vars = r.vars | {var}
             elif op == "filter":
-                conjs = cast(list[list[ScopeLeaf]], arg)
+                conjs, formula = cast(tuple[list[list[ScopeLeaf]], A.Formula], arg)
                 frags = done[len(done) - len(conjs):]
                 del done[len(done) - len(conjs):]
                 for fr, conj in zip(frags, conjs, strict=True):
                     negs = {n.name: n for n in (*fr.negs, *self.edges.values())
                             if n.name is not None}
-                    conj = [leaf for leaf in conj if not self._negated(leaf, negs)]
+                    reading: dict[str, list[A.FilterAtom]] = {}
+                    conj = [leaf for leaf in conj
+                            if not self._negated(leaf, negs, formula, reading)]
                     between = tuple(leaf for leaf in conj if is_correlated(leaf))
                     for atom in conj:
                         if not isinstance(atom, A.FilterAtom) or atom in between:
@@ -257,6 +277,8 @@ class _Builder:
                                 r.guard = _and(r.guard, pg)
                     if between:
                         self._scope(fr, between)
+                        for name, leaves in reading.items():
+                            negs[name].kill_scopes.append((len(self.scopes) - 1, tuple(leaves)))
                 done.append(self._union(frags))
             elif op == "or":
                 n = cast(int, arg)
@@ -268,10 +290,14 @@ class _Builder:
                 a = done.pop()
                 done.append(self._seq(a, b, bool(arg)))
             elif op == "seq1":
-                contiguous, neg = cast(tuple[bool, "A.Not | None"], arg)
+                contiguous, node, before = cast(tuple[bool, "A.Not | None", dict[str, int]], arg)
                 b = done.pop()
                 a = done.pop()
-                done.append(self._seq(a, b, contiguous, None if neg is None else self._neg(neg)))
+                neg = None
+                if node is not None:
+                    neg = self._neg(node)
+                    neg.before = before
+                done.append(self._seq(a, b, contiguous, neg))
             elif op == "and":
                 b = done.pop()
                 a = done.pop()
@@ -311,7 +337,7 @@ class _Builder:
             todo += [("as", f.var), ("build", (f.formula, under))]
         elif isinstance(f, A.Filter):
             conjs = _dnf(f.cond)
-            todo.append(("filter", conjs))
+            todo.append(("filter", (conjs, f.formula)))
             todo += [("build", (f.formula, _KEEP))] * len(conjs)
         elif isinstance(f, A.Or):
             leaves = _or_leaves(f)
@@ -332,15 +358,18 @@ class _Builder:
             elems = [e for k, e in enumerate(elems)
                      if not (isinstance(e[0], A.Not) and k in (0, len(elems) - 1))]
             positives: list[A.Formula] = []
-            joins: list[tuple[bool, A.Not | None]] = []
+            joins: list[tuple[bool, A.Not | None, dict[str, int]]] = []
             pending: A.Not | None = None
+            counts: dict[str, int] = {}  # occurrences of each variable in the elements so far
             for e, contiguous in elems:
                 if isinstance(e, A.Not):
                     pending = e
                     continue
                 if positives:
-                    joins.append((contiguous, pending))
+                    joins.append((contiguous, pending, dict(counts) if pending else counts))
                 positives.append(e)
+                for v, n in _occurrences(e).items():
+                    counts[v] = counts.get(v, 0) + n
                 pending = None
             # in execution order: each element built, then joined to what came before (the
             # order states are numbered in, as a nested build would)
@@ -416,6 +445,8 @@ class _Builder:
         return _Frag(a.init, set(b.finals), rope, starts, ins, b.sinks, negs)
 
     def _plus(self, a: _Frag, contiguous: bool) -> _Frag:
+        for neg in a.negs:  # (a FILTER inside the iteration judges each iteration alone)
+            neg.shared = True
         if contiguous:
             a.merge_sinks()
             again = [r.moved(src=f) for f in sorted(a.finals) for r in a.starts]
@@ -454,27 +485,60 @@ class _Builder:
             guards.append(g)
         return _Neg(node, guards[0] if len(guards) == 1 else GOr(tuple(guards)), name)
 
-    def _negated(self, leaf: ScopeLeaf, negs: dict[str, _Neg]) -> bool:
+    def _negated(self, leaf: ScopeLeaf, negs: dict[str, _Neg], formula: A.Formula,
+                 reading: dict[str, list[A.FilterAtom]]) -> bool:
         """If ``leaf`` is an atom about a negated variable of the fragment, add it to that
-        negation (True); else False."""
+        negation (True); else False. An atom of a NOT between two elements that reads
+        earlier events stays a condition of the FILTER's scope (its registers keep what it
+        reads) and is noted in ``reading`` (the gap checks it)."""
         if not isinstance(leaf, A.FilterAtom) or leaf.var not in negs:
             return False
-        if is_correlated(leaf) and negs[leaf.var].edge:
-            negs[leaf.var].conds.append(leaf)
+        neg = negs[leaf.var]
+        if is_correlated(leaf) and neg.edge:
+            neg.conds.append(leaf)
             return True
         if is_correlated(leaf):
-            raise CeqlValidationError(
-                f"{leaf.var}[…] compares the negated event with other events of the match: "
-                "not evaluated yet; conditions on a negated event may read only its own "
-                "attributes for now", line=leaf.span.line, column=leaf.span.column)
+            self._check_reads(leaf, neg, formula)
+            neg.conds.append(leaf)
+            reading.setdefault(leaf.var, []).append(leaf)
+            return False
         negs[leaf.var].guards.append(guard_from_pred(leaf.pred, self.atoms))
         return True
 
+    @staticmethod
+    def _check_reads(leaf: A.FilterAtom, neg: _Neg, formula: A.Formula) -> None:
+        """A condition on the event a NOT between two elements forbids may read variables
+        whose events all come before the NOT in the FILTER's valuation (a run waiting in the
+        gap holds them): not one bound after it, under an iteration or conjunction around
+        the NOT, or elsewhere in the FILTER's formula."""
+        span = leaf.span
+        refs = sorted(condition_refs(leaf.var, leaf.pred))
+        occurrences = _occurrences(formula)
+        late = [v for v in refs if occurrences.get(v, 0) != neg.before.get(v, 0)]
+        if late:
+            raise CeqlValidationError(
+                f"{leaf.var}[…] reads {', '.join(late)}, whose events do not all come before "
+                f"the NOT: not evaluated yet; a condition on a negated event may read the "
+                "variables of the elements before it (those a run waiting in the gap holds)",
+                line=span.line, column=span.column)
+        if neg.shared:
+            raise CeqlValidationError(
+                f"{leaf.var}[…] reads other events, and its NOT stands under an iteration or "
+                "a conjunction inside the FILTER: not evaluated yet; put the FILTER inside "
+                "the iteration or the operand of AND",
+                line=span.line, column=span.column)
     def finish(self, root: _Frag) -> None:
         """Set the gap guards of every negation (their FILTER atoms are all known now), then
         the guards of the records built from others (conjunctions)."""
         for neg in root.negs:
-            if neg.loops:
+            if neg.loops and neg.kill_scopes:
+                # the loop lets every event by; a β event ends the run if its conditions hold
+                assert neg.name is not None
+                kill: Kill = (neg.kill(), neg.name, tuple(neg.kill_scopes))
+                for r in neg.loops:
+                    r.guard = _TRUE
+                    r.kill = kill
+            elif neg.loops:
                 g = GUnless(neg.kill())
                 for r in neg.loops:
                     r.guard = g
@@ -532,6 +596,10 @@ class _Builder:
                         loop = _Tr(src, _TRUE, False, frozenset(), src)
                         loop.deps = tuple(x for x in (ga, gb) if x is not None)
                         rope.append(loop)
+        for neg in (*a.negs, *b.negs):
+            neg.shared = True
+            if neg.kill_scopes:
+                raise _shared_error(neg)
         return _Frag(init, {final}, rope, starts, ins, {final}, a.negs + b.negs)
 
 
@@ -608,6 +676,33 @@ def _resolved(r: _Tr, done: dict[int, GuardTree]) -> GuardTree:
     return done[id(r)]
 
 
+def _occurrences(root: A.Formula) -> dict[str, int]:
+    """How many event-type leaves (not under NOT) bind each variable of ``root``: type names,
+    ``S>T`` names and AS names."""
+    out = {v: len(ids) for v, ids in variable_leaves(root).items()}
+    todo: list[A.Formula] = [root]
+    while todo:
+        f = todo.pop()
+        if isinstance(f, A.EventType):
+            if f.stream is not None:
+                v = f"{f.stream}>{f.name}"
+                out[v] = out.get(v, 0) + 1
+        elif isinstance(f, A.Seq | A.Or | A.And):
+            todo += [f.left, f.right]
+        elif isinstance(f, A.As | A.Plus | A.Filter):
+            todo.append(f.formula)
+    return out
+
+
+def _shared_error(neg: _Neg) -> CeqlValidationError:
+    """A NOT whose conditions read other events, inside an operand of AND."""
+    leaf = neg.conds[0]
+    return CeqlValidationError(
+        f"{leaf.var}[…] reads other events, and its NOT stands inside an operand of AND: not "
+        "evaluated yet; conditions on that negated event may read only its own attributes "
+        "there", line=leaf.span.line, column=leaf.span.column)
+
+
 def _edge_error(node: A.Not) -> CeqlValidationError:
     """A NOT first or last in a sequence below the top level (validation refuses it; this
     guards the automaton's own callers)."""
@@ -672,7 +767,7 @@ def _frozen(r: _Tr, select: frozenset[str] | None, shown: frozenset[str]) -> Tra
     if not r.mark or select is None:
         vs = r.vars & shown if r.mark else r.vars
         return Transition(r.src, r.guard, r.mark, r.mark, vs or r.vars, r.dst, r.scoped,
-                          r.opens)
+                          r.opens, r.kill)
     keep = r.vars & select
     return Transition(r.src, r.guard, True, bool(keep), keep, r.dst, r.scoped, r.opens)
 
@@ -692,7 +787,8 @@ def _trim(init: int, finals: set[int], trans: Iterable[Transition],
     order = [init, *sorted(live - {init})]
     num = {q: k for k, q in enumerate(order)}
     kept = tuple(
-        Transition(num[t.src], t.guard, t.mark, t.pmark, t.vars, num[t.dst], t.scopes, t.opens)
+        Transition(num[t.src], t.guard, t.mark, t.pmark, t.vars, num[t.dst], t.scopes, t.opens,
+                   t.kill)
         for t in trans
         if t.src in live and t.dst in live
     )

@@ -40,14 +40,17 @@ from ..predicates.between import (
     compile_condition,
 )
 from ..predicates.values import TRUE, norm
-from .cea import CEA, Transition
+from .cea import CEA, Kill, Transition
 
-__all__ = ["NEVER", "VACUOUS", "Gate", "Move", "RegisterPlan", "Registers", "ScopePlan",
-           "gate_key"]
+__all__ = ["NEVER", "VACUOUS", "CondKill", "Gate", "Move", "RegisterPlan", "Registers",
+           "ScopePlan", "gate_key"]
 
 #: A run's registers: per scope, None (closed) or (per condition (records per quantified
 #: variable, previous PREV record), aggregate accumulators).
 Registers = tuple[Any, ...]
+#: The gap of a NOT whose conditions read earlier events: (β's test on an event class, the
+#: negated name, per scope (its index, the indices of those conditions)).
+CondKill = tuple[Callable[[int], bool], str, tuple[tuple[int, tuple[int, ...]], ...]]
 
 
 def _killing(guards: list[Any]) -> Callable[[int], bool] | None:
@@ -114,12 +117,15 @@ class RegisterPlan:
         out: list[list[Transition]] = [[] for _ in range(cea.n_states)]
         stays = [False] * cea.n_states
         loops: list[list[Any]] = [[] for _ in range(cea.n_states)]
+        condkills: list[CondKill | None] = [None] * cea.n_states
         for t in cea.transitions:
             if t.mark:
                 out[t.src].append(t)
             elif t.src == t.dst:
                 stays[t.src] = True
                 loops[t.src].append(t.guard)
+                if t.kill is not None:
+                    condkills[t.src] = self._condkill(t.kill)
         self.stays = tuple(stays)
         #: per state, None, or whether an event class ends the runs waiting there (the gap
         #: of ``NOT β``: a β event between the two elements)
@@ -127,6 +133,10 @@ class RegisterPlan:
         self.kills = tuple(kills)
         #: the states with such a gap, with their test
         self.killing = tuple((q, k) for q, k in enumerate(kills) if k is not None)
+        #: per state, None, or the gap of ``NOT β AS n`` whose conditions on ``n`` read the
+        #: run's registers: a β event ends the runs there for which they all hold
+        self.condkills = tuple(condkills)
+        self.condkilling = tuple((q, k) for q, k in enumerate(condkills) if k is not None)
         #: whether a run at the state can still move (else it only accepts, then ends)
         self.has_out = tuple(bool(out[q]) or stays[q] for q in range(cea.n_states))
         all_scopes = frozenset(range(self.n_scopes))
@@ -134,7 +144,7 @@ class RegisterPlan:
                           for ts in out)
         #: per state, its marked transitions as (guard, move)
         self.out_moves = self._out
-        self.later = self._later(cea, out)
+        self.later = self._later(cea, out, condkills)
         #: per state, class → :meth:`moves` (a read-only fast cache; a miss: call it)
         self.move_cache: list[dict[int, tuple[Move, ...]]] = [{} for _ in range(cea.n_states)]
         self._progs: dict[int, tuple[tuple[int, _Program], ...]] = {}
@@ -171,10 +181,20 @@ class RegisterPlan:
         return Move(t.dst, t.dst in self.cea.finals, output, label, t.scopes, t.opens,
                     (all_scopes - inside) | t.opens)
 
+    def _condkill(self, kill: Kill) -> CondKill:
+        """:attr:`Transition.kill` with its conditions as indices into their scopes."""
+        guard, name, per_scope = kill
+        specs = tuple((k, tuple(self.cea.scopes[k].index(leaf) for leaf in leaves))
+                      for k, leaves in per_scope)
+        return guard_fn(guard), name, specs
+
     @staticmethod
-    def _later(cea: CEA, out: list[list[Transition]]) -> tuple[dict[int, frozenset[str]], ...]:
+    def _later(cea: CEA, out: list[list[Transition]],
+               condkills: list[CondKill | None]) -> tuple[dict[int, frozenset[str]], ...]:
         """Per state, per scope: the variables an event can still join in the same valuation
-        of the scope (through transitions inside it that do not open it again)."""
+        of the scope (through transitions inside it that do not open it again); a negated
+        name counts where its gap can still be reached (its conditions read the registers
+        there)."""
         later: list[dict[int, frozenset[str]]] = []
         for q in range(cea.n_states):
             per: dict[int, frozenset[str]] = {}
@@ -184,7 +204,11 @@ class RegisterPlan:
                 todo = [q]
                 names: set[str] = set()
                 while todo:
-                    for t in out[todo.pop()]:
+                    r = todo.pop()
+                    ck = condkills[r]
+                    if ck is not None and any(j == k for j, _ in ck[2]):
+                        names.add(ck[1])
+                    for t in out[r]:
                         if k in t.opens:
                             continue
                         vs = next((v for j, v in t.scopes if j == k), None)
@@ -277,6 +301,38 @@ class RegisterPlan:
                           for k, names in m.scopes)
             self._progs[id(m)] = progs
         return progs
+
+    def killed(self, ck: CondKill, regs: Registers, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` (a β event) ends a run with ``regs`` waiting in the gap ``ck``:
+        each of the NOT's conditions holds with ``n`` bound to it, for every choice of the
+        earlier events it reads (vacuously when one variable has none)."""
+        _, name, specs = ck
+        get = event.get
+        for k, cis in specs:
+            s = regs[k]
+            sp = self.scopes[k]
+            for ci in cis:
+                c = sp.conditions[ci]
+                lists = s[0][ci][0] if s is not None else ((),) * len(c.quantified)
+                pools: list[Any] = []
+                for v, attrs, recs in zip(c.quantified, c.attrs, lists, strict=True):
+                    if v == name:
+                        pools.append((tuple([norm(get(a)) for a in attrs]),))
+                    elif not recs:
+                        break  # vacuous
+                    else:
+                        pools.append(recs)
+                else:
+                    av: tuple[Any, ...] = ()
+                    if c.aggs:
+                        accs = s[1] if s is not None else tuple(
+                            agg_start(f) for f, _, _ in sp.aggs)
+                        values = dict(zip(sp.aggs, accs, strict=True))
+                        av = tuple(aggregate(spec[0], values[spec]) for spec in c.aggs)
+                    check = c.check
+                    if not all(check(recs, av) == TRUE for recs in product(*pools)):
+                        return False
+        return True
 
     def accepts(self, regs: Registers) -> bool:
         """Whether a run with ``regs`` that reached a final state completes a valuation whose

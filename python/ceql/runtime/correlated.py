@@ -484,6 +484,7 @@ class RegisterRuns:
         advance = plan.advance
         stays = plan.stays
         kills = plan.kills
+        condkills = plan.condkills
         runs = cast(dict[_Key, list[Node]], P.states)
         caches = plan.move_cache
         for key, ul in runs.items():
@@ -494,7 +495,14 @@ class RegisterRuns:
                     ul.pop()
             q, regs = key
             kill = kills[q]
-            if stays[q] and (kill is None or not kill(c)):
+            ck = condkills[q]
+            if ck is not None and ck[0](c):  # a β event: the NOT's conditions decide
+                if event is None:
+                    event = self._event(pos)
+                dies = plan.killed(ck, regs, event)
+            else:
+                dies = kill is not None and kill(c)
+            if stays[q] and not dies:
                 if key in T2:
                     for n in ul:
                         _put(T2, key, n, fifo, wkey, chain)
@@ -624,6 +632,13 @@ class RegisterRuns:
         for q, kill in plan.killing:  # a negated event ends the runs waiting in its gap
             if kill(c) and index.at.get(q):
                 index.drop(plan, [(q, regs) for regs in index.at[q]])
+        for q, ck in plan.condkilling:  # ... those for which its conditions hold
+            if ck[0](c) and index.at.get(q):
+                if event is None:
+                    event = self._event(pos)
+                dead = [(q, regs) for regs in index.at[q] if plan.killed(ck, regs, event)]
+                if dead:
+                    index.drop(plan, dead)
         for key, node in new:
             ul = states.get(key)
             if ul is None:
@@ -708,7 +723,9 @@ class RegisterInertness:
         states = {s[0] if isinstance(s, tuple) else s for s in sig[1]}  # (state, registers)
         r = not plan.moves(0, c) and all(
             plan.stays[q] and not plan.moves(q, c)
-            and (plan.kills[q] is None or not plan.kills[q](c)) for q in states)
+            and (plan.kills[q] is None or not plan.kills[q](c))
+            and (plan.condkills[q] is None or not plan.condkills[q][0](c))
+            for q in states)
         if self.size >= 1 << 18:
             self.clear()
         self.tables.setdefault(sig, {})[c] = r
