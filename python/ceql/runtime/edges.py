@@ -392,8 +392,11 @@ class Edges:
     def admit(self, P: Partition, chunks: Iterator[list[Match]], pos: int,
               wkey: Any) -> Iterator[list[Match]]:
         """The complex events ending at ``pos`` that pass (those that must wait are kept)."""
-        p, sub = self._sub(P.key, pos)
-        off = sub - wkey if self.events else 0
+        if self.events:  # substream positions in this stage's own frame
+            p, sub = self._sub(P.key, pos)
+            off = sub - wkey
+        else:
+            p, off = self._part(P.key), 0
         jkey = wkey + off
         eps = self.eps
         lead = p.lead
