@@ -157,6 +157,13 @@ class RegisterPlan:
         self._gates: dict[int, Gate | None] = {}
         self._canon: dict[tuple[Any, ...], Gate] = {}
         self._state_gates: dict[int, tuple[Gate, ...]] = {}
+        #: per gap state whose NOT has one condition comparing n with one earlier value: that
+        #: comparison as a gate, so an index finds the runs a β event may end
+        self.kill_gates: dict[int, Gate] = {}
+        for q, ck in self.condkilling:
+            g = self._kill_gate(ck)
+            if g is not None:
+                self.kill_gates[q] = self._canon.setdefault(g.fields(), g)
 
     # ------------------------------------------------------------------ construction
     @staticmethod
@@ -259,6 +266,9 @@ class RegisterPlan:
                 g = self.gate(m)
                 if g is not None:
                     found[g] = None
+            kg = self.kill_gates.get(q)
+            if kg is not None:
+                found[kg] = None
             gs = self._state_gates[q] = tuple(found)
         return gs
 
@@ -301,6 +311,19 @@ class RegisterPlan:
                           for k, names in m.scopes)
             self._progs[id(m)] = progs
         return progs
+
+    def _kill_gate(self, ck: CondKill) -> Gate | None:
+        """The gate of a gap's only condition when it compares n's attribute with one earlier
+        value (``n[price > a.price]``): the runs a β event may end are those a move with
+        that condition could take."""
+        _, name, specs = ck
+        if len(specs) != 1 or len(specs[0][1]) != 1:
+            return None
+        k, (ci,) = specs[0]
+        c = self.scopes[k].conditions[ci]
+        if c.var != name or c.deferred:
+            return None
+        return _comparison_gate(k, ci, c, ((c.attrs[0], False), None))
 
     def killed(self, ck: CondKill, regs: Registers, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` (a β event) ends a run with ``regs`` waiting in the gap ``ck``:

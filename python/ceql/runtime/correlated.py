@@ -411,6 +411,17 @@ class _Index:
                 if v is not NEVER:
                     entry.remove(v, regs)
 
+    def killable(self, plan: RegisterPlan, q: int, event: Mapping[str, Any]) -> list[Registers]:
+        """The runs at gap ``q`` a β event may end (a superset; all without a kill gate)."""
+        g = plan.kill_gates.get(q)
+        if g is not None:
+            entry = self.by_gate.get((q, g))
+            if entry is not None:
+                found = entry.find(norm(event.get(g.attr)))
+                if found is not None:
+                    return found
+        return list(self.at.get(q, ()))
+
     def candidates(self, plan: RegisterPlan, q: int, m: Move,
                    event: Mapping[str, Any]) -> list[Registers]:
         g = plan.gate(m)
@@ -636,7 +647,8 @@ class RegisterRuns:
             if ck[0](c) and index.at.get(q):
                 if event is None:
                     event = self._event(pos)
-                dead = [(q, regs) for regs in index.at[q] if plan.killed(ck, regs, event)]
+                dead = [(q, regs) for regs in index.killable(plan, q, event)
+                        if plan.killed(ck, regs, event)]
                 if dead:
                     index.drop(plan, dead)
         for key, node in new:
