@@ -226,3 +226,22 @@ def test_one_comparison_conditions_on_any_values(cond: str, where: str,
     note(str(events))
     ref = reference_matches(parse(text), events)
     check_against_reference(keys(ceql.compile(text).run(events)), ref, None)
+
+
+def test_explain_says_how_each_not_is_checked() -> None:
+    text = ("SELECT * FROM S WHERE NOT D ; A AS a ; NOT (B AS n) ; C ; NOT E AS m "
+            "FILTER n[v > a.v] AND m[w < a.w] WITHIN 5 EVENTS")
+    shown = str(ceql.explain(text)).split("negation:\n")[1].splitlines()
+    assert shown == [
+        "  NOT between two elements: first chance — the gap's self-loop lets only events that "
+        "are not β by, so a β event ends the runs waiting there",
+        "    conditions reading earlier events (kept in the registers): a β event ends only the "
+        "runs for which they hold (found through an index by the earlier value, then checked)",
+        "  leading NOT: per complex event — the β events of its partition are kept within the "
+        "window; it passes when none lies before its start within WITHIN of its end",
+        "  trailing NOT: per complex event — it waits until the input passes its start + WITHIN "
+        "(a later event, Evaluator.advance or close), unless a β event of its partition comes "
+        "first",
+        "    m[w < a.w] (line 1, column 92) — read on each complex event's own events",
+    ]
+    assert "negation:" not in str(ceql.explain("SELECT * FROM S WHERE A ; B"))

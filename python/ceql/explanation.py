@@ -8,7 +8,15 @@ from .automata import CEA
 from .automata.registers import RegisterPlan
 from .display import automaton_picture, describe, explanation_html, to_dot
 from .frontends.ceql import format_query
-from .ir import FilterAtom, FilterMatch, canonical_repr, depth, recursion_for
+from .ir import (
+    FilterAtom,
+    FilterMatch,
+    Not,
+    canonical_repr,
+    depth,
+    formula_nodes,
+    recursion_for,
+)
 from .query import Query, compile
 
 __all__ = ["Explanation", "describe", "explain", "to_dot"]
@@ -55,7 +63,8 @@ def explain(text: str | Query, *, dot: bool = False) -> Explanation:
     if dot:
         return Explanation(to_dot(cea, atoms), q)
     with recursion_for(depth(q.ast)):
-        return Explanation(describe(cea, atoms, format_query(q.ast), _conditions(q, cea)), q)
+        return Explanation(describe(cea, atoms, format_query(q.ast),
+                                    _conditions(q, cea) + _negations(q, cea)), q)
 
 
 def _conditions(q: Query, cea: CEA) -> list[str]:
@@ -108,3 +117,44 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
 def _leaf_text(text: str, leaf: FilterAtom | FilterMatch) -> str:
     span = leaf.span
     return text[span.start:span.end] if span.end > span.start else canonical_repr(leaf)
+
+
+def _negations(q: Query, cea: CEA) -> list[str]:
+    """How each NOT is checked, for ``explain``: at the first chance in the automaton (a gap
+    between two elements), or per complex event (a leading or trailing NOT)."""
+    lines: list[str] = []
+    nots = [n for n in formula_nodes(q.ast.where) if isinstance(n, Not)]
+    if not nots:
+        return lines
+    text = q.text
+    kills = [t.kill for t in cea.transitions if t.kill is not None]
+    reading = {id(leaf) for k in kills for _, leaves in k[2] for leaf in leaves}
+    gated = set()
+    if kills:
+        plan = RegisterPlan(cea, False)
+        gated = {g.cond for g in plan.kill_gates.values()}
+    lines.append("negation:")
+    edges = {id(x) for x in (cea.leading, cea.trailing) if x is not None}
+    between = len(nots) - len(edges)
+    if between:
+        lines.append("  NOT between two elements: first chance — the gap's self-loop lets only "
+                     "events that are not β by, so a β event ends the runs waiting there")
+        if reading:
+            how = ("found through an index by the earlier value, then checked" if gated else
+                   "each run waiting there checked")
+            lines.append(f"    conditions reading earlier events (kept in the registers): a β "
+                         f"event ends only the runs for which they hold ({how})")
+    if cea.leading is not None:
+        lines.append("  leading NOT: per complex event — the β events of its partition are kept "
+                     "within the window; it passes when none lies before its start within "
+                     "WITHIN of its end")
+    if cea.trailing is not None:
+        lines.append("  trailing NOT: per complex event — it waits until the input passes its "
+                     "start + WITHIN (a later event, Evaluator.advance or close), unless a β "
+                     "event of its partition comes first")
+    for leaf in (*cea.leading_conds, *cea.trailing_conds):
+        span = leaf.span
+        shown = text[span.start:span.end] if span.end > span.start else canonical_repr(leaf)
+        lines.append(f"    {shown} (line {span.line}, column {span.column}) — read on each "
+                     "complex event's own events")
+    return lines
