@@ -187,6 +187,11 @@ def child(work: str, events: int, seed: int, query: str) -> dict[str, Any]:
                 for p in ps:
                     x = x * P + p
                 _fold(fp, x)
+        for m in ev.close():  # the input ended: what waited for a trailing NOT's window
+            x = 0
+            for p in m.positions:
+                x = x * P + p
+            _fold(fp, x)
     except ceql.CeqlError as exc:
         error = f"{type(exc).__name__}: {str(exc)[:160]}"
     seconds = time.perf_counter() - t0
