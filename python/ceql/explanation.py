@@ -6,9 +6,10 @@ from typing import Any
 
 from .automata import CEA
 from .automata.registers import RegisterPlan
-from .display import automaton_picture, describe, explanation_html, to_dot
+from .display import automaton_picture, describe, explanation_html, mandatory_lines, to_dot
 from .frontends.ceql import format_query
 from .ir import FilterAtom, FilterMatch, canonical_repr, depth, recursion_for
+from .predicates import AtomTable
 from .query import Query, compile
 
 __all__ = ["Explanation", "describe", "explain", "to_dot"]
@@ -55,7 +56,19 @@ def explain(text: str | Query, *, dot: bool = False) -> Explanation:
     if dot:
         return Explanation(to_dot(cea, atoms), q)
     with recursion_for(depth(q.ast)):
-        return Explanation(describe(cea, atoms, format_query(q.ast), _conditions(q, cea)), q)
+        lines = _conditions(q, cea) + _lazy(q, atoms)
+        return Explanation(describe(cea, atoms, format_query(q.ast), lines), q)
+
+
+def _lazy(q: Query, atoms: AtomTable) -> list[str]:
+    """The lazy evaluation plan, for ``explain``."""
+    plan = q.lazy_plan()
+    if not plan.eligible:
+        return [f"lazy evaluation: not used ({plan.reason}); every row is fed"]
+    lines = ["lazy evaluation (Arrow batches): only rows within the window of a row of every "
+             "element below are fed; the elements are checked rarest first, by the frequency "
+             "observed in each batch (a batch of which most rows would be fed is fed whole)"]
+    return lines + mandatory_lines(plan.elements, atoms)
 
 
 def _conditions(q: Query, cea: CEA) -> list[str]:

@@ -19,7 +19,7 @@ B OR …) : C`` links once, not once per alternative.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from typing import TypeAlias, cast
 
@@ -38,6 +38,7 @@ from ..predicates import (
     TypeIs,
     guard_from_pred,
 )
+from .mandatory import Mandatory, mandatory_elements
 
 __all__ = ["CEA", "Transition", "build_cea"]
 
@@ -80,6 +81,8 @@ class CEA:
     finals: frozenset[int]
     transitions: tuple[Transition, ...]
     scopes: tuple[tuple[ScopeLeaf, ...], ...] = ()
+    #: row conditions every match has an event for (:mod:`.mandatory`; lazy evaluation)
+    mandatory: tuple[Mandatory, ...] = ()
 
     @property
     def initial(self) -> int:
@@ -699,4 +702,5 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     if query.strategy == "STRICT":
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
         trans = [t for t in trans if t.mark]
-    return _trim(fr.init, fr.finals, trans, tuple(builder.scopes))
+    cea = _trim(fr.init, fr.finals, trans, tuple(builder.scopes))
+    return replace(cea, mandatory=mandatory_elements(query.where, atoms))

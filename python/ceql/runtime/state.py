@@ -28,6 +28,7 @@ from .algorithm import Runs
 from .correlated import RegisterEnumerator, RegisterInertness, RegisterRuns
 from .enumeration import Enumerator
 from .kept import KeptEvents
+from .lazy import Lazy, plan_lazy
 from .notices import Names, ValueTypes
 from .partitions import Partitions
 from .skipping import Inertness
@@ -55,7 +56,7 @@ class Compiled(Protocol):
 class Evaluation:
     """The settings and state of one evaluation of one query."""
 
-    __slots__ = ("atoms", "clock", "dfa", "enum", "inert", "kept", "mixed", "names",
+    __slots__ = ("atoms", "clock", "dfa", "enum", "inert", "kept", "lazy", "mixed", "names",
                  "offset", "parts", "pkeys", "plan", "query", "query_streams", "query_types",
                  "runs",
                  "since_sweep", "stream_key", "streams", "sweep_floor", "sweep_key",
@@ -64,8 +65,10 @@ class Evaluation:
 
     def __init__(self, query: Compiled, time: str | None, type_key: str, stream_key: str,
                  time_unit: str, time_format: str | None = None,
-                 keep_events: bool = False) -> None:
+                 keep_events: bool = False, lazy: bool | None = None) -> None:
         _check_options(time, type_key, stream_key, time_unit, time_format, keep_events)
+        if lazy is not None and not isinstance(lazy, bool):
+            raise CeqlTypeError(f"lazy must be True, False or None, not {type(lazy).__name__}.")
         self.query = query
         self.time = time
         self.type_key = type_key
@@ -129,6 +132,13 @@ class Evaluation:
         self.mixed = ValueTypes(self.atoms, ast.where, getattr(query, "text", None), type_key)
         #: the events later matches can include (with ``keep_events``)
         self.kept: KeptEvents | None = KeptEvents() if keep_events else None
+        #: lazy evaluation of Arrow batches (None: not used; see :mod:`.lazy`)
+        self.lazy: Lazy | None = None
+        if lazy is not False:
+            _, cea = query.automaton(type_key, stream_key)
+            lplan = plan_lazy(ast, cea)
+            if lplan.eligible:
+                self.lazy = Lazy(lplan, cea, lazy is True)
 
     def new_class(self, c: int) -> None:
         """Events of class ``c`` are read: note the query's types it says they carry."""
