@@ -4,6 +4,8 @@ across batches, the planner's refusals with their reasons, the option, the repor
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -237,3 +239,11 @@ def test_explain_shows_the_lazy_plan() -> None:
     assert "rarest first" in lines[at]
     assert lines[at + 1:at + 3] == ["  a: type = 'SELL' AND name = 'AAPL'",
                                     "  c: type = 'BUY' AND name = 'QQQ'"]
+
+
+@pytest.mark.parametrize("eps", [float("inf"), 10**400, 10**20])
+def test_region_with_windows_beyond_the_keys(eps: Any) -> None:
+    keys = np.array([1.0, 1e300]) if eps != 10**20 else np.array([1, 10**18])
+    first, last = np.array([True, False]), np.array([False, True])
+    r = region(keys, np.ones(2, dtype=bool), [first, last], [None, None], eps, keys[-1])
+    assert r.feed.tolist() == [0, 1]

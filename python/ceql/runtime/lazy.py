@@ -37,6 +37,7 @@ one or a snapshot) outputs nothing and is sound, since feeding more rows always 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -196,8 +197,13 @@ def _comparable(keys: np.ndarray, eps: Any) -> tuple[np.ndarray, Any]:
         if keys.dtype.kind != "u" or (keys.size and int(keys[-1]) < 1 << 62):
             return keys.astype(np.int64, copy=False), eps
     f = keys.astype(np.float64, copy=False)
+    try:
+        e = float(eps)
+    except OverflowError:  # an integer bound beyond the floats: every row is near
+        return f, math.inf
     top = float(np.max(np.abs(f[[0, -1]]))) if f.size else 0.0
-    e = float(eps)
+    if not math.isfinite(e) or not math.isfinite(top):
+        return f, math.inf
     return f, e + abs(e) * 2.0 ** -40 + 4 * float(np.spacing(max(top, abs(e))))
 
 
