@@ -67,7 +67,8 @@ def _lazy(q: Query, atoms: AtomTable) -> list[str]:
         return [f"lazy evaluation: not used ({plan.reason}); every row is fed"]
     lines = ["lazy evaluation (Arrow batches): only rows within the window of a row of every "
              "element below are fed; the elements are checked rarest first, by the frequency "
-             "observed in each batch (a batch of which most rows would be fed is fed whole)"]
+             "observed in each batch (a batch of which most rows that can change a run "
+             "would be fed is fed whole)"]
     return lines + mandatory_lines(plan.elements, atoms)
 
 

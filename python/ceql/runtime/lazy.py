@@ -16,9 +16,9 @@ a gap's skip loop does not).
 **Per batch** (:meth:`Lazy.select`): the elements are checked in ascending frequency observed
 in the batch (the paper's tree variant: no frequencies given up front), each with a bisection
 of the rows still active into the sorted window keys of the element's rows; it stops as soon as
-no row is left. When more than :data:`EAGER_ABOVE` of the rows would be fed, the batch is fed
-whole and the next :data:`PROBE_EVERY` - 1 batches too (without computing regions), unless
-``lazy=True``. Either way the same rows that can be in a match reach the automaton, so the
+no row is left. When more than :data:`EAGER_ABOVE` of the relevant rows would be fed, the batch
+is fed whole and the next :data:`PROBE_EVERY` - 1 batches too (without computing regions),
+unless ``lazy=True``. Either way the same rows that can be in a match reach the automaton, so the
 choice never changes a result.
 
 **Across batches**: per element the window key of its last row is remembered, so a row near
@@ -54,7 +54,9 @@ from ..predicates import guard_fn
 __all__ = ["EAGER_ABOVE", "PROBE_EVERY", "Lazy", "LazyPlan", "LazyReport", "Region", "Rows",
            "plan_lazy", "region"]
 
-EAGER_ABOVE = 0.5  #: a batch of which lazy evaluation would feed more than this is fed whole
+#: a batch of which lazy evaluation would feed (or hold) more than this fraction of the rows
+#: that can change a run is fed whole (eager evaluation skips the others at little cost)
+EAGER_ABOVE = 0.5
 PROBE_EVERY = 8  #: after such a batch, regions are computed again only every this many batches
 _CLASS_CACHE = 1 << 16  # classes whose element bits are cached (more: the cache starts over)
 
@@ -74,14 +76,16 @@ class LazyReport(NamedTuple):
     ``lazy``: rows were chosen (False: the batch was fed whole); ``order``: the mandatory
     elements by label as checked, rarest first (empty when not computed); ``counts``: their
     rows in the batch, same order; ``rows``: rows looked at (the batch's rows that take part
-    and the rows held from before); ``fed``: rows fed to the automaton; ``held``: rows held
-    for the next batch.
+    and the rows held from before); ``relevant``: those whose class can change a run (what
+    eager evaluation steps on at most; 0 when not computed); ``fed``: rows fed to the
+    automaton; ``held``: rows held for the next batch.
     """
 
     lazy: bool
     order: tuple[str, ...]
     counts: tuple[int, ...]
     rows: int
+    relevant: int
     fed: int
     held: int
 
@@ -315,13 +319,15 @@ class Lazy:
             return self._whole(rows)
         r = region(keys, relevant, members, before, eps, keys[-1].item())
         total = int(keys.size)
+        n_relevant = int(np.count_nonzero(relevant))
         labels = self.labels
         counts = [int(np.count_nonzero(m)) for m in members]
-        if not self.force and r.feed.size + r.held.size > EAGER_ABOVE * total:
+        if not self.force and r.feed.size + r.held.size > EAGER_ABOVE * n_relevant:
             self._skip = PROBE_EVERY - 1
             out = self._whole(rows)
             self.report = LazyReport(False, tuple(labels[i] for i in r.order),
-                                     tuple(counts[i] for i in r.order), total, total, 0)
+                                     tuple(counts[i] for i in r.order), total, n_relevant,
+                                     total, 0)
             return out
         combined = self._combined(rows, bits, keys)
         self.held = None
@@ -331,8 +337,8 @@ class Lazy:
                               _at(combined.tkeys, r.held), _at(combined.wattr, r.held),
                               keys[r.held], _take(combined, r.held))
         self.report = LazyReport(True, tuple(labels[i] for i in r.order),
-                                 tuple(counts[i] for i in r.order), total, int(r.feed.size),
-                                 int(r.held.size))
+                                 tuple(counts[i] for i in r.order), total, n_relevant,
+                                 int(r.feed.size), int(r.held.size))
         f = r.feed
         return Rows(combined.classes, combined.inv[f], combined.positions[f],
                     _at(combined.tkeys, f), _at(combined.wattr, f), _take(combined, f),
@@ -342,8 +348,8 @@ class Lazy:
         """Feed everything: the held rows, then the batch (None when nothing is held)."""
         n = int(rows.inv.size)
         h = self.held
-        self.report = LazyReport(False, (), (), n + (0 if h is None else len(h.classes)),
-                                 n + (0 if h is None else len(h.classes)), 0)
+        rows_in = n + (0 if h is None else len(h.classes))
+        self.report = LazyReport(False, (), (), rows_in, 0, rows_in, 0)
         if h is None:
             return None
         c = self._combined(rows, None, None)
