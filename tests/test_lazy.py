@@ -247,3 +247,15 @@ def test_region_with_windows_beyond_the_keys(eps: Any) -> None:
     first, last = np.array([True, False]), np.array([False, True])
     r = region(keys, np.ones(2, dtype=bool), [first, last], [None, None], eps, keys[-1])
     assert r.feed.tolist() == [0, 1]
+
+
+def test_the_planner_feeds_a_sparse_batch_whole() -> None:
+    q = ceql.compile(L)
+    ev = q.evaluator(time="ts")
+    ev.feed(stream("A" + "D" * 99))
+    report = ev.lazy_report()
+    assert report is not None and not report.lazy and report.relevant == 1
+    forced = q.evaluator(time="ts", lazy=True)
+    forced.feed(stream("A" + "D" * 99))
+    report = forced.lazy_report()
+    assert report is not None and report.lazy and report.fed == 0 and report.relevant == 1

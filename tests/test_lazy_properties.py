@@ -7,6 +7,7 @@ snapshots taken and restored in between."""
 
 from __future__ import annotations
 
+import datetime as dt
 import pickle
 from dataclasses import replace
 from fractions import Fraction
@@ -178,3 +179,17 @@ def test_lazy_with_rows_snapshots_and_events(shape: str, events: list[dict[str, 
         assert keys(got) == keys(want)
         assert [m.events for m in got] == [m.events for m in want]
         assert lazy.oldest_live_position() <= lazy.events_seen
+
+
+@PROFILE
+@given(st.sampled_from(sorted(SHAPES)), rare_streams(80), st.data())
+def test_lazy_equals_eager_with_timestamps(shape: str, events: list[dict[str, Any]],
+                                           data: st.DataObject) -> None:
+    """A timestamp column (microsecond keys) and a window with a fraction of a second."""
+    text = SHAPES[shape].format(w="WITHIN 2 SECONDS 500 MILLISECONDS")
+    note(text)
+    start = dt.datetime(2024, 1, 2, 14, 30, tzinfo=dt.UTC)
+    stamped = [{**e, "ts": start + dt.timedelta(milliseconds=700 * e["ts"])} for e in events]
+    cuts = data.draw(st.lists(st.integers(0, len(events)), max_size=8).map(sorted),
+                     label="cuts")
+    check_lazy_equals_eager(text, stamped, "ts", cuts)

@@ -17,8 +17,9 @@ a gap's skip loop does not).
 in the batch (the paper's tree variant: no frequencies given up front), each with a bisection
 of the rows still active into the sorted window keys of the element's rows; it stops as soon as
 no row is left. When more than :data:`EAGER_ABOVE` of the relevant rows would be fed, the batch
-is fed whole and the next :data:`PROBE_EVERY` - 1 batches too (without computing regions),
-unless ``lazy=True``. Either way the same rows that can be in a match reach the automaton, so the
+is fed whole and the next :data:`PROBE_EVERY` - 1 batches too (without computing regions);
+so is a batch with fewer than one relevant row in :data:`SPARSE`. ``lazy=True`` computes
+regions for every batch. Either way the same rows that can be in a match reach the automaton, so the
 choice never changes a result.
 
 **Across batches**: per element the window key of its last row is remembered, so a row near
@@ -51,13 +52,16 @@ from ..ir import has_contiguity, is_correlated_query, seq_elements, top_sequence
 from ..ir import nodes as N
 from ..predicates import guard_fn
 
-__all__ = ["EAGER_ABOVE", "PROBE_EVERY", "Lazy", "LazyPlan", "LazyReport", "Region", "Rows",
-           "plan_lazy", "region"]
+__all__ = ["EAGER_ABOVE", "PROBE_EVERY", "SPARSE", "Lazy", "LazyPlan", "LazyReport", "Region",
+           "Rows", "plan_lazy", "region"]
 
 #: a batch of which lazy evaluation would feed (or hold) more than this fraction of the rows
 #: that can change a run is fed whole (eager evaluation skips the others at little cost)
 EAGER_ABOVE = 0.5
 PROBE_EVERY = 8  #: after such a batch, regions are computed again only every this many batches
+#: a batch with fewer rows that can change a run than 1 in this many is fed whole: eager
+#: evaluation steps on few rows, and computing regions would cost about as much
+SPARSE = 64
 _CLASS_CACHE = 1 << 16  # classes whose element bits are cached (more: the cache starts over)
 
 
@@ -314,12 +318,12 @@ class Lazy:
             if hits.size:
                 v = keys[hits[-1]].item()
                 self.last[i] = v if before[i] is None else max(before[i], v)
-        if self._skip and not self.force:
-            self._skip -= 1
-            return self._whole(rows)
-        r = region(keys, relevant, members, before, eps, keys[-1].item())
         total = int(keys.size)
         n_relevant = int(np.count_nonzero(relevant))
+        if not self.force and (self._skip or n_relevant * SPARSE < total):
+            self._skip = max(self._skip - 1, 0)
+            return self._whole(rows, n_relevant)
+        r = region(keys, relevant, members, before, eps, keys[-1].item())
         labels = self.labels
         counts = [int(np.count_nonzero(m)) for m in members]
         if not self.force and r.feed.size + r.held.size > EAGER_ABOVE * n_relevant:
@@ -344,12 +348,13 @@ class Lazy:
                     _at(combined.tkeys, f), _at(combined.wattr, f), _take(combined, f),
                     np.arange(f.size, dtype=np.int64))
 
-    def _whole(self, rows: Rows) -> Rows | None:
-        """Feed everything: the held rows, then the batch (None when nothing is held)."""
+    def _whole(self, rows: Rows, relevant: int = 0) -> Rows | None:
+        """Feed everything: the held rows, then the batch (None when nothing is held);
+        ``relevant``: how many of them can change a run (0: not counted)."""
         n = int(rows.inv.size)
         h = self.held
         rows_in = n + (0 if h is None else len(h.classes))
-        self.report = LazyReport(False, (), (), rows_in, 0, rows_in, 0)
+        self.report = LazyReport(False, (), (), rows_in, relevant, rows_in, 0)
         if h is None:
             return None
         c = self._combined(rows, None, None)
