@@ -32,8 +32,11 @@ a match ending at ``j`` has, for each element, a row at or before ``j`` within Î
 ends at or after it in this batch and no output is delayed; rows are still fed in stream order.
 A held row whose window key is more than Îµ behind the batch's last one is dropped: its matches
 would end at a row already seen after it, which would be backward-complete. So what is held is
-bounded by the window. Feeding held rows early (:meth:`Lazy.release`, before rows fed one by
-one or a snapshot) outputs nothing and is sound, since feeding more rows always is.
+bounded by the window. After rows went by unseen (fed whole, fed one by one, or before a
+snapshot was restored), every element counts as seen at the next batch's first window key,
+which is wider than the truth, never narrower. Feeding held rows early (:meth:`Lazy.release`,
+before rows fed one by one or a snapshot) outputs nothing and is sound, since feeding more rows
+always is.
 """
 
 from __future__ import annotations
@@ -307,10 +310,16 @@ class Lazy:
         keys = keys_b if h is None else np.concatenate((h.keys, keys_b))
         if h is not None:
             bits = np.concatenate((h.bits, bits))
+        relevant = (bits & 1).astype(bool)
+        total = int(keys.size)
+        n_relevant = int(np.count_nonzero(relevant))
+        if not self.force and (self._skip or n_relevant * SPARSE < total):
+            self._skip = max(self._skip - 1, 0)
+            self._seen_to = -1  # the next batch assumes every element near its start
+            return self._whole(rows, n_relevant)
         if blind:
             first = keys_b[0].item()
             self.last = [first if v is None else max(v, first) for v in self.last]
-        relevant = (bits & 1).astype(bool)
         members = [relevant & (bits & (2 << i)).astype(bool) for i in range(len(self.last))]
         before = list(self.last)
         for i, m in enumerate(members):
@@ -318,11 +327,6 @@ class Lazy:
             if hits.size:
                 v = keys[hits[-1]].item()
                 self.last[i] = v if before[i] is None else max(before[i], v)
-        total = int(keys.size)
-        n_relevant = int(np.count_nonzero(relevant))
-        if not self.force and (self._skip or n_relevant * SPARSE < total):
-            self._skip = max(self._skip - 1, 0)
-            return self._whole(rows, n_relevant)
         r = region(keys, relevant, members, before, eps, keys[-1].item())
         labels = self.labels
         counts = [int(np.count_nonzero(m)) for m in members]
