@@ -151,7 +151,7 @@ def ratio(a: Any, b: Any) -> str:
 
 
 def row(name: str, rec: dict[str, Any], core: dict[str, Any] | None) -> str:
-    rep = rec["report"]["auto"]
+    rep = rec["report"]["lazy"]
     active = f"{rep['fed']:,} of {rep['relevant']:,}" if rep["rows"] else "—"
     core_s = core.get("seconds") if core else None
     cells = [name, f"{rec['matches']:,}", f"{rec['eager_s']:.2f}", f"{rec['auto_s']:.2f}",
@@ -189,8 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         work += [(k, v, False) for k, v in b_queries().items()]
     print(f"started {dt.datetime.now():%Y-%m-%d %H:%M:%S}, load {eb.load_avg()}, "
           f"{eb.cpu_model()}, {os.cpu_count()} cores", flush=True)
-    lines = ["| query | matches | eager s | auto s | forced s | eager/auto | lazy slices | "
-             "rows fed of relevant (auto) | CORE s | CORE/auto | modes equal | vs CORE |",
+    lines = ["| query | matches | eager s | auto s | forced s | eager/auto | lazy slices (auto) | "
+             "rows fed of relevant (forced) | CORE s | CORE/auto | modes equal | vs CORE |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     status = 0
     records = []

@@ -19,8 +19,8 @@ of the rows still active into the sorted window keys of the element's rows; it s
 no row is left. When more than :data:`EAGER_ABOVE` of the relevant rows would be fed, the batch
 is fed whole and the next :data:`PROBE_EVERY` - 1 batches too (without computing regions);
 so is a batch with fewer than one relevant row in :data:`SPARSE`. ``lazy=True`` computes
-regions for every batch. Either way the same rows that can be in a match reach the automaton, so the
-choice never changes a result.
+regions for every batch. Either way the rows that can be in a match reach the automaton, so
+the choice never changes a result.
 
 **Across batches**: per element the window key of its last row is remembered, so a row near
 an element's row of an earlier batch is active. A row near the end of a batch may still get a
@@ -58,9 +58,10 @@ from ..predicates import guard_fn
 __all__ = ["EAGER_ABOVE", "PROBE_EVERY", "SPARSE", "Lazy", "LazyPlan", "LazyReport", "Region",
            "Rows", "plan_lazy", "region"]
 
-#: a batch of which lazy evaluation would feed (or hold) more than this fraction of the rows
-#: that can change a run is fed whole (eager evaluation skips the others at little cost)
-EAGER_ABOVE = 0.5
+#: a batch of which lazy evaluation would feed more than this fraction of the rows that can
+#: change a run is fed whole (eager evaluation skips the others at little cost; measured in
+#: bench/lazy.py, regions pay for themselves well before 1/2, so the bar is high)
+EAGER_ABOVE = 0.9
 PROBE_EVERY = 8  #: after such a batch, regions are computed again only every this many batches
 #: a batch with fewer rows that can change a run than 1 in this many is fed whole: eager
 #: evaluation steps on few rows, and computing regions would cost about as much
@@ -330,7 +331,7 @@ class Lazy:
         r = region(keys, relevant, members, before, eps, keys[-1].item())
         labels = self.labels
         counts = [int(np.count_nonzero(m)) for m in members]
-        if not self.force and r.feed.size + r.held.size > EAGER_ABOVE * n_relevant:
+        if not self.force and r.feed.size > EAGER_ABOVE * n_relevant:
             self._skip = PROBE_EVERY - 1
             out = self._whole(rows)
             self.report = LazyReport(False, tuple(labels[i] for i in r.order),
