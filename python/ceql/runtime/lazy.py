@@ -220,7 +220,11 @@ def _comparable(keys: np.ndarray, eps: Any) -> tuple[np.ndarray, Any]:
 
 
 class _Held(NamedTuple):
+    """Rows held for the next batch: their distinct classes and each row's index into them,
+    element bits, positions, time keys, ``[attr]`` keys, window keys, partition values."""
+
     classes: list[int]
+    inv: np.ndarray
     bits: np.ndarray
     positions: np.ndarray
     tkeys: np.ndarray | None
@@ -288,11 +292,8 @@ class Lazy:
         self.held = None
         if h is None:
             return None
-        uniq = list(dict.fromkeys(h.classes))
-        at = {c: k for k, c in enumerate(uniq)}
-        inv = np.fromiter((at[c] for c in h.classes), dtype=np.int64, count=len(h.classes))
-        return Rows(uniq, inv, h.positions, h.tkeys, h.wattr, h.pcols,
-                    np.arange(len(h.classes), dtype=np.int64))
+        return Rows(h.classes, h.inv, h.positions, h.tkeys, h.wattr, h.pcols,
+                    np.arange(h.inv.size, dtype=np.int64))
 
     def select(self, eps: Any, rows: Rows, base: int, end: int) -> Rows | None:
         """The rows of the batch of positions ``base`` to ``end`` - 1 (``rows``: those that
@@ -338,11 +339,13 @@ class Lazy:
                                      tuple(counts[i] for i in r.order), total, n_relevant,
                                      total, 0)
             return out
-        combined = self._combined(rows, bits, keys)
+        combined = self._combined(rows)
         self.held = None
         if r.held.size:
-            self.held = _Held([combined.classes[k] for k in combined.inv[r.held].tolist()],
-                              bits[r.held], combined.positions[r.held],
+            used, hinv = np.unique(combined.inv[r.held], return_inverse=True)
+            self.held = _Held([combined.classes[k] for k in used.tolist()],
+                              hinv.reshape(-1).astype(np.int64), bits[r.held],
+                              combined.positions[r.held],
                               _at(combined.tkeys, r.held), _at(combined.wattr, r.held),
                               keys[r.held], _take(combined, r.held))
         self.report = LazyReport(True, tuple(labels[i] for i in r.order),
@@ -358,16 +361,16 @@ class Lazy:
         ``relevant``: how many of them can change a run (0: not counted)."""
         n = int(rows.inv.size)
         h = self.held
-        rows_in = n + (0 if h is None else len(h.classes))
+        rows_in = n + (0 if h is None else int(h.inv.size))
         self.report = LazyReport(False, (), (), rows_in, relevant, rows_in, 0)
         if h is None:
             return None
-        c = self._combined(rows, None, None)
+        c = self._combined(rows)
         self.held = None
         return Rows(c.classes, c.inv, c.positions, c.tkeys, c.wattr, _take(c, None),
                     np.arange(c.inv.size, dtype=np.int64))
 
-    def _combined(self, rows: Rows, bits: np.ndarray | None, keys: np.ndarray | None) -> _Both:
+    def _combined(self, rows: Rows) -> _Both:
         """The held rows followed by the batch's, as one set of arrays."""
         h = self.held
         if h is None:
@@ -375,11 +378,13 @@ class Lazy:
                          [], rows.pcols, rows.take)
         classes = list(rows.classes)
         at = {c: k for k, c in enumerate(classes)}
-        for c in h.classes:
+        remap = np.empty(len(h.classes), dtype=np.int64)
+        for k, c in enumerate(h.classes):
             if c not in at:
                 at[c] = len(classes)
                 classes.append(c)
-        hinv = np.fromiter((at[c] for c in h.classes), dtype=np.int64, count=len(h.classes))
+            remap[k] = at[c]
+        hinv = remap[h.inv]
         return _Both(classes, np.concatenate((hinv, rows.inv.astype(np.int64, copy=False))),
                      np.concatenate((h.positions, rows.positions)),
                      _joined(h.tkeys, rows.tkeys), _joined(h.wattr, rows.wattr),
