@@ -6,7 +6,7 @@ from typing import Any
 
 from .automata import CEA
 from .automata.registers import RegisterPlan
-from .display import automaton_picture, describe, explanation_html, to_dot
+from .display import automaton_picture, describe, explanation_html, mandatory_lines, to_dot
 from .frontends.ceql import format_query
 from .ir import (
     FilterAtom,
@@ -17,6 +17,7 @@ from .ir import (
     formula_nodes,
     recursion_for,
 )
+from .predicates import AtomTable
 from .query import Query, compile
 
 __all__ = ["Explanation", "describe", "explain", "to_dot"]
@@ -63,8 +64,20 @@ def explain(text: str | Query, *, dot: bool = False) -> Explanation:
     if dot:
         return Explanation(to_dot(cea, atoms), q)
     with recursion_for(depth(q.ast)):
-        return Explanation(describe(cea, atoms, format_query(q.ast),
-                                    _conditions(q, cea) + _negations(q, cea)), q)
+        lines = _conditions(q, cea) + _negations(q, cea) + _lazy(q, atoms)
+        return Explanation(describe(cea, atoms, format_query(q.ast), lines), q)
+
+
+def _lazy(q: Query, atoms: AtomTable) -> list[str]:
+    """The lazy evaluation plan, for ``explain``."""
+    plan = q.lazy_plan()
+    if not plan.eligible:
+        return [f"lazy evaluation: not used ({plan.reason}); every row is fed"]
+    lines = ["lazy evaluation (Arrow batches): only rows within the window of a row of every "
+             "element below are fed; the elements are checked rarest first, by the frequency "
+             "observed in each batch (a batch of which most rows that can change a run "
+             "would be fed is fed whole)"]
+    return lines + mandatory_lines(plan.elements, atoms)
 
 
 def _conditions(q: Query, cea: CEA) -> list[str]:

@@ -20,6 +20,7 @@ from .ir import nodes as N
 from .predicates import AtomTable
 from .runtime import Evaluator, Match, unseen_names_message
 from .runtime.feeds import not_an_event
+from .runtime.lazy import LazyPlan, plan_lazy
 from .runtime.notices import warn
 from .runtime.times import Clock
 
@@ -135,7 +136,7 @@ class Query:
     def evaluator(self, *, time: str | None = None, type_key: str = DEFAULT_TYPE_COLUMN,
                   stream_key: str = DEFAULT_STREAM_COLUMN,
                   time_unit: str = DEFAULT_TIME_UNIT, time_format: str | None = None,
-                  keep_events: bool = False) -> Evaluator:
+                  keep_events: bool = False, lazy: bool | None = None) -> Evaluator:
         """A stateful evaluator: ``feed(batch)`` returns the matches each batch completes.
 
         ``time`` names the time attribute (numbers count ``time_unit``s — seconds by default;
@@ -143,10 +144,19 @@ class Query:
         as ``"%d/%m/%Y %H:%M"``); ``None`` uses positions as time, which a window in time
         (``WITHIN 10 SECONDS``) refuses. With ``keep_events=True`` each match carries its
         events (:attr:`Match.events`); the evaluator keeps only those a later match can
-        include.
+        include. ``lazy``: feed the automaton only the rows of Arrow batches that can be in a
+        match (:meth:`lazy_plan`); None lets the planner decide per batch, True uses it
+        whenever the query allows, False never; the matches are the same.
         """
         return Evaluator(self, time=time, type_key=type_key, stream_key=stream_key,
-                         time_unit=time_unit, time_format=time_format, keep_events=keep_events)
+                         time_unit=time_unit, time_format=time_format, keep_events=keep_events,
+                         lazy=lazy)
+
+    def lazy_plan(self, type_key: str = DEFAULT_TYPE_COLUMN,
+                  stream_key: str = DEFAULT_STREAM_COLUMN) -> LazyPlan:
+        """Whether lazy evaluation may run this query (and why not), and the conditions every
+        match has an event for, which it checks rarest first (see :mod:`ceql.runtime.lazy`)."""
+        return plan_lazy(self.plan, self.automaton(type_key, stream_key)[1])
 
     def restore(self, data: bytes) -> Evaluator:
         """Continue an evaluation of this query saved by :meth:`Evaluator.snapshot`.

@@ -45,6 +45,7 @@ from ..predicates import (
     TypeIs,
     guard_from_pred,
 )
+from .mandatory import Mandatory, mandatory_elements
 
 __all__ = ["CEA", "Transition", "build_cea"]
 
@@ -101,6 +102,8 @@ class CEA:
     #: the FILTER atoms on a leading / trailing NOT's name that read the match's events
     leading_conds: tuple[A.FilterAtom, ...] = ()
     trailing_conds: tuple[A.FilterAtom, ...] = ()
+    #: row conditions every match has an event for (:mod:`.mandatory`; lazy evaluation)
+    mandatory: tuple[Mandatory, ...] = ()
 
     @property
     def initial(self) -> int:
@@ -820,6 +823,7 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
         trans = [t for t in trans if t.mark]
     cea = _trim(fr.init, fr.finals, trans, tuple(builder.scopes))
+    cea = replace(cea, mandatory=mandatory_elements(query.where, atoms))
     edges = builder.edges
     if not edges:
         return cea

@@ -5,7 +5,8 @@ Modules: :mod:`.automaton` (text and DOT), :mod:`.svg` (ceql's own drawing), :mo
 (the optional Graphviz path), :mod:`.page` (HTML). Matches are shown by ``runtime.display``.
 """
 
-from .automaton import describe, to_dot
+from .automaton import describe, mandatory_lines, to_dot
 from .page import automaton_picture, explanation_html, query_html
 
-__all__ = ["automaton_picture", "describe", "explanation_html", "query_html", "to_dot"]
+__all__ = ["automaton_picture", "describe", "explanation_html", "mandatory_lines", "query_html",
+           "to_dot"]

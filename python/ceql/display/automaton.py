@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..automata import CEA, Transition
+from ..automata.mandatory import Mandatory
 from ..frontends.ceql import format_pred
 from ..predicates import (
     Atom,
@@ -25,7 +26,8 @@ from ..predicates import (
     TypeIs,
 )
 
-__all__ = ["atom_text", "describe", "edge_labels", "guard_text", "short_atom", "to_dot"]
+__all__ = ["atom_text", "describe", "edge_labels", "guard_text", "mandatory_lines", "short_atom",
+           "to_dot"]
 
 
 def guard_text(g: GuardTree, name: Callable[[int], str]) -> str:
@@ -121,6 +123,12 @@ def describe(cea: CEA, atoms: AtomTable, header: str,
     if conditions:
         lines += ["", *conditions]
     return "\n".join(lines)
+
+
+def mandatory_lines(elements: tuple[Mandatory, ...], atoms: AtomTable) -> list[str]:
+    """One line per mandatory element: its label and its guard, atoms spelled out."""
+    names = [atom_text(a) for a in atoms.atoms]
+    return [f"  {m.label}: {_unwrap(guard_text(m.guard, names.__getitem__))}" for m in elements]
 
 
 def to_dot(cea: CEA, atoms: AtomTable) -> str:

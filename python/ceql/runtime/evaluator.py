@@ -25,7 +25,8 @@ from ..constants import (
 from ..errors import CeqlInputError, CeqlTypeError, CeqlValidationError
 from ..predicates.mixing import WATCH
 from . import snapshot as _snapshot
-from .feeds import feed_arrow, feed_rows, not_events, row_error
+from .feeds import feed_arrow, feed_held, feed_rows, not_events, row_error
+from .lazy import LazyReport
 from .match import Match
 from .notices import NameSet
 from .state import Compiled, Evaluation
@@ -59,7 +60,8 @@ class Evaluator:
     ``feed`` takes a list of mappings or a ``pyarrow.RecordBatch``/``Table`` and returns the
     matches completed by those events, in stream order; state carries over between calls.
     Options as :meth:`ceql.Query.evaluator` documents them (``time_format``: the
-    ``strptime`` format of string times; ``keep_events``: matches carry their events).
+    ``strptime`` format of string times; ``keep_events``: matches carry their events;
+    ``lazy``: lazy evaluation of Arrow batches, see :meth:`lazy_report`).
     """
 
     __slots__ = ("__weakref__", "_ev", "_oldest")
@@ -67,9 +69,9 @@ class Evaluator:
     def __init__(self, query: Compiled, *, time: str | None = None,
                  type_key: str = DEFAULT_TYPE_COLUMN, stream_key: str = DEFAULT_STREAM_COLUMN,
                  time_unit: str = DEFAULT_TIME_UNIT, time_format: str | None = None,
-                 keep_events: bool = False) -> None:
+                 keep_events: bool = False, lazy: bool | None = None) -> None:
         self._ev = Evaluation(query, time, type_key, stream_key, time_unit, time_format,
-                              keep_events)
+                              keep_events, lazy)
         self._oldest = (0, 0, 0)  # oldest_live_position: (answer, events_seen then, cost)
         self._ev.runs.on_full = self._collect
         self._ev.dfa.attach(self)
@@ -149,6 +151,14 @@ class Evaluator:
         of each."""
         return self._ev.names.seen()
 
+    def lazy_report(self) -> LazyReport | None:
+        """What lazy evaluation did with the last Arrow batch: whether it chose rows, the
+        mandatory elements in the order it checked them (rarest first) with their counts,
+        and the rows looked at, fed and held (``.active``: the fraction fed). None when lazy
+        evaluation is off for this evaluator (``explain`` says why) or no batch came yet."""
+        lazy = self._ev.lazy
+        return lazy.report if lazy is not None else None
+
     def caches(self) -> Caches:
         """How many entries the caches it uses hold now (counts, for monitoring and tests)."""
         return Caches(self._ev.dfa.cached, self._ev.inert.size)
@@ -173,6 +183,9 @@ class Evaluator:
             waiting = ev.edges.oldest_start()
             if waiting is not None and waiting < pos:
                 pos = waiting
+        held = ev.lazy.oldest_held() if ev.lazy is not None else None
+        if held is not None:  # rows lazy evaluation holds are still to be fed
+            pos = min(pos, held)
         self._oldest = (pos, now, cost)
         return pos
 
@@ -240,6 +253,7 @@ class Evaluator:
             wrong = not_events(batch)
             if wrong is not None:
                 raise wrong
+            yield from feed_held(ev)  # rows held for the next Arrow batch come first
             base = ev.offset
             # the row path tells of strings met with numbers as it reads them (see notices)
             hook = ev.mixed_hook if not ev.mixed.done else None
@@ -330,6 +344,8 @@ class Evaluator:
         pruned tECS, automaton states by content — plus the format number and a fingerprint of
         the query. Take it between feeds (not while an ``iter_feed`` iterator is unfinished).
         """
+        for _ in feed_held(self._ev):  # held rows end no match (see runtime/lazy.py)
+            pass
         kept = self._ev.kept
         if kept is not None:
             kept.forget(self.oldest_live_position())

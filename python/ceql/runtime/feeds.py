@@ -22,12 +22,13 @@ import pyarrow.compute as pc
 from ..constants import CONSUME_ANY, WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlError, CeqlInputError, CeqlTypeError
 from ..predicates.mixing import WATCH, Hook
+from .lazy import Rows
 from .match import Match
 from .partitions import Partition
 from .state import Evaluation
 from .times import column, show_event
 
-__all__ = ["feed_arrow", "feed_rows", "not_an_event", "not_events", "row_error"]
+__all__ = ["feed_arrow", "feed_held", "feed_rows", "not_an_event", "not_events", "row_error"]
 
 _MISSING = object()
 _end_position = attrgetter("end_position")
@@ -338,26 +339,50 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
     inv = inv.reshape(-1)
     positions = idx + base
     edges = ev.edges
-    codes_keys: tuple[np.ndarray, list[tuple[Any, ...]]] | None = None
     if edges is not None:  # before any row runs: the NOTs' events of the whole batch
-        if ev.pkeys:
-            codes_keys = _factorize(pcols, idx)
+        ecodes, ekeys = _factorize(pcols, idx) if ev.pkeys else (None, None)
         ewk = None
         if ev.wkind != WITHIN_EVENTS:
             ewk = (wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None
                    else positions)
-        ecodes, ekeys = codes_keys if codes_keys is not None else (None, None)
         edges.see_batch(base, n, positions, np.asarray(classes)[idx], ecodes, ekeys, ewk, rb)
         edge_end = (positions, ewk)
     now: Any = 0  # the window key of the batch's last row that takes part (for sweeping)
     if ev.wkind != WITHIN_EVENTS:
         last = wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None else positions
         now = last[-1:].tolist()[0]
+    rows = Rows(cls_list, inv, positions, tkeys, wkeys_attr, pcols, idx)
+    if ev.lazy is not None:  # only the rows that can be in a match (see runtime/lazy.py)
+        rows = ev.lazy.select(ev.eps, rows, base, base + n) or rows
+    yield from _run_rows(ev, rows)
+    if edges is not None:
+        edges.end_batch(*edge_end)
+    ev.since_sweep += int(idx.size)
+    if ev.sweep_due(now):
+        ev.sweep(now)
+
+
+def feed_held(ev: Evaluation) -> Iterator[list[Match]]:
+    """Feed the rows lazy evaluation holds for the next Arrow batch (before rows fed one by
+    one, or a snapshot); they end no match (see :mod:`ceql.runtime.lazy`)."""
+    rows = ev.lazy.release() if ev.lazy is not None else None
+    if rows is None:
+        return
+    attach = ev.kept.attach if ev.kept is not None else None
+    for chunk in _run_rows(ev, rows):
+        if attach is not None:
+            attach(chunk)
+        yield chunk
+
+
+def _run_rows(ev: Evaluation, rows: Rows) -> Iterator[list[Match]]:
+    """Run rows of the batch (rows ``take`` of partition columns ``pcols``), per partition."""
+    cls_list, inv, positions, tkeys, wkeys_attr, pcols, take = rows
     if not ev.pkeys:
         yield from _run_segment(ev, ev.parts.get(()), cls_list, inv, positions, tkeys,
                                 wkeys_attr)
     elif ev.parts.by_key or (moves := _moves_fresh(ev, cls_list)[inv]).any():
-        codes, keys = codes_keys if codes_keys is not None else _factorize(pcols, idx)
+        codes, keys = _factorize(pcols, take)
         sel = _runnable(ev, codes, keys, moves if not ev.parts.by_key else None, cls_list, inv)
         if sel is not None:
             codes, inv, positions = codes[sel], inv[sel], positions[sel]
@@ -366,11 +391,6 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
         if codes.size:
             run = _run_interleaved if ev.consume == CONSUME_ANY else _run_grouped
             yield from run(ev, codes, keys, cls_list, inv, positions, tkeys, wkeys_attr)
-    if edges is not None:
-        edges.end_batch(*edge_end)
-    ev.since_sweep += int(idx.size)
-    if ev.sweep_due(now):
-        ev.sweep(now)
 
 
 def _moves_fresh(ev: Evaluation, cls_list: list[int]) -> np.ndarray:

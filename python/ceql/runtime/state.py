@@ -36,6 +36,7 @@ from .correlated import RegisterEnumerator, RegisterInertness, RegisterRuns
 from .edges import EdgeEnumerator, Edges
 from .enumeration import Enumerator
 from .kept import KeptEvents
+from .lazy import Lazy, plan_lazy
 from .notices import Names, ValueTypes
 from .partitions import Partitions
 from .skipping import Inertness
@@ -64,16 +65,18 @@ class Evaluation:
     """The settings and state of one evaluation of one query."""
 
     __slots__ = ("atoms", "clock", "closed", "consume", "dfa", "edges", "enum", "inert", "kept",
-                 "mixed", "names", "offset", "parts", "pkeys", "plan", "query", "query_streams",
-                 "query_types", "runs",
+                 "lazy", "mixed", "names", "offset", "parts", "pkeys", "plan", "query",
+                 "query_streams", "query_types", "runs",
                  "since_sweep", "stream_key", "streams", "strip", "sweep_floor", "sweep_key",
                  "sweep_rows", "time", "time_format", "time_unit", "type_key", "wamount",
                  "wkind")
 
     def __init__(self, query: Compiled, time: str | None, type_key: str, stream_key: str,
                  time_unit: str, time_format: str | None = None,
-                 keep_events: bool = False) -> None:
+                 keep_events: bool = False, lazy: bool | None = None) -> None:
         _check_options(time, type_key, stream_key, time_unit, time_format, keep_events)
+        if lazy is not None and not isinstance(lazy, bool):
+            raise CeqlTypeError(f"lazy must be True, False or None, not {type(lazy).__name__}.")
         self.query = query
         self.time = time
         self.type_key = type_key
@@ -159,6 +162,12 @@ class Evaluation:
             self.edges.attach = self.kept.attach
             self.edges.value = self.kept.value
             self.edges.keeps = keep_events
+        #: lazy evaluation of Arrow batches (None: not used; see :mod:`.lazy`)
+        self.lazy: Lazy | None = None
+        if lazy is not False:
+            lplan = plan_lazy(ast, cea)
+            if lplan.eligible:
+                self.lazy = Lazy(lplan, cea, lazy is True)
 
     def new_class(self, c: int) -> None:
         """Events of class ``c`` are read: note the query's types it says they carry."""
