@@ -246,3 +246,29 @@ def test_explain_says_how_each_not_is_checked() -> None:
         "    m[w < a.w] (line 1, column 92) — read on each complex event's own events",
     ]
     assert "negation:" not in str(ceql.explain("SELECT * FROM S WHERE A ; B"))
+
+
+# ---------------------------------------------------------------- the golden cases
+
+def test_golden_any_order_login_from_a_new_device_and_password_change() -> None:
+    q = ceql.compile("SELECT * FROM S WHERE (LOGIN AS l AND PWCHANGE AS p) FILTER l[new = 1] "
+                     "PARTITION BY [user] WITHIN 1 HOURS")
+    rows = [{"type": "PWCHANGE", "user": "u1", "new": 0, "t": 0},
+            {"type": "LOGIN", "user": "u1", "new": 1, "t": 1200},       # after the change
+            {"type": "LOGIN", "user": "u2", "new": 1, "t": 1300},
+            {"type": "LOGIN", "user": "u2", "new": 0, "t": 1400},       # a known device
+            {"type": "PWCHANGE", "user": "u2", "new": 0, "t": 2000},    # after the login
+            {"type": "PWCHANGE", "user": "u3", "new": 0, "t": 2100},
+            {"type": "LOGIN", "user": "u3", "new": 1, "t": 6000}]       # too late
+    got = [(m.partition, m.positions) for m in q.run(rows, time="t")]
+    assert got == [(("u1",), (0, 1)), (("u2",), (2, 4))]
+
+
+def test_golden_no_quote_update_between_two_trades() -> None:
+    q = ceql.compile("SELECT * FROM S WHERE TRADE AS a ; NOT QUOTE ; TRADE AS b "
+                     "PARTITION BY [sym] WITHIN 10 SECONDS")
+    rows = [{"type": t, "sym": s, "t": i} for i, (t, s) in enumerate(
+        [("TRADE", "X"), ("QUOTE", "Y"), ("TRADE", "X"), ("QUOTE", "X"), ("TRADE", "X"),
+         ("TRADE", "Y")])]
+    # X: 0 and 2 have only a quote of Y between them; 2 and 4 have a quote of X; 0 and 4 too
+    assert [m.positions for m in q.run(rows, time="t")] == [(0, 2)]
