@@ -21,7 +21,10 @@ local[2]) and MATCH_CEQL in the same session. The anti-join compares every sale 
 with every purchase of it (the time range is not an equi-join key), so on the 20 most frequent
 tickers (AAPL alone ≈65 k sales × 65 k purchases) it runs past ``--spark-timeout``; the same
 three also run with those tickers left out (``a[name NOT IN {…}]``, as §9 (a) does), where
-Spark finishes. At ``--big``: the engine on the whole query again, for the throughput and
+Spark finishes. ``--gap``: instead, what a NOT between two elements costs when its β is
+frequent (every BUY, half the stream), checked at the first chance (the gap's guard; with a
+condition on the sale, an index over the waiting runs), against the same sequence without the
+NOT. At ``--big``: the engine on the whole query again, for the throughput and
 peak-RSS ratios against ``--events``. Every formulation's matches are fingerprinted (count,
 sum of the sale's id and of its square mod 2^61-1) and must agree. Writes JSON lines to
 ``bench/out/absence-<date-time>.jsonl``.
@@ -53,6 +56,20 @@ ANTI_JOIN = (
     f"AND b.ts - a.ts <= {WINDOW_US} AND b.price > a.price")
 
 
+# A NOT between two elements with a frequent β (every BUY, half the stream): what the check at
+# the first chance costs, against the same sequence without the NOT.
+GAP = {
+    "without NOT": "SELECT * FROM S WHERE SELL AS a ; BUY AS b FILTER a[name = 'AMZN'] AND "
+                   "b[name = 'AMZN'] AND b[volume >= 4000] WITHIN 10 SECONDS",
+    "NOT BUY between": "SELECT * FROM S WHERE SELL AS a ; NOT BUY ; BUY AS b FILTER "
+                       "a[name = 'AMZN'] AND b[name = 'AMZN'] AND b[volume >= 4000] "
+                       "WITHIN 10 SECONDS",
+    "NOT higher BUY between": "SELECT * FROM S WHERE SELL AS a ; NOT (BUY AS n) ; BUY AS b "
+                              "FILTER n[price > a.price] AND a[name = 'AMZN'] AND "
+                              "b[name = 'AMZN'] AND b[volume >= 4000] WITHIN 10 SECONDS",
+}
+
+
 def restricted(top: Sequence[str]) -> tuple[str, str, str]:
     """The query, the anti-join and MATCH_CEQL without the ``top`` tickers' sales."""
     names = ", ".join(f"'{n}'" for n in top)
@@ -77,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--spark-timeout", type=float, default=300,
                    help="the anti-join over every ticker (quadratic per ticker)")
     p.add_argument("--no-spark", action="store_true", help="the engine alone")
+    p.add_argument("--gap", action="store_true",
+                   help="only the cost of a NOT between two elements with a frequent β")
     args = p.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     out = OUT / f"absence-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
@@ -88,6 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(rec), flush=True)
         return rec
 
+    if args.gap:
+        for name, query in GAP.items():
+            note({"scope": "gap", "formulation": name, "events": args.events,
+                  **cb.run_child("a", args.events, args.seed, query, args.timeout)})
+        print(f"\nwrote {out}")
+        return 0
     top = cb.top_names(args.events, args.seed)
     r_query, r_anti, r_match = restricted(top)
     spark = None
