@@ -113,20 +113,23 @@ def _strip_edges(q: A.Query, negated: set[str]) -> A.Query:
             return _chain(elems)
         return f
 
-    def drop(f: A.Formula) -> A.Formula:
-        """Every FILTER without the atoms dropped."""
-        if isinstance(f, A.Filter):
-            inner = drop(f.formula)
-            cond = _drop_atoms(f.cond, names, negated)
-            return inner if cond is None else replace(f, formula=inner, cond=cond)
-        if isinstance(f, A.As | A.Plus | A.Not):
-            return replace(f, formula=drop(f.formula))
-        if isinstance(f, A.Seq | A.Or | A.And):
-            return replace(f, left=drop(f.left), right=drop(f.right))
-        return f
-
     # the edges' names are collected on the way down, then atoms dropped everywhere
-    return replace(q, where=drop(strip(q.where)))
+    stripped = strip(q.where)
+    return replace(q, where=_drop_everywhere(stripped, names, negated))
+
+
+def _drop_everywhere(f: A.Formula, names: set[str], negated: set[str]) -> A.Formula:
+    """``f`` with every FILTER without the atoms :func:`_drop_atoms` drops."""
+    if isinstance(f, A.Filter):
+        inner = _drop_everywhere(f.formula, names, negated)
+        cond = _drop_atoms(f.cond, names, negated)
+        return inner if cond is None else replace(f, formula=inner, cond=cond)
+    if isinstance(f, A.As | A.Plus | A.Not):
+        return replace(f, formula=_drop_everywhere(f.formula, names, negated))
+    if isinstance(f, A.Seq | A.Or | A.And):
+        return replace(f, left=_drop_everywhere(f.left, names, negated),
+                       right=_drop_everywhere(f.right, names, negated))
+    return f
 
 
 def _evaluable(q: A.Query) -> A.Query:
@@ -138,6 +141,7 @@ def _evaluable(q: A.Query) -> A.Query:
 
 
 def _evaluable_strict(q: A.Query) -> A.Query:
+    """``q`` without the atoms on negated variables that read other events ceql may refuse."""
     negated = set(negated_variables(q.where))
     lead, trail = _edges(q)
     top = top_sequence(q.where)
@@ -151,22 +155,7 @@ def _evaluable_strict(q: A.Query) -> A.Query:
     # by complex event: under ALL/ANY/STRICT with every variable they read reported
     keep_edges = q.strategy in ("ALL", "ANY", "STRICT") and q.select is None
     dropped = negated - edge_names if keep_edges else negated
-
-    def drop(f: A.Formula) -> A.Formula:
-        if isinstance(f, A.Filter):
-            inner = drop(f.formula)
-            cond = _drop_atoms(f.cond, set(), dropped)
-            return inner if cond is None else replace(f, formula=inner, cond=cond)
-        if isinstance(f, A.As | A.Plus | A.Not):
-            return replace(f, formula=drop(f.formula))
-        if isinstance(f, A.Seq | A.Or | A.And):
-            return replace(f, left=drop(f.left), right=drop(f.right))
-        return f
-
-    q = replace(q, where=drop(q.where))
-    if q.strategy == "LAST" and _edges(q) != (False, False):
-        q = replace(q, strategy="NEXT")
-    return q
+    return replace(q, where=_drop_everywhere(q.where, set(), dropped))
 
 
 def _edges(q: A.Query) -> tuple[bool, bool]:

@@ -153,6 +153,8 @@ def test_th_strategies(strategy: str, expected: dict[int, set[tuple[int, ...]]])
     ("T AS x ; NOT H AS n ; H AS y FILTER x[id = 0] AND y[id = 0] AND n[id = 0]",
      {2: {(1, 2)}, 8: {(5, 8)}}),
     ("T AS x ; NOT H AS n ; H AS y FILTER x[id = 0] AND y[id = 0]", {2: {(1, 2)}}),
+    ("T AS x ; NOT H AS n FILTER x[id = 1] AND n[id = 1] WITHIN 2 EVENTS", {4: {(4,)}}),
+    ("NOT H AS n ; T AS x FILTER x[id = 0] AND n[id = 0] WITHIN 3 EVENTS", {1: {(1,)}}),
 ])
 def test_conjunction_and_negation(where: str, expected: dict[int, set[tuple[int, ...]]]) -> None:
     assert per_end(run(f"SELECT * FROM S WHERE {where}", TH)) == expected

@@ -280,13 +280,14 @@ class Edges:
             return p, p.n + int(batch[1][pos - batch[0]])
         rpos, rp, sub = self.row
         if rp is not None and rpos == pos:
+            self.parts[key] = rp  # (a pruning right after the row was seen may have dropped it)
             return rp, sub
-        made = self.parts.get(key)
-        if made is None:  # made now: this event is its substream position 0
-            made = self._part(key)
-            made.n = 1
-            return made, 0
-        return made, made.n - 1
+        # the row made no part when it was seen (no β, no part yet): it is position 0 of one
+        # made now
+        assert key not in self.parts
+        made = self._part(key)
+        made.n = 1
+        return made, 0
 
     # ------------------------------------------------------------------ the Arrow path
     def see_batch(self, base: int, n: int, positions: np.ndarray, classes: np.ndarray,
@@ -300,20 +301,22 @@ class Edges:
             codes = np.zeros(m, dtype=np.int64)
             keys = [()]
         assert keys is not None
-        rank = np.full(n, -1, dtype=np.int64)
-        order = np.argsort(codes, kind="stable")
         counts = np.bincount(codes, minlength=len(keys))
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        r = np.empty(m, dtype=np.int64)
-        r[order] = np.arange(m, dtype=np.int64) - np.repeat(starts, counts)
-        rank[positions - base] = r
-        self.batch = (base, rank)
+        r = np.empty(0, dtype=np.int64)
+        if self.events:  # substream positions: each row's rank in its partition
+            order = np.argsort(codes, kind="stable")
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            r = np.empty(m, dtype=np.int64)
+            r[order] = np.arange(m, dtype=np.int64) - np.repeat(starts, counts)
+            rank = np.full(n, -1, dtype=np.int64)
+            rank[positions - base] = r
+            self.batch = (base, rank)
+        uniq, inv = np.unique(classes, return_inverse=True)
         for attr, fn, conds in (("lead", self.is_lead if self.lead_fn else None, self.lead_conds),
                                 ("trail", self.is_trail if self.trail_fn else None,
                                  self.trail_conds)):
             if fn is None:
                 continue
-            uniq, inv = np.unique(classes, return_inverse=True)
             hit = np.fromiter((fn(int(c)) for c in uniq.tolist()), dtype=bool,
                               count=uniq.size)[inv.reshape(-1)]
             rows = np.flatnonzero(hit)
@@ -348,7 +351,7 @@ class Edges:
         """After the batch ran: advance each partition's count, release what the batch's
         events made final (:meth:`take_released`: with the position of the event that
         released each), prune."""
-        assert self.batch is not None and self._batch_codes is not None
+        assert self._batch_codes is not None
         codes, keys, counts = self._batch_codes
         self.batch = None
         out: list[tuple[int, Match]] = []
@@ -413,14 +416,8 @@ class Edges:
             for chunk in chunks:
                 for m in chunk:
                     start = m._start
-                    if lead is not None:
-                        if lconds is not None:
-                            if _blocked(lead, lead.before(start[2], floor), lconds, m, value):
-                                continue
-                        else:
-                            b = lead.last_before(start[2])
-                            if b is not None and b >= floor:
-                                continue
+                    if lead is not None and _led(lead, floor, lconds, m, value):
+                        continue
                     waiting.append((start[MAX_START_KEY] + off + eps, m))
             if waiting:
                 self._wait(p, P.key, pos, waiting)
@@ -432,14 +429,8 @@ class Edges:
                 start = m._start
                 if start[2] <= consumed:
                     continue
-                if lead is not None:
-                    if lconds is not None:
-                        if _blocked(lead, lead.before(start[2], floor), lconds, m, value):
-                            continue
-                    else:
-                        b = lead.last_before(start[2])
-                        if b is not None and b >= floor:
-                            continue
+                if lead is not None and _led(lead, floor, lconds, m, value):
+                    continue
                 out.append(m)
                 if len(out) == enough:
                     break
@@ -702,6 +693,17 @@ def _batch_kept(conds: _Conds | None, rb: pa.RecordBatch,
         return none, [_fast_value(fast, None)[0]] * n, none
     pairs = [_fast_value(fast, v) for v in rb.column(i).take(pa.array(rows)).to_pylist()]
     return none, [v for v, _ in pairs], [r for _, r in pairs]
+
+
+def _led(lead: _Betas, floor: Any, conds: _Conds | None, m: Match,
+         value: Callable[[int, str], Any] | None) -> bool:
+    """Whether a leading NOT's β event (of key ``floor`` or later) precedes the start of
+    ``m``: without conditions on the match, the last one before the start decides."""
+    start = m._start[2]
+    if conds is not None:
+        return _blocked(lead, lead.before(start, floor), conds, m, value)
+    b = lead.last_before(start)
+    return b is not None and b >= floor
 
 
 def _blocked(betas: _Betas, indices: range, conds: _Conds, m: Match,
