@@ -166,6 +166,8 @@ def test_advance_releases_what_time_made_final() -> None:
     assert ev.close() == []
     with pytest.raises(ceql.CeqlInputError, match=r"feed\(\) after close\(\)"):
         ev.feed([{"type": "ORDER", "id": 8, "t": 200}])
+    with pytest.raises(ceql.CeqlInputError, match=r"advance\(\) after close\(\)"):
+        ev.advance(300)
 
 
 def test_advance_is_a_promise_later_events_keep() -> None:
