@@ -21,6 +21,7 @@ from ..constants import (
     DEFAULT_TYPE_COLUMN,
     WITHIN_ATTR,
     WITHIN_EVENTS,
+    WITHIN_TIME,
 )
 from ..errors import CeqlInputError, CeqlTypeError, CeqlValidationError
 from ..predicates.mixing import WATCH
@@ -311,6 +312,16 @@ class Evaluator:
             return []
         out = edges.advance(key)
         return _stripped(out) if ev.strip else out
+
+    def waiting_until(self) -> Any:
+        """The time after which the first match waiting for a trailing NOT becomes final:
+        :meth:`advance` to a later time releases it. A value of the time attribute (a
+        datetime for timestamps); None when no match waits or the window does not measure
+        time (``WITHIN n EVENTS``, ``WITHIN n [attr]``). For streams: when to wake up."""
+        ev = self._ev
+        if ev.edges is None or ev.wkind != WITHIN_TIME or not ev.edges.heap:
+            return None
+        return ev.clock.value(ev.edges.heap[0][0])
 
     def close(self) -> list[Match]:
         """The input ended: return the matches still waiting (a trailing NOT waits for time to

@@ -85,7 +85,8 @@ SMALL_BATCH = 16
 class MatchRunner:
     """The engine over one partition's rows, fed batch by batch (time order)."""
 
-    def __init__(self, spec: MatchSpec) -> None:
+    def __init__(self, spec: MatchSpec,
+                 ordinals: dict[tuple[Any, ...], tuple[int, int]] | None = None) -> None:
         self._spec = spec
         with warnings.catch_warnings():  # analyze said them once, on the driver
             warnings.simplefilter("ignore", ceql.CeqlWarning)
@@ -95,7 +96,8 @@ class MatchRunner:
         self._kept: list[pa.RecordBatch] = []
         self._base = 0  # engine position of the first kept row
         self._fed = 0   # rows fed to the engine so far
-        self._ordinals: dict[tuple[Any, ...], tuple[int, int]] = {}  # key: (seed, next ordinal)
+        # partition key: (seed, next ordinal); given when a stream's idle key starts afresh
+        self._ordinals: dict[tuple[Any, ...], tuple[int, int]] = dict(ordinals or {})
         self._where = ""
         if spec.window_seconds is not None:
             per_s = 1_000_000 if spec.time_is_temporal else TIME_UNIT_PER_SECOND[spec.time_unit]
@@ -174,6 +176,32 @@ class MatchRunner:
         to pass (a trailing NOT)."""
         matches = self._ev.close()
         return self._assemble(matches) if matches else None
+
+    def advance(self, time: Any) -> pa.RecordBatch | None:
+        """No row still to come is older than ``time`` (a stream's watermark): the output rows
+        of the matches that makes final (a trailing NOT waits for time to pass)."""
+        try:
+            matches = self._ev.advance(time)
+        except ceql.CeqlError as e:
+            raise MatchCeqlError(f"MATCH_CEQL{self._where}: {self._spark_words(str(e))}") from None
+        out = self._assemble(matches) if matches else None
+        self._forget()
+        return out
+
+    def waiting_until(self) -> Any:
+        """The time after which the first match waiting for time to pass is final (None: no
+        match waits); see :meth:`ceql.Evaluator.waiting_until`."""
+        return self._ev.waiting_until()
+
+    @property
+    def fed(self) -> int:
+        """How many rows the engine has evaluated."""
+        return self._fed
+
+    @property
+    def ordinals(self) -> dict[tuple[Any, ...], tuple[int, int]]:
+        """Per partition key: the seed of its ``match_id``s and its next match ordinal."""
+        return dict(self._ordinals)
 
     def _spark_words(self, message: str) -> str:
         """An engine message as a MATCH_CEQL user reads it: the time column by its own name,

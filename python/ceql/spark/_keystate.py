@@ -1,0 +1,209 @@
+"""One key of a streaming MATCH_CEQL: rows held until the watermark passes them, the engine
+between micro-batches, and when the key must wake up.
+
+Pure Python over Arrow (no Spark session): the streaming operator (:mod:`ceql.spark._stream`)
+keeps one :class:`KeyState` per group key in Spark's state store, pickled, and calls it with
+each micro-batch's rows and watermark; tests drive it directly with random cuts and compare with
+the batch runner.
+
+Times are compared on one scale, microseconds since the epoch (:data:`TIME_US`, a column Spark
+computes beside the rows, and the watermark): a row is *late* when its time is below the
+watermark as it arrives, and held rows are evaluated, in time order, once the watermark passes
+them. Rows not yet passed all have later times than those evaluated, so the engine reads each
+key's rows in exactly the batch order (ties by ``tie_break``, then by arrival).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ceql.constants import INTERNAL_PREFIX, TIME_UNIT_PER_SECOND
+
+from ._errors import MatchCeqlError
+from ._runner import MatchRunner
+from ._spec import MatchSpec
+
+__all__ = ["TIME_US", "KeyState", "StreamPlan", "stream_plan", "time_us_of"]
+
+#: The column with each row's event time in microseconds since the epoch (LONG).
+TIME_US = INTERNAL_PREFIX + "us"
+_ARRIVAL = INTERNAL_PREFIX + "arrival"
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """What every key of one streaming query shares (built once, on the driver)."""
+
+    spec: MatchSpec
+    timestamp: bool                 # the time column is a TIMESTAMP (else a number)
+    us_per_unit: Fraction           # a numeric time's unit, in microseconds
+    window_us: Fraction | None      # WITHIN in time, in microseconds (None: not in time)
+    tie_break: tuple[str, ...]      # columns ordering rows of equal time
+    columns: tuple[str, ...]        # the input columns the engine reads
+
+    def time_value(self, us: int) -> Any:
+        """The engine's time for ``us`` microseconds: a datetime, or a number in the unit
+        (rounded down: a promise about later rows must not overshoot)."""
+        if self.timestamp:
+            return _EPOCH + _dt.timedelta(microseconds=us)
+        exact = Fraction(us) / self.us_per_unit
+        if exact.denominator == 1:
+            return int(exact)
+        f = float(exact)
+        return f if Fraction(f) <= exact else float(np.nextafter(f, -np.inf))
+
+    def to_us(self, value: Any) -> Fraction:
+        """An engine time as microseconds (exact)."""
+        if isinstance(value, _dt.datetime):
+            return Fraction((value - _EPOCH) // _dt.timedelta(microseconds=1))
+        return Fraction(value) * self.us_per_unit
+
+
+def time_us_of(plan: StreamPlan, times: pa.Array) -> pa.Array:
+    """:data:`TIME_US` for a time column, as Spark computes it (numbers: rounded down)."""
+    if plan.timestamp:
+        return pc.cast(pc.cast(times, pa.timestamp("us", tz="UTC")), pa.int64())
+    values = np.asarray(times.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return pa.array(np.floor(values * float(plan.us_per_unit)).astype(np.int64))
+
+
+def _watermark_us(watermark_ms: int) -> int | None:
+    """The watermark in microseconds; None before the first one (Spark starts at 0)."""
+    return watermark_ms * 1000 if watermark_ms > 0 else None
+
+
+class KeyState:
+    """A key's rows and engine between micro-batches (pickled into Spark's state store)."""
+
+    __slots__ = ("arrivals", "held", "last_us", "late", "ordinals", "runner", "timer")
+
+    def __init__(self) -> None:
+        self.runner: MatchRunner | None = None
+        #: match ordinals of a key whose engine was dropped (idle past its window)
+        self.ordinals: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self.held: pa.Table | None = None  # rows the watermark has not passed yet
+        self.arrivals = 0                  # rows held so far (their arrival order)
+        self.last_us: int | None = None    # the time of the last row evaluated
+        self.late = 0                      # late rows seen (not evaluated)
+        self.timer: int | None = None      # the event-time timer set for this key (ms)
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for k, v in zip(self.__slots__, state, strict=True):
+            setattr(self, k, v)
+
+    @property
+    def idle(self) -> bool:
+        """Whether only the match ordinals remain (nothing held, no engine)."""
+        return self.runner is None and self.held is None
+
+    @property
+    def held_rows(self) -> int:
+        """How many rows wait for the watermark."""
+        return 0 if self.held is None else self.held.num_rows
+
+    def accept(self, plan: StreamPlan, rb: pa.RecordBatch, watermark_ms: int) -> pa.RecordBatch:
+        """Hold the rows of ``rb`` (its :data:`TIME_US` column filled); return the late ones
+        (older than the watermark: never evaluated, counted in :attr:`late`)."""
+        us = rb.column(TIME_US)
+        if us.null_count:
+            raise MatchCeqlError(
+                f"MATCH_CEQL: the time column {plan.spec.time!r} is NULL in {us.null_count} "
+                "row(s) of the stream; every event needs a time. Filter them out first "
+                f"(.where(col({plan.spec.time!r}).isNotNull())).")
+        w = _watermark_us(watermark_ms)
+        late = rb.slice(0, 0)
+        if w is not None:
+            is_late = pc.less(us, w)
+            if pc.any(is_late).as_py():
+                late = rb.filter(is_late)
+                rb = rb.filter(pc.invert(is_late))
+                self.late += late.num_rows
+        if rb.num_rows:
+            kept = rb.select([*plan.columns, TIME_US])
+            order = pa.array(np.arange(self.arrivals, self.arrivals + rb.num_rows, dtype=np.int64))
+            self.arrivals += rb.num_rows
+            table = pa.Table.from_batches([kept.append_column(_ARRIVAL, order)])
+            self.held = table if self.held is None else pa.concat_tables([self.held, table])
+        return late.select(list(plan.columns))
+
+    def release(self, plan: StreamPlan, watermark_ms: int) -> list[pa.RecordBatch]:
+        """Evaluate the held rows the watermark passed, move the engine's time on to it, and
+        drop the engine once the key is idle past its window; return the output rows."""
+        w = _watermark_us(watermark_ms)
+        if w is None:
+            return []
+        out: list[pa.RecordBatch] = []
+        if self.held is not None:
+            held = self.held.sort_by(self._order(plan))
+            us = held.column(TIME_US).to_numpy()
+            cut = int(np.searchsorted(us, w, side="left"))
+            self.held = held.slice(cut) if cut < held.num_rows else None
+            if cut:
+                ready = held.slice(0, cut)
+                if self.runner is None:
+                    self.runner = MatchRunner(plan.spec, self.ordinals)
+                    self.ordinals = {}
+                for rb in ready.select(list(plan.columns)).combine_chunks().to_batches():
+                    got = self.runner.feed(rb)
+                    if got is not None:
+                        out.append(got)
+                self.last_us = int(us[cut - 1])
+        runner = self.runner
+        if runner is not None and plan.window_us is not None:
+            if runner.fed:
+                got = runner.advance(plan.time_value(w))
+                if got is not None:
+                    out.append(got)
+            if (self.held is None and runner.waiting_until() is None
+                    and self.last_us is not None and w > self.last_us + plan.window_us + 1):
+                # every later row is beyond the window of every row seen: a new engine gives
+                # the same matches, so only the ordinals (for the match ids) are kept
+                self.ordinals = runner.ordinals
+                self.runner = None
+        return out
+
+    def _order(self, plan: StreamPlan) -> list[tuple[str, str]]:
+        first = TIME_US if plan.timestamp else plan.spec.time
+        return [(c, "ascending") for c in (first, *plan.tie_break, _ARRIVAL)]
+
+    def wake_ms(self, plan: StreamPlan) -> int | None:
+        """The watermark (ms) at which this key has work: a held row to evaluate, a waiting
+        match to release, or an engine to drop; None when nothing waits."""
+        due: list[Fraction] = []
+        if self.held is not None:
+            due.append(Fraction(int(pc.min(self.held.column(TIME_US)).as_py())))
+        runner = self.runner
+        if runner is not None:
+            waiting = runner.waiting_until()
+            if waiting is not None:
+                due.append(plan.to_us(waiting))
+            if plan.window_us is not None and self.last_us is not None:
+                due.append(self.last_us + plan.window_us + 1)
+        if not due:
+            return None
+        # the first watermark w (ms) with w * 1000 > due
+        return int(min(due) // 1000) + 1
+
+
+def stream_plan(spec: MatchSpec, *, timestamp: bool,
+                tie_break: tuple[str, ...] = ()) -> StreamPlan:
+    """The :class:`StreamPlan` of a query planned as ``spec`` (its time column a TIMESTAMP, or
+    a number in ``spec.time_unit``)."""
+    per_second = 1 if timestamp else TIME_UNIT_PER_SECOND[spec.time_unit]
+    seconds = spec.window_seconds
+    window = (Fraction(seconds) * 1_000_000
+              if seconds is not None and seconds != float("inf") else None)
+    return StreamPlan(spec=spec, timestamp=timestamp,
+                      us_per_unit=Fraction(1_000_000) / Fraction(per_second),
+                      window_us=window, tie_break=tie_break, columns=spec.event_columns)
