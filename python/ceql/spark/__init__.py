@@ -28,11 +28,14 @@ from ._check import check
 from ._errors import MatchCeqlError, unwrap
 from ._runner import match_id
 from ._session import configure, enable, jar_path, local_session
+from ._stream import LATE_METRIC, METRICS, match_stream
 from .conf import CONFS, ConfEntry
 
 __all__ = [
     "CONFS",
     "EXTENSION_CLASS",
+    "LATE_METRIC",
+    "METRICS",
     "ConfEntry",
     "MatchCeqlError",
     "check",
@@ -42,6 +45,7 @@ __all__ = [
     "local_session",
     "match",
     "match_id",
+    "match_stream",
     "run",
     "unwrap",
 ]

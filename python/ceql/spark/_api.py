@@ -6,6 +6,7 @@ Python, so they need no jar; the options mean what they mean in SQL.
 
 from __future__ import annotations
 
+import datetime as _dt
 import warnings
 from collections.abc import Sequence
 from functools import reduce
@@ -25,6 +26,7 @@ from ceql.constants import (
     OPTION_BOUNDS,
     OPTION_QUERY,
     OPTION_ROWS,
+    OPTION_TIE_BREAK,
     OPTION_TIME,
     OPTION_TIME_FORMAT,
     OPTION_TIME_UNIT,
@@ -33,6 +35,7 @@ from ceql.constants import (
 
 from ._errors import MatchCeqlError
 from ._spec import CallInfo
+from ._stream import match_stream
 from ._udtf import MatchCeql
 
 __all__ = ["match", "run"]
@@ -59,7 +62,8 @@ def _compiled(text: str) -> ceql.Query:
 
 def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: str | None,
           rows: str, time_unit: str, bounds: str | Sequence[str] = (),
-          time_format: str | None = None, jvm: bool | None = None) -> Any:
+          time_format: str | None = None, jvm: bool | None = None,
+          tie_break: str | Sequence[str] = ()) -> Any:
     """MATCH_CEQL over ``df``: through the shim when the session has it, else from Python.
 
     Both run the same ``analyze`` and engine; the shim's plan also splits partitions with
@@ -74,6 +78,9 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
         options[OPTION_TIME_FORMAT] = time_format
     if bounds:
         options[OPTION_BOUNDS] = bounds if isinstance(bounds, str) else ",".join(bounds)
+    if tie_break:
+        options[OPTION_TIE_BREAK] = (tie_break if isinstance(tie_break, str)
+                                     else ",".join(tie_break))
     spark = df.sparkSession
     if jvm is None:
         jvm = EXTENSION_CLASS in (spark.conf.get("spark.sql.extensions", "") or "")
@@ -92,7 +99,8 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
 def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = None,
           time: str | None = None, type_col: str = DEFAULT_TYPE_COLUMN, rows: str = DEFAULT_ROWS,
           time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = (),
-          time_format: str | None = None) -> Any:
+          time_format: str | None = None, watermark: str | _dt.timedelta | None = None,
+          tie_break: str | Sequence[str] = (), late_view: str | None = None) -> Any:
     """The matches of CEQL ``query`` over DataFrame ``df``, as a DataFrame.
 
     ``partition_by`` names columns to partition by (like ``TABLE(t) PARTITION BY``; the query's
@@ -102,13 +110,29 @@ def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = Non
     column, ``rows`` ``"matches"`` or ``"events"``, ``bounds`` columns to report at each
     match's first and last events. The columns are those of SQL's ``MATCH_CEQL``. The query is
     compiled here first, so its errors and warnings come at once; :func:`check` says whether
-    its event types occur in ``df``.
+    its event types occur in ``df``. ``tie_break`` names columns ordering rows of equal time.
+
+    A streaming ``df`` gives a streaming DataFrame of the same columns: see
+    :func:`ceql.spark.match_stream` (``watermark``, ``late_view``).
     """
+    if df.isStreaming:
+        if time_format is not None:
+            raise MatchCeqlError(
+                "match: over a stream the time column is a TIMESTAMP or a number; convert "
+                "text first (to_timestamp(col, pattern)) instead of time_format.")
+        return match_stream(df, query, watermark=watermark, partition_by=partition_by,
+                            time=time, type_col=type_col, rows=rows, time_unit=time_unit,
+                            bounds=bounds, tie_break=tie_break, late_view=late_view)
+    if watermark is not None or late_view is not None:
+        raise MatchCeqlError(
+            "match: watermark and late_view are for streaming DataFrames (spark.readStream…); "
+            "a table is complete, so drop them.")
     _compiled(query)
     parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
     call = CallInfo(partition_by=parts)
     return _call(df, query, call, time=time, type_col=type_col, rows=rows,
-                 time_unit=time_unit, bounds=bounds, time_format=time_format)
+                 time_unit=time_unit, bounds=bounds, time_format=time_format,
+                 tie_break=tie_break)
 
 
 def _query_text(query: str | Path) -> str:

@@ -12,6 +12,7 @@ from ceql.constants import EXTENSION_CLASS
 
 from . import _quiet
 from ._errors import MatchCeqlError
+from ._stream import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
 from .conf import PYTHON
 
 __all__ = ["configure", "enable", "jar_path", "local_session", "register"]
@@ -95,7 +96,8 @@ def register(spark: Any) -> None:
 
 
 def local_session(**conf: str) -> Any:
-    """A local[2] SparkSession with MATCH_CEQL: UI off, 4 shuffle partitions, this Python.
+    """A local[2] SparkSession with MATCH_CEQL: UI off, 4 shuffle partitions, this Python,
+    the RocksDB state store (streams need it).
 
     Keyword arguments are extra Spark settings, e.g. ``local_session(**{"spark.x": "1"})``.
 
@@ -113,7 +115,8 @@ def local_session(**conf: str) -> Any:
     builder = (SparkSession.builder.master("local[2]").appName("ceql")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4"))
+               .config("spark.sql.shuffle.partitions", "4")
+               .config(STATE_STORE_PROVIDER, ROCKSDB_PROVIDER))  # streams need it
     for k, v in conf.items():
         builder = builder.config(k, v)
     builder = configure(builder)

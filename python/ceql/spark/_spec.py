@@ -76,6 +76,7 @@ __all__ = [
     "CallInfo",
     "MatchSpec",
     "bound_columns",
+    "output_schema",
     "plan_match",
     "quote_identifier",
     "sql_string",

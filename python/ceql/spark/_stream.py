@@ -1,0 +1,322 @@
+"""MATCH_CEQL over a Structured Streaming DataFrame: :func:`match_stream`.
+
+A streaming DataFrame cannot be sorted, so the table function's ``ORDER BY`` is out; instead
+the rows are grouped by the query's partition key and handed to Spark's
+``transformWithStateInPandas`` in event-time mode. Each key keeps a pickled
+:class:`~ceql.spark._keystate.KeyState` in the state store (RocksDB): the rows the watermark has
+not passed yet and the engine's state. Checkpoints make it exactly once; an event-time timer per
+key evaluates held rows, releases matches waiting for a trailing NOT, and drops the engine of a
+key idle past its window (its match ordinals stay: ``match_id`` is the batch one).
+
+Late rows (older than the watermark when they arrive) are counted in the query's progress —
+``observedMetrics["ceql"]["late_rows"]`` — and, if asked, routed to a temporary view.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import pickle
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+import ceql
+from ceql.constants import (
+    DEFAULT_ROWS,
+    DEFAULT_TIME_UNIT,
+    DEFAULT_TYPE_COLUMN,
+    INTERNAL_PREFIX,
+    OPTION_BOUNDS,
+    OPTION_QUERY,
+    OPTION_ROWS,
+    OPTION_TIE_BREAK,
+    OPTION_TIME,
+    OPTION_TIME_UNIT,
+    OPTION_TYPE,
+    WITHIN_ATTR,
+)
+
+from ._errors import MatchCeqlError
+from ._keystate import TIME_US, KeyState, StreamPlan, stream_plan
+from ._spec import CallInfo, output_schema, plan_match, quote_identifier
+
+__all__ = [
+    "LATE_METRIC",
+    "METRICS",
+    "ROCKSDB_PROVIDER",
+    "STATE_STORE_PROVIDER",
+    "match_stream",
+]
+
+#: The Spark setting naming the state store; streams need RocksDB's.
+STATE_STORE_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: ``query.lastProgress["observedMetrics"][METRICS][LATE_METRIC]``: late rows in the batch.
+METRICS = "ceql"
+LATE_METRIC = "late_rows"
+
+_LATE = INTERNAL_PREFIX + "late"          # output rows that count (or carry) late rows
+_LATE_COLUMN = INTERNAL_PREFIX + "late_"  # a late row's columns, for the side output
+_KEY = INTERNAL_PREFIX + "key"            # the group key of a query without PARTITION BY
+_EVENT_TIME = INTERNAL_PREFIX + "event_time"
+_WATERMARK_DELAY = "spark.watermarkDelayMs"  # Spark marks a watermarked column with it
+
+
+def _delay(watermark: str | _dt.timedelta) -> str:
+    if isinstance(watermark, _dt.timedelta):
+        ms = watermark // _dt.timedelta(milliseconds=1)
+        if ms < 0:
+            raise MatchCeqlError(f"match: watermark must not be negative, got {watermark}.")
+        return f"{ms} milliseconds"
+    if not isinstance(watermark, str) or not watermark.strip():
+        raise MatchCeqlError(
+            f"match: watermark is a delay such as '10 seconds' (or a timedelta), got "
+            f"{watermark!r}.")
+    return watermark
+
+
+def _check_session(spark: Any) -> None:
+    provider = spark.conf.get(STATE_STORE_PROVIDER, None) or ""
+    if "RocksDB" not in provider:
+        raise MatchCeqlError(
+            "match: a stream keeps each key's state in Spark's state store, and "
+            "transformWithState needs the RocksDB one; set "
+            f"spark.conf.set({STATE_STORE_PROVIDER!r}, {ROCKSDB_PROVIDER!r}) before starting "
+            "the query (ceql.spark.local_session() does).")
+
+
+def _within(text: str) -> None:
+    q = ceql.compile(text)
+    w = q.ast.within
+    if w is None:
+        raise MatchCeqlError(
+            "match: over a stream a query needs WITHIN, or its state grows without bound (a "
+            "run may wait forever for its next event); add a window, e.g. WITHIN 10 MINUTES "
+            "(or WITHIN 1000 EVENTS).")
+    if w.kind == WITHIN_ATTR:
+        raise MatchCeqlError(
+            f"match: over a stream the window is in time or in events; WITHIN {w.amount} "
+            f"[{w.attr}] measures an attribute the watermark knows nothing of. Write WITHIN "
+            "<n> SECONDS/MINUTES/... or WITHIN <n> EVENTS.")
+
+
+def _watermarked(df: Any) -> str | None:
+    for f in df.schema.fields:
+        if _WATERMARK_DELAY in (f.metadata or {}):
+            return str(f.name)
+    return None
+
+
+def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None = None,
+                 partition_by: str | Sequence[str] | None = None, time: str | None = None,
+                 type_col: str = DEFAULT_TYPE_COLUMN, rows: str = DEFAULT_ROWS,
+                 time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = (),
+                 tie_break: str | Sequence[str] = (), late_view: str | None = None) -> Any:
+    """The matches of CEQL ``query`` over the streaming DataFrame ``df``, as a streaming
+    DataFrame with :func:`ceql.spark.match`'s columns (write it with ``outputMode("append")``).
+
+    ``watermark`` is how late a row may come (``"10 seconds"``), or leave it out when ``df``
+    has a ``withWatermark`` on the time column. Rows are evaluated in event-time order once the
+    watermark passes them (equal times by ``tie_break``, then as they arrived), so a match
+    appears when the watermark passes its last event (a trailing NOT: its window). Rows older
+    than the watermark when they arrive are late: not evaluated, counted in the progress's
+    ``observedMetrics["ceql"]["late_rows"]``, and, with ``late_view``, sent to a temporary
+    view of that name (a streaming DataFrame of the input's columns). The query needs WITHIN
+    (in time or events); the time column is a TIMESTAMP or a number (``time_unit``).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, NumericType, StructField, StructType, TimestampType
+
+    if not df.isStreaming:
+        raise MatchCeqlError(
+            "match_stream reads a streaming DataFrame (spark.readStream…); for a table or a "
+            "batch DataFrame use ceql.spark.match(df, query).")
+    spark = df.sparkSession
+    _check_session(spark)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", ceql.CeqlWarning)
+        ceql.compile(query)
+    for w in said:
+        warnings.warn(w.message, w.category, stacklevel=3)
+    _within(query)
+    options: dict[str, str] = {OPTION_QUERY: query, OPTION_ROWS: rows, OPTION_TIME_UNIT: time_unit,
+                               OPTION_TYPE: type_col}
+    if time is not None:
+        options[OPTION_TIME] = time
+    for name, value in ((OPTION_BOUNDS, bounds), (OPTION_TIE_BREAK, tie_break)):
+        if value:
+            options[name] = value if isinstance(value, str) else ",".join(value)
+    parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
+    schema = StructType([f for f in df.schema.fields if not f.name.startswith(INTERNAL_PREFIX)])
+    spec = plan_match(schema, options, CallInfo(partition_by=parts))
+    time_field = next(f for f in schema.fields if f.name == spec.time)
+    kind = time_field.dataType
+    if not isinstance(kind, TimestampType) and not (
+            isinstance(kind, NumericType) and kind.typeName() != "decimal"):
+        raise MatchCeqlError(
+            f"match: over a stream the time column is a TIMESTAMP or a number; {spec.time!r} "
+            f"is {kind.simpleString()}. Convert it first, e.g. "
+            f".withColumn({spec.time!r}, to_timestamp({spec.time!r}, 'yyyy-MM-dd HH:mm:ss')).")
+    ties = tuple(c.strip() for c in options.get(OPTION_TIE_BREAK, "").split(",") if c.strip())
+    plan = stream_plan(spec, timestamp=isinstance(kind, TimestampType),
+                       tie_break=tuple(next(f.name for f in schema.fields
+                                            if f.name.lower() == c.lower()) for c in ties))
+    t = F.col(quote_identifier(spec.time))
+    us = (F.unix_micros(t) if plan.timestamp
+          else F.floor(t.cast("double") * F.lit(float(plan.us_per_unit))).cast("long"))
+    marked = _watermarked(df)
+    events = df.withColumn(TIME_US, us)
+    if watermark is not None:
+        events = (events.withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME_US)))
+                  .withWatermark(_EVENT_TIME, _delay(watermark)))
+    elif marked is None:
+        raise MatchCeqlError(
+            "match: a stream needs a watermark to know when its rows are complete: pass "
+            f"watermark='10 seconds' (how late a row may come), or call "
+            f"df.withWatermark({spec.time!r}, '10 seconds') first.")
+    elif marked != spec.time:
+        raise MatchCeqlError(
+            f"match: the stream's watermark is on {marked!r}, but the query's time column is "
+            f"{spec.time!r}; put the watermark on {spec.time!r} (or pass watermark=…).")
+    if spec.spark_partitioned:
+        grouped = events.groupBy(*[quote_identifier(c) for c in spec.partition])
+    else:
+        grouped = events.withColumn(_KEY, F.lit(0)).groupBy(_KEY)
+    late_columns = plan.columns if late_view is not None else ()
+    out_fields = [*output_schema(spec, schema).fields, StructField(_LATE, LongType(), True)]
+    out_fields += [StructField(_LATE_COLUMN + c, f.dataType, True)
+                   for c in late_columns for f in schema.fields if f.name == c]
+    out = StructType(out_fields)
+    processor = _Processor(plan, [f.name for f in events.schema.fields],
+                           _input_types(events.schema, spark), [f.name for f in out_fields],
+                           late_columns, spark.conf.get("spark.sql.session.timeZone"))
+    result = grouped.transformWithStateInPandas(processor, out, "Append", "EventTime")
+    counted = result.observe(METRICS, F.coalesce(F.sum(_LATE), F.lit(0)).alias(LATE_METRIC))
+    matches = counted.where(F.col(_LATE).isNull()).select(
+        *[F.col(quote_identifier(n)) for n in spec.output_names])
+    if late_view is not None:
+        late = result.where(F.col(_LATE).isNotNull()).select(
+            *[F.col(quote_identifier(_LATE_COLUMN + c)).alias(c) for c in late_columns])
+        late.createOrReplaceTempView(late_view)
+    return matches
+
+
+def _input_types(schema: Any, spark: Any) -> list[pa.DataType]:
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    tz = spark.conf.get("spark.sql.session.timeZone")
+    return [to_arrow_type(f.dataType, timezone=tz) for f in schema.fields]
+
+
+def _processor_base() -> type:
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    return StatefulProcessor
+
+
+class _Processor(_processor_base()):  # type: ignore[misc]
+    """The per-key operator: restore the key's :class:`KeyState`, give it the rows and the
+    watermark, save it, set its timer, and return the output rows."""
+
+    def __init__(self, plan: StreamPlan, names: list[str], types: list[pa.DataType],
+                 outputs: list[str], late_columns: Sequence[str], tz: str) -> None:
+        self._plan = plan
+        self._names = names
+        self._types = types
+        self._outputs = outputs
+        self._late_columns = tuple(late_columns)
+        self._tz = tz
+
+    def init(self, handle: Any) -> None:
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        self._handle = handle
+        self._state = handle.getValueState(
+            "ceql", StructType([StructField("key_state", BinaryType(), True)]))
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        ks = self._load()
+        w = timerValues.getCurrentWatermarkInMs()
+        late: list[pa.RecordBatch] = []
+        for pdf in rows:
+            got = ks.accept(self._plan, self._arrow(pdf), w)
+            if got.num_rows:
+                late.append(got)
+        out = ks.release(self._plan, w)
+        self._save(ks)
+        yield from self._frames(out, late)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any,
+                           expiredTimerInfo: Any) -> Iterator[Any]:
+        ks = self._load()
+        ks.timer = None  # Spark deletes the timer that fired
+        out = ks.release(self._plan, timerValues.getCurrentWatermarkInMs())
+        self._save(ks)
+        yield from self._frames(out, [])
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ state
+    def _load(self) -> KeyState:
+        if self._state.exists():
+            got = self._state.get()
+            ks: KeyState = pickle.loads(got[0])
+            return ks
+        return KeyState()
+
+    def _save(self, ks: KeyState) -> None:
+        due = ks.wake_ms(self._plan)
+        if due != ks.timer:
+            if ks.timer is not None:
+                self._handle.deleteTimer(ks.timer)
+            if due is not None:
+                self._handle.registerTimer(due)
+            ks.timer = due
+        self._state.update((pickle.dumps(ks, protocol=5),))
+
+    # ------------------------------------------------------------------ rows
+    def _arrow(self, pdf: Any) -> pa.RecordBatch:
+        """A pandas chunk of input rows as Arrow with the input's types; the time column from
+        :data:`TIME_US` (exact, in UTC), other timestamps read in the session's time zone."""
+        import pandas as pd
+
+        # by position: Spark rebuilds the chunk from row tuples, which rename "__…" columns
+        arrays: list[pa.Array] = []
+        us = pa.Array.from_pandas(pdf.iloc[:, self._names.index(TIME_US)], type=pa.int64())
+        for i, (name, t) in enumerate(zip(self._names, self._types, strict=True)):
+            s = pdf.iloc[:, i]
+            if pa.types.is_timestamp(t):
+                if name == self._plan.spec.time:
+                    arrays.append(us.cast(pa.timestamp("us", tz="UTC")))
+                    continue
+                if not isinstance(s.dtype, pd.DatetimeTZDtype) and s.dtype.kind == "M":
+                    s = s.dt.tz_localize(self._tz, ambiguous="NaT", nonexistent="NaT")
+            arrays.append(pa.Array.from_pandas(s, type=t))
+        return pa.RecordBatch.from_arrays(arrays, names=self._names)
+
+    def _frames(self, out: list[pa.RecordBatch], late: list[pa.RecordBatch]) -> Iterator[Any]:
+        import pandas as pd
+
+        for rb in out:
+            frame = rb.to_pandas(types_mapper=pd.ArrowDtype)
+            for name in self._outputs:
+                if name not in frame.columns:
+                    frame[name] = None
+            yield frame[self._outputs]
+        n = sum(b.num_rows for b in late)
+        if not n:
+            return
+        if not self._late_columns:
+            yield pd.DataFrame({name: [n if name == _LATE else None] for name in self._outputs})
+            return
+        for rb in late:
+            frame = rb.to_pandas(types_mapper=pd.ArrowDtype)
+            frame.columns = [_LATE_COLUMN + c for c in frame.columns]
+            frame[_LATE] = 1
+            for name in self._outputs:
+                if name not in frame.columns:
+                    frame[name] = None
+            yield frame[self._outputs]
