@@ -127,7 +127,14 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     (in time or events); the time column is a TIMESTAMP or a number (``time_unit``).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, NumericType, StructField, StructType, TimestampType
+    from pyspark.sql.types import (
+        LongType,
+        NumericType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 
     if not df.isStreaming:
         raise MatchCeqlError(
@@ -150,6 +157,12 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
             options[name] = value if isinstance(value, str) else ",".join(value)
     parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
     schema = StructType([f for f in df.schema.fields if not f.name.startswith(INTERNAL_PREFIX)])
+    given = [f for f in schema.fields if time is not None and f.name.lower() == time.lower()]
+    if given and isinstance(given[0].dataType, StringType):
+        raise MatchCeqlError(
+            f"match: over a stream the time column is a TIMESTAMP or a number; {time!r} holds "
+            f"text. Convert it first, e.g. .withColumn({time!r}, to_timestamp({time!r}, "
+            "'yyyy-MM-dd HH:mm:ss')).")
     spec = plan_match(schema, options, CallInfo(partition_by=parts))
     time_field = next(f for f in schema.fields if f.name == spec.time)
     kind = time_field.dataType
