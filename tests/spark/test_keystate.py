@@ -129,7 +129,8 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
     # arrival: each row up to `delay` behind its time, now and then much more (late)
     arrival = [r["ts"] + rnd.choice([0, 0, 0, 0.5, delay, delay + 3]) for r in events]
     order = sorted(range(len(events)), key=lambda i: (arrival[i], i))
-    cuts = sorted(rnd.sample(range(1, len(order)), k=max(0, min(len(order) - 1, rnd.randint(0, 4)))))
+    k = max(0, min(len(order) - 1, rnd.randint(0, 4)))
+    cuts = sorted(rnd.sample(range(1, len(order)), k=k))
     pieces = [order[a:b] for a, b in zip([0, *cuts], [*cuts, len(order)], strict=True)]
     states: dict[tuple[Any, ...], bytes] = {}
     got: dict[tuple[Any, ...], list[dict[str, Any]]] = {}

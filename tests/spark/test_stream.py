@@ -263,7 +263,7 @@ def test_stream_time_column_kinds(spark: Any, tmp_path: Path) -> None:
                          watermark="1 second")
 
 
-def F_string(column: str) -> Any:  # noqa: N802 - reads like pyspark's F.*
+def F_string(column: str) -> Any:
     from pyspark.sql import functions as F
 
     return F.col(column).cast("string")
