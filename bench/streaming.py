@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Structured Streaming (issue 13 item 7): a P3-shape query per ticker streamed from files.
+
+Usage (from the repository root)::
+
+    .venv/bin/python bench/streaming.py [--events 1000000,10000000] [--files 20]
+        [--latency-events 200000] [--latency-files 20]
+
+* throughput: the anchor stock stream (``bench/engine.py``'s generator) written as ``--files``
+  Parquet files, all landed first, read with ``maxFilesPerTrigger=1`` and
+  ``trigger(availableNow=True)``: events per second of the whole stream (start to end), the
+  state store's rows and memory at the end, and MATCH_CEQL over the same files as a table in
+  the same session (``noop`` sink) — the ratio is the figure;
+* latency: ``--latency-events`` rows cut into files of equal event-time spans, landed one a
+  span of wall-clock time apart (event time runs at wall speed), ``trigger(processingTime=
+  "1 second")``, watermark 1 s: for every alert, the time from the landing of the file holding
+  its last event to the end of the batch that wrote it (p50, p99, max).
+
+The stream's matches must equal the table's (count and match_id sum), or the row says DIFFER.
+Writes JSON lines to ``bench/out/streaming-<date-time>.jsonl`` and prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import spark as sb
+
+OUT = Path(__file__).resolve().parent / "out"
+QUERY = ("SELECT * FROM S WHERE SELL AS a ; BUY AS b ; BUY AS c FILTER c[price > b.price] "
+         "PARTITION BY [name] WITHIN 1 SECONDS")
+SCHEMA = "type string, id long, name string, volume long, price double, ts long"
+OPTIONS = {"time": "ts", "time_unit": "us", "tie_break": "id"}
+
+
+def split(events: int, files: int, folder: Path) -> list[Path]:
+    """The stream's rows in ``files`` Parquet files of equal event-time spans (not landed)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(sb.ensure_parquet(events, 1))
+    ts = table.column("ts")
+    lo, hi = pc.min(ts).as_py(), pc.max(ts).as_py() + 1
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for k in range(files):
+        a, b = lo + (hi - lo) * k // files, lo + (hi - lo) * (k + 1) // files
+        part = table.filter(pc.and_(pc.greater_equal(ts, a), pc.less(ts, b)))
+        path = folder / f"part-{k:04d}.parquet"
+        pq.write_table(part, path)
+        out.append(path)
+    return out
+
+
+def land(path: Path, folder: Path, index: int) -> None:
+    target = folder / path.name
+    shutil.copy(path, folder / f".{path.name}.tmp")
+    os.utime(folder / f".{path.name}.tmp", (1_700_000_000 + index,) * 2)
+    (folder / f".{path.name}.tmp").rename(target)
+
+
+def fingerprint(df: Any) -> tuple[int, int]:
+    from pyspark.sql import functions as F
+
+    row = df.agg(F.count("*").alias("n"),
+                 F.sum(F.col("match_id") % 1_000_000_007).alias("s")).collect()[0]
+    return int(row["n"]), int(row["s"] or 0)
+
+
+def throughput(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
+    import ceql.spark
+
+    staged = split(events, files, work / f"staged-{events}")
+    folder = work / f"in-{events}"
+    folder.mkdir()
+    for i, p in enumerate(staged):
+        land(p, folder, i)
+    # the batch answer over the same files as a table
+    table = spark.read.parquet(str(folder))
+    t0 = time.perf_counter()
+    ceql.spark.match(table, QUERY, **OPTIONS).write.format("noop").mode("overwrite").save()
+    batch_s = time.perf_counter() - t0
+    want = fingerprint(ceql.spark.match(table, QUERY, **OPTIONS))
+    # the stream: the same files, one per micro-batch, then a far later row for the watermark
+    stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
+              .parquet(str(folder)))
+    matches = ceql.spark.match(stream, QUERY, watermark="1 second", **OPTIONS)
+    name = f"bench_stream_{events}"
+    t0 = time.perf_counter()
+    q = (matches.writeStream.format("memory").queryName(name).outputMode("append")
+         .option("checkpointLocation", str(work / f"ck-{events}"))
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    stream_s = time.perf_counter() - t0
+    state = q.lastProgress["stateOperators"][0] if q.lastProgress["stateOperators"] else {}
+    first = q.recentProgress[0]["durationMs"]["triggerExecution"] / 1000
+    got = fingerprint(spark.table(name))
+    # rows the last watermark had not passed are still held: compare over the rows it passed
+    passed = table.where(f"ts < {_watermark_us(q)}")
+    want_passed = fingerprint(ceql.spark.match(passed, QUERY, **OPTIONS))
+    return {"kind": "throughput", "events": events, "files": files,
+            "batch_s": round(batch_s, 2), "stream_s": round(stream_s, 2),
+            "first_batch_s": round(first, 2),
+            "stream_eps": round(events / stream_s), "batch_eps": round(events / batch_s),
+            "ratio": round(batch_s / stream_s, 3),
+            "state_rows": state.get("numRowsTotal"),
+            "state_memory_bytes": state.get("memoryUsedBytes"),
+            "matches_all": want[0], "matches_stream": got[0],
+            "check": "same" if got == want_passed else "DIFFER"}
+
+
+def _watermark_us(q: Any) -> int:
+    mark = q.lastProgress["eventTime"]["watermark"]
+    when = dt.datetime.fromisoformat(mark.replace("Z", "+00:00"))
+    return (when - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+
+
+def latency(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
+    """Files landed one event-time span apart in wall time; alert latency from landing."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    import ceql.spark
+
+    staged = split(events, files, work / "staged-latency")
+    spans = [pq.read_table(p, columns=["ts"]).column("ts") for p in staged]
+    bounds = [(pc.min(s).as_py(), pc.max(s).as_py()) for s in spans]
+    span_s = (bounds[-1][1] - bounds[0][0]) / 1e6 / files
+    folder = work / "in-latency"
+    folder.mkdir()
+    def write(batch: Any, batch_id: int) -> None:
+        rows = batch.select("match_end").collect()
+        done = time.time()
+        ends.extend((int(r["match_end"]), done) for r in rows)
+
+    ends: list[tuple[int, float]] = []
+    stream = (spark.readStream.schema(SCHEMA).parquet(str(folder)))
+    q = (ceql.spark.match(stream, QUERY, watermark="1 second", **OPTIONS).writeStream
+         .foreachBatch(write).option("checkpointLocation", str(work / "ck-latency"))
+         .trigger(processingTime="1 second").start())
+    landed: list[float] = []
+    land(staged[0], folder, 0)
+    landed.append(time.time())
+    while not q.recentProgress:  # the first batch starts the state store and workers
+        q.awaitTermination(0.2)
+    start = time.time()
+    for i, p in enumerate(staged[1:], start=1):
+        time.sleep(max(0.0, start + i * span_s - time.time()))
+        land(p, folder, i)
+        landed.append(time.time())
+    time.sleep(span_s * 3 + 5)
+    q.stop()
+    lat = []
+    for end_us, done in ends:
+        k = next(i for i, (lo, hi) in enumerate(bounds) if lo <= end_us <= hi)
+        lat.append(done - max(landed[k], start))
+    lat.sort()
+
+    def pct(p: float) -> float:
+        return round(lat[min(len(lat) - 1, int(p * len(lat)))], 2) if lat else float("nan")
+
+    return {"kind": "latency", "events": events, "files": files, "span_s": round(span_s, 2),
+            "trigger_s": 1, "watermark_s": 1, "alerts": len(lat), "p50_s": pct(0.5),
+            "p99_s": pct(0.99), "max_s": round(lat[-1], 2) if lat else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--events", default="1000000,10000000")
+    ap.add_argument("--files", type=int, default=20)
+    ap.add_argument("--latency-events", type=int, default=200000)
+    ap.add_argument("--latency-files", type=int, default=20)
+    args = ap.parse_args(argv)
+    import ceql.spark
+
+    spark = ceql.spark.local_session(**{"spark.log.level": "ERROR"})
+    OUT.mkdir(exist_ok=True)
+    out = OUT / f"streaming-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for n in [int(x) for x in args.events.split(",") if x]:
+            rows.append(throughput(spark, n, args.files, work))
+            print(json.dumps(rows[-1]), flush=True)
+        if args.latency_events:
+            rows.append(latency(spark, args.latency_events, args.latency_files, work))
+            print(json.dumps(rows[-1]), flush=True)
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
