@@ -216,7 +216,20 @@ def test_pysparks_error_lines_are_turned_off(query_loggers: list[str]) -> None:
 
 # --------------------------------------------------------------- standard error filter
 
-def test_only_the_incubator_warning_is_jvm_noise() -> None:
+STREAM_WORKER = [
+    "Starting Streaming TransformWithStateInPandas Python worker.\n",
+    "Streaming TransformWithStateInPandas Python worker finish init stage of Python runner. "
+    "Received UDF from JVM: <bound method …>, received return type of UDF: StructType([]).\n",
+    "Streaming TransformWithStateInPandas Python worker Completed execution of UDF: <…>.\n",
+]
+
+
+def test_only_the_incubator_warning_and_stream_worker_lines_are_jvm_noise() -> None:
+    for line in STREAM_WORKER:
+        assert _quiet.is_jvm_noise(line), line
+    assert not _quiet.is_jvm_noise("Streaming TransformWithStateInPandas Python workers\n")
+    assert not _quiet.is_jvm_noise("Error in Streaming TransformWithStateInPandas Python "
+                                   "worker.\n")
     assert _quiet.is_jvm_noise(INCUBATOR)
     assert _quiet.is_jvm_noise(INCUBATOR + "\n")
     assert _quiet.is_jvm_noise("WARNING: Using incubator modules: jdk.incubator.vector, "
@@ -235,6 +248,7 @@ def test_a_child_process_stderr_is_filtered(capfd: pytest.CaptureFixture[str]) -
     """A process started inside ``jvm_stderr_filtered`` (the JVM) has the warning dropped and
     everything else passed on, also after the block; this process's stderr is untouched."""
     script = ("import sys, time; sys.stderr.write('" + INCUBATOR + "\\nreal error\\n'); "
+              "sys.stderr.write('" + STREAM_WORKER[0].strip() + "\\n\\n\\nkept above\\n'); "
               "sys.stderr.flush(); time.sleep(0.3); sys.stderr.write('later\\n')")
     with _quiet.jvm_stderr_filtered() as thread:
         child = subprocess.Popen([sys.executable, "-c", script])
@@ -245,7 +259,8 @@ def test_a_child_process_stderr_is_filtered(capfd: pytest.CaptureFixture[str]) -
     assert not thread.is_alive()  # it ends with the last process writing to it
     err = capfd.readouterr().err
     assert err.count("real error") == 1 and "later" in err and "parent" in err
-    assert "incubator" not in err
+    assert "incubator" not in err and "TransformWithState" not in err
+    assert "real error\n\nkept above\n" in err  # one blank line went with the noise
 
 
 # -------------------------------------------------------------------- a real session

@@ -10,7 +10,9 @@ When ``local_session`` starts the JVM, and the user configures none of Spark's l
 - drops the one line the JVM prints before any logging is set up, ``WARNING: Using incubator
   modules: jdk.incubator.vector``, from its standard error (:func:`jvm_stderr_filtered`):
   Spark's launcher always adds that module (``JavaModuleOptions``), and no JVM option stops
-  the warning.
+  the warning; and the progress lines that the Python worker of a stream's
+  ``transformWithStateInPandas`` prints (``Starting Streaming TransformWithStateInPandas Python
+  worker.`` and three more, each with a blank line after it) on every query start.
 
 The user's own logging configuration wins: a ``spark.driver.extraJavaOptions`` or
 ``spark.driver.defaultJavaOptions`` (given to the session or in ``spark-defaults.conf``) that
@@ -170,11 +172,15 @@ def quiet_python_loggers() -> None:
 #: The lines the JVM writes on standard error before any logging exists, and which no
 #: setting silences.
 _JVM_NOISE = re.compile(r"WARNING: Using incubator modules: jdk\.incubator\.[\w.]+"
-                        r"(, jdk\.incubator\.[\w.]+)*\r?\n?")
+                        r"(, jdk\.incubator\.[\w.]+)*\r?\n?"
+                        # pyspark/sql/streaming/transform_with_state_driver_worker.py's prints
+                        r"|(Starting )?Streaming TransformWithStateInPandas Python worker[ .]"
+                        r"[^\n]*\n?")
 
 
 def is_jvm_noise(line: str) -> bool:
-    """Whether ``line`` is the JVM's start-up warning that Spark's launcher always causes."""
+    """Whether ``line`` is the JVM's start-up warning that Spark's launcher always causes, or
+    a progress line of a stream's Python worker."""
     return _JVM_NOISE.fullmatch(line) is not None
 
 
@@ -189,9 +195,14 @@ def _pass_on(source: int, target: int) -> None:
     writer has closed ``source``."""
     try:
         with os.fdopen(source, "rb") as lines:
+            after = False  # the last line was noise: the blank line printed with it goes too
             for raw in lines:
-                if not is_jvm_noise(raw.decode("utf-8", "replace")):
+                if is_jvm_noise(raw.decode("utf-8", "replace")):
+                    after = True
+                    continue
+                if not (after and raw.strip() == b""):
                     _write_all(target, raw)
+                after = False
     except OSError:
         pass
     finally:
