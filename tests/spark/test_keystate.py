@@ -90,17 +90,49 @@ def _with_us(plan: StreamPlan, rb: pa.RecordBatch) -> pa.RecordBatch:
     return rb.append_column(TIME_US, time_us_of(plan, rb.column("ts")))
 
 
-def _call(states: dict[tuple[Any, ...], bytes], key: tuple[Any, ...], plan: StreamPlan,
-          rows: pa.RecordBatch | None, w_ms: int) -> tuple[list[dict[str, Any]], int]:
-    """One call of the streaming operator for one key: restore, accept, release, save."""
-    ks = pickle.loads(states[key]) if key in states else KeyState()
-    late = 0
-    if rows is not None:
-        late = ks.accept(plan, _with_us(plan, rows), w_ms).num_rows
-    out = _rows(ks.release(plan, w_ms))
-    ks.timer = ks.wake_ms(plan)
-    states[key] = pickle.dumps(ks)
-    return out, late
+class _Operator:
+    """Spark's transformWithStateInPandas as ceql uses it, modelled: a pickled state value and
+    a set of event-time timers per key; a micro-batch calls the keys with rows, then fires every
+    timer at or below the watermark (deleting it after its call, as PySpark does)."""
+
+    def __init__(self, plan: StreamPlan) -> None:
+        self.plan = plan
+        self.states: dict[tuple[Any, ...], bytes] = {}
+        self.timers: dict[tuple[Any, ...], set[int]] = {}
+
+    def call(self, key: tuple[Any, ...], rows: pa.RecordBatch | None, w_ms: int,
+             fired: int | None = None) -> list[dict[str, Any]]:
+        """One call for one key: restore, accept, release, reschedule, save."""
+        plan = self.plan
+        ks = pickle.loads(self.states[key]) if key in self.states else KeyState()
+        if fired is not None:
+            ks.timer = None
+        if rows is not None:
+            ks.accept(plan, _with_us(plan, rows), w_ms)
+        out = _rows(ks.release(plan, w_ms))
+        old, new = ks.reschedule(plan)
+        timers = self.timers.setdefault(key, set())
+        if old is not None:
+            timers.discard(old)
+        if new is not None:
+            assert w_ms <= 0 or new > w_ms, "a timer at the watermark is deleted unfired"
+            timers.add(new)
+        if fired is not None:
+            timers.discard(fired)
+        assert timers == ({ks.timer} if ks.timer is not None else set())
+        self.states[key] = pickle.dumps(ks)
+        return out
+
+    def batch(self, rows: dict[tuple[Any, ...], pa.RecordBatch], w_ms: int
+              ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+        got: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for key, rb in rows.items():
+            got.setdefault(key, []).extend(self.call(key, rb, w_ms))
+        expired = sorted(((t, k) for k, ts in self.timers.items() for t in ts if t <= w_ms),
+                         key=lambda tk: tk[0])
+        for t, key in expired:
+            got.setdefault(key, []).extend(self.call(key, None, w_ms, fired=t))
+        return got
 
 
 def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
@@ -132,7 +164,7 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
     k = max(0, min(len(order) - 1, rnd.randint(0, 4)))
     cuts = sorted(rnd.sample(range(1, len(order)), k=k))
     pieces = [order[a:b] for a, b in zip([0, *cuts], [*cuts, len(order)], strict=True)]
-    states: dict[tuple[Any, ...], bytes] = {}
+    op = _Operator(plan)
     got: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     in_time: list[int] = []
     w_ms, max_ts = 0, None
@@ -143,12 +175,9 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
             by_key.setdefault(_key_of(spec, row), []).append(i)
             if w_ms <= 0 or row["ts"] * 1000 >= w_ms:
                 in_time.append(i)
-        due = [k for k, b in states.items() if (t := pickle.loads(b).timer) is not None
-               and t <= w_ms and k not in by_key]
-        for key in [*by_key, *due]:
-            rb = (table.take(pa.array(by_key[key], pa.int64())).to_batches()[0]
-                  if key in by_key else None)
-            out, _ = _call(states, key, plan, rb, w_ms)
+        batch = {k: table.take(pa.array(v, pa.int64())).to_batches()[0]
+                 for k, v in by_key.items()}
+        for key, out in op.batch(batch, w_ms).items():
             got.setdefault(key, []).extend(out)
         want = _batch_answer(plan, table.take(pa.array(in_time, pa.int64())),
                              w_ms * 1000 if w_ms > 0 else -(2**62))
@@ -160,10 +189,9 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
             w_ms = max(w_ms, (max_ts - delay) * 1000)
     # the stream goes on far beyond its last row: every timer fires, everything is final
     w_ms = (max_ts or 0) * 1000 + 10**9
-    for key in list(states):
-        if pickle.loads(states[key]).timer is not None:
-            out, _ = _call(states, key, plan, None, w_ms)
-            got.setdefault(key, []).extend(out)
+    for key, out in op.batch({}, w_ms).items():
+        got.setdefault(key, []).extend(out)
+    states = op.states
     late = sum(pickle.loads(b).late for b in states.values())
     assert late == len(events) - len(in_time)
     want = _batch_answer(plan, table.take(pa.array(in_time, pa.int64())), w_ms * 1000)

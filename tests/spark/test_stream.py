@@ -35,18 +35,26 @@ def _events(n: int, seed: int) -> list[dict[str, Any]]:
     return out
 
 
-def _json(e: dict[str, Any]) -> str:
-    ts = (T0 + dt.timedelta(seconds=e["t"])).isoformat().replace("+00:00", "Z")
-    return json.dumps({**e, "ts": ts})
+def _ts(e: dict[str, Any]) -> str:
+    return (T0 + dt.timedelta(seconds=e["t"])).isoformat().replace("+00:00", "Z")
 
 
-def _land(folder: Path, index: int, rows: list[dict[str, Any]]) -> None:
+def _line(e: dict[str, Any], fmt: str) -> str:
+    if fmt == "csv":
+        return ",".join(str(e[c]) if c != "ts" else _ts(e) for c in COLUMNS)
+    return json.dumps({**e, "ts": _ts(e)})
+
+
+COLUMNS = ("seq", "type", "name", "price", "ts", "t")
+
+
+def _land(folder: Path, index: int, rows: list[dict[str, Any]], fmt: str = "json") -> None:
     """One file, written then renamed into place; files' times increase (the file source
     reads a trigger's files in modification time order)."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"part-{index:03d}.json"
+    path = folder / f"part-{index:03d}.{fmt}"
     tmp = folder / f".part-{index:03d}.tmp"
-    tmp.write_text("".join(_json(e) + "\n" for e in rows), encoding="utf-8")
+    tmp.write_text("".join(_line(e, fmt) + "\n" for e in rows), encoding="utf-8")
     os.utime(tmp, (1_700_000_000 + index, 1_700_000_000 + index))
     tmp.rename(path)
 
@@ -72,9 +80,19 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _stream(spark: Any, folder: Path, query: str, tmp: Path, **options: Any) -> Any:
-    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(folder))
+def _stream(spark: Any, folder: Path, query: str, tmp: Path, fmt: str = "json",
+            own_watermark: bool = False, **options: Any) -> Any:
+    """The matches of ``query`` over the files landing in ``folder``; the watermark given
+    to match, or (``own_watermark``) set on the DataFrame."""
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).format(fmt) \
+        .load(str(folder))
+    if own_watermark:
+        df = df.withWatermark("ts", options.pop("watermark"))
     return ceql.spark.match(df, query, tie_break="seq", **options)
+
+
+def _table(spark: Any, folder: Path, fmt: str = "json") -> Any:
+    return spark.read.schema(SCHEMA).format(fmt).load(str(folder))
 
 
 def _drain(matches: Any, name: str, checkpoint: Path) -> Any:
@@ -84,32 +102,37 @@ def _drain(matches: Any, name: str, checkpoint: Path) -> Any:
     return q
 
 
-QUERIES = {
+#: name: (query, options of match, test options: file format, watermark on the DataFrame)
+QUERIES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "correlation": ("SELECT * FROM S WHERE S AS s ; B AS b FILTER b[price > s.price] "
-                    "PARTITION BY [name] WITHIN 6 SECONDS", {}),
-    "between_not": ("SELECT * FROM S WHERE S AS s ; NOT C AS c ; B AS b PARTITION BY [name] "
-                    "WITHIN 5 SECONDS", {}),
-    "trailing_not": ("SELECT * FROM S WHERE S AS s ; NOT B AS b PARTITION BY [name] "
-                     "WITHIN 3 SECONDS", {}),
+                    "PARTITION BY [name] WITHIN 6 SECONDS", {}, {}),
+    "between_not_rows": ("SELECT * FROM S WHERE S AS s ; NOT C AS c ; B AS b "
+                         "PARTITION BY [name] WITHIN 5 SECONDS", {"rows": "events"}, {}),
+    "trailing_not_csv": ("SELECT * FROM S WHERE S AS s ; NOT B AS b PARTITION BY [name] "
+                         "WITHIN 3 SECONDS", {}, {"fmt": "csv"}),
+    "leading_not_or": ("SELECT * FROM S WHERE NOT C AS c ; S AS s ; (B OR C) AS t "
+                       "PARTITION BY [name] WITHIN 3 SECONDS", {}, {"own_watermark": True}),
     "kleene_max": ("SELECT MAX * FROM S WHERE S AS s ; (B AS b)+ ; C AS c "
-                    "PARTITION BY [name] WITHIN 8 SECONDS", {}),
+                   "PARTITION BY [name] WITHIN 8 SECONDS", {}, {}),
     "and_events_numeric": ("SELECT * FROM S WHERE (S AS s AND B AS b) ; C AS c "
-                           "WITHIN 6 EVENTS", {"time": "t", "time_unit": "s"}),
+                           "WITHIN 6 EVENTS", {"time": "t", "time_unit": "s"}, {}),
 }
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_stream_equals_batch(spark: Any, tmp_path: Path, name: str) -> None:
-    query, options = QUERIES[name]
+    query, options, how = QUERIES[name]
+    fmt = how.get("fmt", "json")
     events = _events(120, seed=len(name))
     for i, piece in enumerate(_arrivals(events, 4, seed=7)):
-        _land(tmp_path / "in", i, piece)
-    q = _drain(_stream(spark, tmp_path / "in", query, tmp_path, watermark="3 seconds",
-                       **options), f"stream_{name}", tmp_path / "ck")
+        _land(tmp_path / "in", i, piece, fmt)
+    q = _drain(_stream(spark, tmp_path / "in", query, tmp_path, fmt,
+                       how.get("own_watermark", False), watermark="3 seconds", **options),
+               f"stream_{name}", tmp_path / "ck")
     assert q.exception() is None
     got = spark.table(f"stream_{name}")
-    batch = ceql.spark.match(spark.read.schema(SCHEMA).json(str(tmp_path / "in")), query,
-                             tie_break="seq", **options)
+    batch = ceql.spark.match(_table(spark, tmp_path / "in", fmt), query, tie_break="seq",
+                             **options)
     columns = batch.columns
     want = _rows(batch, columns)
     assert want  # the query has matches on this data
@@ -119,11 +142,13 @@ def test_stream_equals_batch(spark: Any, tmp_path: Path, name: str) -> None:
     assert late == 0
 
 
-def test_restart_from_checkpoint_gives_each_match_once(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sink", ["foreachBatch", "parquet"])
+def test_restart_from_checkpoint_gives_each_match_once(spark: Any, tmp_path: Path,
+                                                       sink: str) -> None:
     """Stopped after two files and restarted from its checkpoint after two more: the Parquet
-    written by foreachBatch (overwritten by batch id, so a replayed batch counts once) holds
-    exactly the batch answer."""
-    query, _ = QUERIES["trailing_not"]
+    written by the file sink, or by foreachBatch (overwritten by batch id, so a replayed batch
+    counts once), holds exactly the batch answer."""
+    query = QUERIES["trailing_not_csv"][0]
     files = _arrivals(_events(100, seed=11), 4, seed=3)
     out = tmp_path / "out"
 
@@ -131,9 +156,11 @@ def test_restart_from_checkpoint_gives_each_match_once(spark: Any, tmp_path: Pat
         batch.write.mode("overwrite").parquet(str(out / f"batch_id={batch_id}"))
 
     def run() -> None:
-        q = (_stream(spark, tmp_path / "in", query, tmp_path, watermark="3 seconds")
-             .writeStream.foreachBatch(write).option("checkpointLocation", str(tmp_path / "ck"))
-             .trigger(availableNow=True).start())
+        stream = _stream(spark, tmp_path / "in", query, tmp_path, watermark="3 seconds")
+        writer = stream.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
+        writer = (writer.foreachBatch(write) if sink == "foreachBatch"
+                  else writer.format("parquet").option("path", str(out)))
+        q = writer.trigger(availableNow=True).start()
         q.awaitTermination()
         assert q.exception() is None
 
@@ -144,16 +171,16 @@ def test_restart_from_checkpoint_gives_each_match_once(spark: Any, tmp_path: Pat
     for i in range(2, len(files)):
         _land(tmp_path / "in", i, files[i])
     run()
-    got = spark.read.parquet(str(out)).drop("batch_id")
-    batch = ceql.spark.match(spark.read.schema(SCHEMA).json(str(tmp_path / "in")), query,
-                             tie_break="seq")
+    got = spark.read.parquet(str(out))
+    got = got.drop("batch_id") if sink == "foreachBatch" else got
+    batch = ceql.spark.match(_table(spark, tmp_path / "in"), query, tie_break="seq")
     assert 0 < first < batch.count()
     assert _rows(got, batch.columns) == _rows(batch, batch.columns)
     assert got.select("match_id").distinct().count() == got.count()
 
 
 def test_late_rows_are_counted_and_routed_to_the_view(spark: Any, tmp_path: Path) -> None:
-    query, _ = QUERIES["correlation"]
+    query = QUERIES["correlation"][0]
     events = _events(80, seed=5)
     early, rest = events[:40], events[40:]
     old = [dict(e, seq=1000 + i) for i, e in enumerate(events[5:12])]  # long before the mark
@@ -170,8 +197,7 @@ def test_late_rows_are_counted_and_routed_to_the_view(spark: Any, tmp_path: Path
     side = _drain(spark.table("late_rows_seen"), "late_side", tmp_path / "ck2")
     assert side.exception() is None
     assert sorted(r["seq"] for r in spark.table("late_side").collect()) == [e["seq"] for e in old]
-    in_time = spark.read.schema(SCHEMA).json(str(tmp_path / "in")).where("seq < 1000 OR "
-                                                                         "seq >= 1000000")
+    in_time = _table(spark, tmp_path / "in").where("seq < 1000 OR seq >= 1000000")
     batch = ceql.spark.match(in_time, query, tie_break="seq")
     assert _rows(spark.table("late_matches"), batch.columns) == _rows(batch, batch.columns)
 

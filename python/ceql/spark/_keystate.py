@@ -178,8 +178,11 @@ class KeyState:
         return [(c, "ascending") for c in (first, *plan.tie_break, _ARRIVAL)]
 
     def wake_ms(self, plan: StreamPlan) -> int | None:
-        """The watermark (ms) at which this key has work: a held row to evaluate, a waiting
-        match to release, or an engine to drop; None when nothing waits."""
+        """The event-time timer (ms) for this key's next work — a held row to evaluate, a
+        waiting match to release, an engine to drop — or None when nothing waits. PySpark's
+        transformWithStateInPandas fires a timer once the watermark reaches it, which is when
+        that work is due; after :meth:`release` it is above the watermark released to (a timer
+        at or below it would be deleted as fired without its call)."""
         due: list[Fraction] = []
         if self.held is not None:
             due.append(Fraction(int(pc.min(self.held.column(TIME_US)).as_py())))
@@ -188,12 +191,21 @@ class KeyState:
             waiting = runner.waiting_until()
             if waiting is not None:
                 due.append(plan.to_us(waiting))
-            if plan.window_us is not None and self.last_us is not None:
+            if plan.window_us is not None and self.last_us is not None and self.held is None:
                 due.append(self.last_us + plan.window_us + 1)
         if not due:
             return None
-        # the first watermark w (ms) with w * 1000 > due
+        # work at `due` µs is done at a watermark w (ms) with w * 1000 > due
         return int(min(due) // 1000) + 1
+
+    def reschedule(self, plan: StreamPlan) -> tuple[int | None, int | None]:
+        """Record the key's next timer (:meth:`wake_ms`); return the timer to delete and the
+        one to register (None: nothing to do)."""
+        due = self.wake_ms(plan)
+        if due == self.timer:
+            return None, None
+        old, self.timer = self.timer, due
+        return old, due
 
 
 def stream_plan(spec: MatchSpec, *, timestamp: bool,

@@ -264,7 +264,7 @@ class _Processor(_processor_base()):  # type: ignore[misc]
     def handleExpiredTimer(self, key: Any, timerValues: Any,
                            expiredTimerInfo: Any) -> Iterator[Any]:
         ks = self._load()
-        ks.timer = None  # Spark deletes the timer that fired
+        ks.timer = None  # Spark deletes the timer that fired once this returns
         out = ks.release(self._plan, timerValues.getCurrentWatermarkInMs())
         self._save(ks)
         yield from self._frames(out, [])
@@ -281,13 +281,11 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         return KeyState()
 
     def _save(self, ks: KeyState) -> None:
-        due = ks.wake_ms(self._plan)
-        if due != ks.timer:
-            if ks.timer is not None:
-                self._handle.deleteTimer(ks.timer)
-            if due is not None:
-                self._handle.registerTimer(due)
-            ks.timer = due
+        old, new = ks.reschedule(self._plan)
+        if old is not None:
+            self._handle.deleteTimer(old)
+        if new is not None:
+            self._handle.registerTimer(new)
         self._state.update((pickle.dumps(ks, protocol=5),))
 
     # ------------------------------------------------------------------ rows
