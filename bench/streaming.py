@@ -37,8 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spark as sb
 
 OUT = Path(__file__).resolve().parent / "out"
-QUERY = ("SELECT * FROM S WHERE SELL AS a ; BUY AS b ; BUY AS c FILTER c[price > b.price] "
-         "PARTITION BY [name] WITHIN 1 SECONDS")
+#: P3's shape per ticker: a large sale, then two large purchases, the second dearer
+QUERY = ("SELECT * FROM S WHERE SELL AS a ; BUY AS b ; BUY AS c FILTER a[volume > 9900] AND "
+         "b[volume > 9900] AND c[volume > 9900] AND c[price > b.price] PARTITION BY [name] "
+         "WITHIN 1 SECONDS")
 SCHEMA = "type string, id long, name string, volume long, price double, ts long"
 OPTIONS = {"time": "ts", "time_unit": "us", "tie_break": "id"}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import zlib
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -62,11 +63,26 @@ def _rows(batches: list[pa.RecordBatch]) -> list[dict[str, Any]]:
     return [r for b in batches for r in b.to_pylist()]
 
 
-def _batch_answer(plan: StreamPlan, table: pa.Table, until_us: int | None
+def _op_key(spec: MatchSpec, plan: StreamPlan, row: dict[str, Any]) -> tuple[Any, ...]:
+    """The stream's group key of a row: its partition key, or its hash bucket."""
+    key = _key_of(spec, row)
+    return (zlib.crc32(repr(key).encode()) % plan.buckets,) if plan.buckets else key
+
+
+def _by_partition(spec: MatchSpec, out: dict[tuple[Any, ...], list[dict[str, Any]]]
                   ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
-    """The batch runner's output per key over ``table``'s rows before ``until_us`` (all rows
-    when None, then the input ends), the engine moved on to ``until_us``."""
-    spec = plan.spec
+    """Output rows per partition key (their own columns), in order."""
+    parts: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for rows in out.values():
+        for r in rows:
+            parts.setdefault(tuple(r[c] for c in spec.partition), []).append(r)
+    return parts
+
+
+def _batch_answer(spec: MatchSpec, plan: StreamPlan, table: pa.Table, until_us: int | None
+                  ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """The batch runners' output (one per key, as Spark's tasks) over ``table``'s rows before
+    ``until_us`` (all rows when None, then the input ends), moved on to ``until_us``."""
     table = table.sort_by([("ts", "ascending"), ("seq", "ascending")])
     us = time_us_of(plan, table.column("ts"))
     if until_us is not None:
@@ -83,7 +99,7 @@ def _batch_answer(plan: StreamPlan, table: pa.Table, until_us: int | None
         elif plan.window_us is not None:
             got.append(runner.advance(plan.time_value(until_us)))
         out[key] = _rows([b for b in got if b is not None])
-    return out
+    return _by_partition(spec, out)
 
 
 def _with_us(plan: StreamPlan, rb: pa.RecordBatch) -> pa.RecordBatch:
@@ -104,7 +120,7 @@ class _Operator:
              fired: int | None = None) -> list[dict[str, Any]]:
         """One call for one key: restore, accept, release, reschedule, save."""
         plan = self.plan
-        ks = pickle.loads(self.states[key]) if key in self.states else KeyState()
+        ks = pickle.loads(self.states[key]) if key in self.states else KeyState(plan.buckets)
         if fired is not None:
             ks.timer = None
         if rows is not None:
@@ -146,7 +162,8 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
         assume(False)
         raise
     note(text)
-    plan = stream_plan(spec, timestamp=False, tie_break=("seq",))
+    buckets = data.draw(st.sampled_from([0, 0, 1, 3]), label="buckets")
+    plan = stream_plan(spec, timestamp=False, tie_break=("seq",), buckets=buckets)
     rnd = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
     events = [dict(e) for e in events]
     if events and rnd.random() < 0.5:  # the same again later: the same matches, new ids
@@ -172,16 +189,16 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
         rows = table.take(pa.array(piece, pa.int64())) if piece else table.slice(0, 0)
         by_key: dict[tuple[Any, ...], list[int]] = {}
         for i, row in zip(piece, rows.to_pylist(), strict=True):
-            by_key.setdefault(_key_of(spec, row), []).append(i)
+            by_key.setdefault(_op_key(spec, plan, row), []).append(i)
             if w_ms <= 0 or row["ts"] * 1000 >= w_ms:
                 in_time.append(i)
         batch = {k: table.take(pa.array(v, pa.int64())).to_batches()[0]
                  for k, v in by_key.items()}
         for key, out in op.batch(batch, w_ms).items():
             got.setdefault(key, []).extend(out)
-        want = _batch_answer(plan, table.take(pa.array(in_time, pa.int64())),
+        want = _batch_answer(spec, plan, table.take(pa.array(in_time, pa.int64())),
                              w_ms * 1000 if w_ms > 0 else -(2**62))
-        assert {k: v for k, v in got.items() if v} == {k: v for k, v in want.items() if v}
+        assert _by_partition(spec, got) == want
         seen = [r["ts"] for i in piece for r in [events[i]]]
         if seen:
             max_ts = max(seen) if max_ts is None else max(max_ts, *seen)
@@ -194,15 +211,15 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
     states = op.states
     late = sum(pickle.loads(b).late for b in states.values())
     assert late == len(events) - len(in_time)
-    want = _batch_answer(plan, table.take(pa.array(in_time, pa.int64())), w_ms * 1000)
-    assert {k: v for k, v in got.items() if v} == {k: v for k, v in want.items() if v}
+    want = _batch_answer(spec, plan, table.take(pa.array(in_time, pa.int64())), w_ms * 1000)
+    assert _by_partition(spec, got) == want
     if plan.window_us is not None:
-        final = _batch_answer(plan, table.take(pa.array(in_time, pa.int64())), None)
-        assert {k: v for k, v in got.items() if v} == {k: v for k, v in final.items() if v}
+        final = _batch_answer(spec, plan, table.take(pa.array(in_time, pa.int64())), None)
+        assert _by_partition(spec, got) == final
     for b in states.values():  # idle past the window: only the ordinals are left
         ks = pickle.loads(b)
         assert ks.held is None
-        if plan.window_us is not None:
+        if plan.window_us is not None and plan.drop_idle:
             assert ks.runner is None
 
 

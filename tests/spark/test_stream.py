@@ -298,7 +298,7 @@ def F_string(column: str) -> Any:
 def test_watermark_on_a_table_is_refused(spark: Any) -> None:
     df = spark.createDataFrame([(1, "S", dt.datetime(2026, 1, 1))], "seq long, type string, "
                                "ts timestamp")
-    with pytest.raises(MatchCeqlError, match=r"watermark and late_view are for streaming"):
+    with pytest.raises(MatchCeqlError, match=r"watermark, late_view and buckets are for streaming"):
         ceql.spark.match(df, "SELECT * FROM S WHERE S WITHIN 1 SECONDS", watermark="1 second")
     with pytest.raises(MatchCeqlError, match=r"match_stream reads a streaming DataFrame"):
         ceql.spark.match_stream(df, "SELECT * FROM S WHERE S WITHIN 1 SECONDS")

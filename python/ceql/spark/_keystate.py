@@ -16,7 +16,7 @@ key's rows in exactly the batch order (ties by ``tie_break``, then by arrival).
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -24,7 +24,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ceql.constants import INTERNAL_PREFIX, TIME_UNIT_PER_SECOND
+import ceql
+from ceql.constants import (
+    INTERNAL_PREFIX,
+    STRATEGY_ALL,
+    STRATEGY_ANY,
+    STRATEGY_STRICT,
+    TIME_UNIT_PER_SECOND,
+)
 
 from ._errors import MatchCeqlError
 from ._runner import MatchRunner
@@ -48,6 +55,11 @@ class StreamPlan:
     window_us: Fraction | None      # WITHIN in time, in microseconds (None: not in time)
     tie_break: tuple[str, ...]      # columns ordering rows of equal time
     columns: tuple[str, ...]        # the input columns the engine reads
+    buckets: int = 0                # keys hashed into this many entries (0: one per key)
+    #: whether an engine idle past its window may be dropped: not under NEXT, LAST and MAX,
+    #: which rank matches before WITHIN applies, so that runs older than the window still
+    #: decide which of the later matches is selected
+    drop_idle: bool = True
 
     def time_value(self, us: int) -> Any:
         """The engine's time for ``us`` microseconds: a datetime, or a number in the unit
@@ -83,9 +95,11 @@ def _watermark_us(watermark_ms: int) -> int | None:
 class KeyState:
     """A key's rows and engine between micro-batches (pickled into Spark's state store)."""
 
-    __slots__ = ("arrivals", "held", "last_us", "late", "ordinals", "runner", "timer")
+    __slots__ = ("arrivals", "buckets", "held", "last_us", "late", "ordinals", "runner",
+                 "timer")
 
-    def __init__(self) -> None:
+    def __init__(self, buckets: int = 0) -> None:
+        self.buckets = buckets  # the plan's: a checkpoint must be read with the same
         self.runner: MatchRunner | None = None
         #: match ordinals of a key whose engine was dropped (idle past its window)
         self.ordinals: dict[tuple[Any, ...], tuple[int, int]] = {}
@@ -165,7 +179,7 @@ class KeyState:
                 got = runner.advance(plan.time_value(w))
                 if got is not None:
                     out.append(got)
-            if (self.held is None and runner.waiting_until() is None
+            if (plan.drop_idle and self.held is None and runner.waiting_until() is None
                     and self.last_us is not None and w > self.last_us + plan.window_us + 1):
                 # every later row is beyond the window of every row seen: a new engine gives
                 # the same matches, so only the ordinals (for the match ids) are kept
@@ -191,7 +205,8 @@ class KeyState:
             waiting = runner.waiting_until()
             if waiting is not None:
                 due.append(plan.to_us(waiting))
-            if plan.window_us is not None and self.last_us is not None and self.held is None:
+            if (plan.drop_idle and plan.window_us is not None and self.last_us is not None
+                    and self.held is None):
                 due.append(self.last_us + plan.window_us + 1)
         if not due:
             return None
@@ -208,14 +223,21 @@ class KeyState:
         return old, due
 
 
-def stream_plan(spec: MatchSpec, *, timestamp: bool,
-                tie_break: tuple[str, ...] = ()) -> StreamPlan:
+def stream_plan(spec: MatchSpec, *, timestamp: bool, tie_break: tuple[str, ...] = (),
+                buckets: int = 0) -> StreamPlan:
     """The :class:`StreamPlan` of a query planned as ``spec`` (its time column a TIMESTAMP, or
-    a number in ``spec.time_unit``)."""
+    a number in ``spec.time_unit``); with ``buckets``, one state entry holds the keys of a
+    hash bucket, so its engine separates them itself (as a batch task with several keys)."""
+    if buckets and spec.spark_partitioned:
+        spec = replace(spec, spark_partitioned=False, window_events=None)
+    else:
+        buckets = 0
     per_second = 1 if timestamp else TIME_UNIT_PER_SECOND[spec.time_unit]
     seconds = spec.window_seconds
     window = (Fraction(seconds) * 1_000_000
               if seconds is not None and seconds != float("inf") else None)
     return StreamPlan(spec=spec, timestamp=timestamp,
                       us_per_unit=Fraction(1_000_000) / Fraction(per_second),
-                      window_us=window, tie_break=tie_break, columns=spec.event_columns)
+                      window_us=window, tie_break=tie_break, columns=spec.event_columns,
+                      buckets=buckets, drop_idle=ceql.compile(spec.query).ast.strategy in (
+                          STRATEGY_ALL, STRATEGY_ANY, STRATEGY_STRICT))

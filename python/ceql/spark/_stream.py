@@ -40,6 +40,7 @@ from ceql.constants import (
 
 from ._errors import MatchCeqlError
 from ._keystate import TIME_US, KeyState, StreamPlan, stream_plan
+from ._pushdown import prefilter
 from ._spec import CallInfo, output_schema, plan_match, quote_identifier
 
 __all__ = [
@@ -61,6 +62,8 @@ _LATE = INTERNAL_PREFIX + "late"          # output rows that count (or carry) la
 _LATE_COLUMN = INTERNAL_PREFIX + "late_"  # a late row's columns, for the side output
 _KEY = INTERNAL_PREFIX + "key"            # the group key of a query without PARTITION BY
 _EVENT_TIME = INTERNAL_PREFIX + "event_time"
+#: State entries a partitioned stream spreads its keys over (``buckets``).
+DEFAULT_BUCKETS = 64
 _WATERMARK_DELAY = "spark.watermarkDelayMs"  # Spark marks a watermarked column with it
 
 
@@ -113,7 +116,8 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
                  partition_by: str | Sequence[str] | None = None, time: str | None = None,
                  type_col: str = DEFAULT_TYPE_COLUMN, rows: str = DEFAULT_ROWS,
                  time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = (),
-                 tie_break: str | Sequence[str] = (), late_view: str | None = None) -> Any:
+                 tie_break: str | Sequence[str] = (), late_view: str | None = None,
+                 buckets: int = DEFAULT_BUCKETS) -> Any:
     """The matches of CEQL ``query`` over the streaming DataFrame ``df``, as a streaming
     DataFrame with :func:`ceql.spark.match`'s columns (write it with ``outputMode("append")``).
 
@@ -125,6 +129,14 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     ``observedMetrics["ceql"]["late_rows"]``, and, with ``late_view``, sent to a temporary
     view of that name (a streaming DataFrame of the input's columns). The query needs WITHIN
     (in time or events); the time column is a TIMESTAMP or a number (``time_unit``).
+
+    With a PARTITION BY, the keys are spread over ``buckets`` entries of the state store
+    (hashed; 0: one entry per key). Keep it the same across restarts of one checkpoint (a
+    different number is refused).
+
+    Rows no variable of the query can use are dropped before the shuffle, as in a batch call,
+    after the watermark has seen them; the late count then counts the rows the query could
+    have used. With ``late_view`` every row is kept, so every late row reaches the view.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import (
@@ -173,7 +185,10 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
             f"is {kind.simpleString()}. Convert it first, e.g. "
             f".withColumn({spec.time!r}, to_timestamp({spec.time!r}, 'yyyy-MM-dd HH:mm:ss')).")
     ties = tuple(c.strip() for c in options.get(OPTION_TIE_BREAK, "").split(",") if c.strip())
-    plan = stream_plan(spec, timestamp=isinstance(kind, TimestampType),
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 0:
+        raise MatchCeqlError(
+            f"match: buckets is a number of state entries (0: one per key), got {buckets!r}.")
+    plan = stream_plan(spec, timestamp=isinstance(kind, TimestampType), buckets=buckets,
                        tie_break=tuple(next(f.name for f in schema.fields
                                             if f.name.lower() == c.lower()) for c in ties))
     t = F.col(quote_identifier(spec.time))
@@ -193,7 +208,17 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
         raise MatchCeqlError(
             f"match: the stream's watermark is on {marked!r}, but the query's time column is "
             f"{spec.time!r}; put the watermark on {spec.time!r} (or pass watermark=…).")
-    if spec.spark_partitioned:
+    cond = prefilter(ceql.compile(query), schema, spec) if late_view is None else None
+    if cond is not None:
+        # after the watermark, which so moves with every row as without the filter
+        events = events.where(cond)
+    if spec.spark_partitioned and buckets:
+        # keys spread over `buckets` state entries: a micro-batch calls each entry once
+        # (PySpark's state calls cost per key), and each entry's engine keeps its keys apart
+        key = F.pmod(F.xxhash64(*[F.col(quote_identifier(c)) for c in spec.partition]),
+                     F.lit(buckets))
+        grouped = events.withColumn(_KEY, key).groupBy(_KEY)
+    elif spec.spark_partitioned:
         grouped = events.groupBy(*[quote_identifier(c) for c in spec.partition])
     else:
         grouped = events.withColumn(_KEY, F.lit(0)).groupBy(_KEY)
@@ -277,8 +302,14 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         if self._state.exists():
             got = self._state.get()
             ks: KeyState = pickle.loads(got[0])
+            if ks.buckets != self._plan.buckets:
+                raise MatchCeqlError(
+                    f"match: this checkpoint keeps the stream's keys in "
+                    f"{ks.buckets or 'one entry per key'} bucket(s), but the query now asks "
+                    f"for buckets={self._plan.buckets}; restart it with "
+                    f"buckets={ks.buckets}, or start from a new checkpoint.")
             return ks
-        return KeyState()
+        return KeyState(self._plan.buckets)
 
     def _save(self, ks: KeyState) -> None:
         old, new = ks.reschedule(self._plan)
