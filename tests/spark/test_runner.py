@@ -162,3 +162,22 @@ def test_an_attribute_window_that_goes_back_names_sparks_order() -> None:
     assert message.endswith(
         "MATCH_CEQL reads each partition in time order (ties by tie_break): fix the data so "
         "that it does not go back in that order.")
+
+
+def test_a_waiting_match_keeps_its_rows_past_rows_of_other_streams() -> None:
+    """A match waiting for a trailing NOT is reported with its events although a row of
+    another stream (which moves no window) came later than its window: the runner must not
+    drop the rows it starts with (an IndexError before)."""
+    schema = StructType([StructField("type", StringType()), StructField("ts", LongType()),
+                         StructField("stream", StringType())])
+    spec = plan_match(schema, {"query": "SELECT * FROM S WHERE A AS x ; A AS y ; NOT A AS n "
+                               "WITHIN 1 SECONDS", "time": "ts"}, CallInfo())
+    rows = pa.table({"type": ["A", "A", "A"], "ts": [0, 1, 2], "stream": ["S", "S", "T"]})
+    for cut in ([1, 2], [1, 1, 1], [3]):
+        runner, at, got = MatchRunner(spec), 0, []
+        for n in cut:
+            got.append(runner.feed(rows.slice(at, n).to_batches()[0]))
+            at += n
+        got.append(runner.close())
+        out = [r for b in got if b is not None for r in b.to_pylist()]
+        assert [(r["match_start"], r["match_end"]) for r in out] == [(0, 1)], cut

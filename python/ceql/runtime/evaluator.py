@@ -313,6 +313,15 @@ class Evaluator:
         out = edges.advance(key)
         return _stripped(out) if ev.strip else out
 
+    @property
+    def waiting(self) -> int:
+        """How many complex events wait for a trailing NOT's window to pass (not yet
+        returned); their events are kept however old (see :meth:`oldest_live_position`)."""
+        edges = self._ev.edges
+        if edges is None:
+            return 0
+        return len(edges.heap) + sum(len(p.pending) for p in edges.parts.values())
+
     def waiting_until(self) -> Any:
         """The time after which the first match waiting for a trailing NOT becomes final:
         :meth:`advance` to a later time releases it. A value of the time attribute (a

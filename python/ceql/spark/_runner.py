@@ -221,11 +221,15 @@ class MatchRunner:
 
     def _forget(self) -> None:
         """Drop kept batches whose rows no later match can include: those before the oldest
-        run the engine still holds, or (WITHIN) out of every later match's window."""
+        run the engine still holds, or (WITHIN) out of every later match's window — unless a
+        match waits for a trailing NOT: it is reported later with its events, however old the
+        rows read since make them look (rows of other streams move no window)."""
         low = self._ev.oldest_live_position()
+        waiting = self._ev.waiting > 0
         while self._kept:
             first = self._kept[0]
-            if self._base + first.num_rows > low and not self._outside_window(first):
+            if self._base + first.num_rows > low and (waiting
+                                                      or not self._outside_window(first)):
                 break
             self._base += first.num_rows
             self._kept.pop(0)
