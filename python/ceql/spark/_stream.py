@@ -210,7 +210,10 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
             f"{spec.time!r}; put the watermark on {spec.time!r} (or pass watermark=…).")
     cond = prefilter(ceql.compile(query), schema, spec) if late_view is None else None
     if cond is not None:
-        # after the watermark, which so moves with every row as without the filter
+        # after the watermark, which so moves with every row as without the filter: Spark
+        # pushes a filter below the watermark unless it reads the watermark's column
+        if watermark is not None:
+            cond = f"({cond}) OR {_EVENT_TIME} IS NULL"
         events = events.where(cond)
     if spec.spark_partitioned and buckets:
         # keys spread over `buckets` state entries: a micro-batch calls each entry once
