@@ -90,8 +90,7 @@ def _check_session(spark: Any) -> None:
             "the query (ceql.spark.local_session() does).")
 
 
-def _within(text: str) -> None:
-    q = ceql.compile(text)
+def _within(q: ceql.Query) -> None:
     w = q.ast.within
     if w is None:
         raise MatchCeqlError(
@@ -156,10 +155,10 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     _check_session(spark)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", ceql.CeqlWarning)
-        ceql.compile(query)
+        compiled = ceql.compile(query)
     for w in said:
         warnings.warn(w.message, w.category, stacklevel=3)
-    _within(query)
+    _within(compiled)
     options: dict[str, str] = {OPTION_QUERY: query, OPTION_ROWS: rows, OPTION_TIME_UNIT: time_unit,
                                OPTION_TYPE: type_col}
     if time is not None:
@@ -208,7 +207,7 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
         raise MatchCeqlError(
             f"match: the stream's watermark is on {marked!r}, but the query's time column is "
             f"{spec.time!r}; put the watermark on {spec.time!r} (or pass watermark=…).")
-    cond = prefilter(ceql.compile(query), schema, spec) if late_view is None else None
+    cond = prefilter(compiled, schema, spec) if late_view is None else None
     if cond is not None:
         # after the watermark, which so moves with every row as without the filter: Spark
         # pushes a filter below the watermark unless it reads the watermark's column
