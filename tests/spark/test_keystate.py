@@ -163,7 +163,8 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
         raise
     note(text)
     buckets = data.draw(st.sampled_from([0, 0, 1, 3]), label="buckets")
-    plan = stream_plan(spec, timestamp=False, tie_break=("seq",), buckets=buckets)
+    plan = stream_plan(spec, ceql.compile(text).ast.strategy, timestamp=False,
+                       tie_break=("seq",), buckets=buckets)
     rnd = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
     events = [dict(e) for e in events]
     if events and rnd.random() < 0.5:  # the same again later: the same matches, new ids

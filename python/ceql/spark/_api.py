@@ -7,13 +7,11 @@ Python, so they need no jar; the options mean what they mean in SQL.
 from __future__ import annotations
 
 import datetime as _dt
-import warnings
 from collections.abc import Sequence
 from functools import reduce
 from pathlib import Path
 from typing import Any
 
-import ceql
 from ceql.constants import (
     CALL_ARGUMENT,
     DEFAULT_ROWS,
@@ -33,6 +31,7 @@ from ceql.constants import (
     OPTION_TYPE,
 )
 
+from ._compiling import compile_on_driver
 from ._errors import MatchCeqlError
 from ._spec import CallInfo
 from ._stream import match_stream
@@ -47,17 +46,6 @@ def _function() -> Any:
 
     return UserDefinedTableFunction(MatchCeql, returnType=None, name=MATCH_CEQL,
                                     evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
-
-
-def _compiled(text: str) -> ceql.Query:
-    """The query compiled here, on the driver: its syntax errors and warnings (LIKE patterns,
-    unbounded output) reach the caller, attributed to the caller's line."""
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always", ceql.CeqlWarning)
-        q = ceql.compile(text)
-    for w in said:
-        warnings.warn(w.message, w.category, stacklevel=3)  # _compiled ← match/run ← caller
-    return q
 
 
 def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: str | None,
@@ -129,7 +117,7 @@ def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = Non
         raise MatchCeqlError(
             "match: watermark, late_view and buckets are for streaming DataFrames "
             "(spark.readStream…); a table is complete, so drop them.")
-    _compiled(query)
+    compile_on_driver(query, stacklevel=3)  # ← match ← caller
     parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
     call = CallInfo(partition_by=parts)
     return _call(df, query, call, time=time, type_col=type_col, rows=rows,
@@ -158,7 +146,7 @@ def run(spark: Any, query: str | Path, source: Any = None, *, time: str | None =
     Options as for :func:`match`.
     """
     text = _query_text(query)
-    q = _compiled(text)
+    q = compile_on_driver(text, stacklevel=3)  # ← run ← caller
     if source is not None and not isinstance(source, str):
         return _call(source, text, CallInfo(), time=time, type_col=type_col, rows=rows,
                      time_unit=time_unit, bounds=bounds, time_format=time_format)

@@ -24,7 +24,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import ceql
 from ceql.constants import (
     INTERNAL_PREFIX,
     STRATEGY_ALL,
@@ -223,11 +222,12 @@ class KeyState:
         return old, due
 
 
-def stream_plan(spec: MatchSpec, *, timestamp: bool, tie_break: tuple[str, ...] = (),
-                buckets: int = 0) -> StreamPlan:
-    """The :class:`StreamPlan` of a query planned as ``spec`` (its time column a TIMESTAMP, or
-    a number in ``spec.time_unit``); with ``buckets``, one state entry holds the keys of a
-    hash bucket, so its engine separates them itself (as a batch task with several keys)."""
+def stream_plan(spec: MatchSpec, strategy: str, *, timestamp: bool,
+                tie_break: tuple[str, ...] = (), buckets: int = 0) -> StreamPlan:
+    """The :class:`StreamPlan` of a query planned as ``spec`` under selection ``strategy``
+    (the compiled query's ``ast.strategy``), its time column a TIMESTAMP or a number in
+    ``spec.time_unit``; with ``buckets``, one state entry holds the keys of a hash bucket, so
+    its engine separates them itself (as a batch task with several keys)."""
     if buckets and spec.spark_partitioned:
         spec = replace(spec, spark_partitioned=False, window_events=None)
     else:
@@ -239,5 +239,5 @@ def stream_plan(spec: MatchSpec, *, timestamp: bool, tie_break: tuple[str, ...] 
     return StreamPlan(spec=spec, timestamp=timestamp,
                       us_per_unit=Fraction(1_000_000) / Fraction(per_second),
                       window_us=window, tie_break=tie_break, columns=spec.event_columns,
-                      buckets=buckets, drop_idle=ceql.compile(spec.query).ast.strategy in (
-                          STRATEGY_ALL, STRATEGY_ANY, STRATEGY_STRICT))
+                      buckets=buckets,
+                      drop_idle=strategy in (STRATEGY_ALL, STRATEGY_ANY, STRATEGY_STRICT))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import pickle
-import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -38,6 +37,7 @@ from ceql.constants import (
     WITHIN_ATTR,
 )
 
+from ._compiling import compile_on_driver
 from ._errors import MatchCeqlError
 from ._keystate import TIME_US, KeyState, StreamPlan, stream_plan
 from ._pushdown import prefilter
@@ -153,11 +153,7 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
             "batch DataFrame use ceql.spark.match(df, query).")
     spark = df.sparkSession
     _check_session(spark)
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always", ceql.CeqlWarning)
-        compiled = ceql.compile(query)
-    for w in said:
-        warnings.warn(w.message, w.category, stacklevel=3)
+    compiled = compile_on_driver(query, stacklevel=3)  # ← match_stream ← caller
     _within(compiled)
     options: dict[str, str] = {OPTION_QUERY: query, OPTION_ROWS: rows, OPTION_TIME_UNIT: time_unit,
                                OPTION_TYPE: type_col}
@@ -187,8 +183,8 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 0:
         raise MatchCeqlError(
             f"match: buckets is a number of state entries (0: one per key), got {buckets!r}.")
-    plan = stream_plan(spec, timestamp=isinstance(kind, TimestampType), buckets=buckets,
-                       tie_break=tuple(next(f.name for f in schema.fields
+    plan = stream_plan(spec, compiled.ast.strategy, timestamp=isinstance(kind, TimestampType),
+                       buckets=buckets, tie_break=tuple(next(f.name for f in schema.fields
                                             if f.name.lower() == c.lower()) for c in ties))
     t = F.col(quote_identifier(spec.time))
     us = (F.unix_micros(t) if plan.timestamp
