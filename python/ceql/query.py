@@ -12,6 +12,7 @@ from typing import Any, SupportsIndex
 from .analysis import compile_warnings, normalize_schema, output_variables, validate
 from .analysis.keys import implied_key, planned
 from .automata import CEA, DFA, build_cea
+from .automata.registers import RegisterPlan
 from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
 from .errors import CeqlInputError, CeqlTypeError, CeqlValidationError, UnseenNameWarning
 from .frontends.ceql import depth_floor, parse
@@ -42,7 +43,8 @@ class Query:
     schema: dict[str, str] | None
     max_states: int
     _cache: dict[tuple[str, str], tuple[AtomTable, CEA]]
-    _local: threading.local  # .dfas: this thread's automata, by (type_key, stream_key)
+    #: .dfas: this thread's automata, by (type_key, stream_key); .register_plans likewise
+    _local: threading.local
 
     def __init__(self, text: str, ast: N.Query, schema: dict[str, str] | None,
                  max_states: int) -> None:
@@ -126,6 +128,20 @@ class Query:
         if hit is None:
             atoms, cea = self.automaton(type_key, stream_key)
             hit = dfas[key] = (atoms, DFA(cea, self.plan.strategy, self.max_states))
+        return hit
+
+    def register_plan(self, type_key: str, stream_key: str, full_d: bool) -> RegisterPlan:
+        """The register plan of a query with conditions between events, shared by this
+        thread's evaluators like :meth:`determinized` (immutable but for caches derived from
+        it; building it compiles every condition, too slow to repeat on each restore)."""
+        plans: dict[tuple[str, str, bool], RegisterPlan] | None = getattr(
+            self._local, "register_plans", None)
+        if plans is None:
+            plans = self._local.register_plans = {}
+        key = (type_key, stream_key, full_d)
+        hit = plans.get(key)
+        if hit is None:
+            hit = plans[key] = RegisterPlan(self.automaton(type_key, stream_key)[1], full_d)
         return hit
 
     def cea(self) -> CEA:

@@ -375,12 +375,12 @@ class Evaluator:
     @classmethod
     def restore(cls, query: Compiled, data: bytes) -> Evaluator:
         """An evaluator that continues exactly where the one that made ``data`` stopped."""
-        opts = _snapshot.options(query, data)
+        opts, payload = _snapshot.options(query, data)
         ev = cls(query, time=opts.time, type_key=opts.type_key, stream_key=opts.stream_key,
                  time_unit=opts.time_unit, time_format=opts.time_format,
                  keep_events=opts.keep_events)
         with _no_gc():
-            _snapshot.load(ev._ev, data)
+            _snapshot.load(ev._ev, payload)
         return ev
 
     def _label_positions(self, label: Any) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import pickle
+import weakref
 from collections import deque
 from typing import Any, NamedTuple
 
@@ -47,9 +48,22 @@ class Options(NamedTuple):
     keep_events: bool = False
 
 
+_FINGERPRINTS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
 def fingerprint(query: Compiled) -> str:
-    """A digest of the query's IR: snapshots restore only into the same query."""
-    return hashlib.sha256(canonical_repr(query.ast).encode("utf-8")).hexdigest()[:32]
+    """A digest of the query's IR: snapshots restore only into the same query (cached per
+    query object, which is immutable: streams save and restore per key and micro-batch)."""
+    try:
+        return _FINGERPRINTS[query]
+    except (KeyError, TypeError):
+        pass
+    digest = hashlib.sha256(canonical_repr(query.ast).encode("utf-8")).hexdigest()[:32]
+    try:
+        _FINGERPRINTS[query] = digest
+    except TypeError:  # a query object without weak references: not cached
+        pass
+    return digest
 
 
 # ---------------------------------------------------------------------- saving
@@ -230,9 +244,9 @@ def _damaged(exc: Exception) -> CeqlInputError:
                           "new one.")
 
 
-def options(query: Compiled, data: bytes) -> Options:
+def options(query: Compiled, data: bytes) -> tuple[Options, dict[str, Any]]:
     """The options of the evaluator that took ``data``, once ``data`` is checked against
-    ``query``."""
+    ``query``, and the unpickled snapshot (for :func:`load`)."""
     payload = _payload(data)
     if payload.get("fingerprint") != fingerprint(query):
         raise CeqlInputError(
@@ -247,13 +261,14 @@ def options(query: Compiled, data: bytes) -> Options:
             and opts.time_unit in TIME_UNIT_PER_SECOND and isinstance(opts.keep_events, bool)):
         raise CeqlInputError("The ceql snapshot is damaged (its options are not what a "
                              "snapshot holds); take a new one.")
-    return opts
+    return opts, payload
 
 
-def load(ev: Evaluation, data: bytes) -> None:
-    """Put the state saved in ``data`` into a fresh evaluation of the same query."""
+def load(ev: Evaluation, payload: dict[str, Any]) -> None:
+    """Put the state of a snapshot (as :func:`options` read it) into a fresh evaluation of the
+    same query."""
     try:
-        _load(ev, _payload(data))
+        _load(ev, payload)
     except CeqlInputError:
         raise
     except Exception as exc:  # a snapshot that unpickles but does not hold what it should

@@ -58,6 +58,8 @@ class Compiled(Protocol):
 
     def determinized(self, type_key: str, stream_key: str) -> tuple[AtomTable, DFA]: ...
 
+    def register_plan(self, type_key: str, stream_key: str, full_d: bool) -> RegisterPlan: ...
+
     def automaton(self, type_key: str, stream_key: str) -> tuple[AtomTable, CEA]: ...
 
 
@@ -116,8 +118,8 @@ class Evaluation:
             self.edges.eps = eps
             limit, consume = None, CONSUME_NONE
         if cea.scopes:  # (conditions of a leading or trailing NOT are not scopes)
-            self.plan = plan = RegisterPlan(
-                cea, ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX"))
+            full_d = ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX")
+            self.plan = plan = query.register_plan(type_key, stream_key, full_d)
             ranked = ast.strategy in ("NEXT", "LAST", "MAX")
             self.runs = RegisterRuns(plan, self.parts, eps, consume, ranked, ast.strategy)
             self.enum = RegisterEnumerator(self.clock, eps, limit, ast.strategy,
