@@ -202,6 +202,34 @@ def test_late_rows_are_counted_and_routed_to_the_view(spark: Any, tmp_path: Path
     assert _rows(spark.table("late_matches"), batch.columns) == _rows(batch, batch.columns)
 
 
+def test_two_streams_in_one_query_count_late_rows_under_their_own_names(
+        spark: Any, tmp_path: Path) -> None:
+    """Two ceql streams unioned into one streaming query: observed metrics must have distinct
+    names (Spark refuses two of one name), so ``metrics=`` names each stream's count."""
+    events = _events(40, seed=9)
+    old = [dict(e, seq=1000 + i) for i, e in enumerate(events[2:9])]  # 4 S, 1 B
+    far = {"seq": 10**6, "type": "Z", "name": "Z", "price": 0, "t": events[-1]["t"] + 3600}
+    for i, piece in enumerate([events[:30], old + events[30:], [far]]):
+        _land(tmp_path / "in", i, piece)
+    sales = _stream(spark, tmp_path / "in", "SELECT * FROM S WHERE S AS x ; S AS y "
+                    "PARTITION BY [name] WITHIN 2 SECONDS", tmp_path, watermark="3 seconds",
+                    metrics="ceql_sales")
+    buys = _stream(spark, tmp_path / "in", "SELECT * FROM S WHERE B AS x ; B AS y "
+                   "PARTITION BY [name] WITHIN 2 SECONDS", tmp_path, watermark="3 seconds",
+                   metrics="ceql_buys")
+    cols = ["match_id", "match_start", "match_end", "x", "y"]
+    q = _drain(sales.select(*cols).unionByName(buys.select(*cols)), "two_streams",
+               tmp_path / "ck")
+    assert q.exception() is None
+    seen = [p["observedMetrics"] for p in q.recentProgress if p.get("observedMetrics")]
+    for name, late in (("ceql_sales", 4), ("ceql_buys", 1)):  # rows the query can use
+        assert sum(m[name]["late_rows"] for m in seen if name in m) == late
+    with pytest.raises(MatchCeqlError, match=r"^match: metrics names the stream's observed "
+                       r"metrics \(late rows\), e\.g\. 'ceql_fraud'; got ''\.$"):
+        _stream(spark, tmp_path / "in", "SELECT * FROM S WHERE S WITHIN 1 SECONDS", tmp_path,
+                watermark="3 seconds", metrics="")
+
+
 def test_rate_source(spark: Any, tmp_path: Path) -> None:
     """Spark's rate source (40 rows a batch, all of one time, 4 s apart): what the stream gave
     is the batch answer over the rows the final watermark passed."""
@@ -298,7 +326,9 @@ def F_string(column: str) -> Any:
 def test_watermark_on_a_table_is_refused(spark: Any) -> None:
     df = spark.createDataFrame([(1, "S", dt.datetime(2026, 1, 1))], "seq long, type string, "
                                "ts timestamp")
-    with pytest.raises(MatchCeqlError, match=r"watermark, late_view and buckets are for streaming"):
+    with pytest.raises(MatchCeqlError, match=r"^match: watermark, late_view, buckets and "
+                       r"metrics are for streaming DataFrames \(spark\.readStream…\); a table "
+                       r"is complete, so drop them\.$"):
         ceql.spark.match(df, "SELECT * FROM S WHERE S WITHIN 1 SECONDS", watermark="1 second")
     with pytest.raises(MatchCeqlError, match=r"match_stream reads a streaming DataFrame"):
         ceql.spark.match_stream(df, "SELECT * FROM S WHERE S WITHIN 1 SECONDS")

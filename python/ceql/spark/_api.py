@@ -89,7 +89,7 @@ def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = Non
           time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = (),
           time_format: str | None = None, watermark: str | _dt.timedelta | None = None,
           tie_break: str | Sequence[str] = (), late_view: str | None = None,
-          buckets: int | None = None) -> Any:
+          buckets: int | None = None, metrics: str | None = None) -> Any:
     """The matches of CEQL ``query`` over DataFrame ``df``, as a DataFrame.
 
     ``partition_by`` names columns to partition by (like ``TABLE(t) PARTITION BY``; the query's
@@ -102,20 +102,23 @@ def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = Non
     its event types occur in ``df``. ``tie_break`` names columns ordering rows of equal time.
 
     A streaming ``df`` gives a streaming DataFrame of the same columns: see
-    :func:`ceql.spark.match_stream` (``watermark``, ``late_view``, ``buckets``).
+    :func:`ceql.spark.match_stream` (``watermark``, ``late_view``, ``buckets``, ``metrics``).
     """
     if df.isStreaming:
         if time_format is not None:
             raise MatchCeqlError(
                 "match: over a stream the time column is a TIMESTAMP or a number; convert "
                 "text first (to_timestamp(col, pattern)) instead of time_format.")
-        more = {} if buckets is None else {"buckets": buckets}
+        more: dict[str, Any] = {} if buckets is None else {"buckets": buckets}
+        if metrics is not None:
+            more["metrics"] = metrics
         return match_stream(df, query, watermark=watermark, partition_by=partition_by,
                             time=time, type_col=type_col, rows=rows, time_unit=time_unit,
                             bounds=bounds, tie_break=tie_break, late_view=late_view, **more)
-    if watermark is not None or late_view is not None or buckets is not None:
+    if (watermark is not None or late_view is not None or buckets is not None
+            or metrics is not None):
         raise MatchCeqlError(
-            "match: watermark, late_view and buckets are for streaming DataFrames "
+            "match: watermark, late_view, buckets and metrics are for streaming DataFrames "
             "(spark.readStream…); a table is complete, so drop them.")
     compile_on_driver(query, stacklevel=3)  # ← match ← caller
     parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())

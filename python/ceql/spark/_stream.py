@@ -9,7 +9,8 @@ key evaluates held rows, releases matches waiting for a trailing NOT, and drops 
 key idle past its window (its match ordinals stay: ``match_id`` is the batch one).
 
 Late rows (older than the watermark when they arrive) are counted in the query's progress —
-``observedMetrics["ceql"]["late_rows"]`` — and, if asked, routed to a temporary view.
+``observedMetrics["ceql"]["late_rows"]``, under another name than ``"ceql"`` with ``metrics=`` —
+and, if asked, routed to a temporary view.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
                  type_col: str = DEFAULT_TYPE_COLUMN, rows: str = DEFAULT_ROWS,
                  time_unit: str = DEFAULT_TIME_UNIT, bounds: str | Sequence[str] = (),
                  tie_break: str | Sequence[str] = (), late_view: str | None = None,
-                 buckets: int = DEFAULT_BUCKETS) -> Any:
+                 buckets: int = DEFAULT_BUCKETS, metrics: str = METRICS) -> Any:
     """The matches of CEQL ``query`` over the streaming DataFrame ``df``, as a streaming
     DataFrame with :func:`ceql.spark.match`'s columns (write it with ``outputMode("append")``).
 
@@ -125,8 +126,10 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     watermark passes them (equal times by ``tie_break``, then as they arrived), so a match
     appears when the watermark passes its last event (a trailing NOT: its window). Rows older
     than the watermark when they arrive are late: not evaluated, counted in the progress's
-    ``observedMetrics["ceql"]["late_rows"]``, and, with ``late_view``, sent to a temporary
-    view of that name (a streaming DataFrame of the input's columns). The query needs WITHIN
+    ``observedMetrics["ceql"]["late_rows"]`` (``metrics`` renames ``"ceql"``: give each ceql
+    stream its own name when one streaming query unions several), and, with ``late_view``, sent
+    to a temporary view of that name (a streaming DataFrame of the input's columns). The query
+    needs WITHIN
     (in time or events); the time column is a TIMESTAMP or a number (``time_unit``).
 
     With a PARTITION BY, the keys are spread over ``buckets`` entries of the state store
@@ -180,6 +183,10 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
             f"is {kind.simpleString()}. Convert it first, e.g. "
             f".withColumn({spec.time!r}, to_timestamp({spec.time!r}, 'yyyy-MM-dd HH:mm:ss')).")
     ties = tuple(c.strip() for c in options.get(OPTION_TIE_BREAK, "").split(",") if c.strip())
+    if not isinstance(metrics, str) or not metrics.strip():
+        raise MatchCeqlError(
+            f"match: metrics names the stream's observed metrics (late rows), e.g. "
+            f"'ceql_fraud'; got {metrics!r}.")
     if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 0:
         raise MatchCeqlError(
             f"match: buckets is a number of state entries (0: one per key), got {buckets!r}.")
@@ -229,7 +236,7 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
                            _input_types(events.schema, spark), [f.name for f in out_fields],
                            late_columns, spark.conf.get("spark.sql.session.timeZone"))
     result = grouped.transformWithStateInPandas(processor, out, "Append", "EventTime")
-    counted = result.observe(METRICS, F.coalesce(F.sum(_LATE), F.lit(0)).alias(LATE_METRIC))
+    counted = result.observe(metrics, F.coalesce(F.sum(_LATE), F.lit(0)).alias(LATE_METRIC))
     matches = counted.where(F.col(_LATE).isNull()).select(
         *[F.col(quote_identifier(n)) for n in spec.output_names])
     if late_view is not None:
