@@ -25,9 +25,10 @@ from ceql.constants import EXTENSION_CLASS
 
 from ._api import match, run
 from ._check import check
+from ._connect import late_rows
 from ._errors import MatchCeqlError, unwrap
 from ._runner import match_id
-from ._session import configure, enable, jar_path, local_session
+from ._session import configure, enable, jar_path, local_session, server_conf
 from ._stream import LATE_METRIC, METRICS, match_stream
 from .conf import CONFS, ConfEntry
 
@@ -42,10 +43,12 @@ __all__ = [
     "configure",
     "enable",
     "jar_path",
+    "late_rows",
     "local_session",
     "match",
     "match_id",
     "match_stream",
     "run",
+    "server_conf",
     "unwrap",
 ]

@@ -17,7 +17,6 @@ from ceql.constants import (
     DEFAULT_ROWS,
     DEFAULT_TIME_UNIT,
     DEFAULT_TYPE_COLUMN,
-    EXTENSION_CLASS,
     INTERNAL_FROM_ORDER_COLUMN,
     INTERNAL_STREAM_COLUMN,
     MATCH_CEQL,
@@ -32,27 +31,20 @@ from ceql.constants import (
 )
 
 from ._compiling import compile_on_driver
+from ._connect import apply, has_extension, is_connect
 from ._errors import MatchCeqlError
 from ._spec import CallInfo
 from ._stream import match_stream
-from ._udtf import MatchCeql
 
 __all__ = ["match", "run"]
-
-
-def _function() -> Any:
-    from pyspark.sql.udtf import UserDefinedTableFunction
-    from pyspark.util import PythonEvalType
-
-    return UserDefinedTableFunction(MatchCeql, returnType=None, name=MATCH_CEQL,
-                                    evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
 
 
 def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: str | None,
           rows: str, time_unit: str, bounds: str | Sequence[str] = (),
           time_format: str | None = None, jvm: bool | None = None,
           tie_break: str | Sequence[str] = ()) -> Any:
-    """MATCH_CEQL over ``df``: through the shim when the session has it, else from Python.
+    """MATCH_CEQL over ``df``: through the shim when the session has it, else from Python
+    (always in a Spark Connect session, whose client has no JVM to reach the shim through).
 
     Both run the same ``analyze`` and engine; the shim's plan also splits partitions with
     Arrow compute rather than Spark's row-by-row check.
@@ -71,7 +63,7 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
                                      else ",".join(tie_break))
     spark = df.sparkSession
     if jvm is None:
-        jvm = EXTENSION_CLASS in (spark.conf.get("spark.sql.extensions", "") or "")
+        jvm = not is_connect(spark) and has_extension(spark)
     if jvm:
         from pyspark.sql import DataFrame
 
@@ -81,7 +73,7 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
     from pyspark.sql.functions import lit
 
     args = {k: lit(v) for k, v in options.items()}
-    return _function()(df.asTable(), **args, **{CALL_ARGUMENT: lit(call.to_json())})
+    return apply(spark, df.asTable(), **args, **{CALL_ARGUMENT: lit(call.to_json())})
 
 
 def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = None,

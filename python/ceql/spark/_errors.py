@@ -30,6 +30,9 @@ def unwrap(exc: BaseException) -> MatchCeqlError | None:
             rows = df.collect()
         except Exception as e:
             raise ceql.spark.unwrap(e) or e
+
+    Spark's own errors for a MATCH_CEQL the session cannot run — not registered, or written
+    inline where Spark's parser reads it (no extension) — become ceql's word on what to do.
     """
     if isinstance(exc, MatchCeqlError):
         return exc
@@ -41,7 +44,9 @@ def unwrap(exc: BaseException) -> MatchCeqlError | None:
     at = text.find("Failed to analyze the Python user defined table function: MATCH_CEQL")
     if at >= 0:
         return MatchCeqlError(_trim(text[text.index("MATCH_CEQL", at):]))
-    return None
+    from ._inline import refused  # imports this module
+
+    return refused(text)
 
 
 def _trim(message: str) -> str:

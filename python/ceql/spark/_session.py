@@ -1,4 +1,5 @@
-"""Sessions with MATCH_CEQL: the shipped shim jar, its extension class, session helpers."""
+"""Sessions with MATCH_CEQL: the shipped shim jar, its extension class, session helpers, and
+the settings of a server (Spark Connect, Thrift, ``spark-submit``) that runs it."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ceql.constants import EXTENSION_CLASS
+from ceql.constants import EXTENSION_CLASS, MATCH_CEQL
 
 from . import _quiet
+from ._connect import has_extension, is_connect, remote_url, table_function
 from ._errors import MatchCeqlError
 from ._stream import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
 from .conf import PYTHON
 
-__all__ = ["configure", "enable", "jar_path", "local_session", "register"]
+__all__ = ["configure", "enable", "jar_path", "local_session", "register", "server_conf"]
 
 #: Spark's Python worker daemon: ours imports ceql once, before forking workers.
 DAEMON_CONF = "spark.python.daemon.module"
@@ -43,15 +45,75 @@ def _set_python() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
+def server_conf(python: str | None = None) -> dict[str, str]:
+    """The Spark settings of a server that runs MATCH_CEQL for its clients — a Spark Connect
+    server, a Thrift server, a ``spark-submit`` job —, given when it starts: the shim jar,
+    the extension (the ``MATCH_CEQL( <CEQL> )`` syntax and ``MATCH_CEQL('<CEQL>')``), the
+    worker daemon, the RocksDB state store (streams) and the Python its workers run
+    (``python``, default: this one; it must import ceql)::
+
+        args = [a for k, v in ceql.spark.server_conf().items() for a in ("--conf", f"{k}={v}")]
+        # sbin/start-connect-server.sh --conf spark.jars=… --conf spark.sql.extensions=… …
+    """
+    return {
+        "spark.jars": jar_path(),
+        "spark.sql.extensions": EXTENSION_CLASS,
+        DAEMON_CONF: DAEMON_MODULE,
+        STATE_STORE_PROVIDER: ROCKSDB_PROVIDER,
+        "spark.pyspark.python": python or sys.executable,
+    }
+
+
+def _running_without_extension() -> bool:
+    """Whether this process runs a classic SparkSession that lacks ceql's extension (which
+    ``getOrCreate()`` would return as it is)."""
+    session_module = sys.modules.get("pyspark.sql.session")
+    if session_module is None:  # pyspark not imported: nothing runs
+        return False
+    running = session_module.SparkSession._instantiatedSession
+    if running is None or getattr(running._sc, "_jsc", None) is None:
+        return False
+    return not has_extension(running)
+
+
 def configure(builder: Any) -> Any:
     """Add the shim jar and extension to a ``SparkSession.Builder``; set ``PYSPARK_PYTHON``.
 
     Also makes the Python worker daemon import ceql before it forks workers (unless
     ``spark.python.daemon.module`` is set already). Call it before ``getOrCreate()``; returns
     the builder.
+
+    These are start-up settings, so a warning says when they cannot take effect: a classic
+    session runs already without them (``getOrCreate()`` returns it as it is: stop it first,
+    or :func:`enable` it), or the builder connects to a Spark Connect server (``sc://…``),
+    whose settings are the server's (:func:`server_conf`); the builder is then returned
+    unchanged. ``remote("local…")``, where PySpark starts the server from the builder, gets
+    them.
     """
+    options = getattr(builder, "_options", {})
+    url = remote_url(options, dict(os.environ))
+    if url is not None:
+        warnings.warn(
+            f"ceql: this builder connects to the Spark Connect server {url}, whose jars and "
+            "extensions are set when the server starts, not by its clients: start the server "
+            "with ceql.spark.server_conf(), or call ceql.spark.enable(spark) on the session "
+            "for MATCH_CEQL(TABLE(t), query => '…'). The builder is returned unchanged.",
+            stacklevel=2)
+        return builder
+    return _configured(builder, warn=True)
+
+
+def _configured(builder: Any, *, warn: bool) -> Any:
     _set_python()
     options = getattr(builder, "_options", {})
+    if warn and _running_without_extension():
+        warnings.warn(
+            "ceql: a SparkSession runs already without ceql's extension, and getOrCreate() "
+            "will return it as it is: the jar and the extension are read only when a session "
+            "starts. Call ceql.spark.enable(spark) on it for MATCH_CEQL(TABLE(t), query => "
+            "'…'), or stop it first (spark.stop()) for a session with MATCH_CEQL( <CEQL> ) "
+            "written inline.",
+            stacklevel=3)
     jars = _append(options.get("spark.jars"), jar_path())
     exts = _append(options.get("spark.sql.extensions"), EXTENSION_CLASS)
     builder = builder.config("spark.jars", jars).config("spark.sql.extensions", exts)
@@ -63,17 +125,29 @@ def configure(builder: Any) -> Any:
 def enable(spark: Any) -> Any:
     """Make MATCH_CEQL available in a running session; returns the session.
 
-    A session started with :func:`configure` (or ``--conf spark.sql.extensions=…``) already has
-    everything. Otherwise the jar is added and the MATCH_CEQL table function registered, but the
-    ``MATCH_CEQL( <CEQL> )`` syntax needs the extension at start-up (a warning says so).
+    A session started with :func:`configure` (or ``--conf spark.sql.extensions=…``), or a
+    Spark Connect session whose server was started with :func:`server_conf`, already has
+    everything: nothing changes. Otherwise the MATCH_CEQL table function is registered (in a
+    classic session, with the jar added; in a Connect session, ceql's Python UDTF), but
+    ``MATCH_CEQL( <CEQL> )`` written inline needs the extension when Spark starts: a warning
+    says what to restart.
     """
     _set_python()
-    if EXTENSION_CLASS in (spark.conf.get("spark.sql.extensions", "") or ""):
+    if has_extension(spark):
         return spark
     register(spark)
+    if is_connect(spark):
+        warnings.warn(
+            "ceql: MATCH_CEQL(TABLE(t), query => '…') is registered in this Spark Connect "
+            "session (ceql's Python table function). The server has no ceql extension, so "
+            "MATCH_CEQL( <CEQL> ) written inline and MATCH_CEQL('<CEQL>') need the server "
+            "restarted with ceql's jar and extension (ceql.spark.server_conf()).",
+            stacklevel=2)
+        return spark
     warnings.warn(
-        "ceql: MATCH_CEQL(TABLE(t), query => '…') is registered in this running session; the "
-        "MATCH_CEQL( <CEQL> ) syntax also needs the extension when the session starts: use "
+        "ceql: MATCH_CEQL(TABLE(t), query => '…') is registered in this running session; "
+        "MATCH_CEQL( <CEQL> ) written inline also needs the extension, which Spark reads only "
+        "when a session starts: stop this one (spark.stop()) and start one with "
         "ceql.spark.configure(builder) or ceql.spark.local_session().",
         stacklevel=2,
     )
@@ -81,7 +155,12 @@ def enable(spark: Any) -> Any:
 
 
 def register(spark: Any) -> None:
-    """Add the jar to a running session and register MATCH_CEQL in it (no parser)."""
+    """Register MATCH_CEQL in a running session (no parser): in a classic one, add the jar
+    and register the shim's function; in a Spark Connect one, register ceql's Python UDTF
+    (the server's workers run it, so their Python must import ceql)."""
+    if is_connect(spark):
+        spark.udtf.register(MATCH_CEQL, table_function(spark))
+        return
     PYTHON.set(spark, os.environ.get("PYSPARK_PYTHON", sys.executable))
     spark.sql(f"ADD JAR '{jar_path()}'")
     jvm = spark.sparkContext._jvm
@@ -119,10 +198,12 @@ def local_session(**conf: str) -> Any:
                .config(STATE_STORE_PROVIDER, ROCKSDB_PROVIDER))  # streams need it
     for k, v in conf.items():
         builder = builder.config(k, v)
-    builder = configure(builder)
+    builder = _configured(builder, warn=False)
     # the JVM's options count only when it starts; a running JVM keeps its logging
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
-        return builder.getOrCreate()
+        # a running session keeps its start-up settings: without the extension, enable()
+        # registers what it can and says what needs a restart
+        return enable(builder.getOrCreate())
     options = dict(getattr(builder, "_options", {}))
     java = _quiet.java_options(options)
     if java is None:  # the user's logging

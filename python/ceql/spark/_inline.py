@@ -1,0 +1,85 @@
+"""Spark's errors for a MATCH_CEQL that its session cannot run, told in ceql's words.
+
+Without ceql's extension — a session started without it, or a Spark Connect server started
+without it — Spark's own parser reads ``MATCH_CEQL( <CEQL> )`` and stops inside the CEQL with a
+``PARSE_SYNTAX_ERROR`` about some word of the query; a session where MATCH_CEQL was never
+registered says it cannot resolve the function. :func:`refused` finds both in the text of
+Spark's exception (:func:`ceql.spark.unwrap` calls it), so the user reads what to do instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ._errors import MatchCeqlError
+
+__all__ = ["INLINE_NEEDS_EXTENSION", "NOT_REGISTERED", "inside_inline_call", "refused"]
+
+INLINE_NEEDS_EXTENSION = (
+    "MATCH_CEQL( <CEQL> ) with the query written inline needs ceql's extension where Spark "
+    "parses the statement (for Spark Connect: in the server), and this session's parser read "
+    "the query as SQL. Start Spark with ceql.spark.configure(builder) (a Spark Connect server "
+    "with the settings of ceql.spark.server_conf()), keeping spark.ceql.parser.enabled true; "
+    "or write MATCH_CEQL(TABLE(t), query => '<CEQL>') after ceql.spark.enable(spark).")
+NOT_REGISTERED = (
+    "MATCH_CEQL is not a function of this session: call ceql.spark.enable(spark) to register "
+    "MATCH_CEQL(TABLE(t), query => '<CEQL>'), or start Spark with ceql's jar and extension "
+    "(ceql.spark.configure(builder); a Spark Connect server with the settings of "
+    "ceql.spark.server_conf()). ceql.spark.match(df, query) needs neither.")
+
+_PARSE_ERROR = "[PARSE_SYNTAX_ERROR]"
+_UNRESOLVED = re.compile(r"\[UNRESOLVABLE_TABLE_VALUED_FUNCTION\][^\n]*`MATCH_CEQL`", re.I)
+_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
+_SQL_HEADER = re.compile(r"== SQL[^\n]*==\n")
+_CARET = re.compile(r"-*\^+")
+_INLINE_CALL = re.compile(r"\bMATCH_CEQL\s*\(\s*SELECT\b", re.I)
+_QUOTES = "'\"`"
+
+
+def refused(text: str) -> MatchCeqlError | None:
+    """ceql's error for Spark's exception text when it says MATCH_CEQL is not registered, or
+    that the parser failed inside an inline ``MATCH_CEQL( SELECT … )``; else None."""
+    if _UNRESOLVED.search(text):
+        return MatchCeqlError(NOT_REGISTERED)
+    if _PARSE_ERROR not in text:
+        return None
+    at, header = _POSITION.search(text), _SQL_HEADER.search(text)
+    if at is None or header is None:
+        return None
+    line, pos = int(at.group(1)), int(at.group(2))
+    # Spark prints the statement's lines up to the error's, then a caret line under it
+    lines: list[str] = []
+    for row in text[header.end():].split("\n"):
+        if _CARET.fullmatch(row):
+            break
+        lines.append(row)
+    if not 1 <= line <= len(lines):
+        return None
+    before = "\n".join([*lines[:line - 1], lines[line - 1][:pos]])
+    return MatchCeqlError(INLINE_NEEDS_EXTENSION) if inside_inline_call(before) else None
+
+
+def inside_inline_call(before: str) -> bool:
+    """Whether the end of SQL text ``before`` lies inside the parentheses of a
+    ``MATCH_CEQL( SELECT …`` call (quoted text skipped)."""
+    for call in _INLINE_CALL.finditer(before):
+        depth, quote, escaped = 1, "", False
+        for ch in before[call.end():]:
+            if quote:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == quote:
+                    quote = ""
+            elif ch in _QUOTES:
+                quote = ch
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+        if depth > 0:
+            return True
+    return False
