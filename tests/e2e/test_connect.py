@@ -106,10 +106,10 @@ def _start(log: Path, *, ceql_settings: bool) -> tuple[subprocess.Popen[bytes], 
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "2",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}",
+        # C1 only: a short-lived server spends less CPU compiling than C2 would save it
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2.as_uri()} "
+                                         "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         "spark.pyspark.python": sys.executable,
-        "spark.sql.streaming.stateStore.providerClass":
-            cs.server_conf()["spark.sql.streaming.stateStore.providerClass"],
     }
     if ceql_settings:
         conf.update(cs.server_conf())
@@ -323,7 +323,6 @@ def test_a_server_without_ceql(bare: Any) -> None:
     assert _found(cs.match(df, table_query, partition_by="name").collect()) \
         == WANT
     assert _found(cs.run(bare, QUERY).collect()) == WANT
-    # ceql's Python UDTF partitions as the query says: a TABLE(t) PARTITION BY is the shim's
     table_sql = f"SELECT * FROM MATCH_CEQL(TABLE(stock), query => '{QUERY}')"
     with pytest.raises(AnalysisException) as unregistered:
         bare.sql(table_sql).collect()
@@ -339,6 +338,22 @@ def test_a_server_without_ceql(bare: Any) -> None:
         "ceql's jar and extension (ceql.spark.server_conf())."]
     assert said[0].filename == __file__
     assert _found(bare.sql(table_sql).collect()) == WANT
+    # ceql's Python UDTF partitions as the query says: TABLE(t) PARTITION BY is the shim's
+    with pytest.raises(AnalysisException) as partitioned:
+        bare.sql(f"SELECT * FROM MATCH_CEQL(TABLE(stock) PARTITION BY name ORDER BY (ts), "
+                 f"query => '{table_query}')").collect()
+    assert str(cs.unwrap(partitioned.value)) == (
+        "MATCH_CEQL without ceql's extension (the Python table function ceql.spark.enable "
+        "registers in a Spark Connect session) partitions and orders its input as the query "
+        "says: drop the table argument's PARTITION BY and ORDER BY, and write PARTITION BY "
+        "[column] in the CEQL query (the time column: time => 'column'), e.g. "
+        "MATCH_CEQL(TABLE(t), query => 'SELECT * FROM t WHERE … PARTITION BY [user]', "
+        "time => 'ts').")
+
+    # what a stream needs (the docs' table) is a session setting there
+    provider = cs.server_conf()["spark.sql.streaming.stateStore.providerClass"]
+    bare.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
+    assert bare.conf.get("spark.sql.streaming.stateStore.providerClass") == provider
 
     with pytest.raises(ParseException) as inline:
         bare.sql(f"SELECT * FROM MATCH_CEQL( {QUERY} )").collect()

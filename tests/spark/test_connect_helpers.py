@@ -13,7 +13,12 @@ from pyspark.errors import ParseException
 
 import ceql.spark as cs
 from ceql.spark._connect import is_connect, remote_url
-from ceql.spark._inline import INLINE_NEEDS_EXTENSION, NOT_REGISTERED, inside_inline_call
+from ceql.spark._inline import (
+    INLINE_NEEDS_EXTENSION,
+    NOT_REGISTERED,
+    PARTITION_IN_QUERY,
+    inside_inline_call,
+)
 from ceql.spark._session import DAEMON_CONF, DAEMON_MODULE
 from ceql.spark._stream import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
 from ceql.spark.conf import PARSER_ENABLED
@@ -105,6 +110,15 @@ def test_unwrap_turns_a_connect_parse_error_of_inline_ceql_into_ceqls_word() -> 
         "register MATCH_CEQL(TABLE(t), query => '<CEQL>'), or start Spark with ceql's jar and "
         "extension (ceql.spark.configure(builder); a Spark Connect server with the settings of "
         "ceql.spark.server_conf()). ceql.spark.match(df, query) needs neither.")
+
+    partitioned = (
+        "[TABLE_VALUED_FUNCTION_REQUIRED_METADATA_INCOMPATIBLE_WITH_CALL] Failed to evaluate "
+        "the table function MATCH_CEQL because its table metadata specified its own required "
+        "partitioning of the input table, but the function call specified the WITH SINGLE "
+        "PARTITION or PARTITION BY clause; please remove these clauses and retry the query "
+        "again.. SQLSTATE: 22023; line 1 pos 14")
+    assert str(cs.unwrap(Exception(partitioned))) == PARTITION_IN_QUERY
+    assert cs.unwrap(Exception(partitioned.replace("MATCH_CEQL", "OTHER_TVF"))) is None
 
 
 def test_only_errors_inside_an_inline_call_are_read_as_such() -> None:

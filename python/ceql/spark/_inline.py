@@ -3,8 +3,11 @@
 Without ceql's extension — a session started without it, or a Spark Connect server started
 without it — Spark's own parser reads ``MATCH_CEQL( <CEQL> )`` and stops inside the CEQL with a
 ``PARSE_SYNTAX_ERROR`` about some word of the query; a session where MATCH_CEQL was never
-registered says it cannot resolve the function. :func:`refused` finds both in the text of
-Spark's exception (:func:`ceql.spark.unwrap` calls it), so the user reads what to do instead.
+registered says it cannot resolve the function; and ceql's Python UDTF (what
+:func:`ceql.spark.enable` registers in a Connect session without the extension), which asks
+Spark for the query's partitioning itself, is refused a ``TABLE(t) PARTITION BY``.
+:func:`refused` finds these in the text of Spark's exception (:func:`ceql.spark.unwrap` calls
+it), so the user reads what to do instead.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import re
 
 from ._errors import MatchCeqlError
 
-__all__ = ["INLINE_NEEDS_EXTENSION", "NOT_REGISTERED", "inside_inline_call", "refused"]
+__all__ = ["INLINE_NEEDS_EXTENSION", "NOT_REGISTERED", "PARTITION_IN_QUERY",
+           "inside_inline_call", "refused"]
 
 INLINE_NEEDS_EXTENSION = (
     "MATCH_CEQL( <CEQL> ) with the query written inline needs ceql's extension where Spark "
@@ -26,8 +30,17 @@ NOT_REGISTERED = (
     "MATCH_CEQL(TABLE(t), query => '<CEQL>'), or start Spark with ceql's jar and extension "
     "(ceql.spark.configure(builder); a Spark Connect server with the settings of "
     "ceql.spark.server_conf()). ceql.spark.match(df, query) needs neither.")
+PARTITION_IN_QUERY = (
+    "MATCH_CEQL without ceql's extension (the Python table function ceql.spark.enable "
+    "registers in a Spark Connect session) partitions and orders its input as the query says: "
+    "drop the table argument's PARTITION BY and ORDER BY, and write PARTITION BY [column] in "
+    "the CEQL query (the time column: time => 'column'), e.g. MATCH_CEQL(TABLE(t), query => "
+    "'SELECT * FROM t WHERE … PARTITION BY [user]', time => 'ts').")
 
 _PARSE_ERROR = "[PARSE_SYNTAX_ERROR]"
+_TABLE_PARTITIONED = re.compile(
+    r"\[TABLE_VALUED_FUNCTION_REQUIRED_METADATA_INCOMPATIBLE_WITH_CALL\][^\n]*"
+    r"table function MATCH_CEQL\b", re.I)
 _UNRESOLVED = re.compile(r"\[UNRESOLVABLE_TABLE_VALUED_FUNCTION\][^\n]*`MATCH_CEQL`", re.I)
 _POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
 _SQL_HEADER = re.compile(r"== SQL[^\n]*==\n")
@@ -37,10 +50,13 @@ _QUOTES = "'\"`"
 
 
 def refused(text: str) -> MatchCeqlError | None:
-    """ceql's error for Spark's exception text when it says MATCH_CEQL is not registered, or
-    that the parser failed inside an inline ``MATCH_CEQL( SELECT … )``; else None."""
+    """ceql's error for Spark's exception text when it says MATCH_CEQL is not registered,
+    that the Python UDTF was given a partitioned table argument, or that the parser failed
+    inside an inline ``MATCH_CEQL( SELECT … )``; else None."""
     if _UNRESOLVED.search(text):
         return MatchCeqlError(NOT_REGISTERED)
+    if _TABLE_PARTITIONED.search(text):
+        return MatchCeqlError(PARTITION_IN_QUERY)
     if _PARSE_ERROR not in text:
         return None
     at, header = _POSITION.search(text), _SQL_HEADER.search(text)
