@@ -18,7 +18,6 @@ from fractions import Fraction
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from hypothesis import assume, given, note
 from hypothesis import strategies as st
@@ -79,25 +78,33 @@ def _by_partition(spec: MatchSpec, out: dict[tuple[Any, ...], list[dict[str, Any
     return parts
 
 
-def _batch_answer(spec: MatchSpec, plan: StreamPlan, table: pa.Table, until_us: int | None
+def _batch_answer(spec: MatchSpec, plan: StreamPlan, table: pa.Table, until_us: int | None,
+                  promised: dict[tuple[Any, ...], int] | None = None
                   ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """The batch runners' output (one per key, as Spark's tasks) over ``table``'s rows before
-    ``until_us`` (all rows when None, then the input ends), moved on to ``until_us``."""
+    ``until_us`` (all rows when None, then the input ends), moved on to ``until_us`` — or, for
+    the rows of a group key in ``promised``, to the later time given there."""
     table = table.sort_by([("ts", "ascending"), ("seq", "ascending")])
-    us = time_us_of(plan, table.column("ts"))
-    if until_us is not None:
-        table = table.filter(pc.less(us, until_us))
+    us = time_us_of(plan, table.column("ts")).to_pylist()
     parts: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for row in table.to_pylist():
-        parts.setdefault(_key_of(spec, row), []).append(row)
+    ends: dict[tuple[Any, ...], int | None] = {}
+    for row, t in zip(table.to_pylist(), us, strict=True):
+        end = until_us
+        if end is not None and promised:
+            end = max(end, promised.get(_op_key(spec, plan, row), end))
+        if end is None or t < end:
+            key = _key_of(spec, row)
+            parts.setdefault(key, []).append(row)
+            ends[key] = end
     out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for key, rows in parts.items():
         runner = MatchRunner(spec)
         got = [runner.feed(pa.RecordBatch.from_pylist(rows, schema=ARROW))]
-        if until_us is None:
+        end = ends[key]
+        if end is None:
             got.append(runner.close())
         elif plan.window_us is not None:
-            got.append(runner.advance(plan.time_value(until_us)))
+            got.append(runner.advance(plan.time_value(end)))
         out[key] = _rows([b for b in got if b is not None])
     return _by_partition(spec, out)
 
@@ -176,6 +183,8 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
         e["ts"] += gap
     table = _table(events)
     delay = data.draw(st.integers(0, 3), label="delay")  # seconds
+    if data.draw(st.booleans(), label="only watermark"):  # keys released by their newest row
+        plan = replace(plan, delay_ms=delay * 1000)
     # arrival: each row up to `delay` behind its time, now and then much more (late)
     arrival = [r["ts"] + rnd.choice([0, 0, 0, 0.5, delay, delay + 3]) for r in events]
     order = sorted(range(len(events)), key=lambda i: (arrival[i], i))
@@ -186,6 +195,7 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
     got: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     in_time: list[int] = []
     w_ms, max_ts = 0, None
+    newest: dict[tuple[Any, ...], int] = {}  # per group key, its newest in-time row (µs)
     for piece in [*pieces, []]:
         rows = table.take(pa.array(piece, pa.int64())) if piece else table.slice(0, 0)
         by_key: dict[tuple[Any, ...], list[int]] = {}
@@ -193,12 +203,17 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
             by_key.setdefault(_op_key(spec, plan, row), []).append(i)
             if w_ms <= 0 or row["ts"] * 1000 >= w_ms:
                 in_time.append(i)
+                k = _op_key(spec, plan, row)
+                newest[k] = max(newest.get(k, row["ts"] * 10**6), row["ts"] * 10**6)
         batch = {k: table.take(pa.array(v, pa.int64())).to_batches()[0]
                  for k, v in by_key.items()}
         for key, out in op.batch(batch, w_ms).items():
             got.setdefault(key, []).extend(out)
+        # what Spark's watermark will be at least once these rows are seen (ms: Spark's unit)
+        promised = ({k: (t // 1000 - plan.delay_ms) * 1000 for k, t in newest.items()
+                     if t // 1000 - plan.delay_ms > 0} if plan.delay_ms is not None else None)
         want = _batch_answer(spec, plan, table.take(pa.array(in_time, pa.int64())),
-                             w_ms * 1000 if w_ms > 0 else -(2**62))
+                             w_ms * 1000 if w_ms > 0 else -(2**62), promised)
         assert _by_partition(spec, got) == want
         seen = [r["ts"] for i in piece for r in [events[i]]]
         if seen:

@@ -59,6 +59,10 @@ class StreamPlan:
     #: which rank matches before WITHIN applies, so that runs older than the window still
     #: decide which of the later matches is selected
     drop_idle: bool = True
+    #: the watermark's delay (ms) when it is the stream's only watermark (else None): a key's
+    #: rows are then released once a row of the key ``delay`` later has arrived, a micro-batch
+    #: before Spark's watermark (computed from earlier micro-batches) gets there
+    delay_ms: int | None = None
 
     def time_value(self, us: int) -> Any:
         """The engine's time for ``us`` microseconds: a datetime, or a number in the unit
@@ -94,8 +98,8 @@ def _watermark_us(watermark_ms: int) -> int | None:
 class KeyState:
     """A key's rows and engine between micro-batches (pickled into Spark's state store)."""
 
-    __slots__ = ("arrivals", "buckets", "held", "last_us", "late", "ordinals", "runner",
-                 "timer")
+    __slots__ = ("arrivals", "buckets", "held", "last_us", "late", "newest_us", "ordinals",
+                 "runner", "timer")
 
     def __init__(self, buckets: int = 0) -> None:
         self.buckets = buckets  # the plan's: a checkpoint must be read with the same
@@ -107,6 +111,7 @@ class KeyState:
         self.last_us: int | None = None    # the time of the last row evaluated
         self.late = 0                      # late rows seen (not evaluated)
         self.timer: int | None = None      # the event-time timer set for this key (ms)
+        self.newest_us: int | None = None  # the newest time of a row accepted in time
 
     def __getstate__(self) -> tuple[Any, ...]:
         return tuple(getattr(self, k) for k in self.__slots__)
@@ -143,6 +148,9 @@ class KeyState:
                 rb = rb.filter(pc.invert(is_late))
                 self.late += late.num_rows
         if rb.num_rows:
+            newest = int(pc.max(rb.column(TIME_US)).as_py())
+            if self.newest_us is None or newest > self.newest_us:
+                self.newest_us = newest
             kept = rb.select([*plan.columns, TIME_US])
             order = pa.array(np.arange(self.arrivals, self.arrivals + rb.num_rows, dtype=np.int64))
             self.arrivals += rb.num_rows
@@ -150,10 +158,22 @@ class KeyState:
             self.held = table if self.held is None else pa.concat_tables([self.held, table])
         return late.select(list(plan.columns))
 
-    def release(self, plan: StreamPlan, watermark_ms: int) -> list[pa.RecordBatch]:
-        """Evaluate the held rows the watermark passed, move the engine's time on to it, and
-        drop the engine once the key is idle past its window; return the output rows."""
+    def bound_us(self, plan: StreamPlan, watermark_ms: int) -> int | None:
+        """Rows before this time (µs) are complete: Spark's watermark, or, with
+        :attr:`StreamPlan.delay_ms`, the watermark the key's newest row promises for every
+        later micro-batch (Spark's is the newest time in ms less the delay, over all rows, so a
+        later row older than that is late) — whichever is later; None before either."""
         w = _watermark_us(watermark_ms)
+        if plan.delay_ms is not None and self.newest_us is not None:
+            promised = (self.newest_us // 1000 - plan.delay_ms) * 1000
+            if promised > 0 and (w is None or promised > w):
+                return promised
+        return w
+
+    def release(self, plan: StreamPlan, watermark_ms: int) -> list[pa.RecordBatch]:
+        """Evaluate the held rows before :meth:`bound_us`, move the engine's time on to it,
+        and drop the engine once the key is idle past its window; return the output rows."""
+        w = self.bound_us(plan, watermark_ms)
         if w is None:
             return []
         out: list[pa.RecordBatch] = []
@@ -223,11 +243,13 @@ class KeyState:
 
 
 def stream_plan(spec: MatchSpec, strategy: str, *, timestamp: bool,
-                tie_break: tuple[str, ...] = (), buckets: int = 0) -> StreamPlan:
+                tie_break: tuple[str, ...] = (), buckets: int = 0,
+                delay_ms: int | None = None) -> StreamPlan:
     """The :class:`StreamPlan` of a query planned as ``spec`` under selection ``strategy``
     (the compiled query's ``ast.strategy``), its time column a TIMESTAMP or a number in
     ``spec.time_unit``; with ``buckets``, one state entry holds the keys of a hash bucket, so
-    its engine separates them itself (as a batch task with several keys)."""
+    its engine separates them itself (as a batch task with several keys). ``delay_ms``: the
+    delay of the stream's only watermark (see :attr:`StreamPlan.delay_ms`)."""
     if buckets and spec.spark_partitioned:
         spec = replace(spec, spark_partitioned=False, window_events=None)
     else:
@@ -240,4 +262,5 @@ def stream_plan(spec: MatchSpec, strategy: str, *, timestamp: bool,
                       us_per_unit=Fraction(1_000_000) / Fraction(per_second),
                       window_us=window, tie_break=tie_break, columns=spec.event_columns,
                       buckets=buckets,
-                      drop_idle=strategy in (STRATEGY_ALL, STRATEGY_ANY, STRATEGY_STRICT))
+                      drop_idle=strategy in (STRATEGY_ALL, STRATEGY_ANY, STRATEGY_STRICT),
+                      delay_ms=delay_ms)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import pickle
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -103,6 +104,11 @@ def _within(q: ceql.Query) -> None:
             f"match: over a stream the window is in time or in events; WITHIN {w.amount} "
             f"[{w.attr}] measures an attribute the watermark knows nothing of. Write WITHIN "
             "<n> SECONDS/MINUTES/... or WITHIN <n> EVENTS.")
+
+
+def _delay_ms(field: Any) -> int:
+    """The delay Spark put on a watermarked column (its own reading of the interval)."""
+    return int(field.metadata[_WATERMARK_DELAY])
 
 
 def _watermarked(df: Any) -> str | None:
@@ -210,6 +216,13 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
         raise MatchCeqlError(
             f"match: the stream's watermark is on {marked!r}, but the query's time column is "
             f"{spec.time!r}; put the watermark on {spec.time!r} (or pass watermark=…).")
+    # with watermark= and none upstream, ours is the stream's only watermark, whose delay
+    # then tells each key when its rows are complete, a micro-batch before Spark's watermark
+    # does (an upstream one, perhaps of a union, could hold Spark's back)
+    delay_ms = (_delay_ms(events.schema[_EVENT_TIME])
+                if watermark is not None and marked is None else None)
+    if delay_ms is not None:
+        plan = replace(plan, delay_ms=delay_ms)
     cond = prefilter(compiled, schema, spec) if late_view is None else None
     if cond is not None:
         # after the watermark, which so moves with every row as without the filter: Spark
