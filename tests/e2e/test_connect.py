@@ -113,11 +113,12 @@ def _start(log: Path, *, ceql_settings: bool) -> tuple[subprocess.Popen[bytes], 
     }
     if ceql_settings:
         conf.update(cs.server_conf())
-    submit = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+    home = Path(pyspark.__file__).resolve().parent  # pip's pyspark is a Spark home
+    submit = home / "bin" / "spark-submit"
     cmd = [str(submit), "--class", SERVER_CLASS, "--master", "local[2]",
            *[a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]]
     env = {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
-    env.update(PYSPARK_PYTHON=sys.executable, SPARK_CONNECT_MODE="0")
+    env.update(SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable, SPARK_CONNECT_MODE="0")
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 stdin=subprocess.DEVNULL)

@@ -185,3 +185,36 @@ def test_configure_says_a_running_session_without_the_extension_is_kept(
         "Call ceql.spark.enable(spark) on it for MATCH_CEQL(TABLE(t), query => '…'), or stop "
         "it first (spark.stop()) for a session with MATCH_CEQL( <CEQL> ) written inline."]
     assert got[0].filename == __file__
+
+
+def test_local_session_enables_a_running_session_without_the_extension(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``getOrCreate()`` gives the running session; ``enable`` registers MATCH_CEQL in it and
+    says what needs a restart (the registration itself is tested with the shared session)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    from ceql.spark import _session
+
+    class Conf:
+        def get(self, key: str, default: str | None = None) -> str | None:
+            return default
+
+    class Running:
+        _sc = type("Context", (), {"_jsc": object()})()
+        conf = Conf()
+
+    running = Running()
+    registered: list[Any] = []
+    monkeypatch.setattr(SparkContext, "_gateway", object())
+    monkeypatch.setattr(SparkSession, "_instantiatedSession", running)
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", lambda self: running)
+    monkeypatch.setattr(_session, "register", registered.append)
+    with pytest.warns(UserWarning) as got:
+        assert cs.local_session() is running
+    assert registered == [running]
+    assert [str(w.message) for w in got] == [
+        "ceql: MATCH_CEQL(TABLE(t), query => '…') is registered in this running session; "
+        "MATCH_CEQL( <CEQL> ) written inline also needs the extension, which Spark reads only "
+        "when a session starts: stop this one (spark.stop()) and start one with "
+        "ceql.spark.configure(builder) or ceql.spark.local_session()."]

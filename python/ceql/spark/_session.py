@@ -203,7 +203,9 @@ def local_session(**conf: str) -> Any:
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         # a running session keeps its start-up settings: without the extension, enable()
         # registers what it can and says what needs a restart
-        return enable(builder.getOrCreate())
+        without = _running_without_extension()
+        spark = builder.getOrCreate()
+        return enable(spark) if without else spark
     options = dict(getattr(builder, "_options", {}))
     java = _quiet.java_options(options)
     if java is None:  # the user's logging
