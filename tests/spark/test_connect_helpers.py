@@ -218,3 +218,37 @@ def test_local_session_enables_a_running_session_without_the_extension(
         "MATCH_CEQL( <CEQL> ) written inline also needs the extension, which Spark reads only "
         "when a session starts: stop this one (spark.stop()) and start one with "
         "ceql.spark.configure(builder) or ceql.spark.local_session()."]
+
+
+def test_late_rows_reads_a_classic_and_a_connect_progress() -> None:
+    from pyspark.sql import Row
+
+    schema = {"type": "struct", "fields": [
+        {"name": "late_rows", "type": "long", "nullable": False, "metadata": {}}]}
+
+    class Progress:  # the attribute StreamingQueryProgress and listener events have
+        def __init__(self, metrics: dict[str, Any]) -> None:
+            self.observedMetrics = metrics
+
+    assert cs.late_rows(Progress({"ceql": Row(late_rows=2)})) == 2
+    # PySpark's Connect client: the row's JSON, as Row(values=…, schema=…)
+    assert cs.late_rows(Progress({"ceql": Row(values=[3], schema=schema)})) == 3
+    assert cs.late_rows({"observedMetrics": {"ceql": {"late_rows": 4}}}) == 4
+    assert cs.late_rows(Progress({})) == 0
+    assert cs.late_rows({"batchId": 0}) == 0
+
+
+def test_a_server_that_hides_its_settings_has_no_extension() -> None:
+    from pyspark.errors import PySparkException
+
+    from ceql.spark._connect import has_extension
+
+    class Conf:
+        def get(self, key: str, default: str | None = None) -> str | None:
+            raise PySparkException("[CONFIG_NOT_AVAILABLE] Configuration spark.sql.extensions "
+                                   "is not available.")
+
+    class Hosted:
+        conf = Conf()
+
+    assert not has_extension(Hosted())

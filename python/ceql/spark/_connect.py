@@ -38,8 +38,15 @@ def remote_url(options: dict[str, Any], environ: dict[str, str]) -> str | None:
 
 def has_extension(spark: Any) -> bool:
     """Whether ceql's extension is in ``spark``'s ``spark.sql.extensions`` (for a Connect
-    session: the server's)."""
-    return EXTENSION_CLASS in (spark.conf.get("spark.sql.extensions", "") or "")
+    session: the server's). A hosted server may refuse to show its static settings: then it
+    has no extension of ceql's either."""
+    try:
+        value = spark.conf.get("spark.sql.extensions", "")
+    except Exception as e:  # e.g. [CONFIG_NOT_AVAILABLE] from a hosted Connect server
+        if type(e).__module__.startswith("pyspark.errors"):
+            return False
+        raise
+    return EXTENSION_CLASS in (value or "")
 
 
 def table_function(spark: Any) -> Any:
