@@ -64,6 +64,7 @@ _LATE = INTERNAL_PREFIX + "late"          # output rows that count (or carry) la
 _LATE_COLUMN = INTERNAL_PREFIX + "late_"  # a late row's columns, for the side output
 _KEY = INTERNAL_PREFIX + "key"            # the group key of a query without PARTITION BY
 _EVENT_TIME = INTERNAL_PREFIX + "event_time"
+_ROWS = INTERNAL_PREFIX + "rows"          # a group key's rows of one input batch (Arrow IPC)
 #: State entries a partitioned stream spreads its keys over (``buckets``).
 DEFAULT_BUCKETS = 64
 _WATERMARK_DELAY = "spark.watermarkDelayMs"  # Spark marks a watermarked column with it
@@ -148,6 +149,7 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import (
+        BinaryType,
         LongType,
         NumericType,
         StringType,
@@ -235,19 +237,24 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
         # (PySpark's state calls cost per key), and each entry's engine keeps its keys apart
         key = F.pmod(F.xxhash64(*[F.col(quote_identifier(c)) for c in spec.partition]),
                      F.lit(buckets))
-        grouped = events.withColumn(_KEY, key).groupBy(_KEY)
+        events, keys = events.withColumn(_KEY, key), [_KEY]
     elif spec.spark_partitioned:
-        grouped = events.groupBy(*[quote_identifier(c) for c in spec.partition])
+        keys = list(spec.partition)
     else:
-        grouped = events.withColumn(_KEY, F.lit(0)).groupBy(_KEY)
+        events, keys = events.withColumn(_KEY, F.lit(0)), [_KEY]
+    # PySpark hands transformWithStateInPandas its rows one by one (a pandas row tuple each,
+    # tens of µs); packed, a group key's rows of one input batch travel as one Arrow value
+    carried = [*keys, *(c for c in (*plan.columns, TIME_US) if c not in keys)]
+    packed = StructType([*(events.schema[c] for c in keys), StructField(_ROWS, BinaryType())])
+    grouped = (events.select(*[quote_identifier(c) for c in carried])
+               .mapInArrow(_Packer(keys), packed)
+               .groupBy(*[quote_identifier(c) for c in keys]))
     late_columns = plan.columns if late_view is not None else ()
     out_fields = [*output_schema(spec, schema).fields, StructField(_LATE, LongType(), True)]
     out_fields += [StructField(_LATE_COLUMN + c, f.dataType, True)
                    for c in late_columns for f in schema.fields if f.name == c]
     out = StructType(out_fields)
-    processor = _Processor(plan, [f.name for f in events.schema.fields],
-                           _input_types(events.schema, spark), [f.name for f in out_fields],
-                           late_columns, spark.conf.get("spark.sql.session.timeZone"))
+    processor = _Processor(plan, [f.name for f in out_fields], late_columns)
     result = grouped.transformWithStateInPandas(processor, out, "Append", "EventTime")
     counted = result.observe(metrics, F.coalesce(F.sum(_LATE), F.lit(0)).alias(LATE_METRIC))
     matches = counted.where(F.col(_LATE).isNull()).select(
@@ -259,11 +266,52 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     return matches
 
 
-def _input_types(schema: Any, spark: Any) -> list[pa.DataType]:
-    from pyspark.sql.pandas.types import to_arrow_type
+class _Packer:
+    """``mapInArrow``'s function: each batch's rows, one output row per group key holding
+    that key's rows as an Arrow IPC stream (in their order)."""
 
-    tz = spark.conf.get("spark.sql.session.timeZone")
-    return [to_arrow_type(f.dataType, timezone=tz) for f in schema.fields]
+    def __init__(self, keys: Sequence[str]) -> None:
+        self._keys = tuple(keys)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for rb in batches:
+            if rb.num_rows:
+                yield self._pack(rb)
+
+    def _pack(self, rb: pa.RecordBatch) -> pa.RecordBatch:
+        import numpy as np
+        import pyarrow.compute as pc
+
+        n = rb.num_rows
+        order = pc.sort_indices(rb, sort_keys=[(k, "ascending") for k in self._keys])
+        rows = rb.take(order)  # stable: a key's rows keep their order
+        change = np.zeros(n, dtype=bool)
+        change[0] = True
+        for k in self._keys:
+            col = rows.column(k)
+            a, b = col.slice(1), col.slice(0, n - 1)
+            differ = pc.fill_null(pc.not_equal(a, b), True)
+            same_null = pc.and_(pc.is_null(a), pc.is_null(b))
+            change[1:] |= pc.and_not(differ, same_null).to_numpy(zero_copy_only=False)
+        starts = np.flatnonzero(change)
+        blobs = []
+        for s, e in zip(starts, [*starts[1:], n], strict=True):
+            sink = pa.BufferOutputStream()
+            part = rows.slice(int(s), int(e - s))
+            with pa.ipc.new_stream(sink, part.schema) as writer:
+                writer.write_batch(part)
+            blobs.append(sink.getvalue().to_pybytes())
+        firsts = pa.array(starts, pa.int64())
+        return pa.RecordBatch.from_arrays(
+            [*(rows.column(k).take(firsts) for k in self._keys), pa.array(blobs, pa.binary())],
+            names=[*self._keys, _ROWS])
+
+
+def _unpacked(frame: Any) -> Iterator[pa.RecordBatch]:
+    """The rows a chunk of packed rows (:class:`_Packer`) carries."""
+    for blob in frame.iloc[:, -1]:
+        with pa.ipc.open_stream(blob) as reader:
+            yield from reader
 
 
 def _processor_base() -> type:
@@ -276,14 +324,11 @@ class _Processor(_processor_base()):  # type: ignore[misc]
     """The per-key operator: restore the key's :class:`KeyState`, give it the rows and the
     watermark, save it, set its timer, and return the output rows."""
 
-    def __init__(self, plan: StreamPlan, names: list[str], types: list[pa.DataType],
-                 outputs: list[str], late_columns: Sequence[str], tz: str) -> None:
+    def __init__(self, plan: StreamPlan, outputs: list[str], late_columns: Sequence[str]
+                 ) -> None:
         self._plan = plan
-        self._names = names
-        self._types = types
         self._outputs = outputs
         self._late_columns = tuple(late_columns)
-        self._tz = tz
 
     def init(self, handle: Any) -> None:
         from pyspark.sql.types import BinaryType, StructField, StructType
@@ -296,10 +341,11 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         ks = self._load()
         w = timerValues.getCurrentWatermarkInMs()
         late: list[pa.RecordBatch] = []
-        for pdf in rows:
-            got = ks.accept(self._plan, self._arrow(pdf), w)
-            if got.num_rows:
-                late.append(got)
+        for frame in rows:
+            for rb in _unpacked(frame):
+                got = ks.accept(self._plan, rb, w)
+                if got.num_rows:
+                    late.append(got)
         out = ks.release(self._plan, w)
         self._save(ks)
         yield from self._frames(out, late)
@@ -338,25 +384,6 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         self._state.update((pickle.dumps(ks, protocol=5),))
 
     # ------------------------------------------------------------------ rows
-    def _arrow(self, pdf: Any) -> pa.RecordBatch:
-        """A pandas chunk of input rows as Arrow with the input's types; the time column from
-        :data:`TIME_US` (exact, in UTC), other timestamps read in the session's time zone."""
-        import pandas as pd
-
-        # by position: Spark rebuilds the chunk from row tuples, which rename "__…" columns
-        arrays: list[pa.Array] = []
-        us = pa.Array.from_pandas(pdf.iloc[:, self._names.index(TIME_US)], type=pa.int64())
-        for i, (name, t) in enumerate(zip(self._names, self._types, strict=True)):
-            s = pdf.iloc[:, i]
-            if pa.types.is_timestamp(t):
-                if name == self._plan.spec.time:
-                    arrays.append(us.cast(pa.timestamp("us", tz="UTC")))
-                    continue
-                if not isinstance(s.dtype, pd.DatetimeTZDtype) and s.dtype.kind == "M":
-                    s = s.dt.tz_localize(self._tz, ambiguous="NaT", nonexistent="NaT")
-            arrays.append(pa.Array.from_pandas(s, type=t))
-        return pa.RecordBatch.from_arrays(arrays, names=self._names)
-
     def _frames(self, out: list[pa.RecordBatch], late: list[pa.RecordBatch]) -> Iterator[Any]:
         import pandas as pd
 
