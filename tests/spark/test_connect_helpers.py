@@ -20,7 +20,7 @@ from ceql.spark._inline import (
     inside_inline_call,
 )
 from ceql.spark._session import DAEMON_CONF, DAEMON_MODULE
-from ceql.spark._stream import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
+from ceql.spark._stream import ROCKSDB_CHANGELOG, ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
 from ceql.spark.conf import PARSER_ENABLED
 
 # Spark Connect's text of a parse error (PySpark 4.3 against a server without the extension)
@@ -51,6 +51,7 @@ def test_server_conf_holds_every_start_up_setting() -> None:
         "spark.sql.extensions": cs.EXTENSION_CLASS,
         DAEMON_CONF: DAEMON_MODULE,
         STATE_STORE_PROVIDER: ROCKSDB_PROVIDER,
+        ROCKSDB_CHANGELOG: "true",
         "spark.pyspark.python": sys.executable,
     }
     assert cs.server_conf("/opt/py/bin/python")["spark.pyspark.python"] == "/opt/py/bin/python"

@@ -14,7 +14,7 @@ from ceql.constants import EXTENSION_CLASS, MATCH_CEQL
 from . import _quiet
 from ._connect import has_extension, is_connect, remote_url, table_function
 from ._errors import MatchCeqlError
-from ._stream import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
+from ._stream import ROCKSDB_CHANGELOG, ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
 from .conf import PYTHON
 
 __all__ = ["configure", "enable", "jar_path", "local_session", "register", "server_conf"]
@@ -60,6 +60,7 @@ def server_conf(python: str | None = None) -> dict[str, str]:
         "spark.sql.extensions": EXTENSION_CLASS,
         DAEMON_CONF: DAEMON_MODULE,
         STATE_STORE_PROVIDER: ROCKSDB_PROVIDER,
+        ROCKSDB_CHANGELOG: "true",
         "spark.pyspark.python": python or sys.executable,
     }
 
@@ -176,7 +177,7 @@ def register(spark: Any) -> None:
 
 def local_session(**conf: str) -> Any:
     """A local[2] SparkSession with MATCH_CEQL: UI off, 4 shuffle partitions, this Python,
-    the RocksDB state store (streams need it).
+    the RocksDB state store with changelog checkpointing (streams need it).
 
     Keyword arguments are extra Spark settings, e.g. ``local_session(**{"spark.x": "1"})``.
 
@@ -195,7 +196,8 @@ def local_session(**conf: str) -> Any:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
-               .config(STATE_STORE_PROVIDER, ROCKSDB_PROVIDER))  # streams need it
+               .config(STATE_STORE_PROVIDER, ROCKSDB_PROVIDER)  # streams need it
+               .config(ROCKSDB_CHANGELOG, "true"))
     for k, v in conf.items():
         builder = builder.config(k, v)
     builder = _configured(builder, warn=False)

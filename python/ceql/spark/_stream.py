@@ -48,6 +48,7 @@ from ._spec import CallInfo, output_schema, plan_match, quote_identifier
 __all__ = [
     "LATE_METRIC",
     "METRICS",
+    "ROCKSDB_CHANGELOG",
     "ROCKSDB_PROVIDER",
     "STATE_STORE_PROVIDER",
     "match_stream",
@@ -56,6 +57,9 @@ __all__ = [
 #: The Spark setting naming the state store; streams need RocksDB's.
 STATE_STORE_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: RocksDB commits write a changelog instead of a snapshot of every state store partition (a
+#: fraction of a micro-batch's fixed cost); ``local_session`` and ``server_conf`` turn it on
+ROCKSDB_CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 #: ``query.lastProgress["observedMetrics"][METRICS][LATE_METRIC]``: late rows in the batch.
 METRICS = "ceql"
 LATE_METRIC = "late_rows"
