@@ -26,8 +26,26 @@ lint: setup
 	$(VENV)/bin/ruff check python tests bench examples docs
 	$(VENV)/bin/mypy
 
-test: setup lint jar
+test: setup lint jar spark-lines
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q
+
+# The Spark lines ceql supports (the spark extra's range): a venv for each under
+# $(VENV)/spark-lines/ with that pyspark and ceql's other dependencies but not ceql; the tests
+# pip-install the wheel there (tests/e2e/test_spark_lines.py, test_wheel.py). The newest is
+# the test extra's (.venv's); the first install of another downloads ~400 MB.
+SPARK_LINES := 4.2.1 4.3.0
+SPARK_REQUIREMENTS := import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+  print("\n".join(p["dependencies"] + p["optional-dependencies"]["spark"]))
+.PHONY: spark-lines
+spark-lines: $(SPARK_LINES:%=$(VENV)/spark-lines/%/.installed)
+
+$(VENV)/spark-lines/%/.installed: pyproject.toml $(STAMP)
+	@echo "make: installing pyspark $* and ceql's dependencies into $(VENV)/spark-lines/$*"
+	@$(PYTHON) -m venv --without-pip $(VENV)/spark-lines/$*
+	@$(PY) -c '$(SPARK_REQUIREMENTS)' > $(VENV)/spark-lines/$*/requirements.txt
+	@$(PIP) --python $(VENV)/spark-lines/$*/bin/python install --no-compile "pyspark==$*" \
+	  -r $(VENV)/spark-lines/$*/requirements.txt
+	@touch $@
 
 # Long random property runs hunting new failures (not part of `make test`); failing examples
 # are saved in .hypothesis/ and replayed first by later runs of the default (dev) profile.

@@ -1,5 +1,7 @@
 """The built wheel is complete: grammar (a real file), shim jar and Spark's log4j configuration
-inside, and it runs installed."""
+inside; it runs installed, and `pip install ceql-….whl` into a venv that has the newest pyspark
+already leaves that pyspark as it is and gives MATCH_CEQL, reading nothing from the repository
+(the older Spark lines: test_spark_lines.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pyarrow.csv as pacsv
 import pytest
+from spark_lines import built_wheel, check_line, newest_pin
 
 import ceql
 
@@ -25,16 +28,8 @@ LOG4J2 = ROOT / "python" / "ceql" / "spark" / "log4j2.properties"
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from ceql.spark import build_jar
-
-    build_jar.build()  # the wheel must hold the shim (`make wheel` checks it too)
+    built = built_wheel(tmp_path_factory)  # with the current shim (`make wheel` checks it too)
     assert JAR.is_file()
-    out = tmp_path_factory.mktemp("dist")
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
-                        "--wheel-dir", str(out), str(ROOT)],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    (built,) = out.glob("ceql-*.whl")
     return built
 
 
@@ -100,3 +95,8 @@ def test_installed_wheel_runs(wheel: Path, tmp_path: Path) -> None:
     installed = Path(urllib.parse.unquote(uri.path))
     assert installed.resolve().is_relative_to(venv.resolve())
     assert installed.read_bytes() == LOG4J2.read_bytes()
+
+
+@pytest.mark.e2e
+def test_pip_install_next_to_the_newest_pyspark(wheel: Path, tmp_path: Path) -> None:
+    check_line(newest_pin(), wheel, tmp_path, stream=False)

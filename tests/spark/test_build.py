@@ -1,9 +1,12 @@
 """The shim's build: build.sbt names the installed pyspark's versions; the jar is current; the
-jar registers the settings and table functions Python defines."""
+jar registers the settings and table functions Python defines; the link check finds what another
+Spark lacks (tests/e2e/test_spark_lines.py runs it against each supported line)."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -89,3 +92,48 @@ def test_the_shim_provides_the_table_functions_of_the_registry(spark: Any) -> No
     syntax = spark._jvm.org.apache.spark.sql.ceql.CeqlSyntax.functions()
     assert [syntax.apply(i) for i in range(syntax.length())] == [
         t.name for t in TABLE_FUNCTIONS if t.inline_ceql]
+
+
+def _jar(classes: Path, package: str, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w") as z:
+        for f in sorted((classes / package).glob("*.class")):
+            z.write(f, f.relative_to(classes).as_posix())
+    return out
+
+
+def _javac(sources: dict[str, str], where: Path) -> Path:
+    javac = shutil.which("javac")
+    assert javac, "no javac on PATH (a JDK 17 is needed)"
+    for name, text in sources.items():
+        (where / "src" / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / "src" / name).write_text(text)
+    classes = where / "classes"
+    done = subprocess.run([javac, "-d", str(classes), *(str(where / "src" / n) for n in sources)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return classes
+
+
+def test_missing_links_lists_what_another_spark_lacks(tmp_path: Path) -> None:
+    from ceql.spark.build_jar import Link, missing_links
+
+    # a "Spark" of two versions and a "shim" compiled against the first
+    old = {"p/Api.java": "package p; public interface Api { int a(); }",
+           "p/Util.java": "package p; public class Util { public static int old() { return 1; } }",
+           "p/Gone.java": "package p; public class Gone { }",
+           "x/Impl.java": "package x; public class Impl implements p.Api { "
+                          "public int a() { new p.Gone(); return p.Util.old(); } }"}
+    new = {"p/Api.java": "package p; public interface Api { int a(); int b(); }",
+           "p/Util.java": "package p; public class Util { }"}
+    built = _javac(old, tmp_path / "old")
+    shim = _jar(built, "x", tmp_path / "shim.jar")
+    _jar(built, "p", tmp_path / "spark-old" / "spark.jar")
+    _jar(_javac(new, tmp_path / "new"), "p", tmp_path / "spark-new" / "spark.jar")
+    assert missing_links(tmp_path / "spark-old", shim) == []
+    assert missing_links(tmp_path / "spark-new", shim) == [
+        Link("x.Impl", "p.Api", "b", "()I", abstract=True),
+        Link("x.Impl", "p.Gone"),
+        Link("x.Impl", "p.Gone", "<init>", "()V"),
+        Link("x.Impl", "p.Util", "old", "()I"),
+    ]
