@@ -1,10 +1,10 @@
 """Run by tests/e2e/spark_lines.py with the Python of a venv where ceql is installed from the
-wheel, in a temporary folder holding rows.json: MATCH_CEQL written inline, with a TABLE
-argument and through the DataFrame API (and, with --stream, ``match_stream`` over JSON files
-with availableNow) on those rows. Prints one JSON line: each answer's matches as
+wheel, in a temporary folder holding rows.json: MATCH_CEQL written inline on those rows, and
+with --all also with a TABLE argument, through the DataFrame API and ``match_stream`` over JSON
+files with availableNow. Prints one JSON line: each answer's matches as
 [match_id, name, [[variable, [seq, ...]], ...]], and where pyspark, ceql and the jar came from.
 
-    python -c "$(cat spark_line_check.py)" QUERY REPO_ROOT [--stream]
+    python -c "$(cat spark_line_check.py)" QUERY REPO_ROOT [--all]
 """
 
 from __future__ import annotations
@@ -52,11 +52,11 @@ def main() -> None:
             "worker_ceql_file": spark.sparkContext.parallelize([0], 1)
             .map(lambda _: __import__("ceql").__file__).collect()[0],
             "inline": found(spark.sql(f"SELECT * FROM MATCH_CEQL( {query} )").collect()),
-            "table": found(spark.sql(
-                f"SELECT * FROM MATCH_CEQL(TABLE(s), query => {literal})").collect()),
-            "dataframe": found(ceql.spark.match(df, query).collect()),
         }
-        if "--stream" in sys.argv:
+        if "--all" in sys.argv:
+            report["table"] = found(spark.sql(
+                f"SELECT * FROM MATCH_CEQL(TABLE(s), query => {literal})").collect())
+            report["dataframe"] = found(ceql.spark.match(df, query).collect())
             folder = here / "in"
             folder.mkdir()
             end = {"seq": 10**6, "type": "Z", "name": "Z", "price": 0,

@@ -145,22 +145,23 @@ def as_found(rows: list[list[Any]]) -> Found:
 
 
 def run_check(venv: Path, tmp: Path, rows: list[dict[str, Any]], *,
-              stream: bool) -> dict[str, Any]:
+              every_form: bool) -> dict[str, Any]:
     """Runs spark_line_check.py with the venv's Python in ``tmp`` (its source passed with -c:
     neither the repository nor this folder is on its path); returns its JSON report."""
     (tmp / "rows.json").write_text(json.dumps(rows))
     args = [str(venv / "bin" / "python"), "-c", CHECK.read_text(), QUERY, str(ROOT)]
-    r = subprocess.run([*args, *(["--stream"] if stream else [])], env=clean_env(), cwd=tmp,
+    r = subprocess.run([*args, *(["--all"] if every_form else [])], env=clean_env(), cwd=tmp,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-6000:]
     report: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
     return report
 
 
-def check_line(version: str, wheel: Path, tmp: Path, *, stream: bool) -> None:
+def check_line(version: str, wheel: Path, tmp: Path, *, every_form: bool) -> None:
     """Installs ``wheel`` into the venv of pyspark ``version`` and checks there that pyspark
-    stayed, that MATCH_CEQL (inline, TABLE argument, DataFrame API, ``stream``: match_stream)
-    finds what this repository's engine finds, and that nothing came from the repository."""
+    stayed, that MATCH_CEQL finds what this repository's engine finds (written inline; with
+    ``every_form`` also with a TABLE argument, through the DataFrame API and match_stream), and
+    that nothing came from the repository."""
     venv = line_venv(version)
     assert installed_pyspark(venv) == version
     install_wheel(venv, wheel)
@@ -168,11 +169,12 @@ def check_line(version: str, wheel: Path, tmp: Path, *, stream: bool) -> None:
     rows = events()
     expected = engine_answer(rows)
     assert len(expected) >= 5
-    report = run_check(venv, tmp, rows, stream=stream)
+    report = run_check(venv, tmp, rows, every_form=every_form)
     assert report["pyspark"] == version
-    answers = ("inline", "table", "dataframe", *(("stream",) if stream else ()))
-    for answer in answers:
-        assert as_found(report[answer]) == expected, (answer, report[answer], expected)
+    forms = ("inline", "table", "dataframe", "stream") if every_form else ("inline",)
+    assert [f for f in forms if f in report] == list(forms)
+    for form in forms:
+        assert as_found(report[form]) == expected, (form, report[form], expected)
     for where in ("pyspark_file", "ceql_file", "jar", "worker_ceql_file"):
         assert Path(report[where]).resolve().is_relative_to(venv.resolve()), (where, report)
     assert report["from_repo"] == [], report["from_repo"]

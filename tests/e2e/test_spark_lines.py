@@ -83,4 +83,4 @@ def test_the_jar_links_against_the_line(version: str) -> None:
 @pytest.mark.parametrize("version", OLDER)
 def test_the_wheel_runs_next_to_the_lines_pyspark(version: str, wheel: Path,
                                                   tmp_path: Path) -> None:
-    check_line(version, wheel, tmp_path, stream=True)
+    check_line(version, wheel, tmp_path, every_form=True)

@@ -99,4 +99,4 @@ def test_installed_wheel_runs(wheel: Path, tmp_path: Path) -> None:
 
 @pytest.mark.e2e
 def test_pip_install_next_to_the_newest_pyspark(wheel: Path, tmp_path: Path) -> None:
-    check_line(newest_pin(), wheel, tmp_path, stream=False)
+    check_line(newest_pin(), wheel, tmp_path, every_form=False)
