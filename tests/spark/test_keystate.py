@@ -255,3 +255,58 @@ def test_stream_equals_batch_with_correlation(case: Case, data: st.DataObject) -
 @given(cases(mixed=False), st.data())
 def test_stream_equals_batch(case: Case, data: st.DataObject) -> None:
     check_stream_equals_batch(case, data)
+
+
+#: docs/spark.md's worked example: three micro-batches of (name, type, price, t)
+WORKED_QUERY = ("SELECT * FROM S WHERE SELL AS s ; BUY AS b FILTER b[price > s.price] "
+                "PARTITION BY [name] WITHIN 10 SECONDS")
+WORKED_BATCHES = [
+    [("A", "SELL", 10, 0), ("A", "BUY", 12, 3), ("B", "SELL", 5, 4)],
+    [("A", "BUY", 11, 9), ("A", "SELL", 9, 2), ("B", "BUY", 6, 12)],
+    [("A", "SELL", 8, 1), ("B", "BUY", 7, 18)],
+]
+
+
+def _worked(delay_ms: int | None) -> list[list[tuple[Any, ...]]]:
+    """Per micro-batch: (key, s's time, b's time) of each match, (key, "late", n) of late rows;
+    Spark's watermark before a batch is the newest time of the earlier ones less 5 s."""
+    schema = StructType([StructField("name", StringType()), StructField("type", StringType()),
+                         StructField("price", LongType()), StructField("t", LongType())])
+    spec = plan_match(schema, {"query": WORKED_QUERY, "time": "t"}, CallInfo())
+    plan = stream_plan(spec, "ALL", timestamp=False, delay_ms=delay_ms)
+    states: dict[str, KeyState] = {}
+    w_ms, newest, said = 0, 0, []
+    for rows in WORKED_BATCHES:
+        out: list[tuple[Any, ...]] = []
+        for key in sorted({r[0] for r in rows}):
+            ks = states.setdefault(key, KeyState())
+            rb = pa.RecordBatch.from_pylist([
+                {"name": n, "type": k, "price": p, "t": t, TIME_US: t * 10**6}
+                for n, k, p, t in rows if n == key])
+            late = ks.accept(plan, rb, w_ms)
+            out += sorted((key, m["s"][0]["t"], m["b"][0]["t"]) for b in ks.release(plan, w_ms)
+                          for m in b.select(["s", "b"]).to_pylist())
+            if late.num_rows:
+                out.append((key, "late", late.num_rows))
+        said.append(out)
+        newest = max(newest, *(r[3] * 1000 for r in rows))
+        w_ms = max(w_ms, newest - 5000)
+    return said
+
+
+def test_worked_example_of_the_docs() -> None:
+    """A key is released by its own newest row less the delay (watermark="5 seconds"): A's
+    matches in the micro-batch that brings A's row at 9 s (with the SELL at 2 s that arrived
+    out of order, in time), B's when B's row at 18 s arrives; the SELL at 1 s comes after
+    Spark's watermark reached 7 s: late. Waiting for Spark's watermark instead (a watermark of
+    the DataFrame's own) gives A's matches a micro-batch later and B's not yet."""
+    assert _worked(5000) == [
+        [],
+        [("A", 0, 3), ("A", 2, 3)],
+        [("A", "late", 1), ("B", 4, 12)],
+    ]
+    assert _worked(None) == [
+        [],
+        [],
+        [("A", 0, 3), ("A", 2, 3), ("A", "late", 1)],
+    ]

@@ -392,11 +392,7 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         import pandas as pd
 
         for rb in out:
-            frame = rb.to_pandas(types_mapper=pd.ArrowDtype)
-            for name in self._outputs:
-                if name not in frame.columns:
-                    frame[name] = None
-            yield frame[self._outputs]
+            yield self._shaped(rb.to_pandas(types_mapper=pd.ArrowDtype))
         n = sum(b.num_rows for b in late)
         if not n:
             return
@@ -407,7 +403,11 @@ class _Processor(_processor_base()):  # type: ignore[misc]
             frame = rb.to_pandas(types_mapper=pd.ArrowDtype)
             frame.columns = [_LATE_COLUMN + c for c in frame.columns]
             frame[_LATE] = 1
-            for name in self._outputs:
-                if name not in frame.columns:
-                    frame[name] = None
-            yield frame[self._outputs]
+            yield self._shaped(frame)
+
+    def _shaped(self, frame: Any) -> Any:
+        """``frame`` with the operator's output columns, in order (missing ones null)."""
+        for name in self._outputs:
+            if name not in frame.columns:
+                frame[name] = None
+        return frame[self._outputs]
