@@ -20,7 +20,7 @@ import sys
 import sysconfig
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +86,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _pinned(cpus: set[int]) -> Callable[[], None]:
+    def pin() -> None:
+        os.sched_setaffinity(0, cpus)
+
+    return pin
+
+
 def children(pid: int) -> list[int]:
     """The pids whose parent is ``pid`` (from /proc)."""
     out = []
@@ -145,6 +152,9 @@ class Cluster:
     env: Mapping[str, str] = field(default_factory=dict)
     master_port: int = 0
     master_ui_port: int = 0
+    #: CPUs to pin workers to, worker n to ``cpus[(n - 1) % len(cpus)]`` (its executors and
+    #: their Python workers inherit it): each worker then stands for a machine of its own
+    cpus: Sequence[int] = ()
     started: list[int] = field(default_factory=list)  # instance numbers of started workers
 
     def __post_init__(self) -> None:
@@ -223,13 +233,14 @@ class Cluster:
         """Start workers numbered ``instances`` and wait until the master lists them."""
         procs = []
         for n in instances:
+            pin = {self.cpus[(n - 1) % len(self.cpus)]} if self.cpus else None
             procs.append(subprocess.Popen(
                 ["bash", str(SPARK_HOME / "sbin" / "spark-daemon.sh"), "start", WORKER_CLASS,
                  str(n), "--host", HOST, "--port", str(free_port()), "--webui-port",
                  str(free_port()), "--cores", str(self.cores), "--memory", self.memory,
                  "--work-dir", str(self.root / "work"), self.url],
                 env=self.daemon_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True))
+                text=True, preexec_fn=None if pin is None else _pinned(pin)))
             self.started.append(n)
         for p in procs:
             out, _ = p.communicate(timeout=120)

@@ -131,18 +131,21 @@ def main(argv: list[str] | None = None) -> None:
     spark = SparkSession.builder.appName("ceql-cluster-test").getOrCreate()
     spark.read.parquet(args.input).createOrReplaceTempView("stock")
     forms = args.forms.split(",")
-    results = {}
+    results, seconds = {}, {}
     for i, name in enumerate(forms):
+        t0 = time.perf_counter()
         query, partition, spark_call = FORMS[name]
         df = spark_call(spark)
         if args.pause and i == len(forms) - 1:
             df = df.mapInArrow(pause(args.pause, args.markers), df.schema)
         results[name] = found(df.collect(), query, partition)
+        seconds[name] = round(time.perf_counter() - t0, 2)
     probe = spark.range(0, 8, 1, 8).mapInArrow(where_ceql, "python string, ceql string, "
                                                            "cwd string").collect()
     stages = rest(spark, "stages?status=complete")
     report = {
         "results": results,
+        "seconds": seconds,  # per form, for whoever wonders where the time goes
         "executors": [{k: e[k] for k in ("id", "isActive", "totalTasks", "failedTasks",
                                          "completedTasks")}
                       for e in rest(spark, "allexecutors") if e["id"] != "driver"],

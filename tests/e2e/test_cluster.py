@@ -34,10 +34,13 @@ ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).resolve().parent / "cluster_job.py"
 ROWS = 4000
 NAMES = 40
+#: JVM options for runs this short: the quick JIT only, one GC thread (they halve the CPU time)
+JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: settings of every submit: small executors, 4 shuffle partitions kept as 4 (AQE would
 #: coalesce this little data into one task, on one worker)
 CONF = ("spark.executor.memory=512m", "spark.sql.shuffle.partitions=4",
-        "spark.sql.adaptive.coalescePartitions.enabled=false", "spark.ui.showConsoleProgress=false")
+        "spark.sql.adaptive.coalescePartitions.enabled=false", "spark.ui.showConsoleProgress=false",
+        f"spark.driver.extraJavaOptions={JVM}", f"spark.executor.extraJavaOptions={JVM}")
 
 
 @pytest.fixture(scope="module")
