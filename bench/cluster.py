@@ -30,11 +30,15 @@ WITHIN w`` (``p3``), and with the condition between events ``AND c[price > b.pri
 (``p3corr``). The window keeps the rows of a key in a window alike across layouts: 1 s over
 1 000 keys, 10 ms over 10 keys. The timed action is one pass that counts the matches and XORs a
 hash of ``(match_id, a.id, b.id, c.id)``: both executor counts must give the same count and
-digest ("same matches").
+digest ("same matches"). Each job runs it once untimed first (JIT, Python workers, imports),
+then once timed; the two must agree.
 
-**Memory.** While a job runs, every 0.5 s, the proportional set size (PSS, from
-``/proc/<pid>/smaps_rollup``) of each executor JVM and of the Python workers below it; the
-figure is the largest executor's peak of JVM + Python.
+**Memory and CPU.** While a job runs, every 0.5 s, the proportional set size (PSS, from
+``/proc/<pid>/smaps_rollup``) of each executor JVM and of the Python workers below it (the
+figure is the largest executor's peak of JVM + Python), and their CPU time, per executor,
+when the timed query starts and ends. "× 1 executor, by CPU" is the one-executor run's CPU time
+over the busiest executor's in the two-executor run: the speed-up if each executor had its
+core to itself, which a machine shared with other work does not give the clock.
 
 Prints a Markdown table; JSON lines go to ``bench/out/cluster-<date-time>.jsonl``.
 """
