@@ -163,20 +163,24 @@ def test_enable_and_configure_on_a_session_that_has_the_extension_say_nothing(
         cs.configure(_Builder())
 
 
+class _Conf:
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return default
+
+
+class _Running:
+    """A classic session running without ceql's extension, as getOrCreate() would return."""
+
+    _sc = type("Context", (), {"_jsc": object()})()
+    conf = _Conf()
+
+
 def test_configure_says_a_running_session_without_the_extension_is_kept(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``getOrCreate()`` returns a running session as it is; the warning says what to do."""
     from pyspark.sql import SparkSession
 
-    class Conf:
-        def get(self, key: str, default: str | None = None) -> str | None:
-            return default
-
-    class Running:
-        _sc = type("Context", (), {"_jsc": object()})()
-        conf = Conf()
-
-    monkeypatch.setattr(SparkSession, "_instantiatedSession", Running())
+    monkeypatch.setattr(SparkSession, "_instantiatedSession", _Running())
     with pytest.warns(UserWarning) as got:
         b = cs.configure(_Builder())
     assert b._options["spark.sql.extensions"] == cs.EXTENSION_CLASS
@@ -197,15 +201,7 @@ def test_local_session_enables_a_running_session_without_the_extension(
 
     from ceql.spark import _session
 
-    class Conf:
-        def get(self, key: str, default: str | None = None) -> str | None:
-            return default
-
-    class Running:
-        _sc = type("Context", (), {"_jsc": object()})()
-        conf = Conf()
-
-    running = Running()
+    running = _Running()
     registered: list[Any] = []
     monkeypatch.setattr(SparkContext, "_gateway", object())
     monkeypatch.setattr(SparkSession, "_instantiatedSession", running)
