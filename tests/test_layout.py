@@ -28,6 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "explanation": {"ir", "frontends", "predicates", "automata", "display", "query",
                     "constants", "errors"},
     "plot": {"runtime", "constants", "errors"},
+    "rdf": {"errors"},
     "ceql": {"query", "explanation", "runtime", "plot", "errors", "constants"},
     "__main__": {"cli"},
     "cli": {"ceql", "constants", "runtime", "spark"},

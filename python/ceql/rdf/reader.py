@@ -1,0 +1,197 @@
+"""Reading one event's RDF graph, once, into the library's triples.
+
+An event graph is given as
+
+* **text** (``str`` or ``bytes``) in N-Triples, Turtle or JSON-LD: ``format`` names it
+  (:data:`EVENT_FORMATS`; case, ``-`` and ``_`` ignored, so ``"N-Triples"``, ``"JSON-LD"``,
+  ``"ttl"`` work), or it is sniffed: JSON-LD when the text starts with ``{`` or ``[``, else
+  Turtle (of which N-Triples is a subset);
+* **an already-parsed graph**: a ``pyoxigraph.Dataset`` or an iterable of ``pyoxigraph.Triple``
+  / ``pyoxigraph.Quad`` (quads of the default graph only);
+* **a list of triples**: ``(s, p, o)`` tuples, or mappings with keys ``s``, ``p``, ``o`` (what
+  an ``array<struct<s,p,o>>`` column holds), terms written as :mod:`ceql.rdf.terms` says;
+  :func:`group_triples` cuts a triples table ``(event, s, p, o)`` into such lists;
+* an :class:`EventGraph` read before.
+
+Bad input raises :class:`~ceql.rdf.errors.RdfInputError` naming the event, and for bad text
+the line and column with a caret under the spot.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import pyarrow as pa
+import pyoxigraph as ox
+
+from ceql.errors import CeqlTypeError, caret_snippet
+from ceql.rdf.errors import RdfInputError
+from ceql.rdf.terms import object_term, predicate_term, subject_term
+
+__all__ = [
+    "DATASET_FORMATS",
+    "EVENT_FORMATS",
+    "EventGraph",
+    "EventSource",
+    "group_triples",
+    "parse_error",
+    "rdf_format",
+    "read_event",
+    "sniff_format",
+]
+
+EVENT_FORMATS: dict[str, ox.RdfFormat] = {
+    "ntriples": ox.RdfFormat.N_TRIPLES,
+    "turtle": ox.RdfFormat.TURTLE,
+    "jsonld": ox.RdfFormat.JSON_LD,
+}
+DATASET_FORMATS: dict[str, ox.RdfFormat] = {
+    **EVENT_FORMATS,
+    "nquads": ox.RdfFormat.N_QUADS,
+    "trig": ox.RdfFormat.TRIG,
+    "rdfxml": ox.RdfFormat.RDF_XML,
+}
+_ALIASES = {"nt": "ntriples", "ttl": "turtle", "json": "jsonld", "nq": "nquads", "rdf": "rdfxml",
+            "xml": "rdfxml"}
+
+# the spot pyoxigraph's messages start with
+_WHERE = re.compile(r"Parser error (?:at|between) line [^:]*: ")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EventGraph:
+    """One event's graph, parsed: its triples as quads of the default graph."""
+
+    quads: tuple[ox.Quad, ...]
+    name: str = "event"
+
+    def __len__(self) -> int:
+        return len(self.quads)
+
+
+EventSource: TypeAlias = (
+    str | bytes | EventGraph | ox.Dataset | Iterable[ox.Triple | ox.Quad]
+    | Iterable[Sequence[object] | Mapping[str, object]]
+)
+
+
+def rdf_format(name: str, formats: Mapping[str, ox.RdfFormat] = EVENT_FORMATS) -> ox.RdfFormat:
+    """The library's format called ``name`` (see :data:`EVENT_FORMATS`)."""
+    if isinstance(name, str):
+        key = name.lower().replace("-", "").replace("_", "")
+        key = _ALIASES.get(key, key)
+        if key in formats:
+            return formats[key]
+    known = ", ".join(repr(k) for k in formats)
+    raise RdfInputError(f"unknown RDF format {name!r}: use one of {known}, or leave the format "
+                        "out to sniff it from the text")
+
+
+def sniff_format(text: str | bytes, dataset: bool = False) -> ox.RdfFormat:
+    """JSON-LD when ``text`` starts with ``{`` or ``[``; else Turtle (TriG for a dataset)."""
+    head = text[:64].lstrip()
+    if isinstance(head, bytes):
+        head = head.lstrip(b"\xef\xbb\xbf")[:1]
+        is_json = head in (b"{", b"[")
+    else:
+        is_json = head.lstrip("\ufeff")[:1] in ("{", "[")
+    if is_json:
+        return ox.RdfFormat.JSON_LD
+    return ox.RdfFormat.TRIG if dataset else ox.RdfFormat.TURTLE
+
+
+def parse_error(e: SyntaxError, text: str | bytes, fmt: ox.RdfFormat, source: str
+                ) -> RdfInputError:
+    """A parser's error as an :class:`RdfInputError` with the line, column and a caret."""
+    message = str(e.msg if e.msg is not None else e)
+    detail = _WHERE.sub("", message, count=1)
+    line, column = e.lineno or 0, e.offset or 0
+    if not line:
+        return RdfInputError(f"bad {fmt.name}: {detail}", source=source)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    return RdfInputError(f"bad {fmt.name} at line {line}, column {column}: {detail}",
+                         source=source, line=line, column=column,
+                         snippet=caret_snippet(text, line, column))
+
+
+def _parse_text(text: str | bytes, fmt: ox.RdfFormat, base_iri: str | None, name: str
+                ) -> tuple[ox.Quad, ...]:
+    try:
+        return tuple(ox.parse(text, fmt, base_iri=base_iri, without_named_graphs=True))
+    except SyntaxError as e:
+        raise parse_error(e, text, fmt, name) from None
+
+
+def _triple(item: object) -> ox.Quad:
+    if isinstance(item, ox.Quad):
+        if not isinstance(item.graph_name, ox.DefaultGraph):
+            raise ValueError("an event graph holds no named graph: this quad is in "
+                             f"{item.graph_name}")
+        return item
+    if isinstance(item, ox.Triple):
+        return ox.Quad(item.subject, item.predicate, item.object)
+    if isinstance(item, Mapping):
+        try:
+            s, p, o = item["s"], item["p"], item["o"]
+        except KeyError as e:
+            raise ValueError(f"a triple as a mapping needs the keys 's', 'p', 'o'; {e} is "
+                             "missing") from None
+    elif isinstance(item, Sequence) and not isinstance(item, (str, bytes)) and len(item) == 3:
+        s, p, o = item
+    else:
+        raise ValueError(f"{item!r} is not a triple (s, p, o)")
+    return ox.Quad(subject_term(s), predicate_term(p), object_term(o))
+
+
+def read_event(source: EventSource, *, format: str | None = None, base_iri: str | None = None,
+               name: str = "event") -> EventGraph:
+    """Read one event's graph (see the module's docstring for what ``source`` may be).
+
+    ``name`` is how errors name the event (e.g. ``"event 3"``).
+    """
+    if isinstance(source, EventGraph):
+        return source
+    if isinstance(source, (str, bytes)):
+        fmt = sniff_format(source) if format is None else rdf_format(format)
+        return EventGraph(_parse_text(source, fmt, base_iri, name), name)
+    if format is not None:
+        raise RdfInputError(f"format={format!r} is for RDF text, and this event is a "
+                            f"{type(source).__name__}", source=name)
+    if isinstance(source, ox.Dataset):
+        source = iter(source)
+    if not isinstance(source, Iterable):
+        raise CeqlTypeError(f"{name}: an event graph is RDF text, a pyoxigraph Dataset or a "
+                            f"list of triples, not {type(source).__name__}")
+    quads = []
+    for i, item in enumerate(source):
+        try:
+            quads.append(_triple(item))
+        except ValueError as e:
+            raise RdfInputError(f"triple {i}: {e}", source=name) from None
+    return EventGraph(tuple(quads), name)
+
+
+def group_triples(rows: pa.Table | pa.RecordBatch | Iterable[Sequence[object]],
+                  columns: Sequence[str] = ("event", "s", "p", "o"),
+                  ) -> dict[Hashable, list[tuple[object, object, object]]]:
+    """Cut a triples table into one list of ``(s, p, o)`` per event, in first-seen order.
+
+    ``rows`` is an Arrow table (columns named by ``columns``) or rows ``(event, s, p, o)``.
+    """
+    if isinstance(rows, (pa.Table, pa.RecordBatch)):
+        missing = [c for c in columns if c not in rows.column_names]
+        if missing:
+            raise RdfInputError(f"the triples table has no column {missing[0]!r}: its columns "
+                                f"are {rows.column_names}; name them with columns=")
+        rows = zip(*(rows.column(c).to_pylist() for c in columns), strict=True)
+    out: dict[Hashable, list[tuple[object, object, object]]] = {}
+    for row in rows:
+        event, s, p, o = row
+        if not isinstance(event, Hashable):
+            raise RdfInputError(f"an event id must be hashable, not {event!r}")
+        out.setdefault(event, []).append((s, p, o))
+    return out
