@@ -25,7 +25,15 @@ from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError, RdfInputError
 from ceql.rdf.gpm import GpmEvaluator, GpmResults, Solution
 from ceql.rdf.reader import EventGraph, EventSource, group_triples, read_event
-from ceql.rdf.terms import Value, object_term, predicate_term, subject_term, to_value
+from ceql.rdf.terms import (
+    Value,
+    object_term,
+    predicate_term,
+    subject_term,
+    term_text,
+    term_value,
+    to_value,
+)
 
 __all__ = [
     "EventGraph",
@@ -42,5 +50,7 @@ __all__ = [
     "predicate_term",
     "read_event",
     "subject_term",
+    "term_text",
+    "term_value",
     "to_value",
 ]

@@ -4,11 +4,13 @@ Each GPM is a SPARQL 1.1 SELECT query over one event graph (SPAseq's ``DEFINE GP
 pyoxigraph: the event's graph is the query's default graph, the :class:`StaticDataset`'s graphs
 its named graphs (see :mod:`ceql.rdf.dataset`). Its answer on an event is a list of
 *mappings*, one per solution: a ``dict`` from variable name (without ``?``) to the plain value
-of :func:`ceql.rdf.terms.to_value`; a variable a solution leaves unbound (``OPTIONAL``,
-``UNION``) is absent from its dict. The mappings of one event are sorted (by the projected
-variables in order: absent first, then numbers, strings, … — an order of no meaning but
-independent of the store's internals and of the path taken), except when the GPM has its own
-``ORDER BY``. Duplicate solutions are kept, as SPARQL does without ``DISTINCT``.
+of :func:`ceql.rdf.terms.to_value` (or, with ``terms=True``, to the term's N-Triples text,
+:func:`ceql.rdf.terms.term_text`: equal texts are equal terms); a variable a solution
+leaves unbound (``OPTIONAL``, ``UNION``) is absent from its dict. The mappings of one event
+are sorted (by the projected variables in order: absent first, then numbers, strings, … — an
+order of no meaning but independent of the store's internals and of the path taken), except
+when the GPM has its own ``ORDER BY``. Duplicate solutions are kept, as SPARQL does without
+``DISTINCT`` (SPAseq's GPMs are ``SELECT DISTINCT``: ``docs/SPASEQ.md``).
 
 Two paths give the same answers (the tests check it on random graphs):
 
@@ -37,7 +39,7 @@ from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError
 from ceql.rdf.reader import EventSource, read_event
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
-from ceql.rdf.terms import Value, to_value
+from ceql.rdf.terms import Term, Value, term_text, to_value
 
 __all__ = ["GpmEvaluator", "GpmResults", "Solution"]
 
@@ -86,7 +88,8 @@ class GpmEvaluator:
 
     ``queries``: GPM name → SPARQL SELECT text. ``dataset``: the static graphs ``GRAPH <iri>``
     reads. ``prefixes``: prefix → IRI declared for every GPM (as SPARQL ``PREFIX`` lines
-    would). ``base_iri``: resolves relative IRIs, in the GPMs and in events' text.
+    would). ``base_iri``: resolves relative IRIs, in the GPMs and in events' text. ``terms``:
+    mappings hold N-Triples texts of terms instead of plain values.
 
     >>> gpms = GpmEvaluator({"A": "SELECT ?v WHERE { ?s <http://ex/p> ?v FILTER(?v > 3) }"})
     >>> gpms.evaluate('<http://ex/s> <http://ex/p> 5 .')
@@ -94,8 +97,8 @@ class GpmEvaluator:
     """
 
     def __init__(self, queries: Mapping[str, str], dataset: StaticDataset | None = None, *,
-                 prefixes: Mapping[str, str] | None = None, base_iri: str | None = None
-                 ) -> None:
+                 prefixes: Mapping[str, str] | None = None, base_iri: str | None = None,
+                 terms: bool = False) -> None:
         if not isinstance(queries, Mapping):
             raise CeqlTypeError("queries must map GPM names to SPARQL text, not "
                                 f"{type(queries).__name__}")
@@ -103,6 +106,7 @@ class GpmEvaluator:
             raise CeqlTypeError(f"dataset must be a StaticDataset, not {type(dataset).__name__}")
         self._prefixes = dict(prefixes) if prefixes else None
         self._base_iri = base_iri
+        self._convert: Callable[[Term], Value] = term_text if terms else to_value
         self._store = ox.Store()
         self._named: list[ox.NamedNode | ox.BlankNode] = []
         if dataset is not None:
@@ -176,10 +180,9 @@ class GpmEvaluator:
                 return g
         raise KeyError(f"no GPM {name!r}: the GPMs are {list(self.names)}")
 
-    @staticmethod
-    def _mappings(solutions: Iterable[ox.QuerySolution], gpm: _Gpm) -> list[Solution]:
-        variables = gpm.variables
-        return [{v: to_value(t) for v, t in zip(variables, s, strict=True) if t is not None}
+    def _mappings(self, solutions: Iterable[ox.QuerySolution], gpm: _Gpm) -> list[Solution]:
+        variables, convert = gpm.variables, self._convert
+        return [{v: convert(t) for v, t in zip(variables, s, strict=True) if t is not None}
                 for s in solutions]
 
     @staticmethod
@@ -229,11 +232,11 @@ class GpmEvaluator:
                         results[i][g.name] = self._mappings(
                             self._select(g.text, node, self._named), g)
                     continue
-                variables = g.variables
+                variables, convert = g.variables, self._convert
                 for s in self._select(g.plan.query):
                     event = s[EVENT_VAR]
                     results[int(event.value[start:])][g.name].append(
-                        {v: to_value(s[v]) for v in variables if s[v] is not None})
+                        {v: convert(s[v]) for v in variables if s[v] is not None})
         finally:
             for node in nodes:
                 store.remove_graph(node)

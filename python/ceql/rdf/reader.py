@@ -13,6 +13,11 @@ An event graph is given as
   :func:`group_triples` cuts a triples table ``(event, s, p, o)`` into such lists;
 * an :class:`EventGraph` read before.
 
+Every reading gives the event's blank nodes fresh ids (the text's labels are not kept): blank
+nodes are scoped to their event, so those of two events are never the same node, while the
+GPMs of one event, and both of :class:`~ceql.rdf.GpmEvaluator`'s paths given the same
+:class:`EventGraph`, see the same ids.
+
 Bad input raises :class:`~ceql.rdf.errors.RdfInputError` naming the event, and for bad text
 the line and column with a caret under the spot.
 """
@@ -22,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyoxigraph as ox
@@ -121,7 +126,8 @@ def parse_error(e: SyntaxError, text: str | bytes, fmt: ox.RdfFormat, source: st
 def _parse_text(text: str | bytes, fmt: ox.RdfFormat, base_iri: str | None, name: str
                 ) -> tuple[ox.Quad, ...]:
     try:
-        return tuple(ox.parse(text, fmt, base_iri=base_iri, without_named_graphs=True))
+        return tuple(ox.parse(text, fmt, base_iri=base_iri, without_named_graphs=True,
+                              rename_blank_nodes=True))
     except SyntaxError as e:
         raise parse_error(e, text, fmt, name) from None
 
@@ -172,7 +178,23 @@ def read_event(source: EventSource, *, format: str | None = None, base_iri: str 
             quads.append(_triple(item))
         except ValueError as e:
             raise RdfInputError(f"triple {i}: {e}", source=name) from None
-    return EventGraph(tuple(quads), name)
+    return EventGraph(_fresh_blank_nodes(quads), name)
+
+
+def _fresh_blank_nodes(quads: list[ox.Quad]) -> tuple[ox.Quad, ...]:
+    if not any(isinstance(q.subject, ox.BlankNode) or isinstance(q.object, ox.BlankNode)
+               for q in quads):
+        return tuple(quads)
+    fresh: dict[ox.BlankNode, ox.BlankNode] = {}
+
+    def rename(term: Any) -> Any:
+        if isinstance(term, ox.BlankNode):
+            if term not in fresh:
+                fresh[term] = ox.BlankNode()
+            return fresh[term]
+        return term
+
+    return tuple(ox.Quad(rename(q.subject), q.predicate, rename(q.object)) for q in quads)
 
 
 def group_triples(rows: pa.Table | pa.RecordBatch | Iterable[Sequence[object]],
@@ -180,8 +202,15 @@ def group_triples(rows: pa.Table | pa.RecordBatch | Iterable[Sequence[object]],
                   ) -> dict[Hashable, list[tuple[object, object, object]]]:
     """Cut a triples table into one list of ``(s, p, o)`` per event, in first-seen order.
 
-    ``rows`` is an Arrow table (columns named by ``columns``) or rows ``(event, s, p, o)``.
+    ``rows`` is an Arrow table or rows of Python values. The last three ``columns`` are the
+    triple's; those before them are the event's key (a tuple when several:
+    ``columns=("stream", "time", "s", "p", "o")`` keys events by ``(stream, time)``). Rows are
+    read by position, in the order of ``columns``.
     """
+    if len(columns) < 4:
+        raise RdfInputError(f"columns={tuple(columns)!r} needs the event's key column(s) and "
+                            "then s, p, o")
+    width = len(columns) - 3
     if isinstance(rows, (pa.Table, pa.RecordBatch)):
         missing = [c for c in columns if c not in rows.column_names]
         if missing:
@@ -190,8 +219,11 @@ def group_triples(rows: pa.Table | pa.RecordBatch | Iterable[Sequence[object]],
         rows = zip(*(rows.column(c).to_pylist() for c in columns), strict=True)
     out: dict[Hashable, list[tuple[object, object, object]]] = {}
     for row in rows:
-        event, s, p, o = row
+        if len(row) != len(columns):
+            raise RdfInputError(f"the triples table's row {tuple(row)!r} does not have the "
+                                f"{len(columns)} values of columns={tuple(columns)!r}")
+        event = row[0] if width == 1 else tuple(row[:width])
         if not isinstance(event, Hashable):
-            raise RdfInputError(f"an event id must be hashable, not {event!r}")
-        out.setdefault(event, []).append((s, p, o))
+            raise RdfInputError(f"an event key must be hashable, not {event!r}")
+        out.setdefault(event, []).append((row[width], row[width + 1], row[width + 2]))
     return out

@@ -7,7 +7,8 @@
 RDF term                                               Python value
 =====================================================  ========================================
 IRI ``<http://ex/a>``                                  ``"http://ex/a"`` (no angle brackets)
-blank node ``_:b1``                                    ``"_:b1"`` (the label in the event's text)
+blank node ``_:b1``                                    ``"_:"`` and an id of the node, fresh
+                                                       for each event read (not ``b1``)
 ``xsd:integer`` and its derived types (``int``,        ``int``
 ``long``, ``nonNegativeInteger``, …)
 ``xsd:decimal``                                        ``int`` without fractional digits
@@ -26,9 +27,19 @@ datatype, and ill-typed literals (``"x"^^xsd:int``)    tag is dropped)
 RDF-star triple terms                                  ``str``: ``s p o`` in N-Triples
 =====================================================  ========================================
 
-So an IRI and a string literal with the same text give the same value; and blank nodes keep
-their label, which is scoped to its event: two events' ``_:b1`` compare equal (give nodes
-IRIs when identity across events matters). JSON-LD's unnamed nodes get labels from the parser.
+So values are what FILTERs compare (SPARQL compares literals by value), not RDF terms: an IRI
+and a string literal with the same text, or ``"5"^^xsd:integer`` and ``"05"^^xsd:int``, give
+equal values. Where terms must be told apart — joins of shared variables are ``sameTerm`` in
+SPAseq (``docs/SPASEQ.md``) — use :func:`term_text`, the term's N-Triples text, one string per
+term (``GpmEvaluator(..., terms=True)`` gives mappings of those), and :func:`term_value` to get
+the value back from it. One limit of pyoxigraph's store: it keeps literals of XSD's numeric,
+boolean and date/time types in canonical form, and derived integer types as ``xsd:integer``,
+so ``"05"^^xsd:int`` comes back as ``"5"^^xsd:integer`` and is the same term as it (SPARQL's
+``sameTerm`` would tell them apart); language tags come back in lower case.
+
+Blank nodes are scoped to their event: each reading of an event gives its blank nodes fresh
+ids (:func:`ceql.rdf.read_event`), so two events' ``_:b1`` never compare equal, and the GPMs
+of one event see the same ids.
 
 **In** (the triples of an event given as Python values, :func:`subject_term`,
 :func:`predicate_term`, :func:`object_term`):
@@ -62,6 +73,8 @@ __all__ = [
     "object_term",
     "predicate_term",
     "subject_term",
+    "term_text",
+    "term_value",
     "to_value",
 ]
 
@@ -167,6 +180,17 @@ def to_value(term: Term) -> Value:
     if isinstance(term, ox.BlankNode):
         return "_:" + term.value
     return str(term)
+
+
+def term_text(term: Term) -> str:
+    """The term's N-Triples text (``<http://ex/a>``, ``"5"^^<…#integer>``, ``"x"@en``,
+    ``_:id``): equal texts are the same term (SPARQL's ``sameTerm``)."""
+    return str(term)
+
+
+def term_value(text: str) -> Value:
+    """The value (:func:`to_value`) of a term given by its N-Triples text."""
+    return to_value(object_term(text if text.startswith(("<", "_:", '"')) else f"<{text}>"))
 
 
 # ---------------------------------------------------------------- Python values → terms
