@@ -14,10 +14,10 @@ when the GPM has its own ``ORDER BY``. Duplicate solutions are kept, as SPARQL d
 
 Two paths give the same answers (the tests check it on random graphs):
 
-* :meth:`GpmEvaluator.evaluate` — one event: its triples go into the store's default graph,
-  each GPM runs, the default graph is cleared;
-* :meth:`GpmEvaluator.evaluate_many` — a batch: every event becomes a named graph of the
-  store (named by a blank node) and each GPM runs **once** for the whole batch, rewritten by
+* :meth:`GpmEvaluator.evaluate` — one event: its triples go into a graph of the store, each
+  GPM runs with that graph as its default graph, the graph is removed;
+* :meth:`GpmEvaluator.evaluate_many` — a batch: every event becomes a graph of the store
+  (named by a blank node) and each GPM runs **once** for the whole batch, rewritten by
   :mod:`ceql.rdf.sparql` to ``GRAPH ?__ceql_event { … }``; a GPM the rewrite cannot keep exact
   (:meth:`GpmEvaluator.batch_plan` says why) runs per event on the same store.
 
@@ -37,7 +37,7 @@ import pyoxigraph as ox
 from ceql.errors import CeqlTypeError, caret_snippet
 from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError
-from ceql.rdf.reader import EventSource, read_event
+from ceql.rdf.reader import EventSource, parse_error, rdf_format, read_event, sniff_format
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
 from ceql.rdf.terms import Term, Value, term_text, to_value
 
@@ -193,18 +193,36 @@ class GpmEvaluator:
                 found.sort(key=_sort_key(g.variables))
         return results
 
+    def _load(self, event: EventSource, node: ox.BlankNode, format: str | None,
+              name: str) -> None:
+        """Put one event's triples into the store's graph ``node``, parsing text once: N-Triples
+        and Turtle straight into the store (which gives blank nodes fresh ids, as
+        :func:`read_event` does), anything else through :func:`read_event`."""
+        store = self._store
+        if isinstance(event, (str, bytes)):
+            fmt = sniff_format(event) if format is None else rdf_format(format)
+            if fmt is not ox.RdfFormat.JSON_LD:  # JSON-LD could name graphs of its own
+                try:
+                    store.load(event, fmt, base_iri=self._base_iri, to_graph=node)
+                except SyntaxError as e:
+                    raise parse_error(e, event, fmt, name) from None
+                store.add_graph(node)  # an empty event is still a graph
+                return
+        graph = read_event(event, format=format, base_iri=self._base_iri, name=name)
+        store.extend([ox.Quad(q.subject, q.predicate, q.object, node) for q in graph.quads])
+        store.add_graph(node)
+
     def evaluate(self, event: EventSource, *, format: str | None = None,
                  name: str = "event") -> GpmResults:
         """Every GPM's mappings on one event graph (see :mod:`ceql.rdf.reader` for what
         ``event`` may be; ``name`` is how errors call it)."""
-        graph = read_event(event, format=format, base_iri=self._base_iri, name=name)
-        store = self._store
-        store.extend(graph.quads)
+        node = ox.BlankNode(_EVENT_LABEL)
+        self._load(event, node, format, name)
         try:
-            results = {g.name: self._mappings(self._select(g.text), g)
+            results = {g.name: self._mappings(self._select(g.text, node, self._named), g)
                        for g in self._gpms}
         finally:
-            store.clear_graph(ox.DefaultGraph())
+            self._store.remove_graph(node)
         return self._sort(results, self._gpms)
 
     def evaluate_many(self, events: Iterable[EventSource], *, format: str | None = None,
@@ -214,18 +232,15 @@ class GpmEvaluator:
 
         ``names``: how errors call the events (default ``"event <i>"``, ``i`` from 0).
         """
-        graphs = [read_event(e, format=format, base_iri=self._base_iri,
-                             name=f"event {i}" if names is None else str(names[i]))
-                  for i, e in enumerate(events)]
-        nodes = [ox.BlankNode(f"{_EVENT_LABEL}{i}") for i in range(len(graphs))]
         store = self._store
-        store.extend([ox.Quad(q.subject, q.predicate, q.object, node)
-                      for node, graph in zip(nodes, graphs, strict=True) for q in graph.quads])
-        results: list[GpmResults] = [{g.name: [] for g in self._gpms} for _ in graphs]
-        start = len(_EVENT_LABEL)
+        nodes: list[ox.BlankNode] = []
         try:
-            for node in nodes:
-                store.add_graph(node)
+            for i, event in enumerate(events):
+                nodes.append(ox.BlankNode(f"{_EVENT_LABEL}{i}"))
+                self._load(event, nodes[-1], format,
+                           f"event {i}" if names is None else str(names[i]))
+            results: list[GpmResults] = [{g.name: [] for g in self._gpms} for _ in nodes]
+            start = len(_EVENT_LABEL)
             for g in self._gpms:
                 if g.plan.why:
                     for i, node in enumerate(nodes):
