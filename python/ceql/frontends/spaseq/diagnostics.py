@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lark import Token
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedToken
 
 from ...errors import CeqlSyntaxError
 from ..ceql.diagnostics import syntax_error, token_width
@@ -39,6 +39,9 @@ _PUNCT = {
     "DOT": ".", "LPAR": "(", "RPAR": ")", "LBRACE": "{", "RBRACE": "}", "LSQB": "[",
     "RSQB": "]", "DTYPE": "^^", "A": "a",
 }
+_KEYWORDS = frozenset({
+    "PREFIX", "BASE", "SELECT", "WITHIN", "FROM", "STREAM", "WHERE", "SEQ", "DEFINE", "GPM",
+    "ON", "FILTER", "OPTIONAL", "GRAPH", "UNION", "NOT", "IN"})
 _SEQ_OPERATORS = frozenset({"COMMA", "SEMICOLON", "COLON", "PIPE", "AMP"})
 
 
@@ -93,31 +96,45 @@ def _found(tok: Token | None) -> str:
         return f"variable {_show(tok)}"
     if tok.type in ("INTEGER", "DECIMAL", "DOUBLE"):
         return f"number {tok}"
-    if tok.type in _WORDS and tok.type.startswith("STRING"):
+    if tok.type.startswith("STRING"):
         return f"string {_show(tok)}"
+    if tok.type in _KEYWORDS:
+        return tok.type
     return _show(tok)
 
 
-def _tokens_before(text: str) -> tuple[Token | None, Token | None]:
-    """The last token the parser accepted and the one it refused (None at the end)."""
-    prev: Token | None = None
+def _read(text: str) -> tuple[list[Token], Token | None, set[str]]:
+    """The tokens the parser accepts, the one it refuses (None: the lexer found no token,
+    or the end), and the terminals it would have accepted instead."""
+    accepted: list[Token] = []
     bad: Token | None = None
     ip = lalr().parse_interactive(text)
     try:
-        for tok in ip.iter_parse():
-            prev, bad = bad, tok
-    except LarkError:
-        return prev, bad
-    return bad, None  # pragma: no cover - the text parses after all
+        for tok in ip.lexer_thread.lex(ip.parser_state):  # type: ignore[no-untyped-call]
+            try:
+                ip.feed_token(tok)
+            except UnexpectedToken:
+                bad = tok
+                break
+            accepted.append(tok)
+    except UnexpectedToken as exc:  # the contextual lexer: a token, but not one wanted here
+        bad = exc.token
+    except UnexpectedCharacters:
+        pass
+    state = lalr().parse_interactive("")
+    for tok in accepted:
+        state.feed_token(tok)
+    return accepted, bad, set(state.accepts())  # type: ignore[no-untyped-call]
 
 
 def diagnose(text: str, exc: LarkError) -> CeqlSyntaxError:
     """Explain the first syntax error of ``text`` (``exc`` is lark's) in plain words."""
-    if isinstance(exc, UnexpectedCharacters):
-        prev, _ = _tokens_before(text)
+    accepted, bad, terms = _read(text)
+    prev = accepted[-1] if accepted else None
+    expected = _expected(terms, prev)
+    if isinstance(exc, UnexpectedCharacters) and bad is None:
         pos = exc.pos_in_stream or 0
         char = text[pos] if pos < len(text) else ""
-        expected = _expected(exc.allowed or (), prev)
         after = f" after {_show(prev)}" if prev is not None else ""
         message = f"Unexpected character {char!r}{after}"
         if char in "'\"":
@@ -125,24 +142,21 @@ def diagnose(text: str, exc: LarkError) -> CeqlSyntaxError:
         elif expected:
             message += f": expected {_or_list(expected)}"
         return syntax_error(text, message, exc.line, exc.column, expected=tuple(expected))
-    if not isinstance(exc, UnexpectedToken):  # pragma: no cover - lark's other errors
-        line = exc.line if isinstance(exc, UnexpectedInput) else 1
-        column = exc.column if isinstance(exc, UnexpectedInput) else 1
-        return syntax_error(text, f"Invalid query: {exc}", line or 1, column or 1)
-    tok = exc.token
-    prev, _ = _tokens_before(text)
-    expected = _expected(exc.expected or (), prev)
-    at_end = tok.type == "$END"
+    at_end = bad is None or bad.type == "$END"
     if at_end:
         if prev is None:
             return syntax_error(text, "Empty query: expected PREFIX, BASE or SELECT", 1, 1,
                                 expected=tuple(expected))
         line, column, width = prev.end_line or 1, prev.end_column or 1, 1
     else:
-        line, column, width = tok.line or 1, tok.column or 1, token_width(tok)
+        assert bad is not None
+        line, column, width = bad.line or 1, bad.column or 1, token_width(bad)
     after = f" after {_show(prev)}" if prev is not None else " at the start"
-    message = f"Expected {_or_list(expected)}{after}, found {_found(None if at_end else tok)}"
-    if tok.type == "RPAR" and prev is not None and prev.type in _SEQ_OPERATORS and (
-            "NAME" in (exc.expected or ())):
+    message = f"Expected {_or_list(expected)}{after}, found {_found(None if at_end else bad)}"
+    kind = "$END" if bad is None else bad.type
+    if kind == "RPAR" and prev is not None and prev.type in _SEQ_OPERATORS and "NAME" in terms:
         message += f": SEQ cannot end with '{prev}'"
+    elif kind in ("COMMA", "SEMICOLON", "COLON", "PLUS") and {"AMP", "PIPE", "RPAR"} <= terms:
+        message += (": a parenthesised group in SEQ holds only & and |; write the sequence at "
+                    "the top level of SEQ, and '+' after the group, e.g. (B & C)+")
     return syntax_error(text, message, line, column, width, tuple(expected))

@@ -91,6 +91,15 @@ def _is(value: object, cls: type[_T]) -> _T:
     return value
 
 
+def _resolve(base: str | None, ref: str) -> str:
+    """``ref`` resolved against ``base`` (RFC 3986), keeping an empty fragment (``ns#``),
+    which :func:`urllib.parse.urljoin` drops."""
+    if not base:
+        return ref
+    path, sep, fragment = ref.partition("#")
+    return (urljoin(base, path) if path else base.partition("#")[0]) + sep + fragment
+
+
 def _unescape(body: str) -> str:
     def one(m: re.Match[str]) -> str:
         code = m.group(1) or m.group(2)
@@ -196,7 +205,7 @@ class _Builder:
         span = _tok_span(tok)
         if tok.type == "IRIREF":
             value = text[1:-1]
-            return N.Iri(urljoin(self.base, value) if self.base else value, span=span)
+            return N.Iri(_resolve(self.base, value), span=span)
         prefix, _, local = text.partition(":")
         if prefix not in self.prefixes:
             width = len(prefix) + 1
@@ -220,14 +229,14 @@ def _b_prologue(b: _Builder, t: Tree[Token], a: list[object]) -> None:
 def _b_prefix(b: _Builder, t: Tree[Token], a: list[object]) -> None:
     name = str(_is(a[1], Token))[:-1]
     iri = str(_is(a[2], Token))[1:-1]
-    b.prefixes[name] = urljoin(b.base, iri) if b.base else iri
+    b.prefixes[name] = _resolve(b.base, iri)
     return None
 
 
 @_rule("base_decl")
 def _b_base(b: _Builder, t: Tree[Token], a: list[object]) -> None:
     iri = str(_is(a[1], Token))[1:-1]
-    b.base = urljoin(b.base, iri) if b.base else iri
+    b.base = _resolve(b.base, iri)
     return None
 
 
