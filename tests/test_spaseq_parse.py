@@ -554,3 +554,17 @@ def test_validation_errors_are_ceql_errors() -> None:
         assert issubclass(cls, CeqlValidationError) and issubclass(cls, ValueError)
     assert Fraction(1) == parse(_q("A", _A).replace("5 SECONDS", "1000 MILLISECONDS")
                                 ).window.seconds
+
+
+def test_nesting_is_capped() -> None:
+    """Deep expressions are refused at parse time, so renderers and walks never hit Python's
+    recursion limit; 150 levels still parse and render."""
+    def query(n: int) -> str:
+        return _q("A", f"DEFINE GPM A ON S1 {{ ?h :pow ?p FILTER (?p{' + 1' * n} > 0) }}")
+    assert "+ 1)" in to_sparql(parse(query(150)).gpms[0])
+    with pytest.raises(CeqlValidationError) as err:
+        parse(query(3000))
+    assert type(err.value) is CeqlValidationError
+    assert err.value.message == (
+        "GPM A nests patterns or expressions more than 200 levels deep: split the condition "
+        "into several FILTERs (they all must hold) or flatten the groups")

@@ -26,7 +26,10 @@ from .errors import (
     WindowError,
 )
 
-__all__ = ["GpmDef", "Select", "assemble", "expr_variables", "pattern_variables"]
+__all__ = ["MAX_DEPTH", "GpmDef", "Select", "assemble", "expr_variables", "pattern_variables"]
+
+#: How deeply expressions and group patterns may nest (renderers and walks recurse).
+MAX_DEPTH = 200
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,39 @@ def _expr_vars(expr: N.Expr) -> list[N.Var]:
 def expr_variables(expr: N.Expr) -> tuple[str, ...]:
     """The variables an expression reads, in order of first appearance."""
     return tuple(dict.fromkeys(v.name for v in _expr_vars(expr)))
+
+
+def _children(node: object) -> tuple[object, ...]:
+    if isinstance(node, N.BinaryExpr):
+        return (node.left, node.right)
+    if isinstance(node, N.UnaryExpr):
+        return (node.operand,)
+    if isinstance(node, N.InExpr):
+        return (node.operand, *node.values)
+    if isinstance(node, N.Builtin | N.IriCall):
+        return node.args
+    if isinstance(node, N.GroupPattern):
+        return node.elements
+    if isinstance(node, N.OptionalPattern | N.GraphPattern):
+        return (node.group,)
+    if isinstance(node, N.UnionPattern):
+        return node.groups
+    if isinstance(node, N.FilterPattern):
+        return (node.expr,)
+    return ()
+
+
+def _check_depth(text: str, d: GpmDef) -> None:
+    """Refuse a GPM whose patterns or expressions nest deeper than :data:`MAX_DEPTH`."""
+    todo: list[tuple[object, int]] = [(d.pattern, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            span = getattr(node, "span", d.name_span)
+            _fail(CeqlValidationError, text, f"GPM {d.name} nests patterns or expressions more "
+                  f"than {MAX_DEPTH} levels deep: split the condition into several FILTERs "
+                  "(they all must hold) or flatten the groups", span)
+        todo.extend((child, depth + 1) for child in _children(node))
 
 
 def _conjuncts(expr: N.Expr) -> list[N.Expr]:
@@ -239,6 +275,7 @@ def _split_filters(text: str, d: GpmDef, bound: dict[str, tuple[str, ...]],
                    order: dict[str, int]) -> N.Gpm:
     """GPM ``d`` with its top-level FILTERs split into local conjuncts (kept in the pattern)
     and cross-GPM ones; nested FILTERs must be local."""
+    _check_depth(text, d)
     own = set(bound[d.name])
     binders: dict[str, list[str]] = {}
     for gpm, vs in bound.items():
