@@ -86,6 +86,47 @@ def test_parsed_graphs_and_triples_give_the_same_mappings(stock: GpmEvaluator) -
     assert stock.evaluate_many(sources) == [STOCK_ANSWER] * len(sources)
 
 
+def test_arrow_values_are_events(stock: GpmEvaluator) -> None:
+    column = pa.array([[{"s": str(s), "p": str(p), "o": str(o)} for s, p, o in
+                        [(f"<{EX}goog>", f"<{EX}price>", '"101.5"'),
+                         (f"<{EX}goog>", f"<{EX}volume>", f'"300"^^<{XSD}integer>')]], []])
+    assert stock.evaluate(column[0]) == {"A": [{"c": f"{EX}goog", "p": "101.5", "v": 300}]}
+    assert stock.evaluate_many(column) == [stock.evaluate(column[0]), {"A": []}]
+    assert len(read_event(column[0])) == 2
+
+
+def test_lists_of_terms_in_text_take_the_parsers_path_and_stay_exact() -> None:
+    gpm = GpmEvaluator({"v": f"SELECT ?s ?o WHERE {{ ?s <{EX}p> ?o }}"}, terms=True)
+    strings = ['say "hi"\n\tback\\slash', "", "é ☃"]
+    triples: list[tuple[object, object, object]] = [
+        (f"{EX}s", f"{EX}p", v) for v in [*strings, 3, -7, True, False, f"<{EX}o>",
+                                          '"x"@en-GB', f'"4"^^<{XSD}int>', "_:b1"]]
+    fast = gpm.evaluate(triples)["v"]
+    slow = gpm.evaluate(read_event(triples))["v"]
+    blank = [m for m in fast if str(m["o"]).startswith("_:")]
+    assert len(blank) == 1 and blank[0] not in slow
+    assert [m for m in fast if m not in blank] == [m for m in slow if
+                                                   not str(m["o"]).startswith("_:")]
+    assert {m["o"] for m in fast} >= {term_text(ox.Literal(strings[0])), '""', '"é ☃"',
+                                      f'"-7"^^<{XSD}integer>', f'"false"^^<{XSD}boolean>',
+                                      '"x"@en-gb'}
+
+
+@pytest.mark.parametrize("o, message", [
+    (f"<{EX}a> . <{EX}x> <{EX}y> <{EX}z>",
+     f"event: triple 0: '<{EX}a> . <{EX}x> <{EX}y> <{EX}z>' is not an IRI (Invalid IRI code "
+     "point '>')"),
+    ('"a\\qb"', "event: triple 0: unknown escape \\q"),
+    ('"a" . <http://ex/x> <http://ex/y> "b"', "event: triple 0: '\"a\" . <http://ex/x> "
+                                              "<http://ex/y> \"b\"' is not an N-Triples literal"),
+])
+def test_a_field_never_adds_a_triple(o: str, message: str) -> None:
+    gpm = GpmEvaluator({"v": "SELECT * WHERE { ?s ?p ?o }"})
+    with pytest.raises(RdfInputError) as e:
+        gpm.evaluate([(f"{EX}s", f"{EX}p", o)])
+    assert str(e.value) == message
+
+
 def test_an_event_is_parsed_once_into_its_quads() -> None:
     graph = read_event(TTL, name="event 4")
     assert isinstance(graph, EventGraph) and len(graph) == 3 and graph.name == "event 4"
@@ -552,3 +593,16 @@ def test_the_batch_equals_each_event_on_random_graphs(random_gpms: GpmEvaluator,
 def test_the_docstring_examples_hold(module: Any) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+_PLAIN_OBJECTS = st.one_of(st.text(max_size=6), st.integers(-(2**70), 2**70), st.booleans(),
+                           st.sampled_from([f"<{EX}o>", '"x"@en', f'"4"^^<{XSD}int>',
+                                            '"a\\"b"', '"\\u00e9"']))
+
+
+@settings(max_examples=40)
+@given(st.lists(st.tuples(st.sampled_from([f"{EX}s0", f"<{EX}s1>"]),
+                          st.sampled_from([f"{EX}p", f"<{EX}p>"]), _PLAIN_OBJECTS), max_size=6))
+def test_the_parsers_path_equals_building_each_term(triples: list[Any]) -> None:
+    gpm = GpmEvaluator({"v": "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"}, terms=True)
+    assert gpm.evaluate(triples) == gpm.evaluate(read_event(triples))

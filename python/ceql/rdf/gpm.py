@@ -37,7 +37,15 @@ import pyoxigraph as ox
 from ceql.errors import CeqlTypeError, caret_snippet
 from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError
-from ceql.rdf.reader import EventSource, parse_error, rdf_format, read_event, sniff_format
+from ceql.rdf.reader import (
+    EventSource,
+    as_python,
+    ntriples_text,
+    parse_error,
+    rdf_format,
+    read_event,
+    sniff_format,
+)
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
 from ceql.rdf.terms import Term, Value, term_text, to_value
 
@@ -197,8 +205,19 @@ class GpmEvaluator:
               name: str) -> None:
         """Put one event's triples into the store's graph ``node``, parsing text once: N-Triples
         and Turtle straight into the store (which gives blank nodes fresh ids, as
-        :func:`read_event` does), anything else through :func:`read_event`."""
+        :func:`read_event` does), and so lists of triples that :func:`ntriples_text` can
+        write; anything else through :func:`read_event`."""
         store = self._store
+        event = as_python(event)  # type: ignore[assignment]
+        if format is None:
+            text = ntriples_text(event)
+            if text is not None:
+                try:
+                    store.load(text, ox.RdfFormat.N_TRIPLES, to_graph=node)
+                    store.add_graph(node)
+                    return
+                except SyntaxError:
+                    pass  # read_event below names the bad triple
         if isinstance(event, (str, bytes)):
             fmt = sniff_format(event) if format is None else rdf_format(format)
             if fmt is not ox.RdfFormat.JSON_LD:  # JSON-LD could name graphs of its own

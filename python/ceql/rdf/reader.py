@@ -9,7 +9,8 @@ An event graph is given as
 * **an already-parsed graph**: a ``pyoxigraph.Dataset`` or an iterable of ``pyoxigraph.Triple``
   / ``pyoxigraph.Quad`` (quads of the default graph only);
 * **a list of triples**: ``(s, p, o)`` tuples, or mappings with keys ``s``, ``p``, ``o`` (what
-  an ``array<struct<s,p,o>>`` column holds), terms written as :mod:`ceql.rdf.terms` says;
+  an ``array<struct<s,p,o>>`` column holds, also as its Arrow value), terms written as
+  :mod:`ceql.rdf.terms` says;
   :func:`group_triples` cuts a triples table ``(event, s, p, o)`` into such lists;
 * an :class:`EventGraph` read before.
 
@@ -41,7 +42,9 @@ __all__ = [
     "EVENT_FORMATS",
     "EventGraph",
     "EventSource",
+    "as_python",
     "group_triples",
+    "ntriples_text",
     "parse_error",
     "rdf_format",
     "read_event",
@@ -153,6 +156,73 @@ def _triple(item: object) -> ox.Quad:
     return ox.Quad(subject_term(s), predicate_term(p), object_term(o))
 
 
+_NT_IRI = re.compile(r'<[^<>"{}|^`\\\x00-\x20]*>\Z')
+_NT_BLANK = re.compile(r"_:[A-Za-z0-9_](?:[\w.-]*[\w-])?\Z", re.ASCII)
+_NT_LITERAL = re.compile(r'"(?:[^"\\\n\r]|\\.)*"'
+                         r'(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^<[^<>"{}|^`\\\x00-\x20]*>)?\Z')
+_PLAIN_IRI = re.compile(r'[^<>"{}|^`\\\x00-\x20]+\Z')
+_XSD_INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"
+_XSD_BOOLEAN = "<http://www.w3.org/2001/XMLSchema#boolean>"
+
+
+def _nt_node(v: object, subject: bool) -> str | None:
+    if type(v) is not str:
+        return None
+    if v.startswith("<"):
+        return v if _NT_IRI.match(v) else None
+    if v.startswith("_:"):
+        return v if subject and _NT_BLANK.match(v) else None
+    return f"<{v}>" if _PLAIN_IRI.match(v) else None
+
+
+def _nt_object(v: object) -> str | None:
+    if type(v) is str:
+        if v.startswith("<"):
+            return v if _NT_IRI.match(v) else None
+        if v.startswith("_:"):
+            return v if _NT_BLANK.match(v) else None
+        if v.startswith('"'):
+            return v if _NT_LITERAL.match(v) else None
+        escaped = v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return '"' + escaped.replace("\r", "\\r") + '"'
+    if type(v) is int:
+        return f'"{v}"^^{_XSD_INTEGER}'
+    if type(v) is bool:
+        return f'"{str(v).lower()}"^^{_XSD_BOOLEAN}'
+    return None
+
+
+def ntriples_text(source: object) -> str | None:
+    """A list of triples as N-Triples text when every term is one the text can carry as is
+    (terms in N-Triples syntax, plain IRIs, strings, ints, bools), else ``None``: the
+    library then parses the event in one call instead of building each term in Python. Each
+    field is checked to be exactly one term, so no field can add a triple."""
+    if not isinstance(source, (list, tuple)):
+        return None
+    lines = []
+    for item in source:
+        if isinstance(item, (tuple, list)) and len(item) == 3:
+            s, p, o = item
+        elif isinstance(item, Mapping) and len(item) == 3:
+            s, p, o = item.get("s"), item.get("p"), item.get("o")
+        else:
+            return None
+        a, b, c = _nt_node(s, True), _nt_node(p, False), _nt_object(o)
+        if a is None or b is None or c is None:
+            return None
+        lines.append(f"{a} {b} {c} .\n")
+    return "".join(lines)
+
+
+def as_python(source: object) -> object:
+    """An Arrow value (an ``array<struct<s,p,o>>`` cell, a struct array) as Python values."""
+    if isinstance(source, pa.Scalar):
+        return source.as_py()
+    if isinstance(source, (pa.Array, pa.ChunkedArray)):
+        return source.to_pylist()
+    return source
+
+
 def read_event(source: EventSource, *, format: str | None = None, base_iri: str | None = None,
                name: str = "event") -> EventGraph:
     """Read one event's graph (see the module's docstring for what ``source`` may be).
@@ -161,6 +231,7 @@ def read_event(source: EventSource, *, format: str | None = None, base_iri: str 
     """
     if isinstance(source, EventGraph):
         return source
+    source = as_python(source)  # type: ignore[assignment]
     if isinstance(source, (str, bytes)):
         fmt = sniff_format(source) if format is None else rdf_format(format)
         return EventGraph(_parse_text(source, fmt, base_iri, name), name)
