@@ -606,3 +606,16 @@ _PLAIN_OBJECTS = st.one_of(st.text(max_size=6), st.integers(-(2**70), 2**70), st
 def test_the_parsers_path_equals_building_each_term(triples: list[Any]) -> None:
     gpm = GpmEvaluator({"v": "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"}, terms=True)
     assert gpm.evaluate(triples) == gpm.evaluate(read_event(triples))
+
+
+def test_the_store_is_rebuilt_with_the_dataset_and_answers_stay_the_same() -> None:
+    kb = StaticDataset().load(KB, graph=f"{EX}kb")
+    assert GpmEvaluator(GPMS, kb).renew_every == 10_000
+    big = StaticDataset().load("".join(f"<{EX}s{i}> <{EX}p> {i} .\n" for i in range(44_000)),
+                               graph=f"{EX}g")
+    assert GpmEvaluator({}, big).renew_every == 11_000
+    often = GpmEvaluator(GPMS, kb, renew_every=2)
+    for _ in range(3):
+        assert [often.evaluate(e) for e in EVENTS] == EXPECTED
+        assert often.evaluate_many(EVENTS) == EXPECTED
+        assert often.evaluate_many(EVENTS[:1]) == EXPECTED[:1]

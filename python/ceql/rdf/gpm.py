@@ -21,7 +21,13 @@ Two paths give the same answers (the tests check it on random graphs):
   :mod:`ceql.rdf.sparql` to ``GRAPH ?__ceql_event { … }``; a GPM the rewrite cannot keep exact
   (:meth:`GpmEvaluator.batch_plan` says why) runs per event on the same store.
 
-An evaluator holds one store: it is not thread-safe (give each thread or task its own).
+An evaluator holds one store: it is not thread-safe (give each thread or task its own). Each
+event gets a graph name of its own (pyoxigraph's in-memory store slows down when a graph name
+is reused, by ~0.25 ms an event per thousand events before), and since the store never frees
+what was removed (~2 KB an event of the stock use case), it is rebuilt, with the dataset,
+every ``renew_every`` events: by default :data:`RENEW_EVENTS`, or a quarter of the dataset's
+triples when that is more (rebuilding takes ~3-4 µs a triple, so at most ~16 µs an event,
+and what is not freed stays within about twice the dataset's own memory).
 """
 
 from __future__ import annotations
@@ -49,12 +55,13 @@ from ceql.rdf.reader import (
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
 from ceql.rdf.terms import Term, Value, term_text, to_value
 
-__all__ = ["GpmEvaluator", "GpmResults", "Solution"]
+__all__ = ["RENEW_EVENTS", "GpmEvaluator", "GpmResults", "Solution"]
 
 Solution = dict[str, Value]
 GpmResults = dict[str, list[Solution]]
 
 _EVENT_LABEL = "ceqlev"
+RENEW_EVENTS = 10_000
 _ERROR_AT = re.compile(r"error at (\d+):(\d+): ")
 _ORDER_BY = re.compile(r"\bORDER\s+BY\b", re.IGNORECASE)
 
@@ -97,7 +104,8 @@ class GpmEvaluator:
     ``queries``: GPM name → SPARQL SELECT text. ``dataset``: the static graphs ``GRAPH <iri>``
     reads. ``prefixes``: prefix → IRI declared for every GPM (as SPARQL ``PREFIX`` lines
     would). ``base_iri``: resolves relative IRIs, in the GPMs and in events' text. ``terms``:
-    mappings hold N-Triples texts of terms instead of plain values.
+    mappings hold N-Triples texts of terms instead of plain values. ``renew_every``: events a
+    store serves before it is rebuilt (see the module's docstring).
 
     >>> gpms = GpmEvaluator({"A": "SELECT ?v WHERE { ?s <http://ex/p> ?v FILTER(?v > 3) }"})
     >>> gpms.evaluate('<http://ex/s> <http://ex/p> 5 .')
@@ -106,7 +114,7 @@ class GpmEvaluator:
 
     def __init__(self, queries: Mapping[str, str], dataset: StaticDataset | None = None, *,
                  prefixes: Mapping[str, str] | None = None, base_iri: str | None = None,
-                 terms: bool = False) -> None:
+                 terms: bool = False, renew_every: int | None = None) -> None:
         if not isinstance(queries, Mapping):
             raise CeqlTypeError("queries must map GPM names to SPARQL text, not "
                                 f"{type(queries).__name__}")
@@ -115,14 +123,31 @@ class GpmEvaluator:
         self._prefixes = dict(prefixes) if prefixes else None
         self._base_iri = base_iri
         self._convert: Callable[[Term], Value] = term_text if terms else to_value
-        self._store = ox.Store()
-        self._named: list[ox.NamedNode | ox.BlankNode] = []
-        if dataset is not None:
-            self._store.extend(dataset.quads)
-            for node in dataset.graph_nodes:
-                self._store.add_graph(node)
-            self._named = list(dataset.graph_nodes)
+        self._dataset = dataset.quads if dataset is not None else ()
+        self._named = list(dataset.graph_nodes) if dataset is not None else []
+        self.renew_every = (max(RENEW_EVENTS, len(self._dataset) // 4)
+                            if renew_every is None else renew_every)
+        self._events = 0  # events loaded, whose numbers name their graphs
+        self._since = 0  # events loaded into this store
+        self._store = self._new_store()
         self._gpms = tuple(self._compile(name, text) for name, text in queries.items())
+
+    def _new_store(self) -> ox.Store:
+        store = ox.Store()
+        store.extend(self._dataset)
+        for node in self._named:
+            store.add_graph(node)
+        self._since = 0
+        return store
+
+    def _done(self) -> None:
+        if self._since >= self.renew_every:
+            self._store = self._new_store()
+
+    def _node(self) -> ox.BlankNode:
+        self._events += 1
+        self._since += 1
+        return ox.BlankNode(f"{_EVENT_LABEL}{self._events}")
 
     def _query(self, text: str, default_graph: ox.BlankNode | None = None,
                named_graphs: list[ox.NamedNode | ox.BlankNode] | None = None,
@@ -235,13 +260,14 @@ class GpmEvaluator:
                  name: str = "event") -> GpmResults:
         """Every GPM's mappings on one event graph (see :mod:`ceql.rdf.reader` for what
         ``event`` may be; ``name`` is how errors call it)."""
-        node = ox.BlankNode(_EVENT_LABEL)
-        self._load(event, node, format, name)
+        node = self._node()
         try:
+            self._load(event, node, format, name)
             results = {g.name: self._mappings(self._select(g.text, node, self._named), g)
                        for g in self._gpms}
         finally:
             self._store.remove_graph(node)
+            self._done()
         return self._sort(results, self._gpms)
 
     def evaluate_many(self, events: Iterable[EventSource], *, format: str | None = None,
@@ -255,11 +281,11 @@ class GpmEvaluator:
         nodes: list[ox.BlankNode] = []
         try:
             for i, event in enumerate(events):
-                nodes.append(ox.BlankNode(f"{_EVENT_LABEL}{i}"))
+                nodes.append(self._node())
                 self._load(event, nodes[-1], format,
                            f"event {i}" if names is None else str(names[i]))
             results: list[GpmResults] = [{g.name: [] for g in self._gpms} for _ in nodes]
-            start = len(_EVENT_LABEL)
+            start, first = len(_EVENT_LABEL), self._events - len(nodes) + 1
             for g in self._gpms:
                 if g.plan.why:
                     for i, node in enumerate(nodes):
@@ -269,9 +295,10 @@ class GpmEvaluator:
                 variables, convert = g.variables, self._convert
                 for s in self._select(g.plan.query):
                     event = s[EVENT_VAR]
-                    results[int(event.value[start:])][g.name].append(
+                    results[int(event.value[start:]) - first][g.name].append(
                         {v: convert(s[v]) for v in variables if s[v] is not None})
         finally:
             for node in nodes:
                 store.remove_graph(node)
+            self._done()
         return [self._sort(r, self._gpms) for r in results]
