@@ -1,0 +1,99 @@
+"""Checking the events a SPAseq query reads: each a mapping with ``stream`` (a stream's IRI
+or its name in the query), ``time`` (a number of seconds or a datetime) and ``graph`` (what
+:func:`ceql.rdf.read_event` reads). Events of streams the query does not name are not its
+events (docs/SPASEQ.md, Data model) and are dropped here, before instants are formed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ..errors import CeqlInputError
+
+__all__ = ["Event", "StreamNames", "check_event", "time_key"]
+
+_KEYS = ("stream", "time", "graph")
+_NEEDS = ("an event needs 'stream' (a stream's IRI or its name in the query), 'time' (a number "
+          "of seconds or a datetime) and 'graph' (RDF text, a parsed graph or a list of "
+          "triples)")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event of the streamset: its index in the input, its stream (IRI), its time as
+    given, as a key (seconds, exact) and its kind (:func:`time_key`), and its graph as
+    given."""
+
+    position: int
+    stream: str
+    time: Any
+    key: Fraction
+    kind: str
+    graph: Any
+
+
+class StreamNames:
+    """The query's streams: name or IRI → IRI, and each IRI's order in ``FROM STREAM``."""
+
+    def __init__(self, streams: Sequence[tuple[str, str]]) -> None:
+        self.iri: dict[str, str] = {}
+        for name, iri in streams:
+            self.iri[iri] = iri
+            self.iri.setdefault(name, iri)
+        self.order = {iri: i for i, (_, iri) in enumerate(streams)}
+        self.name = {iri: name for name, iri in streams}
+        self.listing = ", ".join(f"{n} <{i}>" for n, i in streams)
+
+    def resolve(self, stream: object) -> str | None:
+        """The IRI of the stream a ``stream`` value names (``<iri>``, ``iri`` or the name),
+        ``None`` for any other value."""
+        if not isinstance(stream, str):
+            return None
+        return self.iri.get(stream[1:-1] if stream.startswith("<") else stream)
+
+
+def time_key(value: object, position: int) -> tuple[Fraction, str]:
+    """A time as exact seconds (datetimes since the epoch) and its kind (``"number"``,
+    ``"naive datetime"``, ``"aware datetime"``), or the error saying why it is not one."""
+    if isinstance(value, bool) or value is None:
+        pass
+    elif isinstance(value, int):
+        return Fraction(value), "number"
+    elif isinstance(value, float):
+        if math.isfinite(value):
+            return Fraction(value), "number"
+    elif isinstance(value, dt.datetime):
+        aware = value.utcoffset() is not None
+        base = dt.datetime(1970, 1, 1, tzinfo=dt.UTC if aware else None)
+        d = value - base
+        seconds = Fraction(d.days * 86400 + d.seconds) + Fraction(d.microseconds, 10**6)
+        return seconds, "aware datetime" if aware else "naive datetime"
+    raise CeqlInputError(f"event {position}: 'time' is {value!r}; a time is a finite number of "
+                         "seconds or a datetime")
+
+
+def check_event(raw: object, position: int, streams: StreamNames) -> Event | None:
+    """The event at input index ``position``, or ``None`` when it is on no stream of the
+    query; :class:`ceql.CeqlInputError` when it is not an event."""
+    if not isinstance(raw, Mapping):
+        raise CeqlInputError(f"event {position} is a {type(raw).__name__}: {_NEEDS}")
+    for k in _KEYS:
+        if k not in raw:
+            raise CeqlInputError(f"event {position} has no {k!r}: {_NEEDS}")
+    stream = raw["stream"]
+    if not isinstance(stream, str):
+        raise CeqlInputError(f"event {position}: 'stream' is {stream!r}; it must be the IRI or "
+                             f"the name of a stream of the query ({streams.listing})")
+    iri = streams.resolve(stream)
+    if iri is None:
+        return None
+    key, kind = time_key(raw["time"], position)
+    graph = raw["graph"]
+    if graph is None:
+        raise CeqlInputError(f"event {position}: 'graph' is None; an empty graph is \"\" or []")
+    return Event(position, iri, raw["time"], key, kind, graph)
