@@ -72,7 +72,6 @@ def reference_matches(query: SpaseqQuery, events: Sequence[Mapping[str, Any]],
             for m in ev.evaluate(graph)[g.name]:
                 per_instant[times.index(t)].append((g.name, i, times.index(t), m))  # type: ignore[arg-type]
 
-    kleene = set(query.kleene_gpms)
     local = {g.name: set(query.iteration_local(g.name)) for g in query.gpms}
     owner = {v: g for g, vs in local.items() for v in vs}
     elements = query.sequence.elements
@@ -134,7 +133,8 @@ def reference_matches(query: SpaseqQuery, events: Sequence[Mapping[str, Any]],
                     return
                 if op == SKIP_TILL_NEXT:
                     for t in range(k0 + 1, k):
-                        if any(fit(el, chosen, alt) for alt in group_choices(elements[el].group, t)):
+                        options = group_choices(elements[el].group, t)
+                        if any(fit(el, chosen, alt) for alt in options):
                             return
             chosen.extend(c)
             if not filters_hold(el, chosen):
@@ -171,7 +171,6 @@ def reference_matches(query: SpaseqQuery, events: Sequence[Mapping[str, Any]],
                     extend(el + 1, k + 1, nb)
                 if elements[el].kleene:
                     extend(el, k + 1, nb)
-        _ = kleene
 
     extend(0, 0, [])
     return out

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spaseq_reference import reference_matches
-from strategies import PROFILE
 
 import ceql
 import ceql.spaseq as sp
 from ceql.rdf import StaticDataset
+from spaseq_reference import reference_matches
+from strategies import PROFILE
 
 DATA = Path(__file__).parent / "data" / "spaseq"
 EX = "http://example/"
@@ -195,3 +195,228 @@ def test_example_8_kleene_conditions(seq: str, expected: list[Any]) -> None:
     gpms = "\n".join(GPMS8.splitlines()[:2])
     got = results(query("?p1 ?p2", 10, seq, gpms), EX8)
     assert sorted(got, key=repr) == sorted(expected, key=repr)
+
+
+# ---------------------------------------------------------------- engine against reference
+
+NAMES = "ABCDEF"
+
+
+@st.composite
+def random_cases(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
+    """A random query (1-3 elements of GPMs, & and | groups, +, the three operators, shared
+    and iteration-local variables, local and cross-GPM FILTERs) and 2-6 random events."""
+    n_el = draw(st.integers(1, 3))
+    groups: list[list[str]] = []
+    used = 0
+    seq = []
+    for k in range(n_el):
+        size = draw(st.integers(1, 2)) if used < 3 else 1
+        names = list(NAMES[used:used + size])
+        used += size
+        groups.append(names)
+        text = names[0] if size == 1 else f"({names[0]} {draw(st.sampled_from('&|'))} {names[1]})"
+        if draw(st.integers(0, 9)) < 3:
+            text += "+"
+        if k:
+            seq.append(draw(st.sampled_from([",", ";", ":"])))
+        seq.append(text)
+    gpms = []
+    for k, names in enumerate(groups):
+        for name in names:
+            i = NAMES.index(name)
+            s = draw(st.sampled_from(["?x", "?y", f"?s{i}"]))
+            triples = [f"{s} :{draw(st.sampled_from('pq'))} ?v{i}"]
+            if draw(st.booleans()):
+                triples.append(f"{s} :{draw(st.sampled_from('pq'))} "
+                               f"{draw(st.sampled_from(['?z', f'?v{i}', ':a']))}")
+            if draw(st.integers(0, 3)) == 0:
+                triples.append(f"FILTER (?v{i} > 0)")
+            earlier = [NAMES.index(g) for gs in groups[:k] for g in gs]
+            if earlier and draw(st.booleans()):
+                j = draw(st.sampled_from(earlier))
+                op = draw(st.sampled_from([">=", "<", "!="]))
+                triples.append(f"FILTER (?v{i} {op} ?v{j})")
+            stream = draw(st.sampled_from(["S1", "S2"]))
+            gpms.append(f"DEFINE GPM {name} ON {stream} {{ {' . '.join(triples)} }}")
+    within = draw(st.integers(2, 6))
+    text = (f"{PREFIX}SELECT * WITHIN {within} SECONDS\n{STREAMS}WHERE {{ SEQ ({' '.join(seq)})\n"
+            + "\n".join(gpms) + " }")
+    slots = draw(st.lists(st.tuples(st.sampled_from(["S1", "S2"]), st.integers(1, 6)),
+                          min_size=2, max_size=6, unique=True))
+    events = []
+    for stream, t in slots:
+        triples = draw(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("pq"),
+                                          st.integers(0, 2)), min_size=1, max_size=3, unique=True))
+        graph = " ".join(f"<{EX}{s}> <{EX}{p}> {o} ." for s, p, o in triples)
+        events.append({"stream": stream, "time": t, "graph": graph})
+    return text, events
+
+
+@settings(max_examples=PROFILE.max_examples, deadline=None)
+@given(random_cases())
+def test_engine_agrees_with_reference(case: tuple[str, list[dict[str, Any]]]) -> None:
+    text, events = case
+    q = sp.compile(text)
+    assert as_set(q, events) == reference_matches(q.ast, events)
+
+
+# ---------------------------------------------------------------- the appendix use cases
+
+def _load(name: str, dataset: StaticDataset | None = None) -> sp.Query:
+    return sp.compile((DATA / name).read_text(encoding="utf-8"), dataset=dataset)
+
+
+def test_use_case_smart_grid() -> None:
+    db = StaticDataset().load(
+        '@prefix : <http://example/> . :H1 :locatedIn :Paris . :H1 :nearBy :H2 . '
+        ':H1 :ownerNAme "john" .', graph="http://smartgrid.org/db")
+    q = _load("q1_smart_grid.rq", db)
+    pre = "@prefix : <http://example/> . "
+
+    def power(t: int, fare: int) -> dict[str, Any]:
+        return {"stream": "S1", "time": t, "graph": pre + ':H1 :loc :L1 . :H1 :pow :P . '
+                f':P :source "fuel" . :P :fare {fare} .'}
+
+    def weather(t: int, loc: str) -> dict[str, Any]:
+        return {"stream": "S2", "time": t,
+                "graph": pre + f":w :loc :{loc} . :w :value :V1 . :V1 :light 50 . :V1 :windsp 5 ."}
+
+    storage = {"stream": "http://smartgrid.org/streams/storage", "time": 240,
+               "graph": pre + ':s :loc :L1 . :s :pow :Pw . :Pw :source "solar" . :Pw :fare 10 .'}
+    events = [power(0, 25), weather(60, "L1"), weather(90, "L2"), weather(120, "L1"),
+              weather(180, "L1"), storage]
+    # A; B+, C: the weather at L1 repeats (the one at L2 is skipped by ';'), and the storage
+    # event must come at the instant right after the last B (so only B+ ending at 180)
+    assert results(q, events) == [
+        ({"A": (0,), "B": (1, 3, 4), "C": (5,)},
+         {"house": x("H1"), "city": x("Paris"), "oname": "john", "fr1": 25, "fr2": 10})]
+    assert results(q, [power(0, 15), *events[1:]]) == []  # ?fr1 > 20 fails
+    assert results(q, [power(0, 8), *events[1:]]) == []  # ?fr2 < ?fr1 fails
+
+
+def test_use_case_credit_card() -> None:
+    db = StaticDataset().load('<http://creditcard.org/id7> <http://creditcard.org/cardHolder> '
+                              '"Ann" . <http://creditcard.org/id7> '
+                              '<http://creditcard.org/holderAdrress> "Paris" .',
+                              graph="http://creditcard.org/db")
+    q = _load("q2_credit_card.rq", db)
+
+    def pay(t: int, amount: int) -> dict[str, Any]:
+        return {"stream": "S1", "time": t, "graph": f"<{EX}c1> <{EX}id> 42 . <{EX}c1> "
+                f"<{EX}amount> {amount} . <{EX}c1> <{EX}loc> <{EX}here> ."}
+
+    got = results(q, [pay(60, 100), pay(120, 50), pay(180, 5)])
+    # SEQ(A, B+): each B at the next instant with ?amount2 * 10 >= ?amount1
+    assert got == [
+        ({"A": (0,), "B": (1,)}, {"card": x("c1"), "amount1": 100, "amount2": [50],
+                                  "name": ["Ann"], "address": ["Paris"]}),
+        ({"A": (1,), "B": (2,)}, {"card": x("c1"), "amount1": 50, "amount2": [5],
+                                  "name": ["Ann"], "address": ["Paris"]})]
+
+
+def _prices(prices: list[int]) -> list[dict[str, Any]]:
+    return [{"stream": "S1", "time": 60 * i,
+             "graph": f"<{EX}goog> <{EX}price> {p} . <{EX}goog> <{EX}volume> {100 + i} ."}
+            for i, p in enumerate(prices)]
+
+
+def test_use_case_v_shape() -> None:
+    got = results(_load("q4_v_shape.rq"), _prices([10, 12, 11, 9, 14]))
+    assert got == [({"A": (0,), "B": (1,), "C": (2,)},
+                    {"company": x("goog"), "p1": 10, "p2": 12, "p3": 11, "vol1": 100,
+                     "vol2": 101, "vol3": 102})]
+
+
+def test_use_case_head_and_shoulders() -> None:
+    prices = [50, 10, 20, 15, 30, 18, 25, 20]
+    got = results(_load("q3_head_and_shoulders.rq"), _prices(prices))
+    assert [m for m, _ in got] == [{g: (i + 1,) for i, g in enumerate("ABCDEFG")}]
+    assert got[0][1] == {"company": x("goog"),
+                         **{f"p{i + 1}": p for i, p in enumerate(prices[1:])},
+                         **{f"vol{i + 1}": 101 + i for i in range(7)}}
+    prices[6] = 35  # the right shoulder above the head
+    assert results(_load("q3_head_and_shoulders.rq"), _prices(prices)) == []
+
+
+def test_use_case_traffic() -> None:
+    base = "http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData"
+    ssn = "http://purl.oclc.org/NET/ssnx/ssn#"
+    sao = "http://purl.oclc.org/NET/sao/ssn#"
+
+    def obs(stream: str, t: int, v: int) -> dict[str, Any]:
+        return {"stream": base + stream, "time": t, "graph": f"<{EX}t> <{ssn}observedProperty> "
+                f"<{EX}speed> . <{EX}t> <{sao}hasValue> {v} ."}
+
+    events = [obs("182955", 1, 5), obs("195578", 2, 6), obs("195446", 3, 7),
+              obs("195578", 4, 5), obs("195446", 4, 9), obs("195578", 5, 8),
+              obs("195446", 5, 8)]
+    # A; (B&C): the first instant after A where both B and C fit is 4 (2 and 3 hold one each)
+    assert results(_load("q5_traffic.rq"), events) == [
+        ({"A": (0,), "B": (3,), "C": (4,)}, {"traffic": x("t"), "v1": 5, "v2": 5, "v3": 9})]
+
+
+# ---------------------------------------------------------------- bad events
+
+Q_ERR = "A ; B"
+NEEDS = ("an event needs 'stream' (a stream's IRI or its name in the query), 'time' (a number "
+         "of seconds or a datetime) and 'graph' (RDF text, a parsed graph or a list of triples)")
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"time": 3, "graph": ""}, f"event 1 has no 'stream': {NEEDS}"),
+    ({"stream": "S1", "graph": ""}, f"event 1 has no 'time': {NEEDS}"),
+    ({"stream": "S1", "time": 3}, f"event 1 has no 'graph': {NEEDS}"),
+    ("S1", f"event 1 is a str: {NEEDS}"),
+    ({"stream": 7, "time": 3, "graph": ""},
+     "event 1: 'stream' is 7; it must be the IRI or the name of a stream of the query "
+     "(S1 <http://example/power>, S2 <http://example/weather>)"),
+    ({"stream": "S1", "time": "noon", "graph": ""},
+     "event 1: 'time' is 'noon'; a time is a finite number of seconds or a datetime"),
+    ({"stream": "S1", "time": float("nan"), "graph": ""},
+     "event 1: 'time' is nan; a time is a finite number of seconds or a datetime"),
+    ({"stream": "S1", "time": 3, "graph": None},
+     "event 1: 'graph' is None; an empty graph is \"\" or []"),
+    ({"stream": "S1", "time": dt.datetime(2024, 1, 1), "graph": ""},
+     "event 1: 'time' is a naive datetime and event 0's is a number: all times must be of "
+     "one kind"),
+    ({"stream": "S1", "time": 1, "graph": ""},
+     "events 0 and 1 are both on stream S1 <http://example/power> at time 1: a stream has at "
+     "most one event per time (merge their graphs into one event)"),
+    ({"stream": "S1", "time": 3, "graph": "<http://example/a> <http://example/b> ."},
+     "event 1: bad Turtle at line 1, column 39: . is not a valid RDF object\n"
+     "<http://example/a> <http://example/b> .\n" + " " * 38 + "^"),
+])
+def test_bad_events(bad: object, message: str) -> None:
+    q = query("*", 10, Q_ERR)
+    with pytest.raises(ceql.CeqlInputError) as e:
+        list(q.run([house(1, 1, 1), bad]))  # type: ignore[list-item]
+    assert str(e.value) == message
+
+
+def test_events_of_other_streams_are_not_events_of_the_query() -> None:
+    # dropped before instants are formed: the one at 12 does not break ',' contiguity
+    events = [house(10, 1, 1), {"stream": "http://example/other", "time": 12, "graph": "nonsense"},
+              weather(15, 1, "Vl1", 1)]
+    assert results(query("?h ?w", 10, "A , B"), events) == [
+        ({"A": (0,), "B": (2,)}, {"h": x("H1"), "w": x("W1")})]
+
+
+def test_evaluator_out_of_order_and_batches() -> None:
+    q = query("?h ?w", 10, "A ; B")
+    ev = q.evaluator()
+    assert ev.feed([house(10, 1, 1)]) == []
+    with pytest.raises(ceql.CeqlInputError) as e:
+        ev.feed([weather(5, 1, "Vl1", 1)])
+    assert str(e.value) == ("event 1 at time 5 comes after event 0 at time 10: feed events in "
+                            "time order (Query.run sorts them)")
+    ev = q.evaluator()
+    got = ev.feed([house(10, 1, 1), weather(15, 1, "Vl1", 1)]) + ev.close()
+    assert [(m.events, m.bindings) for m in got] == [
+        ({"A": (0,), "B": (1,)}, {"h": x("H1"), "w": x("W1")})]
+    # Query.run sorts by time and reports input indices; datetimes work as times
+    t0 = dt.datetime(2024, 1, 1, 12, 0, 0)
+    events = [dict(weather(0, 1, "Vl1", 1), time=t0 + dt.timedelta(seconds=5)),
+              dict(house(0, 1, 1), time=t0)]
+    assert [(m.events, m.start_time, m.end_time) for m in q.run(events)] == [
+        ({"A": (1,), "B": (0,)}, t0, t0 + dt.timedelta(seconds=5))]
