@@ -3,24 +3,28 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python bench/streaming.py [--events 1000000,10000000] [--files 20]
-        [--queries p3,wide] [--latency-events 200000] [--latency-files 20]
+    .venv/bin/python bench/streaming.py [--events 1000000,10000000] [--files 20,5]
+        [--queries p3,wide] [--no-floor] [--latency-events 200000] [--latency-files 20]
 
 * throughput: the anchor stock stream (``bench/engine.py``'s generator) written as ``--files``
-  Parquet files, all landed first, read with ``maxFilesPerTrigger=1`` and
-  ``trigger(availableNow=True)``: events per second of the whole stream (start to end), the
-  state store's rows and memory at the end, and MATCH_CEQL over the same files as a table in
-  the same session (``noop`` sink) — the ratio is the figure. ``p3`` is selective (1 % of the
-  rows reach the engine); ``wide`` lets every sale through (half the rows);
+  Parquet files (several counts: several micro-batch sizes), all landed first, read with
+  ``maxFilesPerTrigger=1`` and ``trigger(availableNow=True)``; MATCH_CEQL over the same rows as a
+  table in the same session (``noop`` sink, run twice: the second, warm run is the figure). The
+  stream's rate is its steady state — rows over the micro-batches after the first, which starts
+  the state store and Python workers — and the ratio is that rate over the warm batch rate;
+  the state store's rows and memory at the end. ``p3`` is selective (1 % of the rows reach the
+  engine); ``wide`` lets every sale through (half the rows);
+* floor (``--no-floor`` skips it): the same stream through a transformWithStateInPandas that
+  evaluates nothing but makes a key's state calls — what a micro-batch costs in Spark itself;
 * latency: ``--latency-events`` rows cut into files of equal event-time spans, landed one a
   span of wall-clock time apart (event time runs at wall speed), ``trigger(processingTime=
   "1 second")``, watermark 1 s: for every alert, the time from the landing of the file holding
   its last event to the end of the batch that wrote it (p50, p99, max).
 
 The stream's matches must lie between the table's answers over the rows before Spark's last
-watermark and before the newest row less the delay (keys are released by their own newest
-row), or the row says DIFFER.
-Writes JSON lines to ``bench/out/streaming-<date-time>.jsonl`` and prints a Markdown table.
+watermark and before the newest row less the delay (keys are released by the newest row of
+the micro-batches that call them), or the row says DIFFER.
+Prints JSON lines and writes them to ``bench/out/streaming-<date-time>.jsonl``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ WIDE = ("SELECT * FROM S WHERE SELL AS a ; BUY AS b FILTER b[volume > 9990] AND 
         "b[price > a.price] PARTITION BY [name] WITHIN 1 SECONDS")
 QUERIES = {"p3": QUERY, "wide": WIDE}
 SCHEMA = "type string, id long, name string, volume long, price double, ts long"
+SCHEMA_COLUMNS = ("type", "id", "name", "volume", "price", "ts")
 OPTIONS = {"time": "ts", "time_unit": "us", "tie_break": "id"}
 
 
@@ -86,25 +91,38 @@ def fingerprint(df: Any) -> tuple[int, int]:
     return int(row["n"]), int(row["s"] or 0)
 
 
-def throughput(spark: Any, events: int, files: int, work: Path, name: str = "p3"
-               ) -> dict[str, Any]:
+def batch_seconds(spark: Any, table: Any, name: str) -> tuple[float, float]:
+    """MATCH_CEQL over ``table`` into the ``noop`` sink: the first run's seconds (Python
+    workers starting, the JIT cold) and a second, warm run's."""
+    import ceql.spark
+
+    runs = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        (ceql.spark.match(table, QUERIES[name], **OPTIONS).write.format("noop")
+         .mode("overwrite").save())
+        runs.append(time.perf_counter() - t0)
+    return runs[0], runs[1]
+
+
+def steady(q: Any) -> tuple[int, float, list[int]]:
+    """Rows and seconds of a finished stream's micro-batches after its first (which starts
+    the state store and the Python workers), and every micro-batch's milliseconds."""
+    progress = [p for p in q.recentProgress if p["numInputRows"]]
+    ms = [int(p["durationMs"]["triggerExecution"]) for p in progress]
+    return sum(int(p["numInputRows"]) for p in progress[1:]), sum(ms[1:]) / 1000, ms
+
+
+def throughput(spark: Any, events: int, files: int, work: Path, name: str,
+               batch: tuple[float, float]) -> dict[str, Any]:
+    """The stream of ``events`` rows in ``files`` micro-batches against the batch answer."""
     import ceql.spark
 
     query = QUERIES[name]
-
-    staged = split(events, files, work / f"staged-{events}-{files}")
-    folder = work / f"in-{events}-{files}"
-    if not folder.exists():
-        folder.mkdir()
-        for i, p in enumerate(staged):
-            land(p, folder, i)
-    # the batch answer over the same files as a table
+    folder = landed(events, files, work)
     table = spark.read.parquet(str(folder))
-    t0 = time.perf_counter()
-    ceql.spark.match(table, query, **OPTIONS).write.format("noop").mode("overwrite").save()
-    batch_s = time.perf_counter() - t0
     want = fingerprint(ceql.spark.match(table, query, **OPTIONS))
-    # the stream: the same files, one per micro-batch, then a far later row for the watermark
+    # the stream: the same files, one per micro-batch
     stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
               .parquet(str(folder)))
     matches = ceql.spark.match(stream, query, watermark="1 second", **OPTIONS)
@@ -115,10 +133,10 @@ def throughput(spark: Any, events: int, files: int, work: Path, name: str = "p3"
          .trigger(availableNow=True).start())
     q.awaitTermination()
     stream_s = time.perf_counter() - t0
+    rows, steady_s, ms = steady(q)
     state = q.lastProgress["stateOperators"][0] if q.lastProgress["stateOperators"] else {}
-    first = q.recentProgress[0]["durationMs"]["triggerExecution"] / 1000
     got = fingerprint(spark.table(sink))
-    # rows near the end are still held: each key's rows are released up to its newest row
+    # rows near the end are still held: each key's rows are released up to the newest row
     # less the delay, at least up to Spark's last watermark; so the stream's matches must
     # include the batch answer over the rows before that watermark and lie within the answer
     # over the rows before the newest row less the delay
@@ -127,15 +145,79 @@ def throughput(spark: Any, events: int, files: int, work: Path, name: str = "p3"
     low, high = ({r[0] for r in ceql.spark.match(table.where(f"ts < {cut}"), query, **OPTIONS)
                   .select("match_id").collect()}
                  for cut in (_watermark_us(q), (last_us // 1000 - 1000) * 1000))
+    batch_eps = events / batch[1]
     return {"kind": "throughput", "query": name, "events": events, "files": files,
-            "batch_s": round(batch_s, 2), "stream_s": round(stream_s, 2),
-            "first_batch_s": round(first, 2),
-            "stream_eps": round(events / stream_s), "batch_eps": round(events / batch_s),
-            "ratio": round(batch_s / stream_s, 3),
+            "rows_per_batch": events // files,
+            "batch_cold_s": round(batch[0], 2), "batch_s": round(batch[1], 2),
+            "stream_s": round(stream_s, 2), "first_batch_s": round(ms[0] / 1000, 2),
+            "steady_ms_per_batch": round(steady_s * 1000 / max(1, len(ms) - 1)),
+            "batch_eps": round(batch_eps),
+            "stream_eps": round(rows / steady_s) if steady_s else None,
+            "ratio": round(rows / steady_s / batch_eps, 3) if steady_s else None,
             "state_rows": state.get("numRowsTotal"),
             "state_memory_bytes": state.get("memoryUsedBytes"),
             "matches_all": want[0], "matches_stream": got[0],
             "check": "same" if low <= ids <= high and len(ids) == got[0] else "DIFFER"}
+
+
+def landed(events: int, files: int, work: Path) -> Path:
+    """A folder holding the stream's ``files`` Parquet files (landed once, then reused)."""
+    staged = split(events, files, work / f"staged-{events}-{files}")
+    folder = work / f"in-{events}-{files}"
+    if not folder.exists():
+        folder.mkdir()
+        for i, p in enumerate(staged):
+            land(p, folder, i)
+    return folder
+
+
+def floor(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
+    """Spark's own cost of such a stream: the same rows, filter, watermark, packing, 16 group
+    keys and state calls a key makes (a read, a write, a timer moved) through a
+    transformWithStateInPandas that evaluates nothing — the least a micro-batch costs."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+    from ceql.spark._stream import RowPacker
+
+    class Idle(StatefulProcessor):  # type: ignore[misc]
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.state = handle.getValueState("s", StructType([StructField("v", BinaryType())]))
+
+        def handleInputRows(self, key: Any, rows: Any, timers: Any) -> Any:
+            self.state.get()
+            n = sum(len(frame) for frame in rows)
+            self.state.update((b"x" * 64,))
+            for t in self.handle.listTimers():
+                self.handle.deleteTimer(t)
+            self.handle.registerTimer(timers.getCurrentWatermarkInMs() + 10_000_000)
+            yield pd.DataFrame({"n": [n]})
+
+        def close(self) -> None:
+            pass
+
+    folder = landed(events, files, work)
+    stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
+              .parquet(str(folder)))
+    rows = (stream.where("volume > 9900").withColumn("et", F.timestamp_micros("ts"))
+            .withWatermark("et", "1 second")
+            .withColumn("k", F.pmod(F.xxhash64("name"), F.lit(16))))
+    packed = StructType([rows.schema["k"], StructField(RowPacker.COLUMN, BinaryType())])
+    out = (rows.select("k", *SCHEMA_COLUMNS).mapInArrow(RowPacker(["k"]), packed).groupBy("k")
+           .transformWithStateInPandas(Idle(), StructType([StructField("n", LongType())]),
+                                       "Append", "EventTime"))
+    q = (out.writeStream.format("noop").outputMode("append")
+         .option("checkpointLocation", str(work / f"ck-floor-{events}-{files}"))
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    n, s, ms = steady(q)
+    return {"kind": "floor", "events": events, "files": files,
+            "rows_per_batch": events // files, "first_batch_s": round(ms[0] / 1000, 2),
+            "steady_ms_per_batch": round(s * 1000 / max(1, len(ms) - 1)),
+            "stream_eps": round(n / s) if s else None}
 
 
 def _watermark_us(q: Any) -> int:
@@ -196,7 +278,9 @@ def latency(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", default="1000000,10000000")
-    ap.add_argument("--files", type=int, default=20)
+    ap.add_argument("--files", default="20", help="micro-batches (comma-separated: several)")
+    ap.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True,
+                    help="also Spark's floor: the stream through a processor doing nothing")
     ap.add_argument("--queries", default="p3", help="p3, wide (comma-separated)")
     ap.add_argument("--latency-events", type=int, default=200000)
     ap.add_argument("--latency-files", type=int, default=20)
@@ -210,9 +294,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for n in [int(x) for x in args.events.split(",") if x]:
+            landed(n, 1, work)
             for name in args.queries.split(","):
-                rows.append(throughput(spark, n, args.files, work, name))
-                print(json.dumps(rows[-1]), flush=True)
+                table = spark.read.parquet(str(landed(n, 1, work)))
+                batch = batch_seconds(spark, table, name)
+                for f in [int(x) for x in str(args.files).split(",") if x]:
+                    rows.append(throughput(spark, n, f, work, name, batch))
+                    print(json.dumps(rows[-1]), flush=True)
+            if args.floor:
+                for f in [int(x) for x in str(args.files).split(",") if x]:
+                    rows.append(floor(spark, n, f, work))
+                    print(json.dumps(rows[-1]), flush=True)
         if args.latency_events:
             rows.append(latency(spark, args.latency_events, args.latency_files, work))
             print(json.dumps(rows[-1]), flush=True)

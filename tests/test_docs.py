@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 
 import ceql
+from ceql.spark._inline import closing_paren
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -143,21 +144,10 @@ _DATAFRAME_CALL = re.compile(r"ceql\.spark\.(?:match|run)\(\s*\w+\s*,\s*\"([^\"]
 
 def _call_body(text: str, start: int) -> str:
     """The text of a call from ``start`` (just after its '(') to its closing parenthesis."""
-    depth, quote = 1, ""
-    for i in range(start, len(text)):
-        c = text[i]
-        if quote:
-            if c == quote:
-                quote = ""
-        elif c in "'\"":
-            quote = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return text[start:i]
-    raise AssertionError(f"unbalanced MATCH_CEQL( in {text!r}")
+    end = closing_paren(text, start)
+    if end is None:
+        raise AssertionError(f"unbalanced MATCH_CEQL( in {text!r}")
+    return text[start:end]
 
 
 def embedded_queries(text: str) -> list[str]:

@@ -301,16 +301,6 @@ def test_the_connect_notebook_runs_against_a_server_with_ceql(
         "MATCH_CEQL: Unknown attribute 'amout' in FILTER")
 
 
-def test_the_connect_notebook_is_stored_without_outputs() -> None:
-    import nbformat
-
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    nbformat.validate(nb)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code
-    assert all(c.outputs == [] and c.execution_count is None for c in code)
-
-
 # ---------------------------------------------------------------- a server without ceql
 
 

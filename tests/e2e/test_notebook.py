@@ -78,9 +78,11 @@ def test_tour_notebook_runs_and_shows_html_and_pictures(tmp_path: Path,
     assert plot.get("image/png") or plot.get("image/svg+xml")
 
 
-def test_tour_notebook_is_stored_without_outputs() -> None:
-    """Outputs are made by running it (as the test above does), never committed."""
-    nb = nbformat.read(TOUR, as_version=4)
+@pytest.mark.parametrize("notebook", sorted((ROOT / "examples").glob("*.ipynb")),
+                         ids=lambda p: p.name)
+def test_notebooks_are_stored_without_outputs(notebook: Path) -> None:
+    """Outputs are made by running them (as their tests do), never committed."""
+    nb = nbformat.read(notebook, as_version=4)
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code

@@ -124,7 +124,7 @@ class _Operator:
         self.timers: dict[tuple[Any, ...], set[int]] = {}
 
     def call(self, key: tuple[Any, ...], rows: pa.RecordBatch | None, w_ms: int,
-             fired: int | None = None) -> list[dict[str, Any]]:
+             fired: int | None = None, seen_us: int | None = None) -> list[dict[str, Any]]:
         """One call for one key: restore, accept, release, reschedule, save."""
         plan = self.plan
         ks = pickle.loads(self.states[key]) if key in self.states else KeyState(plan.buckets)
@@ -132,6 +132,8 @@ class _Operator:
             ks.timer = None
         if rows is not None:
             ks.accept(plan, _with_us(plan, rows), w_ms)
+        if seen_us is not None:
+            ks.saw(seen_us)
         out = _rows(ks.release(plan, w_ms))
         old, new = ks.reschedule(plan)
         timers = self.timers.setdefault(key, set())
@@ -146,11 +148,13 @@ class _Operator:
         self.states[key] = pickle.dumps(ks)
         return out
 
-    def batch(self, rows: dict[tuple[Any, ...], pa.RecordBatch], w_ms: int
-              ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    def batch(self, rows: dict[tuple[Any, ...], pa.RecordBatch], w_ms: int,
+              seen_us: int | None = None) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+        """A micro-batch: ``rows`` per key, Spark's watermark, and the newest time of a row of
+        the micro-batch (µs: what the packer tells each key called with rows)."""
         got: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         for key, rb in rows.items():
-            got.setdefault(key, []).extend(self.call(key, rb, w_ms))
+            got.setdefault(key, []).extend(self.call(key, rb, w_ms, seen_us=seen_us))
         expired = sorted(((t, k) for k, ts in self.timers.items() for t in ts if t <= w_ms),
                          key=lambda tk: tk[0])
         for t, key in expired:
@@ -195,7 +199,8 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
     got: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     in_time: list[int] = []
     w_ms, max_ts = 0, None
-    newest: dict[tuple[Any, ...], int] = {}  # per group key, its newest in-time row (µs)
+    # per group key, the newest row (µs) of the micro-batches that called it with rows
+    newest: dict[tuple[Any, ...], int] = {}
     for piece in [*pieces, []]:
         rows = table.take(pa.array(piece, pa.int64())) if piece else table.slice(0, 0)
         by_key: dict[tuple[Any, ...], list[int]] = {}
@@ -203,11 +208,13 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
             by_key.setdefault(_op_key(spec, plan, row), []).append(i)
             if w_ms <= 0 or row["ts"] * 1000 >= w_ms:
                 in_time.append(i)
-                k = _op_key(spec, plan, row)
-                newest[k] = max(newest.get(k, row["ts"] * 10**6), row["ts"] * 10**6)
+        seen_us = max((events[i]["ts"] * 10**6 for i in piece), default=None)
+        for k in by_key:
+            assert seen_us is not None
+            newest[k] = max(newest.get(k, seen_us), seen_us)
         batch = {k: table.take(pa.array(v, pa.int64())).to_batches()[0]
                  for k, v in by_key.items()}
-        for key, out in op.batch(batch, w_ms).items():
+        for key, out in op.batch(batch, w_ms, seen_us).items():
             got.setdefault(key, []).extend(out)
         # what Spark's watermark will be at least once these rows are seen (ms: Spark's unit)
         promised = ({k: (t // 1000 - plan.delay_ms) * 1000 for k, t in newest.items()
@@ -267,7 +274,8 @@ WORKED_BATCHES = [
 ]
 
 
-def _worked(delay_ms: int | None) -> list[list[tuple[Any, ...]]]:
+def _worked(delay_ms: int | None, batches: list[list[tuple[Any, ...]]] = WORKED_BATCHES
+            ) -> list[list[tuple[Any, ...]]]:
     """Per micro-batch: (key, s's time, b's time) of each match, (key, "late", n) of late rows;
     Spark's watermark before a batch is the newest time of the earlier ones less 5 s."""
     schema = StructType([StructField("name", StringType()), StructField("type", StringType()),
@@ -276,7 +284,7 @@ def _worked(delay_ms: int | None) -> list[list[tuple[Any, ...]]]:
     plan = stream_plan(spec, "ALL", timestamp=False, delay_ms=delay_ms)
     states: dict[str, KeyState] = {}
     w_ms, newest, said = 0, 0, []
-    for rows in WORKED_BATCHES:
+    for rows in batches:
         out: list[tuple[Any, ...]] = []
         for key in sorted({r[0] for r in rows}):
             ks = states.setdefault(key, KeyState())
@@ -284,6 +292,7 @@ def _worked(delay_ms: int | None) -> list[list[tuple[Any, ...]]]:
                 {"name": n, "type": k, "price": p, "t": t, TIME_US: t * 10**6}
                 for n, k, p, t in rows if n == key])
             late = ks.accept(plan, rb, w_ms)
+            ks.saw(max(r[3] for r in rows) * 10**6)  # as the packer tells every key
             out += sorted((key, m["s"][0]["t"], m["b"][0]["t"]) for b in ks.release(plan, w_ms)
                           for m in b.select(["s", "b"]).to_pylist())
             if late.num_rows:
@@ -295,18 +304,61 @@ def _worked(delay_ms: int | None) -> list[list[tuple[Any, ...]]]:
 
 
 def test_worked_example_of_the_docs() -> None:
-    """A key is released by its own newest row less the delay (watermark="5 seconds"): A's
-    matches in the micro-batch that brings A's row at 9 s (with the SELL at 2 s that arrived
-    out of order, in time), B's when B's row at 18 s arrives; the SELL at 1 s comes after
-    Spark's watermark reached 7 s: late. Waiting for Spark's watermark instead (a watermark of
-    the DataFrame's own) gives A's matches a micro-batch later and B's not yet."""
+    """Keys are released by the micro-batch's newest row less the delay (watermark="5
+    seconds"): in micro-batch 2 (newest row: B's at 12 s) A's rows before 7 s, the SELL at 2 s
+    that arrived out of order among them; in micro-batch 3 (newest 18 s) A's BUY at 9 s and B's
+    BUY at 12 s; the SELL at 1 s comes after Spark's watermark reached 7 s: late. Waiting for
+    Spark's watermark instead (a watermark of the DataFrame's own) gives A's first matches a
+    micro-batch later and the others not yet."""
     assert _worked(5000) == [
         [],
         [("A", 0, 3), ("A", 2, 3)],
-        [("A", "late", 1), ("B", 4, 12)],
+        [("A", 0, 9), ("A", 2, 9), ("A", "late", 1), ("B", 4, 12)],
     ]
     assert _worked(None) == [
         [],
         [],
         [("A", 0, 3), ("A", 2, 3), ("A", "late", 1)],
     ]
+
+
+def test_a_row_at_the_promised_time_waits() -> None:
+    """B's row at 10 s promises Spark's watermark at 5 s (10 less the delay) from the next
+    micro-batch on: rows before 5 s are complete, but a row at 5 s may still come in time —
+    so A's BUY at 5 s waits, and the SELL at 5 s arriving next is evaluated, not late (the
+    match needs a SELL dearer than the BUY: only the one at 0 s)."""
+    batches = [
+        [("A", "SELL", 10, 0), ("A", "BUY", 12, 5), ("B", "SELL", 1, 10)],
+        [("A", "SELL", 9, 5), ("B", "BUY", 2, 11)],
+        [("B", "SELL", 1, 20)],
+    ]
+    assert _worked(5000, batches) == [
+        [],
+        [("A", 0, 5)],
+        [("B", 10, 11)],
+    ]
+
+
+def test_a_row_older_than_what_a_key_released_is_late_even_before_sparks_watermark() -> None:
+    """With several watermarks in a query (a union of streams) Spark's is their minimum, which
+    may lag the micro-batch's newest row less the delay: a row older than what the key has
+    evaluated already is counted late, never evaluated out of order."""
+    schema = StructType([StructField("name", StringType()), StructField("type", StringType()),
+                         StructField("price", LongType()), StructField("t", LongType())])
+    spec = plan_match(schema, {"query": WORKED_QUERY, "time": "t"}, CallInfo())
+    plan = stream_plan(spec, "ALL", timestamp=False, delay_ms=5000)
+
+    def rows(*trades: tuple[str, int, int]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pylist([{"name": "A", "type": k, "price": p, "t": t,
+                                            TIME_US: t * 10**6} for k, p, t in trades])
+
+    ks = KeyState()
+    assert ks.accept(plan, rows(("SELL", 10, 0), ("BUY", 12, 6)), 0).num_rows == 0
+    ks.saw(10 * 10**6)
+    assert ks.release(plan, 0) == []  # the SELL at 0 s is evaluated, the BUY at 6 s waits
+    late = ks.accept(plan, rows(("SELL", 9, 3), ("SELL", 8, 5)), 0)  # Spark's watermark: none
+    assert late.to_pylist() == [{"name": "A", "type": "SELL", "price": 9, "t": 3}]
+    assert ks.late == 1
+    ks.saw(20 * 10**6)
+    assert sorted((m["s"][0]["t"], m["b"][0]["t"]) for b in ks.release(plan, 0)
+                  for m in b.select(["s", "b"]).to_pylist()) == [(0, 6), (5, 6)]

@@ -78,24 +78,30 @@ def refused(text: str) -> MatchCeqlError | None:
 def inside_inline_call(before: str) -> bool:
     """Whether the end of SQL text ``before`` lies inside the parentheses of a
     ``MATCH_CEQL( SELECT …`` call (quoted text skipped)."""
-    for call in _INLINE_CALL.finditer(before):
-        depth, quote, escaped = 1, "", False
-        for ch in before[call.end():]:
-            if quote:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == quote:
-                    quote = ""
-            elif ch in _QUOTES:
-                quote = ch
-            elif ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-        if depth > 0:
-            return True
-    return False
+    return any(closing_paren(before, call.end()) is None
+               for call in _INLINE_CALL.finditer(before))
+
+
+def closing_paren(text: str, start: int) -> int | None:
+    """The index of the parenthesis closing the one just before ``start`` in ``text``
+    (nested ones counted; quoted text, with backslash escapes, skipped), or None when the
+    text ends first."""
+    depth, quote, escaped = 1, "", False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in _QUOTES:
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None

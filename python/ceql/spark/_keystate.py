@@ -60,8 +60,9 @@ class StreamPlan:
     #: decide which of the later matches is selected
     drop_idle: bool = True
     #: the watermark's delay (ms) when it is the stream's only watermark (else None): a key's
-    #: rows are then released once a row of the key ``delay`` later has arrived, a micro-batch
-    #: before Spark's watermark (computed from earlier micro-batches) gets there
+    #: a key's rows are then released once a row ``delay`` later has arrived (in a micro-batch
+    #: that calls the key), a micro-batch before Spark's watermark (computed from earlier
+    #: micro-batches) gets there
     delay_ms: int | None = None
 
     def time_value(self, us: int) -> Any:
@@ -99,7 +100,7 @@ class KeyState:
     """A key's rows and engine between micro-batches (pickled into Spark's state store)."""
 
     __slots__ = ("arrivals", "buckets", "held", "last_us", "late", "newest_us", "ordinals",
-                 "runner", "timer")
+                 "released_us", "runner", "timer")
 
     def __init__(self, buckets: int = 0) -> None:
         self.buckets = buckets  # the plan's: a checkpoint must be read with the same
@@ -111,7 +112,9 @@ class KeyState:
         self.last_us: int | None = None    # the time of the last row evaluated
         self.late = 0                      # late rows seen (not evaluated)
         self.timer: int | None = None      # the event-time timer set for this key (ms)
-        self.newest_us: int | None = None  # the newest time of a row accepted in time
+        #: the newest time of a row Spark has read (of this key, or of the micro-batch)
+        self.newest_us: int | None = None
+        self.released_us: int | None = None  # rows before this time are evaluated
 
     def __getstate__(self) -> tuple[Any, ...]:
         return tuple(getattr(self, k) for k in self.__slots__)
@@ -132,7 +135,9 @@ class KeyState:
 
     def accept(self, plan: StreamPlan, rb: pa.RecordBatch, watermark_ms: int) -> pa.RecordBatch:
         """Hold the rows of ``rb`` (its :data:`TIME_US` column filled); return the late ones
-        (older than the watermark: never evaluated, counted in :attr:`late`)."""
+        (older than the watermark, or than the rows evaluated already: never evaluated, counted
+        in :attr:`late`). With one watermark in the query the two agree; with several (a union
+        of streams) Spark's is their minimum, which may lag what a key has released."""
         us = rb.column(TIME_US)
         if us.null_count:
             raise MatchCeqlError(
@@ -140,6 +145,8 @@ class KeyState:
                 "row(s) of the stream; every event needs a time. Filter them out first "
                 f"(.where(col({plan.spec.time!r}).isNotNull())).")
         w = _watermark_us(watermark_ms)
+        if self.released_us is not None and (w is None or self.released_us > w):
+            w = self.released_us
         late = rb.slice(0, 0)
         if w is not None:
             is_late = pc.less(us, w)
@@ -158,11 +165,18 @@ class KeyState:
             self.held = table if self.held is None else pa.concat_tables([self.held, table])
         return late.select(list(plan.columns))
 
+    def saw(self, us: int) -> None:
+        """Note that Spark has read a row of time ``us`` (µs) in this micro-batch, of any key:
+        its watermark for every later micro-batch is then at least that less the delay."""
+        if self.newest_us is None or us > self.newest_us:
+            self.newest_us = us
+
     def bound_us(self, plan: StreamPlan, watermark_ms: int) -> int | None:
         """Rows before this time (µs) are complete: Spark's watermark, or, with
-        :attr:`StreamPlan.delay_ms`, the watermark the key's newest row promises for every
+        :attr:`StreamPlan.delay_ms`, the watermark its newest row promises for every
         later micro-batch (Spark's is the newest time in ms less the delay, over all rows, so a
-        later row older than that is late) — whichever is later; None before either."""
+        later row older than that is late; :meth:`saw` tells of the micro-batch's other keys'
+        rows) — whichever is later; None before either."""
         w = _watermark_us(watermark_ms)
         if plan.delay_ms is not None and self.newest_us is not None:
             promised = (self.newest_us // 1000 - plan.delay_ms) * 1000
@@ -176,6 +190,8 @@ class KeyState:
         w = self.bound_us(plan, watermark_ms)
         if w is None:
             return []
+        if self.released_us is None or w > self.released_us:
+            self.released_us = w
         out: list[pa.RecordBatch] = []
         if self.held is not None:
             held = self.held.sort_by(self._order(plan))

@@ -69,8 +69,9 @@ _LATE_COLUMN = INTERNAL_PREFIX + "late_"  # a late row's columns, for the side o
 _KEY = INTERNAL_PREFIX + "key"            # the group key of a query without PARTITION BY
 _EVENT_TIME = INTERNAL_PREFIX + "event_time"
 _ROWS = INTERNAL_PREFIX + "rows"          # a group key's rows of one input batch (Arrow IPC)
+_NEWEST = INTERNAL_PREFIX + "newest"      # the newest time (µs) of the rows of that batch
 #: State entries a partitioned stream spreads its keys over (``buckets``).
-DEFAULT_BUCKETS = 64
+DEFAULT_BUCKETS = 16
 _WATERMARK_DELAY = "spark.watermarkDelayMs"  # Spark marks a watermarked column with it
 
 
@@ -249,9 +250,10 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     # PySpark hands transformWithStateInPandas its rows one by one (a pandas row tuple each,
     # tens of µs); packed, a group key's rows of one input batch travel as one Arrow value
     carried = [*keys, *(c for c in (*plan.columns, TIME_US) if c not in keys)]
-    packed = StructType([*(events.schema[c] for c in keys), StructField(_ROWS, BinaryType())])
+    packed = StructType([*(events.schema[c] for c in keys), StructField(_ROWS, BinaryType()),
+                         StructField(_NEWEST, LongType())])
     grouped = (events.select(*[quote_identifier(c) for c in carried])
-               .mapInArrow(_Packer(keys), packed)
+               .mapInArrow(RowPacker(keys, TIME_US), packed)
                .groupBy(*[quote_identifier(c) for c in keys]))
     late_columns = plan.columns if late_view is not None else ()
     out_fields = [*output_schema(spec, schema).fields, StructField(_LATE, LongType(), True)]
@@ -270,12 +272,17 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     return matches
 
 
-class _Packer:
+class RowPacker:
     """``mapInArrow``'s function: each batch's rows, one output row per group key holding
-    that key's rows as an Arrow IPC stream (in their order)."""
+    that key's rows as an Arrow IPC stream (in their order), in column :attr:`COLUMN`; with
+    ``newest``, the batch's greatest value of that column too, in column :attr:`NEWEST`."""
 
-    def __init__(self, keys: Sequence[str]) -> None:
+    COLUMN = _ROWS
+    NEWEST = _NEWEST
+
+    def __init__(self, keys: Sequence[str], newest: str | None = None) -> None:
         self._keys = tuple(keys)
+        self._newest = newest
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for rb in batches:
@@ -306,14 +313,18 @@ class _Packer:
                 writer.write_batch(part)
             blobs.append(sink.getvalue().to_pybytes())
         firsts = pa.array(starts, pa.int64())
-        return pa.RecordBatch.from_arrays(
-            [*(rows.column(k).take(firsts) for k in self._keys), pa.array(blobs, pa.binary())],
-            names=[*self._keys, _ROWS])
+        columns = [*(rows.column(k).take(firsts) for k in self._keys), pa.array(blobs, pa.binary())]
+        names = [*self._keys, _ROWS]
+        if self._newest is not None:
+            newest = pc.max(rb.column(self._newest)).as_py()
+            columns.append(pa.array([newest] * len(blobs), pa.int64()))
+            names.append(_NEWEST)
+        return pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def _unpacked(frame: Any) -> Iterator[pa.RecordBatch]:
-    """The rows a chunk of packed rows (:class:`_Packer`) carries."""
-    for blob in frame.iloc[:, -1]:
+    """The rows a chunk of packed rows (:class:`RowPacker`, with ``newest``) carries."""
+    for blob in frame.iloc[:, -2]:  # PySpark names the columns by position, not as packed
         with pa.ipc.open_stream(blob) as reader:
             yield from reader
 
@@ -350,6 +361,8 @@ class _Processor(_processor_base()):  # type: ignore[misc]
                 got = ks.accept(self._plan, rb, w)
                 if got.num_rows:
                     late.append(got)
+            # the micro-batch's other keys' rows move Spark's next watermark too
+            ks.saw(int(frame.iloc[:, -1].max()))
         out = ks.release(self._plan, w)
         self._save(ks)
         yield from self._frames(out, late)
@@ -367,8 +380,8 @@ class _Processor(_processor_base()):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ state
     def _load(self) -> KeyState:
-        if self._state.exists():
-            got = self._state.get()
+        got = self._state.get()  # None when absent: one call to the state server, not two
+        if got is not None:
             ks: KeyState = pickle.loads(got[0])
             if ks.buckets != self._plan.buckets:
                 raise MatchCeqlError(
