@@ -213,10 +213,23 @@ class GpmEvaluator:
                 return g
         raise KeyError(f"no GPM {name!r}: the GPMs are {list(self.names)}")
 
-    def _mappings(self, solutions: Iterable[ox.QuerySolution], gpm: _Gpm) -> list[Solution]:
-        variables, convert = gpm.variables, self._convert
-        return [{v: convert(t) for v, t in zip(variables, s, strict=True) if t is not None}
-                for s in solutions]
+    def _rows(self, text: str, default_graph: ox.BlankNode | None = None,
+              named_graphs: list[ox.NamedNode | ox.BlankNode] | None = None,
+              ) -> tuple[list[str], list[tuple[Term | None, ...]]]:
+        """A query's variables and solutions, read to the end. A live solutions iterator holds
+        the store (removing a graph then waits for ever), so none may outlive this call, not
+        even in a traceback's frame."""
+        solutions = self._select(text, default_graph, named_graphs)
+        try:
+            return [v.value for v in solutions.variables], [tuple(s) for s in solutions]
+        finally:
+            del solutions
+
+    def _mappings(self, gpm: _Gpm, node: ox.BlankNode) -> list[Solution]:
+        names, rows = self._rows(gpm.text, node, self._named)
+        convert = self._convert
+        return [{v: convert(t) for v, t in zip(names, row, strict=True) if t is not None}
+                for row in rows]
 
     @staticmethod
     def _sort(results: GpmResults, gpms: Sequence[_Gpm]) -> GpmResults:
@@ -263,8 +276,7 @@ class GpmEvaluator:
         node = self._node()
         try:
             self._load(event, node, format, name)
-            results = {g.name: self._mappings(self._select(g.text, node, self._named), g)
-                       for g in self._gpms}
+            results = {g.name: self._mappings(g, node) for g in self._gpms}
         finally:
             self._store.remove_graph(node)
             self._done()
@@ -289,14 +301,16 @@ class GpmEvaluator:
             for g in self._gpms:
                 if g.plan.why:
                     for i, node in enumerate(nodes):
-                        results[i][g.name] = self._mappings(
-                            self._select(g.text, node, self._named), g)
+                        results[i][g.name] = self._mappings(g, node)
                     continue
-                variables, convert = g.variables, self._convert
-                for s in self._select(g.plan.query):
-                    event = s[EVENT_VAR]
-                    results[int(event.value[start:]) - first][g.name].append(
-                        {v: convert(s[v]) for v in variables if s[v] is not None})
+                names, rows = self._rows(g.plan.query)
+                at, keep = names.index(EVENT_VAR), [(names.index(v), v) for v in g.variables]
+                convert = self._convert
+                for row in rows:
+                    graph = row[at]
+                    assert isinstance(graph, ox.BlankNode)  # the rewrite's FILTER
+                    results[int(graph.value[start:]) - first][g.name].append(
+                        {v: convert(t) for i, v in keep if (t := row[i]) is not None})
         finally:
             for node in nodes:
                 store.remove_graph(node)

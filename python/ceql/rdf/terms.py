@@ -98,11 +98,11 @@ def _integer(lex: str) -> Value:
 
 
 def _decimal(lex: str) -> Value:
+    # ceql's rule for Decimal (int without fractional digits, else float), on the text
     if not _DECIMAL.match(lex):
         return lex
-    d = decimal.Decimal(lex)
-    exponent = d.as_tuple().exponent
-    return int(d) if isinstance(exponent, int) and exponent >= 0 else float(d)
+    whole, _, fraction = lex.partition(".")
+    return float(lex) if fraction else int(whole)
 
 
 def _double(lex: str) -> Value:
