@@ -225,9 +225,23 @@ class GpmEvaluator:
         finally:
             del solutions
 
-    def _mappings(self, gpm: _Gpm, node: ox.BlankNode) -> list[Solution]:
+    def _memo(self) -> Callable[[Term], Value]:
+        """The term → value conversion, remembering within one call (the GPMs of a query
+        mostly bind the same terms of an event)."""
+        memo: dict[Term, Value] = {}
+        plain = self._convert
+
+        def convert(term: Term) -> Value:
+            v = memo.get(term)
+            if v is None:
+                v = memo[term] = plain(term)
+            return v
+
+        return convert
+
+    def _mappings(self, gpm: _Gpm, node: ox.BlankNode, convert: Callable[[Term], Value]
+                  ) -> list[Solution]:
         names, rows = self._rows(gpm.text, node, self._named)
-        convert = self._convert
         return [{v: convert(t) for v, t in zip(names, row, strict=True) if t is not None}
                 for row in rows]
 
@@ -276,7 +290,8 @@ class GpmEvaluator:
         node = self._node()
         try:
             self._load(event, node, format, name)
-            results = {g.name: self._mappings(g, node) for g in self._gpms}
+            convert = self._memo()
+            results = {g.name: self._mappings(g, node, convert) for g in self._gpms}
         finally:
             self._store.remove_graph(node)
             self._done()
@@ -298,14 +313,14 @@ class GpmEvaluator:
                            f"event {i}" if names is None else str(names[i]))
             results: list[GpmResults] = [{g.name: [] for g in self._gpms} for _ in nodes]
             start, first = len(_EVENT_LABEL), self._events - len(nodes) + 1
+            convert = self._memo()
             for g in self._gpms:
                 if g.plan.why:
                     for i, node in enumerate(nodes):
-                        results[i][g.name] = self._mappings(g, node)
+                        results[i][g.name] = self._mappings(g, node, convert)
                     continue
                 names, rows = self._rows(g.plan.query)
                 at, keep = names.index(EVENT_VAR), [(names.index(v), v) for v in g.variables]
-                convert = self._convert
                 for row in rows:
                     graph = row[at]
                     assert isinstance(graph, ox.BlankNode)  # the rewrite's FILTER
