@@ -319,8 +319,9 @@ class GpmEvaluator:
                     for i, node in enumerate(nodes):
                         results[i][g.name] = self._mappings(g, node, convert)
                     continue
-                names, rows = self._rows(g.plan.query)
-                at, keep = names.index(EVENT_VAR), [(names.index(v), v) for v in g.variables]
+                columns, rows = self._rows(g.plan.query)
+                at = columns.index(EVENT_VAR)
+                keep = [(columns.index(v), v) for v in g.variables]
                 for row in rows:
                     graph = row[at]
                     assert isinstance(graph, ox.BlankNode)  # the rewrite's FILTER

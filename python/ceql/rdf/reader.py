@@ -10,8 +10,10 @@ An event graph is given as
   / ``pyoxigraph.Quad`` (quads of the default graph only);
 * **a list of triples**: ``(s, p, o)`` tuples, or mappings with keys ``s``, ``p``, ``o`` (what
   an ``array<struct<s,p,o>>`` column holds, also as its Arrow value), terms written as
-  :mod:`ceql.rdf.terms` says;
-  :func:`group_triples` cuts a triples table ``(event, s, p, o)`` into such lists;
+  :mod:`ceql.rdf.terms` says (:func:`group_triples` cuts a triples table
+  ``(event, s, p, o)``, or ``(stream, time, s, p, o)``, into such lists). When every term is
+  in N-Triples syntax or a plain IRI, string, int or bool, the evaluator has the library
+  parse the list as one N-Triples text (:func:`ntriples_text`);
 * an :class:`EventGraph` read before.
 
 Every reading gives the event's blank nodes fresh ids (the text's labels are not kept): blank
