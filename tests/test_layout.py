@@ -32,8 +32,9 @@ ALLOWED: dict[str, set[str]] = {
     "spaseq": {"frontends", "rdf", "errors"},
     "ceql": {"query", "explanation", "runtime", "plot", "errors", "constants"},
     "__main__": {"cli"},
-    "cli": {"ceql", "constants", "runtime", "spark"},
-    "spark": {"ceql", "analysis", "ir", "predicates", "runtime", "constants", "errors"},
+    "cli": {"ceql", "constants", "runtime", "spark", "spaseq", "rdf"},
+    "spark": {"ceql", "analysis", "ir", "predicates", "runtime", "constants", "errors",
+              "spaseq", "rdf"},
 }
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "INTERNAL_TYPE_COLUMN",
     "MATCH_CEQL",
     "MATCH_COLUMNS",
+    "MATCH_SPASEQ",
     "OPTIONS",
     "OPTION_BOUNDS",
     "OPTION_QUERY",
@@ -159,6 +160,9 @@ DEFAULT_TIME_COLUMN = "ts"
 #: The SQL name of the table function.
 MATCH_CEQL = "MATCH_CEQL"
 
+#: The SQL name of the SPAseq table function (docs/spark.md, MATCH_SPASEQ).
+MATCH_SPASEQ = "MATCH_SPASEQ"
+
 #: Option: the CEQL query text (also the first unnamed argument).
 OPTION_QUERY = "query"
 #: Option: the time column.
@@ -268,5 +272,16 @@ TABLE_FUNCTIONS = (
               "CEQL query finds in t, one row per match. Also MATCH_CEQL('<CEQL>') and "
               "MATCH_CEQL( <CEQL> ): the tables come from FROM.",
         inline_ceql=True,
+    ),
+    TableFunction(
+        name=MATCH_SPASEQ,
+        python_module="ceql.spark._spaseq_udtf",
+        python_class="MatchSpaseq",
+        usage="MATCH_SPASEQ(TABLE(t) [PARTITION BY c] [ORDER BY (time)], query => '<SPAseq>' "
+              "[, time => 'time'] [, stream => 'stream'] [, graph => 'graph'] "
+              "[, dataset => 'http://graph=/path/kb.ttl,/path/more.trig'] "
+              "[, types => 'var bigint, ...']) - the matches of the SPAseq query over t's "
+              "events (a stream, a time and an RDF graph per row), one row per match.",
+        inline_ceql=False,
     ),
 )

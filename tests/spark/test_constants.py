@@ -121,7 +121,7 @@ def test_constants_are_consistent() -> None:
 
 
 def test_table_functions_name_importable_classes() -> None:
-    assert [t.name for t in TABLE_FUNCTIONS] == [constants.MATCH_CEQL]
+    assert [t.name for t in TABLE_FUNCTIONS] == [constants.MATCH_CEQL, constants.MATCH_SPASEQ]
     for t in TABLE_FUNCTIONS:
         cls = getattr(importlib.import_module(t.python_module), t.python_class)
         assert callable(getattr(cls, "analyze", None)), t

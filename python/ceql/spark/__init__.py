@@ -14,7 +14,8 @@ SQL spellings (all the same function):
 
 Options (named arguments): ``time``, ``time_unit``, ``time_format``, ``type``, ``rows``
 (``matches`` or ``events``), ``tie_break``, ``bounds``. :func:`match` and :func:`run` are the
-DataFrame API; :func:`check` warns of event types the input never carries; :func:`unwrap`
+DataFrame API; :func:`match_spaseq` runs a SPAseq query (``MATCH_SPASEQ``, docs/spark.md);
+:func:`check` warns of event types the input never carries; :func:`unwrap`
 finds ceql's error in the exception Spark raises. The ``spark.ceql.*`` settings are
 :data:`CONFS` (:mod:`ceql.spark.conf`).
 """
@@ -29,6 +30,7 @@ from ._connect import late_rows
 from ._errors import MatchCeqlError, unwrap
 from ._runner import match_id
 from ._session import configure, enable, jar_path, local_session, server_conf
+from ._spaseq import match_spaseq
 from ._stream import LATE_METRIC, METRICS, match_stream
 from .conf import CONFS, ConfEntry
 
@@ -47,6 +49,7 @@ __all__ = [
     "local_session",
     "match",
     "match_id",
+    "match_spaseq",
     "match_stream",
     "run",
     "server_conf",

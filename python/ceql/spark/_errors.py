@@ -4,6 +4,7 @@ find it inside the exceptions Spark wraps it in."""
 from __future__ import annotations
 
 from ceql import CeqlError
+from ceql.constants import TABLE_FUNCTIONS
 
 __all__ = ["MatchCeqlError", "unwrap"]
 
@@ -41,9 +42,10 @@ def unwrap(exc: BaseException) -> MatchCeqlError | None:
         at = text.find(marker)
         if at >= 0:
             return MatchCeqlError(_trim(text[at + len(marker):]))
-    at = text.find("Failed to analyze the Python user defined table function: MATCH_CEQL")
-    if at >= 0:
-        return MatchCeqlError(_trim(text[text.index("MATCH_CEQL", at):]))
+    for f in TABLE_FUNCTIONS:
+        at = text.find(f"Failed to analyze the Python user defined table function: {f.name}")
+        if at >= 0:
+            return MatchCeqlError(_trim(text[text.index(f.name, at):]))
     from ._inline import refused  # imports this module
 
     return refused(text)

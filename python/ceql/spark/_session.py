@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ceql.constants import EXTENSION_CLASS, MATCH_CEQL
+from ceql.constants import EXTENSION_CLASS, MATCH_CEQL, MATCH_SPASEQ
 
 from . import _quiet
 from ._connect import has_extension, is_connect, remote_url, table_function
@@ -160,7 +160,10 @@ def register(spark: Any) -> None:
     and register the shim's function; in a Spark Connect one, register ceql's Python UDTF
     (the server's workers run it, so their Python must import ceql)."""
     if is_connect(spark):
+        from ._spaseq import spaseq_table_function
+
         spark.udtf.register(MATCH_CEQL, table_function(spark))
+        spark.udtf.register(MATCH_SPASEQ, spaseq_table_function(spark))
         return
     PYTHON.set(spark, os.environ.get("PYSPARK_PYTHON", sys.executable))
     spark.sql(f"ADD JAR '{jar_path()}'")

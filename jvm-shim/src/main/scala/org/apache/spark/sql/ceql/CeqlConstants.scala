@@ -119,6 +119,9 @@ object CeqlConstants {
   /** `MATCH_CEQL`: The SQL name of the table function. */
   final val MatchCeql = "MATCH_CEQL"
 
+  /** `MATCH_SPASEQ`: The SQL name of the SPAseq table function (docs/spark.md, MATCH_SPASEQ). */
+  final val MatchSpaseq = "MATCH_SPASEQ"
+
   /** `OPTION_QUERY`: Option: the CEQL query text (also the first unnamed argument). */
   final val OptionQuery = "query"
 
@@ -311,6 +314,17 @@ object CeqlConstants {
               "events the CEQL query finds in t, one row per match. Also MATCH_CEQL('<CEQL>') " +
               "and MATCH_CEQL( <CEQL> ): the tables come from FROM.",
       inlineCeql = true
+    ),
+    TableFunction(
+      name = "MATCH_SPASEQ",
+      pythonModule = "ceql.spark._spaseq_udtf",
+      pythonClass = "MatchSpaseq",
+      usage = "MATCH_SPASEQ(TABLE(t) [PARTITION BY c] [ORDER BY (time)], query => '<SPAseq>' " +
+              "[, time => 'time'] [, stream => 'stream'] [, graph => 'graph'] [, dataset => " +
+              "'http://graph=/path/kb.ttl,/path/more.trig'] [, types => 'var bigint, ...']) - " +
+              "the matches of the SPAseq query over t's events (a stream, a time and an RDF " +
+              "graph per row), one row per match.",
+      inlineCeql = false
     )
   )
 }

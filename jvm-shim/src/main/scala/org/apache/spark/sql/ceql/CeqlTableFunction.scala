@@ -34,15 +34,16 @@ object CeqlTableFunctions {
 }
 
 /**
- * One table function of the shim (MATCH_CEQL): a Python UDTF (Arrow eval type, with `analyze`)
+ * One table function of the shim (MATCH_CEQL, MATCH_SPASEQ): a Python UDTF (Arrow eval type, with `analyze`)
  * whose class `spec` names, built here.
  *
  * The builder describes the call to the Python `analyze` step in one extra named argument
  * (`_table_call`, JSON): the table argument's PARTITION BY / ORDER BY (removed from the table
  * argument so that `analyze` decides the partitioning and ordering in one place), and the
- * table's name. Without a table argument it reads the tables the query's FROM names, merging
- * several into one stream tagged with each row's table. It then runs `analyze` at once and
- * arranges the input (shuffle by the requested partitioning, sort by partition and time).
+ * table's name. Without a table argument a CEQL function (`inlineCeql`) reads the tables the
+ * query's FROM names, merging several into one stream tagged with each row's table. It then
+ * runs `analyze` at once and arranges the input (shuffle by the requested partitioning, sort
+ * by partition and time).
  */
 final class CeqlTableFunction(val spec: TableFunction) extends Logging {
   def name: String = spec.name
@@ -176,8 +177,8 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
         val stripped = t.copy(partitionByExpressions = Nil, withSinglePartition = false,
           orderByExpressions = Nil)
         (args.updated(i, rewrap(args(i), stripped)), tableCall(t))
-      case Seq() => fromClause(args)
-      case _ => (args, "{}") // several tables: analyze says what is wrong
+      case Seq() if spec.inlineCeql => fromClause(args) // CEQL's FROM names the tables
+      case _ => (args, "{}") // several tables, or none: analyze says what is wrong
     }
   }
 
