@@ -29,6 +29,7 @@ from .query import check_time, compile_query, read_query
 from .readers import input_format, reading_stdin
 from .sinks import output_format
 from .spark_run import run_spark
+from .spaseq_run import run_spaseq
 
 __all__ = ["build_parser", "main"]
 
@@ -67,7 +68,8 @@ examples:
   ceql run examples/queries/p3.ceql --input examples/stock.csv --time ts --time-unit us
   ceql run "SELECT * FROM S WHERE login ; purchase WITHIN 1 HOUR" -i clicks.csv -t ts
   ceql run q.ceql -i log.csv -t when --time-format '%d/%m/%Y %H:%M:%S' --fields
-  ceql run q.ceql -i events.parquet -t ts -o matches.parquet --engine spark"""
+  ceql run q.ceql -i events.parquet -t ts -o matches.parquet --engine spark
+  ceql run --language spaseq q.rq -i events.jsonl --dataset http://ex/kb=kb.ttl"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,6 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("query", metavar="QUERY", help="CEQL query file ('-': standard input), or "
                                                     "the query itself (text starting with "
                                                     "SELECT)")
+    run.add_argument("-l", "--language", choices=("ceql", "spaseq"), default="ceql",
+                     help="the query's language (default: ceql); spaseq: a SPAseq query over "
+                          "RDF graph events (JSON lines, or a directory of STREAM@TIME.ttl "
+                          "files; see docs/SPASEQ.md)")
+    run.add_argument("--dataset", action="append", metavar="[IRI=]FILE",
+                     help="spaseq: static RDF the query's GRAPH <IRI> reads: FILE's triples "
+                          "as the graph IRI, or a TriG/N-Quads FILE (repeatable)")
+    run.add_argument("--graph-col", default="graph", metavar="KEY",
+                     help="spaseq: the key of each event's graph (default: graph)")
     run.add_argument("-i", "--input", required=True, metavar="EVENTS",
                      help="events: .csv, .parquet or .jsonl (.csv and .jsonl may end in .gz, "
                           ".bz2, .zst or .lz4); '-' reads standard input (give --input-format)")
@@ -207,6 +218,12 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.language == "spaseq":
+        if args.query == "-" and args.input == "-":
+            parser.error("the query and the events cannot both come from standard input")
+        return run_spaseq(args)
+    if args.dataset is not None:
+        parser.error("--dataset needs --language spaseq")
     if args.query == "-" and args.input == "-":
         parser.error("the query and the events cannot both come from standard input")
     if args.sort and args.time is None:

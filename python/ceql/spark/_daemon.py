@@ -9,12 +9,17 @@ still starts and workers import what they need as usual.
 
 from __future__ import annotations
 
-try:  # warm-up only: a worker that needs these imports them itself otherwise
-    import ceql.spark._udtf  # noqa: F401
-except Exception:  # pragma: no cover - depends on the worker's environment
-    pass
+import importlib
 
 from pyspark.daemon import manager
+
+# warm-up only: a worker that needs these imports them itself otherwise (MATCH_SPASEQ's needs
+# pyoxigraph, the spaseq extra)
+for _module in ("ceql.spark._udtf", "ceql.spark._spaseq_udtf"):
+    try:
+        importlib.import_module(_module)
+    except Exception:  # pragma: no cover - depends on the worker's environment
+        pass
 
 __all__: list[str] = []
 
