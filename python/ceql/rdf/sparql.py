@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["EVENT_VAR", "BatchPlan", "plan_batch"]
+__all__ = ["EVENT_VAR", "BatchPlan", "canonical_form", "plan_batch"]
 
 EVENT_VAR = "__ceql_event"
 
@@ -124,3 +124,20 @@ def plan_batch(query: str) -> BatchPlan:
         f"FILTER(isBLANK({event})) }}{query[tokens[body_end].end:]}"
     )
     return BatchPlan(rewritten)
+
+
+def canonical_form(query: str) -> tuple[str, tuple[str, ...]]:
+    """``query`` with its variables renamed ``?__ceql_v0``, ``?__ceql_v1``, … in order of first
+    appearance, and the original names in that order: two queries with equal canonical texts
+    differ only by the names of their variables, so one's solutions, renamed position by
+    position, are the other's."""
+    names: dict[str, int] = {}
+    parts, at = [], 0
+    for t in _tokens(query):
+        if t.kind != "var":
+            continue
+        k = names.setdefault(t.text[1:], len(names))
+        parts += [query[at:t.start], f"?__ceql_v{k}"]
+        at = t.end
+    parts.append(query[at:])
+    return "".join(parts), tuple(names)

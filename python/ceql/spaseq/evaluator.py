@@ -1,42 +1,61 @@
 """The evaluation loop: events in time order → instants → GPM mappings → runs → matches.
 
 Events are checked (:mod:`.events`), those of other streams dropped, and held until an event
-of a later time (or :meth:`Evaluator.close`) shows that their instant is complete; then each
-stream's GPMs run over the instant's events (:class:`ceql.rdf.GpmEvaluator`, mappings as
-N-Triples texts so that joins are ``sameTerm``) and the runs advance (:mod:`.runs`).
+of a later time (or :meth:`Evaluator.close`) shows that their instant is complete. Complete
+instants are evaluated in batches (:data:`BATCH_EVENTS` events, or what one ``feed`` call
+completes): each stream's GPMs run once over the batch's events
+(:meth:`ceql.rdf.GpmEvaluator.evaluate_many`, mappings as N-Triples texts so that joins are
+``sameTerm``; GPMs equal up to the names of their variables run once, their mappings renamed),
+then the runs advance instant by instant (:mod:`.runs`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..errors import CeqlInputError
-from ..rdf import GpmEvaluator, StaticDataset
+from ..rdf import GpmEvaluator, GpmResults, StaticDataset
+from ..rdf.sparql import canonical_form
 from .conditions import FilterChecker
 from .events import Event, StreamNames, check_event
 from .match import Match
 from .plan import Plan
 from .runs import Choice, Runs
 
-__all__ = ["Evaluator"]
+__all__ = ["BATCH_EVENTS", "Evaluator"]
+
+BATCH_EVENTS = 512
+"""Events whose GPMs are evaluated together (one query per GPM per batch)."""
 
 
 class Evaluator:
     """One evaluation of a query over events fed in time order (see
     :meth:`ceql.spaseq.Query.evaluator`). Not thread-safe: one per thread or task."""
 
-    def __init__(self, plan: Plan, streams: StreamNames, dataset: StaticDataset | None
-                 ) -> None:
+    def __init__(self, plan: Plan, streams: StreamNames, dataset: StaticDataset | None,
+                 batch: int = BATCH_EVENTS) -> None:
         self._plan = plan
         self._streams = streams
+        self._batch = batch
+        # GPMs equal up to the names of their variables run once: GPM → (the one that runs,
+        # its variable → this GPM's variable)
         by_stream: dict[str, dict[str, str]] = {iri: {} for iri in streams.order}
+        seen: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+        self._same: dict[str, list[tuple[str, dict[str, str]]]] = {}
         for g, iri in plan.streams.items():
-            by_stream[iri][g] = plan.sparql[g]
+            text, names = canonical_form(plan.sparql[g])
+            first = seen.setdefault((iri, text), (g, names))
+            if first[0] == g:
+                by_stream[iri][g] = plan.sparql[g]
+            self._same.setdefault(first[0], []).append(
+                (g, dict(zip(first[1], names, strict=True))))
         self._gpms = {iri: GpmEvaluator(q, dataset, terms=True) for iri, q in by_stream.items()}
         self._runs = Runs(plan, FilterChecker())
         self._held: list[Event] = []
+        self._ready: list[list[Event]] = []  # complete instants, not evaluated yet
+        self._waiting = 0  # events in them
         self._kind: tuple[str, int] | None = None
         self._count = 0
         self.gpm_seconds = 0.0
@@ -54,51 +73,86 @@ class Evaluator:
         every instant they complete. ``positions``: the events' indices as matches report
         them (default: counted from 0 over everything fed)."""
         out: list[Match] = []
-        for i, raw in enumerate(events):
-            position = self._count if positions is None else positions[i]
-            self._count += 1
-            event = check_event(raw, position, self._streams)
-            if event is None:
-                continue
-            if self._kind is None:
-                self._kind = (event.kind, position)
-            elif event.kind != self._kind[0]:
-                raise CeqlInputError(
-                    f"event {position}: 'time' is a {event.kind} and event {self._kind[1]}'s is "
-                    f"a {self._kind[0]}: all times must be of one kind")
-            if self._held:
-                last = self._held[-1]
-                if event.key < last.key:
-                    raise CeqlInputError(
-                        f"event {position} at time {event.time!r} comes after event "
-                        f"{last.position} at time {last.time!r}: feed events in time order "
-                        "(Query.run sorts them)")
-                if event.key > last.key:
-                    out.extend(self._instant())
-                else:
-                    for e in self._held:
-                        if e.stream == event.stream:
-                            raise CeqlInputError(
-                                f"events {e.position} and {position} are both on stream "
-                                f"{self._streams.name[e.stream]} <{e.stream}> at time "
-                                f"{event.time!r}: a stream has at most one event per time "
-                                "(merge their graphs into one event)")
-            self._held.append(event)
+        try:
+            for i, raw in enumerate(events):
+                position = self._count if positions is None else positions[i]
+                self._count += 1
+                event = check_event(raw, position, self._streams)
+                if event is None:
+                    continue
+                self._check(event, position)
+                if self._held and event.key > self._held[-1].key:
+                    self._ready.append(self._held)
+                    self._waiting += len(self._held)
+                    self._held = []
+                    if self._waiting >= self._batch:
+                        out.extend(self._flush())
+                self._held.append(event)
+        except CeqlInputError:
+            self._flush()  # a bad graph before this event is reported first
+            raise
+        out.extend(self._flush())
         return out
+
+    def _check(self, event: Event, position: int) -> None:
+        if self._kind is None:
+            self._kind = (event.kind, position)
+        elif event.kind != self._kind[0]:
+            raise CeqlInputError(
+                f"event {position}: 'time' is a {event.kind} and event {self._kind[1]}'s is "
+                f"a {self._kind[0]}: all times must be of one kind")
+        if self._held:
+            last = self._held[-1]
+            if event.key < last.key:
+                raise CeqlInputError(
+                    f"event {position} at time {event.time!r} comes after event "
+                    f"{last.position} at time {last.time!r}: feed events in time order "
+                    "(Query.run sorts them)")
+            if event.key == last.key:
+                for e in self._held:
+                    if e.stream == event.stream:
+                        raise CeqlInputError(
+                            f"events {e.position} and {position} are both on stream "
+                            f"{self._streams.name[e.stream]} <{e.stream}> at time "
+                            f"{event.time!r}: a stream has at most one event per time "
+                            "(merge their graphs into one event)")
 
     def close(self) -> list[Match]:
         """The input is complete: evaluate the last instant and return its matches."""
-        return self._instant() if self._held else []
+        if self._held:
+            self._ready.append(self._held)
+            self._held = []
+        return self._flush()
 
-    def _instant(self) -> list[Match]:
-        held = sorted(self._held, key=lambda e: self._streams.order[e.stream])
-        self._held = []
-        choices: dict[str, list[Choice]] = {}
+    def _flush(self) -> list[Match]:
+        """Evaluate the complete instants held: every stream's GPMs once over all their
+        events (:meth:`ceql.rdf.GpmEvaluator.evaluate_many`), then the runs instant by
+        instant."""
+        ready, self._ready, self._waiting = self._ready, [], 0
+        if not ready:
+            return []
         start = time.perf_counter()
-        for e in held:
-            # terms=True: every value is an N-Triples text
-            results = self._gpms[e.stream].evaluate(e.graph, name=f"event {e.position}")
-            for g, mappings in results.items():
-                choices[g] = [(g, e.position, m) for m in mappings]  # type: ignore[misc]
+        per_stream: dict[str, list[Event]] = {}
+        for held in ready:
+            held.sort(key=lambda e: self._streams.order[e.stream])
+            for e in held:
+                per_stream.setdefault(e.stream, []).append(e)
+        results: dict[int, GpmResults] = {}
+        for iri, evs in per_stream.items():
+            found = self._gpms[iri].evaluate_many([e.graph for e in evs],
+                                                  names=[f"event {e.position}" for e in evs])
+            for e, r in zip(evs, found, strict=True):
+                results[id(e)] = r
         self.gpm_seconds += time.perf_counter() - start
-        return self._runs.instant(held[0].time, held[0].key, choices)
+        out: list[Match] = []
+        for held in ready:
+            choices: dict[str, list[Choice]] = {}
+            for e in held:
+                for rep, mappings in results[id(e)].items():
+                    for g, rename in self._same[rep]:
+                        # terms=True: every value is an N-Triples text
+                        texts = cast(list[dict[str, str]], mappings)
+                        choices[g] = [(g, e.position, m if g == rep else
+                                       {rename[v]: t for v, t in m.items()}) for m in texts]
+            out.extend(self._runs.instant(held[0].time, held[0].key, choices))
+        return out
