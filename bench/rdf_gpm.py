@@ -276,6 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append({"library": lib, "workload": workload, "path": path, "events": n,
                      "seconds": round(seconds, 4), "events_per_s": round(n / seconds),
                      "triples_per_s": round(n * triples / seconds)})
+        print(f"  {lib} {workload} {path}: {seconds:.3f} s", file=sys.stderr, flush=True)
 
     s, _ = timed(lambda: oxi_parse(events), args.repeat)
     row("pyoxigraph", "-", "parse", len(events), s)
