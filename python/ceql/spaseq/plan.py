@@ -13,7 +13,7 @@ iteration-local ones (one value per iteration of their ``+`` GPM).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import product
 
@@ -50,7 +50,8 @@ class Plan:
 
     ``sparql``: GPM → the SELECT text of one event (``to_sparql``); ``streams``: GPM → the
     IRI of its stream; ``local``: GPM → its iteration-local variables; ``filters``: GPM →
-    its cross-GPM FILTERs; ``select``: the projected variables.
+    its cross-GPM FILTERs; ``select``: the projected variables; ``variables``: GPM → the
+    variables it binds.
     """
 
     elements: tuple[Element, ...]
@@ -60,6 +61,7 @@ class Plan:
     filters: dict[str, tuple[CrossFilter, ...]]
     select: tuple[str, ...]
     window: Fraction
+    variables: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def owner(self) -> dict[str, str]:
@@ -95,4 +97,5 @@ def lower(query: SpaseqQuery) -> Plan:
         filters={g.name: g.cross_filters for g in query.gpms},
         select=query.select if query.select is not None else query.variables,
         window=query.window.seconds,
+        variables={g.name: g.variables for g in query.gpms},
     )

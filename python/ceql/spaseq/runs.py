@@ -44,11 +44,13 @@ Choice = tuple[str, int, Mapping[str, str]]
 
 
 class _Run:
-    __slots__ = ("elem", "first", "first_time", "last", "occ", "shared", "steps")
+    __slots__ = ("deadline", "deadline_f", "elem", "first", "first_time", "last", "occ",
+                 "shared", "steps")
 
     def __init__(self, elem: int, shared: dict[str, str],
                  occ: dict[str, tuple[tuple[int, Mapping[str, str]], ...]], last: int,
-                 first: Fraction, first_time: Any, steps: list[bool]) -> None:
+                 first: Fraction, first_time: Any, steps: list[bool], window: Fraction
+                 ) -> None:
         self.elem = elem
         self.shared = shared
         self.occ = occ  # GPM → its (position, mapping) choices in time order
@@ -56,6 +58,62 @@ class _Run:
         self.first = first
         self.first_time = first_time
         self.steps = steps
+        self.deadline = first + window  # the last time an extension may have
+        self.deadline_f = float(self.deadline)
+
+    def expired(self, key: Fraction, key_f: float) -> bool:
+        """Whether an instant at ``key`` (``key_f`` its float) is past the window (floats
+        decide unless equal: rounding is monotonic)."""
+        return key_f > self.deadline_f or (key_f == self.deadline_f and key > self.deadline)
+
+
+# a run waiting on one of its steps: (run, 0) the next iteration, (run, 1) the next element
+_Entry = tuple[_Run, int]
+
+
+class _Waiting:
+    """The runs waiting on element ``j`` by ``:`` or ``;`` (step ``s``), indexed by their
+    values of ``keys``: the shared variables element ``j`` binds that such a run may have
+    bound already. A choice binding all of them can only fit the runs with the same values,
+    and those without them all (``loose``); any other choice is tried on every run."""
+
+    __slots__ = ("buckets", "count", "keys", "loose")
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self.buckets: dict[tuple[str, ...], list[_Entry]] = {}
+        self.loose: list[_Entry] = []
+        self.count = 0
+
+    def add(self, entry: _Entry) -> None:
+        shared = entry[0].shared
+        key = tuple(shared.get(v) for v in self.keys)
+        if self.keys and None not in key:
+            self.buckets.setdefault(key, []).append(entry)  # type: ignore[arg-type]
+        else:
+            self.loose.append(entry)
+        self.count += 1
+
+    def candidates(self, merged: Mapping[str, str]) -> list[list[_Entry]]:
+        """The lists of entries a choice binding ``merged`` may fit."""
+        key = tuple(merged.get(v) for v in self.keys)
+        if not self.keys or None in key:
+            return [self.loose, *self.buckets.values()]
+        found = self.buckets.get(key)  # type: ignore[arg-type]
+        return [self.loose] if found is None else [self.loose, found]
+
+    def sweep(self, key: Fraction, key_f: float) -> None:
+        """Forget the entries whose run has left the window or whose step has ended."""
+        def alive(e: _Entry) -> bool:
+            return e[0].steps[e[1]] and not e[0].expired(key, key_f)
+        self.loose = [e for e in self.loose if alive(e)]
+        buckets = {}
+        for k, es in self.buckets.items():
+            kept = [e for e in es if alive(e)]
+            if kept:
+                buckets[k] = kept
+        self.buckets = buckets
+        self.count = len(self.loose) + sum(len(es) for es in buckets.values())
 
 
 class Runs:
@@ -64,14 +122,26 @@ class Runs:
     def __init__(self, plan: Plan, checker: FilterChecker) -> None:
         self.plan = plan
         self._checker = checker
-        self._runs: list[_Run] = []
         self._instant = -1
         self._owner = plan.owner
+        # runs waiting by ',' act at the next instant only: a list, renewed every instant
+        self._strict: list[_Entry] = []
+        self._waiting: dict[tuple[int, int], _Waiting] = {}
+        bound: set[str] = set()  # variables bound by the elements before j
+        for j, el in enumerate(plan.elements):
+            mine = [v for g in el.gpms for v in plan.variables[g] if v not in plan.local[g]]
+            before = tuple(dict.fromkeys(v for v in mine if v in bound))
+            self._waiting[(j, 1)] = _Waiting(before)
+            self._waiting[(j, 0)] = _Waiting(tuple(dict.fromkeys(mine)))
+            bound.update(v for g in el.gpms for v in plan.variables[g])
+        self._count = 0
+        self._swept = 0
 
     @property
     def live(self) -> int:
-        """How many partial matches are waiting."""
-        return len(self._runs)
+        """How many steps of partial matches are waiting (after the last sweep: some may have
+        ended since)."""
+        return len(self._strict) + sum(w.count for w in self._waiting.values())
 
     def instant(self, time: Any, key: Fraction, choices: Mapping[str, Sequence[Choice]]
                 ) -> list[Match]:
@@ -79,38 +149,61 @@ class Runs:
         ``choices``: GPM → its choices at this instant. Returns the matches it completes."""
         self._instant += 1
         k = self._instant
+        key_f = float(key)
         plan = self.plan
-        cache: dict[int, list[tuple[Choice, ...]]] = {}
+        cache: dict[int, list[tuple[tuple[Choice, ...], dict[str, str]]]] = {}
         spawned: list[_Run] = []
-        kept: list[_Run] = []
-        for r in self._runs:
-            if key - r.first > plan.window:
+        for r, s in self._strict:  # all from the previous instant: k == r.last + 1
+            if r.expired(key, key_f):
                 continue
-            for s in (0, 1):
-                if not r.steps[s]:
-                    continue
-                j = r.elem + s
-                element = plan.elements[j]
-                op = element.loop_op if s == 0 else element.op
-                if op == STRICT and k != r.last + 1:
-                    r.steps[s] = False
+            j = r.elem + s
+            for gc, _ in self._group(j, choices, cache):
+                new = self._extend(r, j, gc, k, key, time)
+                if new is not None:
+                    spawned.append(new)
+        self._strict = []
+        for (j, s), waiting in self._waiting.items():
+            if not waiting.count:
+                continue
+            element = plan.elements[j]
+            op = element.loop_op if s == 0 else element.op
+            tried: dict[int, tuple[_Entry, list[tuple[Choice, ...]]]] = {}
+            for gc, merged in self._group(j, choices, cache):
+                for entries in waiting.candidates(merged):
+                    for e in entries:
+                        got = tried.get(id(e))
+                        if got is None:
+                            tried[id(e)] = (e, [gc])
+                        else:
+                            got[1].append(gc)
+            for (r, _), gcs in tried.values():
+                if not r.steps[s] or r.expired(key, key_f):
                     continue
                 found = False
-                for gc in self._group(j, choices, cache):
+                for gc in gcs:
                     new = self._extend(r, j, gc, k, key, time)
                     if new is not None:
                         spawned.append(new)
                         found = True
-                if op == STRICT or (op == SKIP_TILL_NEXT and found):
+                if found and op == SKIP_TILL_NEXT:
                     r.steps[s] = False
-            if r.steps[0] or r.steps[1]:
-                kept.append(r)
-        for gc in self._group(0, choices, cache):
+        for gc, _ in self._group(0, choices, cache):
             new = self._extend(None, 0, gc, k, key, time)
             if new is not None:
                 spawned.append(new)
-        kept.extend(spawned)
-        self._runs = kept
+        for r in spawned:
+            for s in (0, 1):
+                if r.steps[s]:
+                    element = plan.elements[r.elem + s]
+                    if (element.loop_op if s == 0 else element.op) == STRICT:
+                        self._strict.append((r, s))
+                    else:
+                        self._waiting[(r.elem + s, s)].add((r, s))
+                        self._count += 1
+        if self._count > 2 * self._swept + 1024:
+            for waiting in self._waiting.values():
+                waiting.sweep(key, key_f)
+            self._count = self._swept = sum(w.count for w in self._waiting.values())
         last = len(plan.elements) - 1
         out: dict[tuple[Any, ...], Match] = {}
         for r in spawned:
@@ -120,9 +213,10 @@ class Runs:
         return sorted(out.values(), key=lambda m: (m.positions, repr(m.key())))
 
     def _group(self, j: int, choices: Mapping[str, Sequence[Choice]],
-               cache: dict[int, list[tuple[Choice, ...]]]) -> list[tuple[Choice, ...]]:
+               cache: dict[int, list[tuple[tuple[Choice, ...], dict[str, str]]]]
+               ) -> list[tuple[tuple[Choice, ...], dict[str, str]]]:
         """The choices for element ``j``'s group at this instant: per alternative, one
-        choice per GPM with pairwise compatible mappings."""
+        choice per GPM with pairwise compatible mappings, and their mappings merged."""
         found = cache.get(j)
         if found is not None:
             return found
@@ -137,22 +231,20 @@ class Runs:
                         break
                     merged.update(m)
                 if ok:
-                    found.append(combo)
+                    found.append((combo, merged))
         cache[j] = found
         return found
 
     def _extend(self, r: _Run | None, j: int, gc: tuple[Choice, ...], k: int, key: Fraction,
                 time: Any) -> _Run | None:
         """``r`` extended by the group choice ``gc`` for element ``j``, or ``None`` when it is
-        not fit (incompatible, a FILTER fails) or leaves the window."""
+        not fit (incompatible, a FILTER fails); the caller has checked the window."""
         plan = self.plan
         if r is None:
             shared: dict[str, str] = {}
             occ: dict[str, tuple[tuple[int, Mapping[str, str]], ...]] = {}
             first, first_time = key, time
         else:
-            if key - r.first > plan.window:
-                return None
             shared, occ, first, first_time = dict(r.shared), dict(r.occ), r.first, r.first_time
         for g, pos, m in gc:
             local = plan.local[g]
@@ -166,7 +258,7 @@ class Runs:
             return None
         element = plan.elements[j]
         steps = [element.kleene, j + 1 < len(plan.elements)]
-        return _Run(j, shared, occ, k, first, first_time, steps)
+        return _Run(j, shared, occ, k, first, first_time, steps, plan.window)
 
     def _filters_hold(self, j: int, shared: dict[str, str],
                       occ: dict[str, tuple[tuple[int, Mapping[str, str]], ...]]) -> bool:
