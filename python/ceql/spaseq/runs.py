@@ -31,7 +31,7 @@ from fractions import Fraction
 from itertools import product
 from typing import Any
 
-from ..frontends.spaseq import SKIP_TILL_NEXT, STRICT
+from ..frontends.spaseq import SKIP_TILL_NEXT, STRICT, CrossFilter
 from ..rdf import term_value
 from .conditions import FilterChecker, compatible
 from .match import Match
@@ -136,6 +136,17 @@ class Runs:
             bound.update(v for g in el.gpms for v in plan.variables[g])
         self._count = 0
         self._swept = 0
+        # GPM → its FILTERs with the iteration-local variables of its own they read, the
+        # other + GPMs whose iteration-local variables they read, the shared ones they read
+        self._filter_info: dict[str, list[tuple[CrossFilter, tuple[str, ...],
+                                                tuple[str, ...], tuple[str, ...]]]] = {}
+        owner = self._owner
+        for g, filters in plan.filters.items():
+            self._filter_info[g] = [
+                (f, tuple(v for v in f.variables if owner.get(v) == g),
+                 tuple(sorted({owner[v] for v in f.variables if v in owner and owner[v] != g})),
+                 tuple(v for v in f.variables if v not in owner))
+                for f in filters]
 
     @property
     def live(self) -> int:
@@ -254,33 +265,51 @@ class Runs:
                 if v not in local:
                     shared[v] = t
             occ[g] = (*occ.get(g, ()), (pos, m))
-        if not self._filters_hold(j, shared, occ):
+        if not self._filters_hold(j, shared, occ, r):
             return None
         element = plan.elements[j]
         steps = [element.kleene, j + 1 < len(plan.elements)]
         return _Run(j, shared, occ, k, first, first_time, steps, plan.window)
 
     def _filters_hold(self, j: int, shared: dict[str, str],
-                      occ: dict[str, tuple[tuple[int, Mapping[str, str]], ...]]) -> bool:
+                      occ: dict[str, tuple[tuple[int, Mapping[str, str]], ...]],
+                      before: _Run | None) -> bool:
         """Every cross-GPM FILTER of element ``j``'s GPMs, for every iteration of its GPM and
         every choice of one iteration of each other ``+`` GPM whose iteration-local variables
-        it reads (unbound when that GPM has none), on the shared variables so far."""
-        plan, owner = self.plan, self._owner
+        it reads (unbound when that GPM has none), on the shared variables so far.
+
+        When ``before`` (the run extended) had completed element ``j`` too, its combinations
+        all held; if the shared variables a FILTER reads are unchanged, only combinations
+        with a new iteration are checked (a FILTER reading no iteration-local variable of its
+        own GPM is one combination per choice of the others')."""
+        plan = self.plan
         for g in plan.elements[j].gpms:
-            for f in plan.filters[g]:
-                mine = occ.get(g, ())
-                others = sorted({owner[v] for v in f.variables
-                                 if v in owner and owner[v] != g})
-                pools: list[list[Mapping[str, str] | None]] = [
-                    [m for _, m in occ.get(o, ())] or [None] for o in others]
-                for _, own in mine:
-                    for combo in product(*pools):
-                        bindings = dict(shared)
-                        for v in plan.local[g]:
-                            if v in own:
-                                bindings[v] = own[v]
-                        for o, m in zip(others, combo, strict=True):
-                            if m is not None:
+            mine = occ.get(g, ())
+            if not mine:
+                continue
+            for f, own_reads, others, shared_reads in self._filter_info[g]:
+                dims: list[list[tuple[str, Mapping[str, str]] | None]] = [
+                    [(g, m) for _, m in mine] if own_reads else [None]]
+                for o in others:
+                    dims.append([(o, m) for _, m in occ.get(o, ())] or [None])
+                old = [0] * len(dims)
+                if before is not None and before.elem == j and all(
+                        shared.get(v) == before.shared.get(v) for v in shared_reads):
+                    had = before.occ.get(g, ())
+                    old[0] = len(had) if own_reads else (1 if had else 0)
+                    for d, o in enumerate(others, 1):
+                        n = len(before.occ.get(o, ()))
+                        old[d] = n if n else (1 if dims[d] == [None] else 0)
+                base = {v: shared[v] for v in shared_reads if v in shared}
+                for d in range(len(dims)):  # the combinations whose first new part is d
+                    parts = [dims[i][:old[i]] for i in range(d)]
+                    parts.append(dims[d][old[d]:])
+                    parts.extend(dims[d + 1:])
+                    for combo in product(*parts):
+                        bindings = dict(base)
+                        for part in combo:
+                            if part is not None:
+                                o, m = part
                                 for v in plan.local[o]:
                                     if v in m:
                                         bindings[v] = m[v]
