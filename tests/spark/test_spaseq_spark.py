@@ -11,12 +11,15 @@ from typing import Any
 import pyoxigraph as ox
 import pytest
 from pyspark.errors import AnalysisException
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 from spark_helpers import sql_string
 
 import ceql.spark as cs
 import ceql.spaseq as sp
 from ceql.rdf import StaticDataset
 from ceql.spark import match_id
+from ceql.spark._spaseq_plan import plan_spaseq
+from ceql.spark._spec import CallInfo
 
 pytestmark = pytest.mark.spark
 
@@ -246,6 +249,8 @@ def _analysis_error(spark: Any, statement: str) -> str:
 
 
 OK = query("?h", 10, "A", A)
+#: wrong calls Spark itself must report: the query's caret through `unwrap`, the shim's ORDER BY
+#: and table argument
 ERRORS = {
     "syntax": (sql("ev", "SELECT ?h WITHIN 10 SECONDS FROM STREAM S1 <http://x> WHERE { SEQ (A,) "
                    "DEFINE GPM A ON S1 { ?h <http://x/p> ?o } }"),
@@ -253,23 +258,10 @@ ERRORS = {
                "with ',' (line 1, column 70)\nSELECT ?h WITHIN 10 SECONDS FROM STREAM S1 "
                "<http://x> WHERE { SEQ (A,) DEFINE GPM A ON S1 { ?h <http://x/p> ?o } }\n"
                + " " * 69 + "^"),
-    "unknown option": (sql("ev", OK, options=", tiem => 't'"),
-                       "MATCH_SPASEQ has no option tiem; its options are query, time, stream, "
-                       "graph, dataset, types, partition_by."),
-    "graph type": (sql("(SELECT stream, time, 1 AS graph FROM ev)", OK),
-                   "MATCH_SPASEQ: the graph column 'graph' has type int; an event's graph is "
-                   "N-Triples or Turtle text (STRING) or its triples as ARRAY<STRUCT<s: STRING, "
-                   "p: STRING, o: STRING>> (terms in N-Triples syntax)."),
     "order by": (sql("ev", OK, " WITH SINGLE PARTITION ORDER BY stream"),
                  "MATCH_SPASEQ: the table argument's ORDER BY must be the time column 'time', "
                  "got stream; write ORDER BY (time) or leave it out (events are read by time, "
                  "equal times by stream)."),
-    "no file": (sql("ev", query("?h", 10, "A", A), options=", dataset => 'http://x=/no/kb.ttl'"),
-                "MATCH_SPASEQ: the dataset file /no/kb.ttl does not exist (the driver and every "
-                "worker read it: give a path they all can read, best an absolute one)."),
-    "types": (sql("ev", OK, options=", types => 'x bigint'"),
-              "MATCH_SPASEQ: types names ?x, which the query does not SELECT; its SELECT "
-              "variables are ?h."),
     "no table": ("SELECT * FROM MATCH_SPASEQ(query => 'SELECT ?h')",
                  "MATCH_SPASEQ takes exactly one table argument, got 0: MATCH_SPASEQ(TABLE(t) "
                  "PARTITION BY k ORDER BY (time), query => '<SPAseq>')."),
@@ -281,6 +273,36 @@ def test_wrong_calls_fail_at_analysis_with_exact_messages(spark: Any, statement:
                                                           message: str) -> None:
     frame(spark, EX2).createOrReplaceTempView("ev")
     assert _analysis_error(spark, statement) == message
+
+
+#: wrong options, planned as analyze plans them (no Spark query needed: each analysis error
+#: through Spark starts a Python process of its own)
+PLAN_ERRORS = {
+    "unknown option": ({"tiem": "t"}, StringType(),
+                       "MATCH_SPASEQ has no option tiem; its options are query, time, stream, "
+                       "graph, dataset, types, partition_by."),
+    "graph type": ({}, IntegerType(),
+                   "MATCH_SPASEQ: the graph column 'graph' has type int; an event's graph is "
+                   "N-Triples or Turtle text (STRING) or its triples as ARRAY<STRUCT<s: STRING, "
+                   "p: STRING, o: STRING>> (terms in N-Triples syntax)."),
+    "no file": ({"dataset": "http://x=/no/kb.ttl"}, StringType(),
+                "MATCH_SPASEQ: the dataset file /no/kb.ttl does not exist (the driver and every "
+                "worker read it: give a path they all can read, best an absolute one)."),
+    "types": ({"types": "x bigint"}, StringType(),
+              "MATCH_SPASEQ: types names ?x, which the query does not SELECT; its SELECT "
+              "variables are ?h."),
+}
+
+
+@pytest.mark.parametrize(("options", "graph", "message"), PLAN_ERRORS.values(),
+                         ids=PLAN_ERRORS.keys())
+def test_wrong_options_are_refused_with_exact_messages(options: dict[str, str], graph: Any,
+                                                       message: str) -> None:
+    schema = StructType([StructField("stream", StringType()), StructField("time", LongType()),
+                         StructField("graph", graph)])
+    with pytest.raises(cs.MatchCeqlError) as err:
+        plan_spaseq(schema, {"query": OK, **options}, CallInfo())
+    assert str(err.value) == message
 
 
 def test_bad_rdf_in_a_row_names_its_stream_and_time(spark: Any) -> None:
