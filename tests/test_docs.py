@@ -12,7 +12,8 @@ What each fenced block's info string means (pure Python, no Spark, a few seconds
   shown after them (standard output only);
 - ``sql`` and ``python``: not run (they need Spark), but every CEQL query in them (``query =>
   '…'``, ``MATCH_CEQL( <CEQL> )``, ``MATCH_CEQL('…')``, ``ceql.spark.match(df, "…")``) must
-  compile.
+  compile; ``sql spaseq`` and ``python spaseq``: the same for SPAseq (``query => '…'`` must
+  compile with ``ceql.spaseq``).
 
 Also here: links between the pages resolve, and the pieces that keep ``make run``'s output free
 of noise (license metadata setuptools accepts, quiet pip, the quiet Spark session of the demo).
@@ -35,6 +36,7 @@ from pathlib import Path
 import pytest
 
 import ceql
+import ceql.spaseq
 from ceql.spark._inline import closing_paren
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,6 +194,21 @@ def test_embedded_queries_compile(block: Block, query: str) -> None:
         query = (ROOT / query).read_text(encoding="utf-8")
     with _docs_session():
         ceql.compile(query)
+
+
+def _spaseq_embedded() -> list[tuple[Block, str]]:
+    return [(b, m.group(1).replace("''", "'")) for b in _all("sql spaseq")
+            for m in _QUERY_OPTION.finditer(b.text)]
+
+
+def test_the_docs_have_spaseq_queries_in_sql() -> None:
+    assert {b.page.name for b, _ in _spaseq_embedded()} >= {"README.md", "spark.md"}
+
+
+@pytest.mark.parametrize(("block", "query"), _spaseq_embedded(),
+                         ids=[f"{b.where()}-{i}" for i, (b, _) in enumerate(_spaseq_embedded())])
+def test_embedded_spaseq_queries_compile(block: Block, query: str) -> None:
+    ceql.spaseq.compile(query)
 
 
 # ------------------------------------------------------------------ console: the CLI
