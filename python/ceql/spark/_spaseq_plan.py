@@ -40,14 +40,13 @@ from ceql.constants import (
     COLUMN_MATCH_END,
     COLUMN_MATCH_ID,
     COLUMN_MATCH_START,
-    INTERNAL_PREFIX,
     MATCH_SPASEQ,
     PREFILTER_ARGUMENT,
 )
 from ceql.rdf import RdfInputError, StaticDataset
 
 from ._errors import MatchCeqlError
-from ._spec import CallInfo, quote_identifier
+from ._spec import CallInfo, quote_identifier, resolve_column
 
 __all__ = [
     "COLUMN_POSITIONS",
@@ -174,18 +173,9 @@ def compiled(query: str, dataset: str | None) -> ceql.spaseq.Query:
 
 
 def _resolve(name: str, schema: StructType, what: str) -> str:
-    names = [f.name for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
-    if name in names:
-        return name
-    folded = [n for n in names if n.lower() == name.lower()]
-    if len(folded) == 1:
-        return folded[0]
-    raise MatchCeqlError(
-        f"{MATCH_SPASEQ}: the {what} column {name!r} is not in the input table; its columns are "
-        f"{', '.join(names) or '(none)'}. Name one of them with {what} => 'column'."
-        if what in (OPTION_TIME, OPTION_STREAM, OPTION_GRAPH) else
-        f"{MATCH_SPASEQ}: the {what} column {name!r} is not in the input table; its columns are "
-        f"{', '.join(names) or '(none)'}.")
+    hint = (f"Name one of them with {what} => 'column'."
+            if what in (OPTION_TIME, OPTION_STREAM, OPTION_GRAPH) else "")
+    return resolve_column(name, schema, what, function=MATCH_SPASEQ, hint=hint)
 
 
 def _type(schema: StructType, name: str) -> DataType:

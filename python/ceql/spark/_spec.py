@@ -176,8 +176,10 @@ class MatchSpec:
         return INTERNAL_TIME_COLUMN if self.time_format is not None else self.time
 
 
-def _resolve(name: str, schema: StructType, what: str) -> str:
-    """The schema's spelling of column ``name`` (Spark compares names case-insensitively)."""
+def resolve_column(name: str, schema: StructType, what: str, *, function: str = "MATCH_CEQL",
+                   hint: str = "Name one of them.") -> str:
+    """The schema's spelling of column ``name`` (Spark compares names case-insensitively);
+    ``function`` and ``hint`` word the error for a column that is not there."""
     names = [f.name for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
     if name in names:
         return name
@@ -185,9 +187,13 @@ def _resolve(name: str, schema: StructType, what: str) -> str:
     if len(folded) == 1:
         return folded[0]
     raise MatchCeqlError(
-        f"MATCH_CEQL: the {what} column {name!r} is not in the input table; its columns are "
-        f"{', '.join(names) or '(none)'}. Name one of them."
+        f"{function}: the {what} column {name!r} is not in the input table; its columns are "
+        f"{', '.join(names) or '(none)'}.{' ' + hint if hint else ''}"
     )
+
+
+def _resolve(name: str, schema: StructType, what: str) -> str:
+    return resolve_column(name, schema, what)
 
 
 def _field(schema: StructType, name: str) -> StructField:
