@@ -33,6 +33,7 @@ from ...constants import (
 )
 from ...errors import CeqlTypeError
 from ...ir import nodes as A
+from ..trees import fold_tree
 from .diagnostics import SOFT_KEYWORDS, diagnose, syntax_error
 from .lalr import grammar_text, lalr
 
@@ -165,21 +166,8 @@ class _Builder:
         self.text = text
 
     def build(self, tree: Tree[Token]) -> A.Query:
-        out: list[object] = []
-        todo: list[tuple[Tree[Token] | Token, bool]] = [(tree, False)]
-        while todo:
-            node, ready = todo.pop()
-            if isinstance(node, Token):
-                out.append(node)
-            elif ready:
-                n = len(node.children)
-                args = out[len(out) - n:] if n else []
-                del out[len(out) - n:]
-                out.append(_HANDLERS[str(node.data)](self, node, args))
-            else:
-                todo.append((node, True))
-                todo.extend((child, False) for child in reversed(node.children))
-        return _is(out[0], A.Query)
+        root = fold_tree(tree, lambda node, args: _HANDLERS[str(node.data)](self, node, args))
+        return _is(root, A.Query)
 
     def error(self, message: str, tok: Token | A.Span) -> NoReturn:
         span = _tok_span(tok) if isinstance(tok, Token) else tok

@@ -23,6 +23,7 @@ from ...constants import WITHIN_UNIT_MILLIS
 from ...errors import CeqlTypeError, caret_snippet
 from ...ir.nodes import NO_SPAN, Span
 from ..ceql.diagnostics import syntax_error
+from ..trees import fold_tree
 from . import nodes as N
 from .diagnostics import diagnose
 from .errors import UnknownPrefixError
@@ -175,21 +176,8 @@ class _Builder:
             self.genid_prefix += "x"
 
     def build(self, tree: Tree[Token]) -> N.SpaseqQuery:
-        out: list[object] = []
-        todo: list[tuple[Tree[Token] | Token, bool]] = [(tree, False)]
-        while todo:
-            node, ready = todo.pop()
-            if isinstance(node, Token):
-                out.append(node)
-            elif ready:
-                n = len(node.children)
-                args = out[len(out) - n:] if n else []
-                del out[len(out) - n:]
-                out.append(_HANDLERS[str(node.data)](self, node, args))
-            else:
-                todo.append((node, True))
-                todo.extend((child, False) for child in reversed(node.children))
-        return _is(out[0], N.SpaseqQuery)
+        root = fold_tree(tree, lambda node, args: _HANDLERS[str(node.data)](self, node, args))
+        return _is(root, N.SpaseqQuery)
 
     def error(self, message: str, where: Token | Span) -> NoReturn:
         span = _tok_span(where) if isinstance(where, Token) else where
