@@ -19,7 +19,9 @@ from ..errors import CeqlInputError
 from ..rdf import GpmEvaluator, GpmResults, StaticDataset
 from ..rdf.sparql import canonical_form
 from .conditions import FilterChecker
+from .engine import EngineRuns
 from .events import Event, StreamNames, check_event
+from .lowering import lower_plan
 from .match import Match
 from .plan import Plan
 from .runs import Choice, Runs
@@ -35,7 +37,7 @@ class Evaluator:
     :meth:`ceql.spaseq.Query.evaluator`). Not thread-safe: one per thread or task."""
 
     def __init__(self, plan: Plan, streams: StreamNames, dataset: StaticDataset | None,
-                 batch: int = BATCH_EVENTS) -> None:
+                 batch: int = BATCH_EVENTS, engine: bool = True) -> None:
         self._plan = plan
         self._streams = streams
         self._batch = batch
@@ -52,7 +54,16 @@ class Evaluator:
             self._same.setdefault(first[0], []).append(
                 (g, dict(zip(first[1], names, strict=True))))
         self._gpms = {iri: GpmEvaluator(q, dataset, terms=True) for iri, q in by_stream.items()}
-        self._runs = Runs(plan, FilterChecker())
+        lowered = lower_plan(plan)
+        self._runs: Runs | EngineRuns
+        if engine and lowered.text is not None:
+            self._runs = EngineRuns(plan, lowered)
+            self.path_reason: str | None = None
+        else:
+            self._runs = Runs(plan, FilterChecker())
+            self.path_reason = lowered.reason if engine else "engine=False"
+        """Why the sequence runs on the run loop of :mod:`.runs` rather than on ceql's
+        engine (``None``: on the engine; see :attr:`engine`)."""
         self._held: list[Event] = []
         self._ready: list[list[Event]] = []  # complete instants, not evaluated yet
         self._waiting = 0  # events in them
@@ -61,6 +72,11 @@ class Evaluator:
         self.gpm_seconds = 0.0
         """Seconds spent evaluating GPMs on event graphs so far (the rest of the time goes to
         the sequence: runs, cross-GPM FILTERs, event checks)."""
+
+    @property
+    def engine(self) -> bool:
+        """Whether the sequence is (still) evaluated on ceql's engine."""
+        return isinstance(self._runs, EngineRuns) and self._runs.handed_over is None
 
     @property
     def events_read(self) -> int:

@@ -36,17 +36,21 @@ class Query:
     def __repr__(self) -> str:
         return f"ceql.spaseq.compile({self.text!r})"
 
-    def evaluator(self) -> Evaluator:
-        """A fresh evaluation: ``feed(events)`` in time order, then ``close()``."""
-        return Evaluator(self.plan, self._streams, self.dataset)
+    def evaluator(self, *, engine: bool = True) -> Evaluator:
+        """A fresh evaluation: ``feed(events)`` in time order, then ``close()``.
+        ``engine=False`` evaluates the sequence with the run loop of :mod:`.runs` instead of
+        ceql's engine (the same matches; for comparison)."""
+        return Evaluator(self.plan, self._streams, self.dataset, engine=engine)
 
     def run(self, events: Iterable[Mapping[str, Any]], *, time: str = "time",
-            stream: str = "stream", graph: str = "graph") -> Iterator[Match]:
+            stream: str = "stream", graph: str = "graph", engine: bool = True
+            ) -> Iterator[Match]:
         """Every match over ``events``: mappings with a stream (its IRI or its name in the
         query), a time (seconds or datetimes) and a graph (N-Triples or Turtle text, a parsed
         graph or a list of triples), under the keys ``stream``, ``time`` and ``graph`` or the
         ones given. The events are sorted by time first (stable); ``positions`` are their
-        indices in ``events``. Matches come in time order of their last event."""
+        indices in ``events``. Matches come in time order of their last event. ``engine``: as
+        for :meth:`evaluator`."""
         if isinstance(events, Mapping | str | bytes) or not isinstance(events, Iterable):
             raise CeqlTypeError("Query.run takes an iterable of events (mappings), not "
                                 f"{type(events).__name__}")
@@ -61,7 +65,7 @@ class Query:
                 keys.append((None, i))  # checked (or dropped) by the evaluator
         timed = sorted((k, i) for k, i in keys if k is not None)
         order = [i for k, i in keys if k is None] + [i for _, i in timed]
-        ev = self.evaluator()
+        ev = self.evaluator(engine=engine)
         yield from ev.feed([rows[i] for i in order], positions=order)
         yield from ev.close()
 

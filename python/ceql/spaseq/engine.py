@@ -1,0 +1,168 @@
+"""The sequence evaluation on ceql's engine: each instant's choices become records
+(:mod:`.lowering` describes them) fed to the CEQL query the sequence lowers to, and the
+complex events it outputs become SPAseq matches.
+
+A record whose values the lowering cannot decide exactly (:func:`record_safe`: a term a
+FILTER reads that is not an ``xsd:integer``/``xsd:decimal``, a ``+`` record without a shared
+variable) hands the evaluation over to the run loop of :mod:`.runs`: it replays the instants
+of the last window (kept for this) without output — a partial match that began earlier can
+no longer complete — and continues from there, so the outputs stay exact.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from itertools import product
+from typing import Any
+
+from ..query import compile as compile_ceql
+from ..rdf import term_value
+from .conditions import FilterChecker, compatible
+from .lowering import Leaf, Lowered, scaled
+from .match import Match
+from .plan import Plan
+from .runs import Choice, Runs
+
+__all__ = ["EngineRuns"]
+
+_Instant = tuple[Any, Fraction, Mapping[str, Sequence[Choice]]]
+
+
+class EngineRuns:
+    """The runs of one evaluation on the engine; :meth:`instant` advances them over one
+    instant, as :meth:`ceql.spaseq.runs.Runs.instant` does."""
+
+    def __init__(self, plan: Plan, lowered: Lowered) -> None:
+        assert lowered.text is not None
+        self.plan = plan
+        self._low = lowered
+        self._ev = compile_ceql(lowered.text).evaluator(time="t", keep_events=True)
+        self._k = -1
+        self._owner = plan.owner
+        self._leaves = lowered.leaves
+        self._base: dict[str, Any] = {"z": None}
+        for i in lowered.var_index.values():
+            self._base[f"b{i}"] = 0
+        self._flags = {leaf.index: {f"m{lowered.gpm_index[g]}": int(g in leaf.gpms)
+                                    for g in lowered.element_gpms[leaf.element]}
+                       for leaf in lowered.leaves}
+        self._recent: deque[_Instant] = deque()
+        self._runs: Runs | None = None
+        self.handed_over: str | None = None
+        """Why the evaluation moved to the run loop (``None`` while on the engine)."""
+
+    @property
+    def live(self) -> int:
+        """Partial matches waiting (the run loop's count once handed over; the engine keeps
+        no such count: 0)."""
+        return 0 if self._runs is None else self._runs.live
+
+    def instant(self, time: Any, key: Fraction, choices: Mapping[str, Sequence[Choice]]
+                ) -> list[Match]:
+        """Advance over the next instant; ``choices``: GPM → its choices there."""
+        if self._runs is not None:
+            return self._runs.instant(time, key, choices)
+        self._k += 1
+        records: list[dict[str, Any]] = []
+        negatives: list[dict[str, Any]] = []
+        for leaf in self._leaves:
+            for rec in self._records(leaf, time, key, choices):
+                if rec is None:
+                    return self._hand_over(time, key, choices)
+                records.append(rec)
+                if leaf.negated:
+                    negatives.append({**rec, "type": f"N{leaf.index}"})
+        window = self.plan.window
+        while self._recent and key - self._recent[0][1] > window:
+            self._recent.popleft()
+        self._recent.append((time, key, choices))
+        found = self._ev.feed(records + negatives) if records else []
+        out: dict[tuple[Any, ...], Match] = {}
+        for m in found:
+            match = self._match(m.events)
+            if match is not None:
+                out.setdefault(match.key(), match)
+        return sorted(out.values(), key=lambda m: (m.positions, repr(m.key())))
+
+    def _hand_over(self, time: Any, key: Fraction, choices: Mapping[str, Sequence[Choice]]
+                   ) -> list[Match]:
+        runs = Runs(self.plan, FilterChecker())
+        for t, k, c in self._recent:
+            if key - k <= self.plan.window:
+                runs.instant(t, k, c)
+        self._recent.clear()
+        self._runs = runs
+        self.handed_over = (f"at time {time!r}: a value the lowering cannot compare exactly "
+                            "(a FILTER term that is not an xsd:integer or xsd:decimal, or a "
+                            "+ GPM's mapping without a shared variable)")
+        return runs.instant(time, key, choices)
+
+    def _records(self, leaf: Leaf, time: Any, key: Fraction,
+                 choices: Mapping[str, Sequence[Choice]]) -> list[dict[str, Any] | None]:
+        """The records of ``leaf`` at this instant (``None`` for one that is not safe)."""
+        per_gpm = [choices.get(g, ()) for g in leaf.gpms]
+        if not all(per_gpm):
+            return []
+        out: list[dict[str, Any] | None] = []
+        low = self._low
+        vi = low.var_index
+        plus = low.plus_shared.get(leaf.element)
+        for combo in product(*per_gpm):
+            merged: dict[str, str] = {}
+            ok = True
+            for _, _, m in combo:
+                if not compatible(merged, m, frozenset()):
+                    ok = False
+                    break
+                merged.update(m)
+            if not ok:
+                continue
+            rec: dict[str, Any] = dict(self._base)
+            rec.update(self._flags[leaf.index])
+            rec["type"] = f"L{leaf.index}"
+            rec["k"] = self._k
+            rec["t"] = float(key)
+            rec["_src"] = combo
+            rec["_key"] = key
+            rec["_time"] = time
+            for v, term in merged.items():
+                i = vi[v]
+                rec[f"v{i}"] = term
+                rec[f"b{i}"] = 1
+                if v in low.filter_vars:
+                    q = scaled(term)
+                    if q is None:
+                        return [None]
+                    rec[f"q{i}"] = q
+            if plus is not None and any(v not in merged for v in plus):
+                return [None]
+            out.append(rec)
+        return out
+
+    def _match(self, events: Sequence[Mapping[str, Any]] | None) -> Match | None:
+        assert events is not None
+        plan = self.plan
+        first = events[0]
+        last = events[-1]
+        if last["_key"] - first["_key"] > plan.window:
+            return None
+        occ: dict[str, list[tuple[int, Mapping[str, str]]]] = {}
+        shared: dict[str, str] = {}
+        for e in events:  # in record order: time order
+            for g, pos, m in e["_src"]:
+                occ.setdefault(g, []).append((pos, m))
+                for v, t in m.items():
+                    if v not in plan.local[g]:
+                        shared[v] = t
+        bindings: dict[str, Any] = {}
+        for v in plan.select:
+            g = self._owner.get(v)
+            if g is None:
+                t = shared.get(v)
+                bindings[v] = None if t is None else term_value(t)
+            else:
+                bindings[v] = [term_value(m[v]) for _, m in occ.get(g, ()) if v in m]
+        return Match({g: tuple(p for p, _ in cs) for g, cs in occ.items()}, bindings,
+                     first["_time"], last["_time"])

@@ -1,0 +1,422 @@
+"""A SPAseq sequence lowered to a CEQL query over *records* (docs/SPASEQ.md, "How SPAseq maps
+onto ceql's engine"), so that it runs on ceql's automaton and register runs.
+
+The records (:mod:`.records`) are, per instant of the streamset, one record per (leaf,
+mapping) — a *leaf* being the GPMs of one ``&`` alternative on one stream, their mappings
+joined — then a *negative copy* of each record a ``;`` reads. Every record carries ``k``, the
+instant's index in the streamset (so "a later instant" is ``k > p.k`` and "the next instant"
+``k = p.k + 1``, without placeholders for events no GPM matches), ``t`` (its time, for the
+window), and per SPAseq variable ``v<i>`` (the term's N-Triples text, for ``sameTerm``
+joins), ``b<i>`` (1 when bound, else 0) and, for variables a cross-GPM FILTER reads, ``q<i>``
+(an ``xsd:integer``/``xsd:decimal`` value times 10^18, an exact integer).
+
+Element ``j`` of ``SEQ`` is CEQL variable ``e<j>`` (its primary leaf in every alternative;
+leaves of other streams in an ``&`` are ``e<j>x<i>``); a ``;`` before it is
+``NOT ((N… OR …) AS n<j>)`` over the negative copies, which sit after the instant's records so
+that the gap holds exactly the instants strictly between (with ``n[k > p.k]``). Shared
+variables become ``c[b = 0 OR s.b = 0 OR v = s.v]`` (compatible: equal unless one is
+unbound), iterations of ``+`` are joined by ``PREV``, cross-GPM FILTERs are translated atom by
+atom (SQL's three-valued logic is SPARQL's error logic: an unbound variable is a NULL), a
+variable bound by several earlier GPMs read through guards on their ``b`` flags.
+
+What does not lower (``Lowered.reason``): skip-till-next between the iterations of a ``+``
+(a ``+`` after ``;`` or starting ``SEQ``) — a NOT inside an iteration whose conditions read
+the iteration before is not in the engine —, FILTERs other than comparisons of variables and
+integer/decimal literals under ``&& || !``, and a few placements where a CEQL variable could
+be empty where SPAseq's is unbound (see :func:`lower`). Values the translation cannot decide
+exactly (a FILTER reading a term that is not an integer or decimal; a ``+`` record without a
+shared variable) are found per record at run time (:func:`record_safe`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from ..frontends.spaseq import (
+    SKIP_TILL_ANY,
+    SKIP_TILL_NEXT,
+    STRICT,
+    BinaryExpr,
+    Expr,
+    Literal,
+    UnaryExpr,
+    Var,
+)
+from .conditions import compile_numeric, numeric_value
+from .plan import Plan
+
+__all__ = ["SCALE", "Leaf", "Lowered", "lower_plan", "scaled"]
+
+SCALE = 10 ** 18
+"""Integer and decimal values are compared as exact integers: the value times ``SCALE`` (the
+fast path's decimals have at most 18 fraction digits)."""
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_CMP = {"=", "!=", "<", "<=", ">", ">="}
+
+
+def scaled(term: str) -> int | None:
+    """An ``xsd:integer``/``xsd:decimal`` literal's value times :data:`SCALE`, or ``None``
+    for any other term (doubles included: SPARQL's promotion is the store's)."""
+    found = numeric_value(term)
+    if found is None or found[0]:
+        return None
+    value = found[1]
+    return value * SCALE if isinstance(value, int) else int(Decimal(value) * SCALE)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """GPMs of one ``&`` alternative on one stream (their mappings joined), its record type
+    ``L<index>``, whether ``;`` reads its negative copies ``N<index>``, and the element."""
+
+    index: int
+    gpms: tuple[str, ...]
+    stream: str
+    element: int
+    negated: bool
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """The CEQL text (``None`` when the query does not lower: ``reason`` says why), the
+    leaves, each SPAseq variable's attribute number, the variables FILTERs read, per element
+    the GPMs whose membership flags ``m<i>`` its records carry, and per ``+`` element the
+    shared variables its records must bind."""
+
+    text: str | None
+    reason: str | None
+    leaves: tuple[Leaf, ...]
+    var_index: dict[str, int]
+    gpm_index: dict[str, int]
+    filter_vars: frozenset[str]
+    element_gpms: tuple[tuple[str, ...], ...]
+    plus_shared: dict[int, frozenset[str]]
+
+
+class _NoLowering(Exception):
+    """The query (or this part of it) has no exact lowering."""
+
+
+# --- FILTER expressions as three-valued trees ------------------------------------------------
+# ("const", True|False|None) | ("cmp", op, left, right) | ("and"|"or", a, b) | ("not", a)
+# operands: ("lit", int) | ("attr", cvar | None, var)
+_Tree = tuple[Any, ...]
+
+
+def _operand(e: Expr) -> tuple[str, object]:
+    if isinstance(e, Var):
+        return ("var", e.name)
+    if isinstance(e, Literal) and e.lang is None and e.datatype is not None \
+            and e.datatype.startswith(_XSD):
+        text = f'"{e.lexical}"^^<{e.datatype}>'
+        value = scaled(text)
+        if value is not None:
+            return ("lit", value)
+    raise _NoLowering("a FILTER compares a literal that is not an xsd:integer or "
+                      "xsd:decimal")
+
+
+def _tree(e: Expr) -> _Tree:
+    if isinstance(e, BinaryExpr) and e.op in ("&&", "||"):
+        return ("and" if e.op == "&&" else "or", _tree(e.left), _tree(e.right))
+    if isinstance(e, UnaryExpr) and e.op == "!":
+        return ("not", _tree(e.operand))
+    if isinstance(e, BinaryExpr) and e.op in _CMP:
+        return ("cmp", e.op, _operand(e.left), _operand(e.right))
+    raise _NoLowering("a FILTER uses more than comparisons under && || !")
+
+
+def _bind(t: _Tree, chosen: dict[str, str | bool | None]) -> _Tree:
+    """``t`` with each variable read from its chosen source (``False``: unbound), simplified
+    by three-valued logic."""
+    kind = t[0]
+    if kind == "cmp":
+        _, op, a, b = t
+        ops = []
+        for x in (a, b):
+            if x[0] == "lit":
+                ops.append(x)
+            else:
+                src = chosen[x[1]]
+                if src is False:
+                    return ("const", None)
+                ops.append(("attr", src, x[1]))
+        if ops[0][0] == "lit" and ops[1][0] == "lit":
+            x, y = ops[0][1], ops[1][1]
+            return ("const", {"=": x == y, "!=": x != y, "<": x < y, "<=": x <= y,
+                              ">": x > y, ">=": x >= y}[op])
+        return ("cmp", op, ops[0], ops[1])
+    if kind == "not":
+        inner = _bind(t[1], chosen)
+        if inner[0] == "const":
+            return ("const", None if inner[1] is None else not inner[1])
+        return ("not", inner)
+    if kind in ("and", "or"):
+        a, b = _bind(t[1], chosen), _bind(t[2], chosen)
+        absorbing = kind == "or"  # TRUE absorbs OR, FALSE absorbs AND
+        for x, y in ((a, b), (b, a)):
+            if x == ("const", absorbing):
+                return x
+            if x == ("const", not absorbing):
+                return y
+        if a[0] == "const" and b[0] == "const":  # both unknown
+            return ("const", None)
+        return (kind, a, b)
+    return t
+
+
+class _Writer:
+    """Writes trees and conditions as CEQL text, attributes by number."""
+
+    def __init__(self, var_index: dict[str, int]) -> None:
+        self.vi = var_index
+
+    def attr(self, cvar: str | None, name: str) -> str:
+        return name if cvar is None else f"{cvar}.{name}"
+
+    def tree(self, t: _Tree) -> str:
+        kind = t[0]
+        if kind == "const":
+            return {True: "k = k", False: "NOT (k = k)", None: "z = 0"}[t[1]]
+        if kind == "not":
+            return f"NOT ({self.tree(t[1])})"
+        if kind in ("and", "or"):
+            return f"({self.tree(t[1])} {kind.upper()} {self.tree(t[2])})"
+        _, op, a, b = t
+        return f"{self.operand(a)} {op} {self.operand(b)}"
+
+    def operand(self, x: tuple[object, ...]) -> str:
+        if x[0] == "lit":
+            return str(x[1])
+        cvar, var = x[1], x[2]
+        assert isinstance(var, str)
+        return self.attr(cvar if isinstance(cvar, str) else None, f"q{self.vi[var]}")
+
+
+@dataclass
+class _Slot:
+    """A CEQL variable: its element, whether it is never empty in a match, the leaves whose
+    records it may hold."""
+
+    name: str
+    element: int
+    always: bool
+    leaves: list[Leaf]
+
+    def may_bind(self, v: str, plan: Plan) -> bool:
+        return any(v in plan.variables[g] for leaf in self.leaves for g in leaf.gpms)
+
+    def holds(self, g: str) -> bool:
+        return any(g in leaf.gpms for leaf in self.leaves)
+
+    def only(self, g: str) -> bool:
+        return all(g in leaf.gpms for leaf in self.leaves)
+
+
+def lower_plan(plan: Plan) -> Lowered:
+    """The CEQL lowering of ``plan``, or the reason it has none."""
+    var_index = {v: i for i, v in enumerate(sorted({v for vs in plan.variables.values()
+                                                     for v in vs}))}
+    gpm_index = {g: i for i, g in enumerate(sorted(plan.variables))}
+    filter_vars = frozenset(v for fs in plan.filters.values() for f in fs for v in f.variables)
+    try:
+        return _lower(plan, var_index, gpm_index, filter_vars)
+    except _NoLowering as e:
+        return Lowered(None, str(e), (), var_index, gpm_index, filter_vars, (), {})
+
+
+def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
+           filter_vars: frozenset[str]) -> Lowered:
+    w = _Writer(vi)
+    leaves: dict[tuple[str, ...], Leaf] = {}
+    slots: list[list[_Slot]] = []  # per element: primary, extras
+    forms: list[str] = []
+    conds: list[str] = []
+    plus_shared: dict[int, frozenset[str]] = {}
+    owner = plan.owner
+    shared = {v for v in vi if v not in owner}
+
+    def leaf_of(gpms: tuple[str, ...], j: int, negated: bool) -> Leaf:
+        if gpms not in leaves:
+            leaves[gpms] = Leaf(len(leaves), gpms, plan.streams[gpms[0]], j, negated)
+        return leaves[gpms]
+
+    for j, el in enumerate(plan.elements):
+        negated = el.op == SKIP_TILL_NEXT
+        if el.kleene and el.loop_op == SKIP_TILL_NEXT:
+            raise _NoLowering("skip-till-next between the iterations of a + (';' before it, "
+                              "or a + starting SEQ) needs a NOT inside the iteration that "
+                              "reads the iteration before; the engine has none")
+        alts: list[list[Leaf]] = []
+        for alt in el.alternatives:
+            by_stream: dict[str, list[str]] = {}
+            for g in alt:
+                by_stream.setdefault(plan.streams[g], []).append(g)
+            alts.append([leaf_of(tuple(gs), j, negated) for gs in by_stream.values()])
+        if any(len(a) > 1 for a in alts):
+            if el.kleene:
+                raise _NoLowering("an & of GPMs on different streams under +")
+            if negated:
+                raise _NoLowering("';' before an & of GPMs on different streams (a fit "
+                                  "choice there is a pair of events, a NOT forbids one)")
+        primary = _Slot(f"e{j}", j, True, [a[0] for a in alts])
+        extras = [_Slot(f"e{j}x{i}", j, len(alts) == 1, [a[i] for a in alts if len(a) > i])
+                  for i in range(1, max(len(a) for a in alts))]
+        slots.append([primary, *extras])
+        branches = []
+        for a in alts:
+            parts = [f"L{leaf.index} AS {s.name}" for leaf, s in zip(a, [primary, *extras],
+                                                                   strict=False)]
+            branches.append(parts[0] if len(parts) == 1 else
+                            "(" + " AND ".join(parts) + ")")
+        form = branches[0] if len(branches) == 1 else \
+            "(" + " OR ".join(f"({b})" for b in branches) + ")"
+        if el.kleene:
+            form = f"({form})+"
+        if j and negated:
+            negs = " OR ".join(f"N{leaf.index}" for leaf in primary.leaves)
+            forms.append(f"NOT (({negs}) AS n{j})")
+        forms.append(form)
+        if el.kleene:
+            mine = {v for g in el.gpms for v in plan.variables[g] if v in shared}
+            for v in mine:
+                if not all(any(v in plan.variables[g] for g in leaf.gpms)
+                           for leaf in primary.leaves):
+                    raise _NoLowering("a + whose alternatives do not all bind a shared "
+                                      "variable")
+            plus_shared[j] = frozenset(mine)
+            loop = "k > PREV(k)" if el.loop_op == SKIP_TILL_ANY else "k = PREV(k) + 1"
+            conds.append(f"e{j}[{loop}]")
+            for v in sorted(mine):
+                i = vi[v]
+                conds.append(f"e{j}[b{i} = 0 OR PREV(b{i}) = 0 OR v{i} = PREV(v{i})]")
+        for x in extras:
+            conds.append(f"{x.name}[k = e{j}.k]")
+
+    window_ms = math.floor(plan.window * 1000) + 1
+    for j, el in enumerate(plan.elements):
+        here = slots[j]
+        before = [s for ss in slots[:j] for s in ss]
+        if j:
+            p = f"e{j - 1}"
+            prev_plus = plan.elements[j - 1].kleene
+            if el.op == STRICT:
+                if el.kleene or prev_plus:
+                    conds.append(f"e{j}[k > {p}.k]")
+                    conds.append(f"[FIRST(e{j}.k) = LAST({p}.k) + 1]")
+                else:
+                    conds.append(f"e{j}[k = {p}.k + 1]")
+            else:
+                conds.append(f"e{j}[k > {p}.k]")
+            if el.op == SKIP_TILL_NEXT:
+                conds.append(f"n{j}[k > {p}.k]")
+        # shared variables: compatible with every earlier CEQL variable binding them
+        for n, c in enumerate(here):
+            others = before + here[:n]
+            for v in sorted(shared):
+                if not c.may_bind(v, plan):
+                    continue
+                i = vi[v]
+                for s in others:
+                    if s.may_bind(v, plan):
+                        conds.append(f"{c.name}[b{i} = 0 OR {s.name}.b{i} = 0 OR "
+                                     f"v{i} = {s.name}.v{i}]")
+                        if n == 0 and el.op == SKIP_TILL_NEXT and s.element < j:
+                            conds.append(f"n{j}[b{i} = 0 OR {s.name}.b{i} = 0 OR "
+                                         f"v{i} = {s.name}.v{i}]")
+        # cross-GPM FILTERs
+        for g in el.gpms:
+            for f in plan.filters[g]:
+                tree = _tree(f.expr)
+                if compile_numeric(f.expr) is None:
+                    raise _NoLowering("a FILTER uses more than comparisons under && || !")
+                homes = [s for s in here if s.holds(g)]
+                if len(homes) != 1:
+                    raise _NoLowering("a FILTER of a GPM that stands in several places of "
+                                      "an & | group")
+                home = homes[0]
+                subjects = [(home, home.name)]
+                if home is here[0] and el.op == SKIP_TILL_NEXT and j:
+                    subjects.append((home, f"n{j}"))
+                for slot, subject in subjects:
+                    text = _filter_text(w, tree, f.variables, g, slot, j, here, before, plan,
+                                        vi)
+                    if not slot.only(g):
+                        text = f"m{gi[g]} = 0 OR ({text})"
+                    conds.append(f"{subject}[{text}]")
+    where = " ; ".join(forms)
+    text = f"SELECT * FROM S WHERE ({where})"
+    if conds:
+        text += " FILTER " + " AND ".join(conds)
+    text += f" WITHIN {window_ms} MILLISECONDS"
+    return Lowered(text, None, tuple(sorted(leaves.values(), key=lambda x: x.index)), vi, gi,
+                   filter_vars, tuple(el.gpms for el in plan.elements), plus_shared)
+
+
+def _filter_text(w: _Writer, tree: _Tree, variables: tuple[str, ...], g: str, home: _Slot,
+                 j: int, here: list[_Slot], before: list[_Slot], plan: Plan,
+                 vi: dict[str, int]) -> str:
+    """A FILTER of GPM ``g`` (on CEQL variable ``home``) as a condition: each variable read
+    from the first source that binds it — the record itself, the element's other CEQL
+    variables, earlier ones — guarded by their ``b`` flags when there are several."""
+    owner = plan.owner
+    sources: dict[str, list[str | None]] = {}
+    for v in variables:
+        o = owner.get(v)
+        if o is not None and o != g:  # another + GPM's iteration-local variable
+            places = [s for s in [*before, *here] if s.holds(o)]
+            if len(places) != 1 or not places[0].always or not places[0].only(o):
+                raise _NoLowering("a FILTER reads the iterations of a + GPM that shares "
+                                  "its place with other GPMs")
+            if places[0].element == j:
+                raise _NoLowering("a FILTER reads the iterations of another GPM of its own "
+                                  "+ element")
+            sources[v] = [places[0].name]
+            continue
+        found: list[str | None] = []
+        if home.may_bind(v, plan):
+            found.append(None)
+        for s in [*[x for x in here if x is not home], *before]:
+            if s.may_bind(v, plan):
+                if not s.always:
+                    raise _NoLowering("a FILTER reads a variable bound in an & alternative "
+                                      "that may not be taken")
+                found.append(s.name)
+        sources[v] = found
+    plural = [v for v in variables if len(sources[v]) > 1]
+    branches: list[str] = []
+
+    def flag(src: str | None, v: str) -> str:
+        return w.attr(src, f"b{vi[v]}")
+
+    def walk(n: int, chosen: dict[str, str | bool | None], guards: list[str]) -> None:
+        if n == len(plural):
+            full = dict(chosen)
+            for v in variables:
+                if v not in full:
+                    full[v] = sources[v][0] if sources[v] else False
+            body = _bind(tree, full)
+            if body == ("const", False) or body == ("const", None):
+                return
+            text = "k = k" if body == ("const", True) else w.tree(body)
+            branches.append(" AND ".join([*guards, f"({text})"]))
+            return
+        v = plural[n]
+        done: list[str] = []
+        for src in sources[v]:
+            chosen[v] = src
+            walk(n + 1, chosen, [*guards, *done, f"{flag(src, v)} = 1"])
+            done.append(f"{flag(src, v)} = 0")
+        chosen[v] = False
+        walk(n + 1, chosen, [*guards, *done])
+        del chosen[v]
+
+    walk(0, {}, [])
+    if not branches:
+        return "NOT (k = k)"
+    return " OR ".join(f"({b})" for b in branches)
+
