@@ -42,7 +42,16 @@ import pyoxigraph as ox
 
 from ceql.errors import CeqlTypeError, caret_snippet
 from ceql.rdf.dataset import StaticDataset
-from ceql.rdf.errors import GpmError
+from ceql.rdf.errors import GpmError, RdfInputError
+from ceql.rdf.fast import (
+    Bgp,
+    EventTriple,
+    Row,
+    TripleReader,
+    match_batch,
+    parse_bgp,
+    values_at,
+)
 from ceql.rdf.reader import (
     EventSource,
     as_python,
@@ -53,7 +62,7 @@ from ceql.rdf.reader import (
     sniff_format,
 )
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
-from ceql.rdf.terms import Term, Value, term_text, to_value
+from ceql.rdf.terms import Term, Value, term_text, term_value, to_value
 
 __all__ = ["RENEW_EVENTS", "GpmEvaluator", "GpmResults", "Solution"]
 
@@ -73,6 +82,7 @@ class _Gpm:
     variables: tuple[str, ...]
     plan: BatchPlan
     ordered: bool
+    bgp: Bgp | None  # its basic graph pattern, constants resolved, when it is only that
 
 
 def _rank(v: Value) -> tuple[int, object, str]:
@@ -114,7 +124,8 @@ class GpmEvaluator:
 
     def __init__(self, queries: Mapping[str, str], dataset: StaticDataset | None = None, *,
                  prefixes: Mapping[str, str] | None = None, base_iri: str | None = None,
-                 terms: bool = False, renew_every: int | None = None) -> None:
+                 terms: bool = False, renew_every: int | None = None,
+                 fast: bool = True) -> None:
         if not isinstance(queries, Mapping):
             raise CeqlTypeError("queries must map GPM names to SPARQL text, not "
                                 f"{type(queries).__name__}")
@@ -131,6 +142,18 @@ class GpmEvaluator:
         self._since = 0  # events loaded into this store
         self._store = self._new_store()
         self._gpms = tuple(self._compile(name, text) for name, text in queries.items())
+        self._reader = TripleReader(base_iri)
+        # without a store when every GPM is a basic graph pattern (ceql.rdf.fast)
+        self._fast = fast and all(g.bgp is not None for g in self._gpms)
+        needed: set[str] = set()
+        for g in self._gpms:
+            wanted = g.bgp.predicates if g.bgp is not None else None
+            if wanted is None:
+                self._needed: frozenset[str] | None = None
+                break
+            needed |= wanted
+        else:
+            self._needed = frozenset(needed)
 
     def _new_store(self) -> ox.Store:
         store = ox.Store()
@@ -190,7 +213,28 @@ class GpmEvaluator:
                 self._query(plan.query)
             except SyntaxError:
                 plan = BatchPlan("", "the library refused the rewritten query")
-        return _Gpm(name, text, variables, plan, bool(_ORDER_BY.search(text)))
+        bgp = parse_bgp(text)
+        if bgp is not None:
+            bgp = self._resolve(bgp)
+        return _Gpm(name, text, variables, plan, bool(_ORDER_BY.search(text)), bgp)
+
+    def _resolve(self, bgp: Bgp) -> Bgp | None:
+        """``bgp`` with its constants as the store's query parser reads them (the GPM's
+        prologue, the evaluator's prefixes and base IRI), or ``None`` if one is not an IRI."""
+        texts: dict[str, str] = {}
+        for pattern in bgp.patterns:
+            for slot in pattern:
+                if slot.var is None and slot.text not in texts:
+                    try:
+                        _, rows = self._rows(f"{bgp.prologue}SELECT ?x WHERE "
+                                             f"{{ BIND({slot.text} AS ?x) }}")
+                    except SyntaxError:
+                        return None
+                    term = rows[0][0] if len(rows) == 1 and len(rows[0]) == 1 else None
+                    if not isinstance(term, ox.NamedNode):
+                        return None
+                    texts[slot.text] = str(term)
+        return bgp.resolved(texts.__getitem__)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -202,10 +246,18 @@ class GpmEvaluator:
         return self._gpm(name).variables
 
     def batch_plan(self, name: str) -> str:
-        """How :meth:`evaluate_many` runs GPM ``name``: ``"one query per batch"``, or
-        ``"per event: <why>"``."""
+        """How :meth:`evaluate_many` runs GPM ``name`` on the store: ``"one query per
+        batch"``, or ``"per event: <why>"`` (see :attr:`storeless` for batches that need no
+        store)."""
         why = self._gpm(name).plan.why
         return f"per event: {why}" if why else "one query per batch"
+
+    @property
+    def storeless(self) -> bool:
+        """Whether batches are matched without the store (:mod:`ceql.rdf.fast`): every GPM is
+        a basic graph pattern, and ``fast=True``. A batch whose events the fast reader does
+        not take still goes to the store."""
+        return self._fast
 
     def _gpm(self, name: str) -> _Gpm:
         for g in self._gpms:
@@ -304,6 +356,13 @@ class GpmEvaluator:
 
         ``names``: how errors call the events (default ``"event <i>"``, ``i`` from 0).
         """
+        if self._fast:
+            events = list(events)
+            found = self._evaluate_fast(
+                events, format,
+                [f"event {i}" for i in range(len(events))] if names is None else names)
+            if found is not None:
+                return found
         store = self._store
         nodes: list[ox.BlankNode] = []
         try:
@@ -332,3 +391,58 @@ class GpmEvaluator:
                 store.remove_graph(node)
             self._done()
         return [self._sort(r, self._gpms) for r in results]
+
+    def _evaluate_fast(self, events: Sequence[EventSource], format: str | None,
+                       names: Sequence[str]) -> list[GpmResults] | None:
+        """:meth:`evaluate_many` without the store (:mod:`ceql.rdf.fast`), or ``None`` when
+        the batch needs the store path."""
+        try:
+            fmt = None if format is None else rdf_format(format)
+        except RdfInputError:
+            return None
+        read = self._reader.read([as_python(e) for e in events], fmt, names, self._needed)
+        if read is None:
+            return None
+        # each event's distinct triples, by predicate (a graph is a set)
+        by_predicate: dict[str, dict[EventTriple, None]] = {}
+        for i, triples in enumerate(read):
+            for s, p, o in triples:
+                group = by_predicate.get(p)
+                if group is None:
+                    group = by_predicate[p] = {}
+                group[(i, s, p, o)] = None
+        lists = {p: list(group) for p, group in by_predicate.items()}
+        everything = [t for group in lists.values() for t in group] if self._needed is None \
+            else []
+        convert = self._memo_text()
+        results: list[GpmResults] = [{} for _ in read]
+        for g in self._gpms:
+            assert g.bgp is not None  # self._fast
+            for r in results:
+                r[g.name] = []
+            columns, rows = match_batch(g.bgp, lists, everything, len(read))
+            at = {v: i for i, v in enumerate(columns, start=1)}
+            names_ = [v for v in g.variables if v in at]
+            project = values_at([0, *(at[v] for v in names_)])
+            projected: Iterable[Row] = map(project, rows)
+            if g.bgp.distinct:
+                projected = dict.fromkeys(projected)
+            for row in projected:
+                results[row[0]][g.name].append(
+                    {v: convert(t) for v, t in zip(names_, row[1:], strict=True)})
+        return [self._sort(r, self._gpms) for r in results]
+
+    def _memo_text(self) -> Callable[[str], Value]:
+        """Term text → the mappings' value (the text itself with ``terms=True``), remembered
+        within one call."""
+        if self._convert is term_text:
+            return str
+        memo: dict[str, Value] = {}
+
+        def convert(text: str) -> Value:
+            v = memo.get(text)
+            if v is None:
+                v = memo[text] = term_value(text)
+            return v
+
+        return convert

@@ -46,6 +46,7 @@ __all__ = [
     "EventSource",
     "as_python",
     "group_triples",
+    "ntriples_terms",
     "ntriples_text",
     "parse_error",
     "rdf_format",
@@ -194,14 +195,13 @@ def _nt_object(v: object) -> str | None:
     return None
 
 
-def ntriples_text(source: object) -> str | None:
-    """A list of triples as N-Triples text when every term is one the text can carry as is
-    (terms in N-Triples syntax, plain IRIs, strings, ints, bools), else ``None``: the
-    library then parses the event in one call instead of building each term in Python. Each
-    field is checked to be exactly one term, so no field can add a triple."""
+def ntriples_terms(source: object) -> list[tuple[str, str, str]] | None:
+    """A list of triples as the N-Triples texts of their terms when every term is one the
+    text can carry as is (terms in N-Triples syntax, plain IRIs, strings, ints, bools), else
+    ``None``. Each field is checked to be exactly one term."""
     if not isinstance(source, (list, tuple)):
         return None
-    lines = []
+    out = []
     for item in source:
         if isinstance(item, (tuple, list)) and len(item) == 3:
             s, p, o = item
@@ -212,8 +212,18 @@ def ntriples_text(source: object) -> str | None:
         a, b, c = _nt_node(s, True), _nt_node(p, False), _nt_object(o)
         if a is None or b is None or c is None:
             return None
-        lines.append(f"{a} {b} {c} .\n")
-    return "".join(lines)
+        out.append((a, b, c))
+    return out
+
+
+def ntriples_text(source: object) -> str | None:
+    """A list of triples as N-Triples text (:func:`ntriples_terms`), else ``None``: the
+    library then parses the event in one call instead of building each term in Python. No
+    field can add a triple."""
+    terms = ntriples_terms(source)
+    if terms is None:
+        return None
+    return "".join(f"{a} {b} {c} .\n" for a, b, c in terms)
 
 
 def as_python(source: object) -> object:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["EVENT_VAR", "BatchPlan", "canonical_form", "plan_batch"]
+__all__ = ["EVENT_VAR", "BatchPlan", "Token", "canonical_form", "plan_batch", "tokenize"]
 
 EVENT_VAR = "__ceql_event"
 
@@ -51,29 +51,33 @@ class BatchPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class _Token:
+class Token:
+    """A token of a query: ``kind`` is ``string``, ``iri``, ``var``, ``pname``, ``word`` or
+    ``other`` (one character); ``start``, ``end``: where its text is in the query."""
+
     kind: str
     text: str
     start: int
     end: int
 
 
-def _tokens(text: str) -> list[_Token]:
+def tokenize(text: str) -> list[Token]:
+    """The tokens of a query, spaces and comments left out (see the module's docstring)."""
     out = []
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup or "other"
         if kind not in ("space", "comment"):
-            out.append(_Token(kind, m.group(), m.start(), m.end()))
+            out.append(Token(kind, m.group(), m.start(), m.end()))
     return out
 
 
-def _word(t: _Token) -> str:
+def _word(t: Token) -> str:
     return t.text.upper() if t.kind == "word" else ""
 
 
 def plan_batch(query: str) -> BatchPlan:
     """The batch form of a GPM's SELECT query, or why it has none."""
-    tokens = _tokens(query)
+    tokens = tokenize(query)
     select = next((i for i, t in enumerate(tokens) if _word(t) == "SELECT"), None)
     if select is None:
         return BatchPlan("", "not a SELECT query")
@@ -133,7 +137,7 @@ def canonical_form(query: str) -> tuple[str, tuple[str, ...]]:
     position, are the other's."""
     names: dict[str, int] = {}
     parts, at = [], 0
-    for t in _tokens(query):
+    for t in tokenize(query):
         if t.kind != "var":
             continue
         k = names.setdefault(t.text[1:], len(names))

@@ -1,0 +1,546 @@
+"""Basic graph patterns evaluated in Python, without a store: SPAseq's usual GPM on a batch.
+
+A GPM that is only a basic graph pattern — ``SELECT [DISTINCT] vars|* [WHERE] { triple
+patterns }``, its terms variables, IRIs, prefixed names and ``a``, nothing else (no FILTER,
+literal, blank node, OPTIONAL, UNION, GRAPH, property path, modifier) — is matched here on
+each event's triples, held as the N-Triples texts of their terms. :func:`parse_bgp` says
+which GPMs qualify; :class:`TripleReader` reads events into such texts; :func:`match_bgp`
+matches. :class:`ceql.rdf.GpmEvaluator` takes this path for a batch when every GPM of the
+evaluator qualifies, and its store otherwise (the tests compare both on random graphs).
+
+What keeps the answers those of the store:
+
+* **terms as the store gives them back.** pyoxigraph's store keeps XSD literals in canonical
+  form (``"26.40"^^xsd:decimal`` comes back as ``"26.4"``, ``"05"^^xsd:int`` as
+  ``"5"^^xsd:integer``) and matches terms in that form. Each term's text is read once through
+  the same parser and a scratch store (and remembered): the texts here are those the store
+  path's mappings hold, and equal texts are the terms the store's joins find equal. Only
+  texts the store is sure to give back unchanged skip it (plain strings of printable
+  characters without escapes, canonical ``xsd:integer`` values, literals of datatypes
+  outside the W3C's namespaces).
+* **the same parser, the same errors.** Event text is split into lines of exactly
+  ``subject predicate object .`` with single spaces, each term checked to be one N-Triples
+  term; any other text (Turtle's abbreviations, comments, other spacing) is read by the
+  library (:func:`ceql.rdf.read_event`). Whatever the scratch parse refuses sends the whole
+  batch to the store path, which reports the error as before.
+* **graphs are sets.** An event's triples are made distinct before matching; a BGP's
+  solutions are then distinct over its variables, and ``DISTINCT`` removes duplicates of the
+  projection.
+* **constants as the query reads them.** :func:`parse_bgp` only finds the pattern's shape;
+  each constant is resolved by the store's own query parser (``BIND(<constant> AS ?x)`` under
+  the GPM's prologue, with the evaluator's prefixes and base IRI).
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import re
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyoxigraph as ox
+
+from ceql.rdf.reader import EventGraph, ntriples_terms, read_event
+from ceql.rdf.sparql import Token, tokenize
+
+__all__ = [
+    "Bgp",
+    "EventTriple",
+    "Row",
+    "Slot",
+    "TextTriple",
+    "TripleReader",
+    "match_batch",
+    "parse_bgp",
+    "values_at",
+]
+
+TextTriple = tuple[str, str, str]
+"""A triple as the N-Triples texts of its terms, in the form the store gives them back."""
+
+RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+_XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
+_NT_IRI = re.compile(r'<[^<>"{}|^`\\\x00-\x20]*>\Z')
+_NT_BLANK = re.compile(r"_:[A-Za-z0-9_](?:[\w.-]*[\w-])?\Z", re.ASCII)
+_NT_LITERAL = re.compile(r'"(?:[^"\\\n\r]|\\.)*"'
+                         r'(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^<[^<>"{}|^`\\\x00-\x20]*>)?\Z')
+_KEY = "urn:ceql:t"
+_CACHE_LIMIT = 500_000  # remembered term texts per format, before the memory is cleared
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One position of a triple pattern: a variable (``var``, its name without ``?``) or a
+    constant (``text``: its N-Triples text as the query reads it)."""
+
+    var: str | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bgp:
+    """A GPM that is a basic graph pattern: its triple patterns, ``DISTINCT`` or not, the
+    query's prologue (what precedes ``SELECT``) and the source text of each constant."""
+
+    patterns: tuple[tuple[Slot, Slot, Slot], ...]
+    distinct: bool
+    prologue: str
+
+    @property
+    def predicates(self) -> frozenset[str] | None:
+        """The constant predicates, or ``None`` when a pattern's predicate is a variable (then
+        every triple can match)."""
+        out = set()
+        for _, p, _ in self.patterns:
+            if p.var is not None:
+                return None
+            out.add(p.text)
+        return frozenset(out)
+
+    def resolved(self, resolve: Callable[[str], str]) -> Bgp:
+        """The same pattern with each constant's source text replaced by ``resolve(text)``."""
+        def slot(s: Slot) -> Slot:
+            return s if s.var is not None else Slot(None, resolve(s.text))
+        return Bgp(tuple((slot(s), slot(p), slot(o)) for s, p, o in self.patterns),
+                   self.distinct, self.prologue)
+
+
+def _upper(t: Token) -> str:
+    return t.text.upper() if t.kind == "word" else ""
+
+
+def _split_dots(tokens: list[Token]) -> list[Token]:
+    # the tokenizer's prefixed names take a trailing '.', which ends a triple instead
+    out = []
+    for t in tokens:
+        if t.kind == "pname" and t.text.endswith(".") and len(t.text) > 1:
+            stem = t.text.rstrip(".")
+            out.append(Token("pname", stem, t.start, t.start + len(stem)))
+            out.extend(Token("other", ".", t.start + k, t.start + k + 1)
+                       for k in range(len(stem), len(t.text)))
+        else:
+            out.append(t)
+    return out
+
+
+def parse_bgp(query: str) -> Bgp | None:
+    """The basic graph pattern ``query`` is, or ``None`` when it is anything more (see the
+    module's docstring). Constants keep their source text (``<…>``, ``pfx:local``, or
+    :data:`RDF_TYPE` for ``a``): :meth:`Bgp.resolved` gives them their IRIs."""
+    tokens = _split_dots(tokenize(query))
+    n = len(tokens)
+    i = 0
+    while i < n and _upper(tokens[i]) in ("PREFIX", "BASE"):
+        if _upper(tokens[i]) == "PREFIX":
+            if i + 2 >= n or tokens[i + 1].kind != "pname" or tokens[i + 2].kind != "iri":
+                return None
+            i += 3
+        else:
+            if i + 1 >= n or tokens[i + 1].kind != "iri":
+                return None
+            i += 2
+    if i == n or _upper(tokens[i]) != "SELECT":
+        return None
+    prologue = query[:tokens[i].start]
+    i += 1
+    distinct = i < n and _upper(tokens[i]) == "DISTINCT"
+    i += distinct
+    if i < n and tokens[i].text == "*":
+        i += 1
+    else:
+        start = i
+        while i < n and tokens[i].kind == "var":
+            i += 1
+        if i == start:
+            return None
+    if i < n and _upper(tokens[i]) == "WHERE":
+        i += 1
+    if i == n or tokens[i].text != "{":
+        return None
+    i += 1
+    patterns: list[tuple[Slot, Slot, Slot]] = []
+
+    def term(k: int, verb: bool) -> Slot | None:
+        if k >= n:
+            return None
+        t = tokens[k]
+        if t.kind == "var":
+            return Slot(t.text[1:], t.text)
+        if t.kind in ("iri", "pname"):
+            return Slot(None, t.text)
+        if verb and t.kind == "word" and t.text == "a":
+            return Slot(None, RDF_TYPE)
+        return None
+
+    while i < n and tokens[i].text != "}":
+        subject = term(i, False)
+        if subject is None:
+            return None
+        i += 1
+        while True:  # predicate-object lists
+            verb = term(i, True)
+            if verb is None:
+                return None
+            i += 1
+            while True:  # object lists
+                obj = term(i, False)
+                if obj is None:
+                    return None
+                patterns.append((subject, verb, obj))
+                i += 1
+                if i < n and tokens[i].text == ",":
+                    i += 1
+                    continue
+                break
+            if i < n and tokens[i].text == ";":
+                while i < n and tokens[i].text == ";":
+                    i += 1
+                if i < n and tokens[i].text not in (".", "}"):
+                    continue
+            break
+        if i < n and tokens[i].text == ".":
+            i += 1
+        elif i == n or tokens[i].text != "}":
+            return None
+    if i != n - 1:  # the group must close the query: nothing after it
+        return None
+    return Bgp(tuple(patterns), bool(distinct), prologue)
+
+
+def _unchanged(text: str, tails: set[str]) -> bool:
+    """Whether the store surely gives this literal's text back as it is (checked by the
+    tests against the store): ``tails`` are the endings (``""``, ``^^<datatype>``) the
+    parser is known to take."""
+    end = text.rfind('"')
+    if end <= 0:
+        return False
+    lex = text[1:end]
+    if "\\" in lex or '"' in lex or not lex.isprintable():
+        return False
+    tail = text[end + 1:]
+    if not tail:
+        return True
+    if tail not in tails or not tail.startswith("^^<"):
+        return False
+    datatype = tail[3:-1]
+    if datatype == _XSD_INTEGER:
+        digits = lex[1:] if lex.startswith("-") else lex
+        return (0 < len(digits) <= 18 and digits.isascii() and digits.isdigit()
+                and (digits[0] != "0" or lex == "0"))
+    return not datatype.startswith("http://www.w3.org/")
+
+
+@dataclass(slots=True)
+class _Forms:
+    """What a reader learnt of one (format, base IRI): term text → the store's form of it,
+    and the literal endings the parser takes."""
+
+    known: dict[str, str]
+    tails: set[str]
+
+
+class TripleReader:
+    """Reads events into :data:`TextTriple` lists (see the module's docstring). Remembers
+    the store's form of every term text it met, per format; not thread-safe."""
+
+    def __init__(self, base_iri: str | None = None) -> None:
+        self._base_iri = base_iri
+        self._known: dict[tuple[ox.RdfFormat, str | None], _Forms] = {}
+        self._labels = itertools.count()
+        self._prefix = "f" + secrets.token_hex(6) + "x"  # fresh blank nodes of this reader
+        self._misses = 0  # texts met that are still to learn
+
+    def _blank(self, fresh: dict[str, str], label: str) -> str | None:
+        got = fresh.get(label)
+        if got is None:
+            if _NT_BLANK.match(label) is None:
+                return None
+            got = fresh[label] = f"_:{self._prefix}{next(self._labels)}"
+        return got
+
+    def _node(self, text: str, fresh: dict[str, str], unknown: dict[str, None]) -> str | None:
+        """A subject not known yet: a blank node's fresh label, or an IRI to learn."""
+        if text.startswith("_:"):
+            return self._blank(fresh, text)
+        if _NT_IRI.match(text):
+            unknown[text] = None
+            self._misses += 1
+            return text
+        return None
+
+    def _object(self, text: str, fresh: dict[str, str], unknown: dict[str, None],
+                tails: set[str]) -> str | None:
+        """An object not known yet: a blank node's fresh label, a literal the store keeps as
+        it is, or a term to learn."""
+        if text.startswith('"'):
+            if _NT_LITERAL.match(text) is None:
+                return None
+            if not _unchanged(text, tails):
+                unknown[text] = None
+                self._misses += 1
+            return text
+        return self._node(text, fresh, unknown)
+
+    def _scan(self, text: str, forms: _Forms, unknown: dict[str, None],
+              keep: frozenset[str] | None) -> list[TextTriple] | None:
+        """Lines of exactly ``s p o .``: terms known are given their store form, the others
+        are listed in ``unknown`` (and kept as written until :meth:`_learn`). A triple whose
+        predicate is known and not in ``keep`` is only checked, not kept."""
+        out = []
+        fresh: dict[str, str] = {}
+        known = forms.known
+        get = known.get
+        tails = forms.tails
+        for line in text.split("\n"):
+            if not line:
+                continue
+            if line[-2:] != " .":
+                return None
+            try:
+                s, p, o = line[:-2].split(" ", 2)
+            except ValueError:
+                return None
+            b = get(p)
+            if b is None:
+                if not _NT_IRI.match(p):
+                    return None
+                b = p
+                unknown[p] = None
+                self._misses += 1
+            elif keep is not None and b not in keep:
+                if s not in known and self._node(s, fresh, unknown) is None:
+                    return None
+                if o not in known:
+                    # a literal of an ending known good needs no more than this
+                    end = o.rfind('"')
+                    if end > 0 and o[0] == '"' and o[end + 1:] in tails:
+                        lex = o[1:end]
+                        if '"' not in lex and "\\" not in lex and "\r" not in lex:
+                            continue
+                    if self._object(o, fresh, unknown, tails) is None:
+                        return None
+                continue
+            a = get(s)
+            if a is None:
+                a = self._node(s, fresh, unknown)
+                if a is None:
+                    return None
+            c = get(o)
+            if c is None:
+                c = self._object(o, fresh, unknown, tails)
+                if c is None:
+                    return None
+            out.append((a, b, c))
+        return out
+
+    def _terms(self, terms: list[TextTriple], forms: _Forms, unknown: dict[str, None]
+               ) -> list[TextTriple]:
+        """Triples already cut into term texts, each checked to be one term
+        (:func:`ntriples_terms`)."""
+        out = []
+        fresh: dict[str, str] = {}
+        get = forms.known.get
+        for triple in terms:
+            texts = []
+            for text in triple:
+                got = get(text)
+                if got is None:
+                    got = text
+                    if text.startswith("_:"):
+                        got = self._blank(fresh, text) or text
+                    elif not (text.startswith('"') and _unchanged(text, forms.tails)):
+                        unknown[text] = None
+                        self._misses += 1
+                texts.append(got)
+            out.append((texts[0], texts[1], texts[2]))
+        return out
+
+    @staticmethod
+    def _graph(graph: EventGraph, forms: _Forms, unknown: dict[str, None]
+               ) -> list[TextTriple] | None:
+        """An event read by the library: its terms' texts (RDF-star: ``None``)."""
+        out = []
+        get = forms.known.get
+        for q in graph.quads:
+            texts = []
+            for term in (q.subject, q.predicate, q.object):
+                if isinstance(term, ox.Triple):
+                    return None
+                text = str(term)
+                if not isinstance(term, ox.BlankNode):
+                    got = get(text)
+                    if got is None:
+                        unknown[text] = None
+                    else:
+                        text = got
+                texts.append(text)
+            out.append((texts[0], texts[1], texts[2]))
+        return out
+
+    @staticmethod
+    def _learn(key: tuple[ox.RdfFormat, str | None], texts: list[str], forms: _Forms) -> bool:
+        """Read ``texts`` (one term each) as the format and base IRI of ``key`` do, through a
+        scratch store, and remember the store's form of each; ``False`` if the parser refuses
+        one."""
+        lines = "".join(f"<{_KEY}{i}> <{_KEY}> {t} .\n" for i, t in enumerate(texts))
+        try:
+            quads = list(ox.parse(lines, key[0], base_iri=key[1]))
+        except (SyntaxError, ValueError, UnicodeError):
+            return False
+        if len(quads) != len(texts):
+            return False
+        store = ox.Store()
+        store.extend(quads)
+        got: dict[str, str] = {}
+        for q in store.quads_for_pattern(None, None, None):
+            if isinstance(q.subject, ox.NamedNode):
+                got[q.subject.value] = str(q.object)
+        for i, text in enumerate(texts):
+            form = got.get(f"{_KEY}{i}")
+            if form is None:
+                return False
+            forms.known[text] = form
+            if text.startswith('"'):
+                forms.tails.add(text[text.rfind('"') + 1:])
+        return True
+
+    def _forms(self, key: tuple[ox.RdfFormat, str | None]) -> _Forms:
+        forms = self._known.get(key)
+        if forms is None:
+            forms = self._known[key] = _Forms({}, {""})
+        return forms
+
+    def read(self, events: Sequence[object], format: ox.RdfFormat | None,
+             names: Sequence[str], keep: frozenset[str] | None = None
+             ) -> list[list[TextTriple]] | None:
+        """Each event's triples in the store's form, or ``None`` when one of them
+        needs the store path (text this reader does not take as it is, and which the library
+        refuses or reads into RDF-star terms). ``format``: the events' text format, ``None``
+        to sniff. ``keep``: the predicates (their store form) of the triples wanted, all
+        when ``None``; the others are checked all the same."""
+        Key = tuple[ox.RdfFormat, str | None]
+        batches: list[tuple[Key, list[TextTriple]]] = []
+        unknown: dict[Key, dict[str, None]] = {}
+        pending: list[int] = []  # events with texts to learn
+        for event, name in zip(events, names, strict=True):
+            got: list[TextTriple] | None = None
+            key: Key | None = None
+            if isinstance(event, bytes):
+                try:
+                    event = event.decode("utf-8")
+                except UnicodeDecodeError:
+                    return None
+            if isinstance(event, str):
+                if format is None and event[:64].lstrip().startswith(("{", "[", "\ufeff")):
+                    return None  # JSON-LD (or a byte-order mark): the store path
+                fmt = format or ox.RdfFormat.TURTLE
+                if fmt in (ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES):
+                    key = (fmt, self._base_iri)
+                    before = self._misses
+                    got = self._scan(event, self._forms(key), unknown.setdefault(key, {}), keep)
+                    if got is not None and self._misses > before:
+                        pending.append(len(batches))
+            elif isinstance(event, (list, tuple)) and format is None:
+                terms = ntriples_terms(event)
+                if terms is not None:
+                    key = (ox.RdfFormat.N_TRIPLES, None)  # how the store path loads them
+                    before = self._misses
+                    got = self._terms(terms, self._forms(key), unknown.setdefault(key, {}))
+                    if self._misses > before or keep is not None:
+                        pending.append(len(batches))
+            if got is None:
+                try:
+                    graph = read_event(event,  # type: ignore[arg-type]
+                                       format=None if format is None else format.file_extension,
+                                       base_iri=self._base_iri, name=name)
+                except Exception:
+                    return None  # the store path reports it
+                key = (ox.RdfFormat.N_QUADS, None)  # str(term): N-Triples syntax, absolute
+                got = self._graph(graph, self._forms(key), unknown.setdefault(key, {}))
+                if got is None:
+                    return None
+                pending.append(len(batches))
+            assert key is not None
+            batches.append((key, got))
+        for key, texts in unknown.items():
+            if not texts:
+                continue
+            forms = self._known[key]
+            if len(forms.known) + len(texts) > _CACHE_LIMIT:
+                forms.known.clear()
+            if not self._learn(key, list(texts), forms):
+                return None
+        for i in pending:
+            key, triples = batches[i]
+            get = self._known[key].known.get
+            # blank nodes are not in it: they keep their fresh labels
+            triples = [(get(s, s), get(p, p), get(o, o)) for s, p, o in triples]
+            if keep is not None:
+                triples = [t for t in triples if t[1] in keep]
+            batches[i] = (key, triples)
+        return [triples for _, triples in batches]
+
+
+Row = tuple[Any, ...]
+"""A solution of a batch: the event's index, then the variables' term texts."""
+
+EventTriple = tuple[int, str, str, str]
+"""A triple of a batch's event: the event's index, then the texts of its terms."""
+
+
+def values_at(positions: Sequence[int]) -> Callable[[Sequence[Any]], Row]:
+    """The values at ``positions`` as a tuple (``operator.itemgetter`` gives a bare value for
+    one position and nothing for none)."""
+    if not positions:
+        return lambda _: ()
+    if len(positions) == 1:
+        k = positions[0]
+        return lambda t: (t[k],)
+    return operator.itemgetter(*positions)
+
+
+def match_batch(bgp: Bgp, by_predicate: Mapping[str, Sequence[EventTriple]],
+                everything: Sequence[EventTriple], events: int
+                ) -> tuple[list[str], list[Row]]:
+    """Every solution of ``bgp`` (constants resolved) on each of a batch's ``events``, whose
+    distinct triples are given by predicate and all together. Returns the variables and the
+    solutions as rows: the event's index, then the variables' term texts in that order.
+    One hash join per triple pattern, keyed by the event and the variables bound before."""
+    columns: list[str] = []
+    rows: list[Row] = [(i,) for i in range(events)]
+    for pattern in bgp.patterns:
+        ps, pp, po = pattern
+        candidates = everything if pp.var is not None else by_predicate.get(pp.text, ())
+        for k, slot in ((1, ps), (3, po)):
+            if slot.var is None:
+                candidates = [t for t in candidates if t[k] == slot.text]
+        first: dict[str, int] = {}
+        for k, slot in enumerate(pattern, start=1):
+            if slot.var is None:
+                continue
+            if slot.var in first:  # the variable twice in this pattern
+                a = first[slot.var]
+                candidates = [t for t in candidates if t[a] == t[k]]
+            else:
+                first[slot.var] = k
+        shared = [(columns.index(v) + 1, k) for v, k in first.items() if v in columns]
+        new = [(v, k) for v, k in first.items() if v not in columns]
+        key_of_triple = values_at([0] + [k for _, k in shared])
+        key_of_row = values_at([0] + [i for i, _ in shared])
+        added = values_at([k for _, k in new])
+        index: dict[Row, list[Row]] = {}
+        for t in candidates:
+            key = key_of_triple(t)
+            found = index.get(key)
+            if found is None:
+                index[key] = [added(t)]
+            else:
+                found.append(added(t))
+        rows = [row + ext for row in rows for ext in index.get(key_of_row(row), ())]
+        columns += [v for v, _ in new]
+        if not rows:
+            break
+    return columns, rows

@@ -1,0 +1,317 @@
+"""ceql.rdf.fast: basic graph patterns matched without a store give exactly the store's
+mappings (random events in every input form, random patterns, literals in every lexical
+form), the same errors, and only for the GPMs they can keep exact."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ceql.rdf import GpmEvaluator, RdfInputError, StaticDataset, read_event
+from ceql.rdf.fast import RDF_TYPE, Slot, TripleReader, parse_bgp
+
+EX = "http://ex/"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def _both(queries: dict[str, str], **kw: Any) -> tuple[GpmEvaluator, GpmEvaluator]:
+    fast, store = GpmEvaluator(queries, fast=True, **kw), GpmEvaluator(queries, fast=False, **kw)
+    assert fast.storeless and not store.storeless
+    return fast, store
+
+
+_BLANK = re.compile(r"_:[A-Za-z0-9_]+")
+
+
+def _blanks_out(results: list[dict[str, list[dict[str, Any]]]]) -> list[Any]:
+    """Results with every blank node's label made one, each GPM's mappings as a sorted
+    multiset: labels are fresh on each reading of text, so only their places compare."""
+    def plain(v: Any) -> Any:
+        return _BLANK.sub("_:B", v) if isinstance(v, str) else v
+    return [{g: sorted(repr(sorted((k, plain(v)) for k, v in m.items())) for m in ms)
+             for g, ms in r.items()} for r in results]
+
+
+# ---------------------------------------------------------------- which GPMs qualify
+
+
+@pytest.mark.parametrize("query, patterns, distinct", [
+    ("SELECT ?s WHERE { ?s <http://ex/p> ?o }", [("?s", "<http://ex/p>", "?o")], False),
+    ("PREFIX e: <http://ex/> SELECT DISTINCT * { ?s e:p ?o; e:q ?w, ?v. ?s a e:T }",
+     [("?s", "e:p", "?o"), ("?s", "e:q", "?w"), ("?s", "e:q", "?v"), ("?s", RDF_TYPE, "e:T")],
+     True),
+    ("PREFIX pred: <http://example/>\nSELECT ?c ?p WHERE {\n ?c pred:price ?p.\n"
+     " ?c pred:volume ?v.\n}", [("?c", "pred:price", "?p"), ("?c", "pred:volume", "?v")],
+     False),
+    ("SELECT ?s { ?s ?p ?o ; ; <http://ex/q> ?o . }",
+     [("?s", "?p", "?o"), ("?s", "<http://ex/q>", "?o")], False),
+    ("SELECT * {}", [], False),
+    ("BASE <http://ex/> SELECT $s { $s <p> ?o }", [("$s", "<p>", "?o")], False),
+])
+def test_basic_graph_patterns_are_found(query: str, patterns: list[tuple[str, ...]],
+                                        distinct: bool) -> None:
+    bgp = parse_bgp(query)
+    assert bgp is not None and bgp.distinct == distinct
+    assert [tuple(s.text for s in p) for p in bgp.patterns] == patterns
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT ?s { ?s <http://ex/p> ?o FILTER(?o > 1) }",
+    "SELECT ?s { ?s <http://ex/p> 1 }",
+    "SELECT ?s { ?s <http://ex/p> \"a\" }",
+    "SELECT ?s { ?s <http://ex/p> true }",
+    "SELECT ?s { _:b <http://ex/p> ?s }",
+    "SELECT ?s { [] <http://ex/p> ?s }",
+    "SELECT ?s { ?s <http://ex/p>/<http://ex/q> ?o }",
+    "SELECT ?s { ?s ^<http://ex/p> ?o }",
+    "SELECT ?s { ?s <http://ex/p> ?o OPTIONAL { ?o <http://ex/q> ?w } }",
+    "SELECT ?s { { ?s <http://ex/p> ?o } UNION { ?s <http://ex/q> ?o } }",
+    "SELECT ?s { GRAPH <http://ex/kb> { ?s <http://ex/p> ?o } }",
+    "SELECT ?s { ?s <http://ex/p> ?o BIND(1 AS ?x) }",
+    "SELECT ?s { ?s <http://ex/p> ?o VALUES ?o { 1 } }",
+    "SELECT ?s { ?s <http://ex/p> ?o } ORDER BY ?s",
+    "SELECT ?s { ?s <http://ex/p> ?o } LIMIT 1",
+    "SELECT REDUCED ?s { ?s <http://ex/p> ?o }",
+    "SELECT (?s AS ?t) { ?s <http://ex/p> ?o }",
+    "SELECT (COUNT(*) AS ?n) { ?s <http://ex/p> ?o }",
+    "SELECT ?s FROM <http://ex/g> { ?s <http://ex/p> ?o }",
+    "SELECT ?s { SELECT ?s { ?s <http://ex/p> ?o } }",
+    "SELECT ?s { ?s <http://ex/p> ?o MINUS { ?s <http://ex/q> ?o } }",
+    "ASK { ?s <http://ex/p> ?o }",
+    "SELECT ?s { ?s <http://ex/p> ?o . ?s <<http://ex/q>> ?o }",
+])
+def test_anything_more_is_not(query: str) -> None:
+    assert parse_bgp(query) is None
+
+
+def test_the_evaluator_goes_without_a_store_only_when_every_gpm_can() -> None:
+    bgp = {"A": f"SELECT ?s WHERE {{ ?s <{EX}p> ?o }}"}
+    assert GpmEvaluator(bgp).storeless
+    assert not GpmEvaluator(bgp, fast=False).storeless
+    assert not GpmEvaluator({**bgp, "B": "SELECT ?s { ?s ?p ?o FILTER(?o > 1) }"}).storeless
+    kb = StaticDataset().add([(f"{EX}s", f"{EX}k", 1)], graph=f"{EX}kb")
+    assert GpmEvaluator(bgp, kb).storeless  # the dataset is only read through GRAPH
+    assert not GpmEvaluator({"K": f"SELECT ?s {{ GRAPH <{EX}kb> {{ ?s ?p ?o }} }}"},
+                            kb).storeless
+
+
+def test_constants_are_read_by_the_stores_parser() -> None:
+    queries = {"A": "PREFIX e: <http://ex/a/../> SELECT ?s { ?s e:p ?o ; a e:T }",
+               "B": "SELECT ?s { ?s <q> ?o }", "C": "SELECT ?s { ?s d:r ?o }",
+               "D": "SELECT ?s { ?s <http://ex/a/../p> ?o }"}
+    fast, store = _both(queries, prefixes={"d": "http://d/"}, base_iri="http://base/x/")
+    event = ("<http://ex/s> <http://ex/p> 1 ; a <http://ex/T> .\n"
+             "<http://ex/s> <http://ex/a/../p> 1 ; a <http://ex/a/../T> .\n"
+             "<http://ex/s> <q> 2 .\n<http://ex/s> <http://d/r> 3 .")
+    for e in (event, event.replace(" ;", " .\n<http://ex/s>")):
+        got = fast.evaluate(e)
+        assert got == store.evaluate(e)
+        assert got["B"] == got["C"] == [{"s": f"{EX}s"}]
+
+
+# ---------------------------------------------------------------- terms as the store has them
+
+_DATATYPES = [None, "@en", "@EN-us", "integer", "int", "long", "unsignedByte", "decimal",
+              "double", "float", "boolean", "dateTime", "date", "time", "dayTimeDuration",
+              "duration", "string", "gYear", f"<{EX}dt>", "<http://www.w3.org/ns/x>"]
+_LEXICAL = st.one_of(
+    st.from_regex(r"[+-]?[0-9]{0,20}(\.[0-9]{0,4})?([eE][+-]?[0-9]{1,2})?", fullmatch=True),
+    st.sampled_from(["0", "-0", "+0", "00", "007", "9223372036854775807",
+                     "9223372036854775808", "-9223372036854775808", "999999999999999999",
+                     "true", "false", "1", "TRUE", "INF", "-INF", "NaN", "1.", ".5", "1e3",
+                     "2024-03-01T09:30:00", "2024-03-01T09:30:00+00:00", "2024-03-01Z",
+                     "2024-13-01", "09:30:00", "P1DT2H", "PT0S", "2024", "a b", "é", "\u2028",
+                     "\t", 'q\\"q', "\\u00e9", "\\n", ""]),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\\n\r'),
+            max_size=5),
+)
+
+
+def _literal(lex: str, datatype: str | None) -> str:
+    if datatype is None:
+        return f'"{lex}"'
+    if datatype.startswith("@"):
+        return f'"{lex}"{datatype}'
+    if datatype.startswith("<"):
+        return f'"{lex}"^^{datatype}'
+    return f'"{lex}"^^<{XSD}{datatype}>'
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(_LEXICAL, st.sampled_from(_DATATYPES)), min_size=1, max_size=8))
+def test_literals_come_back_as_the_store_gives_them(literals: list[tuple[str, str | None]]
+                                                    ) -> None:
+    texts = [_literal(lex, d) for lex, d in literals]
+    event = "".join(f"<{EX}s{i}> <{EX}p> {t} .\n" for i, t in enumerate(texts))
+    fast, store = _both({"A": f"SELECT ?s ?o {{ ?s <{EX}p> ?o }}"}, terms=True)
+    try:
+        want = store.evaluate_many([event])
+    except RdfInputError as e:
+        with pytest.raises(RdfInputError) as got:
+            fast.evaluate_many([event])
+        assert str(got.value) == str(e)
+        return
+    assert fast.evaluate_many([event]) == want
+    fast, store = _both({"A": f"SELECT ?s ?o {{ ?s <{EX}p> ?o }}"})
+    # repr: NaN is not equal to itself
+    assert repr(fast.evaluate_many([event])) == repr(store.evaluate_many([event]))
+
+
+@settings(max_examples=200)
+@given(_LEXICAL, st.sampled_from(_DATATYPES))
+def test_texts_taken_as_they_are_are_those_the_store_gives_back(lex: str, datatype: str | None
+                                                               ) -> None:
+    # the reader's shortcut must never differ from the store's form
+    text = _literal(lex, datatype)
+    reader = TripleReader()
+    got = reader.read([f"<{EX}s> <{EX}p> {text} ."], ox.RdfFormat.N_TRIPLES, ["e"])
+    store = ox.Store()
+    try:
+        store.load(f"<{EX}s> <{EX}p> {text} .", ox.RdfFormat.N_TRIPLES)
+    except SyntaxError:
+        assert got is None
+        return
+    assert got == [[(f"<{EX}s>", f"<{EX}p>", str(next(iter(store)).object))]]
+
+
+# ---------------------------------------------------------------- random graphs, random BGPs
+
+_VARS = ["?a", "?b", "?c"]
+_IRIS = [f"<{EX}s0>", f"<{EX}s1>", f"<{EX}o>"]
+_PREDS = [f"<{EX}p0>", f"<{EX}p1>", f"<{EX}p2>"]
+_NODE = st.sampled_from(_VARS + _IRIS)
+_PATTERN = st.tuples(_NODE, st.sampled_from(_VARS + _PREDS + ["a"]), _NODE)
+
+
+@st.composite
+def _queries(draw: st.DrawFn) -> str:
+    patterns = draw(st.lists(_PATTERN, max_size=3))
+    used = sorted({t for p in patterns for t in p if t.startswith("?")})
+    projection = draw(st.one_of(st.just(["*"]), st.lists(st.sampled_from(_VARS), min_size=1,
+                                                          max_size=3, unique=True)))
+    if projection == ["*"] and not used:
+        projection = ["?a"]
+    distinct = draw(st.booleans())
+    body = " . ".join(" ".join(p) for p in patterns)
+    return f"SELECT {'DISTINCT ' if distinct else ''}{' '.join(projection)} WHERE {{ {body} }}"
+
+
+_OBJECT_TEXTS = st.one_of(st.sampled_from([*_IRIS, "_:b0", "_:b1"]),
+                          st.builds(_literal, _LEXICAL, st.sampled_from(_DATATYPES)))
+_TRIPLE = st.tuples(st.sampled_from([*_IRIS, "_:b0", "_:b1"]),
+                    st.sampled_from([*_PREDS, RDF_TYPE]), _OBJECT_TEXTS)
+_TURTLE_TEXT = (f"@prefix e: <{EX}> .\ne:s0 e:p0 e:o , 2 ; a e:o .\n"
+                f"_:x e:p1 e:s0 .  # a comment\n")
+
+
+@st.composite
+def _events(draw: st.DrawFn) -> Any:
+    triples = draw(st.lists(_TRIPLE, max_size=6))
+    if triples and draw(st.booleans()):
+        triples.append(triples[0])  # a duplicate
+    form = draw(st.sampled_from(["text", "bytes", "list", "graph", "turtle"]))
+    text = "".join(f"{s} {p} {o} .\n" for s, p, o in triples)
+    if form == "text":
+        return text
+    if form == "bytes":
+        return text.encode()
+    if form == "list":
+        return [(s, p, o) for s, p, o in triples]
+    if form == "graph":
+        try:
+            return read_event(text)
+        except RdfInputError:
+            return text
+    return _TURTLE_TEXT + text
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_queries(), min_size=1, max_size=3), st.lists(_events(), max_size=5),
+       st.booleans())
+def test_without_a_store_equals_the_store_on_random_graphs(queries: list[str],
+                                                           events: list[Any],
+                                                           terms: bool) -> None:
+    gpms = {f"G{i}": q for i, q in enumerate(queries)}
+    fast, store = _both(gpms, terms=terms)
+    try:
+        want = store.evaluate_many(events)
+    except RdfInputError as e:
+        with pytest.raises(RdfInputError) as got:
+            fast.evaluate_many(events)
+        assert str(got.value) == str(e)
+        return
+    got = fast.evaluate_many(events)
+    assert _blanks_out(got) == _blanks_out(want)  # repr inside: NaN equals itself
+    graphs = [e for e in events if isinstance(e, ox.Dataset) or hasattr(e, "quads")]
+    # the same graph read once: the same blank nodes, so exactly the same answers
+    assert repr(fast.evaluate_many(graphs)) == repr(store.evaluate_many(graphs))
+    assert [fast.evaluate(e) for e in events[:2]] == got[:2] or _blanks_out(
+        [fast.evaluate(e) for e in events[:2]]) == _blanks_out(got[:2])
+
+
+def test_the_stock_use_case_without_a_store() -> None:
+    event = (f'<{EX}goog> <{EX}price> "101.50"^^<{XSD}decimal> .\n'
+             f'<{EX}goog> <{EX}volume> "0300"^^<{XSD}integer> .\n'
+             f'<{EX}goog> <{EX}type> "BUY" .\n')
+    query = (f"SELECT DISTINCT ?c ?p ?v WHERE {{ ?c <{EX}price> ?p . "
+             f"?c <{EX}volume> ?v . }}")
+    for terms, answer in [(False, {"c": f"{EX}goog", "p": 101.5, "v": 300}),
+                          (True, {"c": f"<{EX}goog>", "p": f'"101.5"^^<{XSD}decimal>',
+                                  "v": f'"300"^^<{XSD}integer>'})]:
+        fast, store = _both({"A": query}, terms=terms)
+        assert fast.evaluate_many([event, event]) == [{"A": [answer]}] * 2
+        assert store.evaluate_many([event, event]) == [{"A": [answer]}] * 2
+
+
+def test_blank_nodes_stay_scoped_to_their_event() -> None:
+    fast = GpmEvaluator({"A": f"SELECT ?s {{ ?s <{EX}p> ?o }}"}, terms=True)
+    event = f"_:b <{EX}p> 1 .\n_:b <{EX}p> 2 .\n"
+    one, two = fast.evaluate_many([event, event])
+    assert len({m["s"] for m in one["A"]}) == 1
+    assert {m["s"] for m in one["A"]}.isdisjoint({m["s"] for m in two["A"]})
+    assert {m["s"] for m in one["A"]}.isdisjoint(
+        {m["s"] for m in GpmEvaluator({"A": f"SELECT ?s {{ ?s <{EX}p> ?o }}"},
+                                      terms=True).evaluate(event)["A"]})
+
+
+@pytest.mark.parametrize("events, fmt", [
+    ([f"<{EX}s> <{EX}p> 1 .", f"<{EX}s> <{EX}p> <{EX}o"], None),
+    ([f"<{EX}s> <{EX}p> 1 .", f"<s> <{EX}p> 1 ."], "ntriples"),
+    ([f"<{EX}s> <{EX}p> \"1\"^^<{XSD}integer> ."], "rdfxml"),
+    ([[(f"{EX}s", f"{EX}p", 1)], [(f"{EX}s", "_:p", 1)]], None),
+    ([f"<{EX}s> <{EX}p> <http://ex/a b> ."], None),
+    ([f"<{EX}s> <{EX}p> \"x\"@123 ."], None),
+])
+def test_bad_events_raise_what_the_store_path_raises(events: list[Any], fmt: str | None
+                                                     ) -> None:
+    fast, store = _both({"A": f"SELECT ?s {{ ?s <{EX}p> ?o }}"})
+    with pytest.raises(RdfInputError) as want:
+        store.evaluate_many(events, format=fmt)
+    with pytest.raises(RdfInputError) as got:
+        fast.evaluate_many(events, format=fmt)
+    assert str(got.value) == str(want.value)
+
+
+def test_json_ld_and_rdf_star_take_the_store_path() -> None:
+    fast, store = _both({"A": "SELECT ?s ?o { ?s ?p ?o }"}, terms=True)
+    jsonld = f'{{"@id": "{EX}s", "{EX}p": 1}}'
+    star = f"<< <{EX}a> <{EX}b> <{EX}c> >> <{EX}p> 1 ."
+    for event in (jsonld, star):
+        try:
+            want = store.evaluate_many([event])
+        except RdfInputError:
+            continue
+        assert _blanks_out(fast.evaluate_many([event])) == _blanks_out(want)
+
+
+def test_the_constant_slots_of_a_pattern() -> None:
+    bgp = parse_bgp(f"SELECT ?s {{ ?s <{EX}p> <{EX}o> }}")
+    assert bgp is not None
+    assert bgp.patterns[0] == (Slot("s", "?s"), Slot(None, f"<{EX}p>"), Slot(None, f"<{EX}o>"))
+    assert bgp.predicates == frozenset({f"<{EX}p>"})
+    assert parse_bgp("SELECT ?s { ?s ?p ?o }").predicates is None  # type: ignore[union-attr]
