@@ -48,6 +48,10 @@ class EngineRuns:
         self._flags = {leaf.index: {f"m{lowered.gpm_index[g]}": int(g in leaf.gpms)
                                     for g in lowered.element_gpms[leaf.element]}
                        for leaf in lowered.leaves}
+        # per leaf iterated by ';': its records' shared values → (instant index, key) of the
+        # last instant that had one
+        self._last: dict[int, dict[tuple[str, ...], tuple[int, Fraction]]] = {
+            i: {} for i in lowered.next_keys}
         self._recent: deque[_Instant] = deque()
         self._runs: Runs | None = None
         self.handed_over: str | None = None
@@ -75,6 +79,14 @@ class EngineRuns:
                 if leaf.negated:
                     negatives.append({**rec, "type": f"N{leaf.index}"})
         window = self.plan.window
+        for i, keys in self._low.next_keys.items():
+            last = self._last[i]
+            for rec in records:
+                if rec["type"] == f"L{i}":
+                    last[tuple(rec[f"v{self._low.var_index[v]}"] for v in keys)] = (
+                        self._k, key)
+            if len(last) > 64 and self._k % 64 == 0:  # an older instant cannot match
+                self._last[i] = {p: x for p, x in last.items() if key - x[1] <= window}
         while self._recent and key - self._recent[0][1] > window:
             self._recent.popleft()
         self._recent.append((time, key, choices))
@@ -138,6 +150,10 @@ class EngineRuns:
                     rec[f"q{i}"] = q
             if plus is not None and any(v not in merged for v in plus):
                 return [None]
+            keys = low.next_keys.get(leaf.index)
+            if keys is not None:
+                found = self._last[leaf.index].get(tuple(merged[v] for v in keys))
+                rec["pk"] = -1 if found is None else found[0]
             out.append(rec)
         return out
 

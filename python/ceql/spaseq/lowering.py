@@ -84,8 +84,10 @@ class Leaf:
 class Lowered:
     """The CEQL text (``None`` when the query does not lower: ``reason`` says why), the
     leaves, each SPAseq variable's attribute number, the variables FILTERs read, per element
-    the GPMs whose membership flags ``m<i>`` its records carry, and per ``+`` element the
-    shared variables its records must bind."""
+    the GPMs whose membership flags ``m<i>`` its records carry, per ``+`` element the
+    shared variables its records must bind, and per leaf iterated by ``;`` the shared
+    variables whose values key its ``pk`` (the last earlier instant with a record of the
+    leaf with the same values)."""
 
     text: str | None
     reason: str | None
@@ -95,6 +97,7 @@ class Lowered:
     filter_vars: frozenset[str]
     element_gpms: tuple[tuple[str, ...], ...]
     plus_shared: dict[int, frozenset[str]]
+    next_keys: dict[int, tuple[str, ...]]
 
 
 class _NoLowering(Exception):
@@ -116,6 +119,8 @@ def _operand(e: Expr) -> tuple[str, object]:
         value = scaled(text)
         if value is not None:
             return ("lit", value)
+    if not isinstance(e, Literal):
+        raise _NoLowering("a FILTER uses more than comparisons under && || !")
     raise _NoLowering("a FILTER compares a literal that is not an xsd:integer or "
                       "xsd:decimal")
 
@@ -226,7 +231,7 @@ def lower_plan(plan: Plan) -> Lowered:
     try:
         return _lower(plan, var_index, gpm_index, filter_vars)
     except _NoLowering as e:
-        return Lowered(None, str(e), (), var_index, gpm_index, filter_vars, (), {})
+        return Lowered(None, str(e), (), var_index, gpm_index, filter_vars, (), {}, {})
 
 
 def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
@@ -237,6 +242,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
     forms: list[str] = []
     conds: list[str] = []
     plus_shared: dict[int, frozenset[str]] = {}
+    after: dict[int, tuple[str, ...]] = {}
     owner = plan.owner
     shared = {v for v in vi if v not in owner}
 
@@ -247,10 +253,15 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
 
     for j, el in enumerate(plan.elements):
         negated = el.op == SKIP_TILL_NEXT
-        if el.kleene and el.loop_op == SKIP_TILL_NEXT:
+        if el.kleene and el.loop_op == SKIP_TILL_NEXT and (
+                len(el.alternatives) > 1
+                or len({plan.streams[g] for g in el.alternatives[0]}) > 1
+                or any(plan.filters[g] for g in el.gpms)):
             raise _NoLowering("skip-till-next between the iterations of a + (';' before it, "
-                              "or a + starting SEQ) needs a NOT inside the iteration that "
-                              "reads the iteration before; the engine has none")
+                              "or a + starting SEQ) whose GPMs are not one leaf without "
+                              "cross-GPM FILTERs: the next fit iteration would need a NOT "
+                              "inside the iteration that reads the iteration before, which "
+                              "the engine has not")
         alts: list[list[Leaf]] = []
         for alt in el.alternatives:
             by_stream: dict[str, list[str]] = {}
@@ -289,7 +300,14 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
                     raise _NoLowering("a + whose alternatives do not all bind a shared "
                                       "variable")
             plus_shared[j] = frozenset(mine)
-            loop = "k > PREV(k)" if el.loop_op == SKIP_TILL_ANY else "k = PREV(k) + 1"
+            if el.loop_op == SKIP_TILL_NEXT:
+                # a fit next iteration shares the shared values of the one before: no such
+                # instant strictly between is "the previous instant with a record of equal
+                # shared values is the previous iteration's" (``pk``, see records)
+                after[primary.leaves[0].index] = tuple(sorted(mine))
+                loop = "pk = PREV(k)"
+            else:
+                loop = "k > PREV(k)" if el.loop_op == SKIP_TILL_ANY else "k = PREV(k) + 1"
             conds.append(f"e{j}[{loop}]")
             for v in sorted(mine):
                 i = vi[v]
@@ -354,7 +372,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
         text += " FILTER " + " AND ".join(conds)
     text += f" WITHIN {window_ms} MILLISECONDS"
     return Lowered(text, None, tuple(sorted(leaves.values(), key=lambda x: x.index)), vi, gi,
-                   filter_vars, tuple(el.gpms for el in plan.elements), plus_shared)
+                   filter_vars, tuple(el.gpms for el in plan.elements), plus_shared, after)
 
 
 def _filter_text(w: _Writer, tree: _Tree, variables: tuple[str, ...], g: str, home: _Slot,

@@ -1,0 +1,158 @@
+"""SPAseq on ceql's engine (issue 15): the sequence lowered to a CEQL query over records
+(ceql.spaseq.lowering) gives exactly the brute-force reference's matches and the run loop's,
+which queries lower and why the others do not, and the hand-over to the run loop when a value
+cannot be compared exactly."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ceql
+import ceql.spaseq as sp
+from ceql.spaseq.lowering import SCALE, lower_plan, scaled
+from spaseq_reference import reference_matches
+from strategies import PROFILE
+from test_spaseq_eval import EX, PREFIX, STREAMS, A, B, as_set, house, query, random_cases, weather
+
+
+def run_set(q: sp.Query, events: list[dict[str, Any]], engine: bool) -> set[Any]:
+    return {(tuple(sorted(m.events.items())),
+             tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in m.bindings.items()))
+            for m in q.run(events, engine=engine)}
+
+
+def on_engine(q: sp.Query, events: list[dict[str, Any]]) -> bool:
+    ev = q.evaluator()
+    ev.feed(sorted(events, key=lambda e: e["time"]))
+    ev.close()
+    return ev.engine
+
+
+@settings(max_examples=PROFILE.max_examples, deadline=None)
+@given(random_cases())
+def test_engine_path_agrees_with_reference_and_run_loop(
+        case: tuple[str, list[dict[str, Any]]]) -> None:
+    text, events = case
+    q = sp.compile(text)
+    got = run_set(q, events, engine=True)
+    assert got == reference_matches(q.ast, events)
+    assert got == run_set(q, events, engine=False)
+
+
+OBJECTS = ["0", "1", "2", '"1.5"^^<http://www.w3.org/2001/XMLSchema#decimal>', "<http://example/a>",
+           '"x"', "1.0e0"]
+
+
+@settings(max_examples=PROFILE.max_examples, deadline=None)
+@given(random_cases(), st.data())
+def test_values_the_lowering_cannot_compare_hand_over(case: tuple[str, list[dict[str, Any]]],
+                                                      data: st.DataObject) -> None:
+    """Objects of other types (IRIs, strings, doubles): a FILTER reading one moves the
+    evaluation to the run loop mid-stream, with the same matches."""
+    text, events = case
+    mixed = []
+    for e in events:
+        triples = [t.rsplit(" ", 2) for t in e["graph"].split(" .") if t.strip()]
+        graph = " ".join(f"{s} {p} {data.draw(st.sampled_from(OBJECTS))} ."
+                         for s, p, _ in triples)
+        mixed.append({**e, "graph": graph})
+    q = sp.compile(text)
+    assert as_set(q, mixed) == reference_matches(q.ast, mixed)
+
+
+# ---------------------------------------------------------------- what lowers
+
+
+@pytest.mark.parametrize("seq", ["A", "A & B", "A | B", "A : B", "A ; B", "A , B", "A ; B+",
+                                 "A , B+", "A : B+", "B+ ; A", "B+ , A", "A+", "(A | B) ; A2",
+                                 "A : (B & A2)", "A : (B | A2)+"])
+def test_queries_that_lower(seq: str) -> None:
+    defs = {"A": A, "B": B, "A2": "DEFINE GPM A2 ON S1 { ?h2 :pow ?p2 . ?h2 :loc ?l . }"}
+    used = set(re.findall(r"[A-Z][0-9]?", seq))
+    q = query("*", 10, seq, gpms="\n".join(d for n, d in defs.items() if n in used))
+    lowered = lower_plan(q.plan)
+    assert lowered.reason is None, lowered.reason
+    assert lowered.text is not None
+    ceql.compile(lowered.text)  # a valid CEQL query
+
+
+@pytest.mark.parametrize(("seq", "gpms", "reason"), [
+    ("A ; B+", f"{A}\nDEFINE GPM B ON S2 {{ ?w :value ?v . ?w :loc ?l . FILTER (?v > ?p) }}",
+     "skip-till-next between the iterations"),
+    ("A : (A2 & B)+", f"{A}\n{B}\nDEFINE GPM A2 ON S1 {{ ?x :pow ?l }}",
+     "& of GPMs on different streams under +"),
+    ("A ; (A2 & B)", f"{A}\n{B}\nDEFINE GPM A2 ON S1 {{ ?x :pow ?l }}",
+     "';' before an & of GPMs on different streams"),
+    ("A : B", f"{A}\nDEFINE GPM B ON S2 {{ ?w :value ?v . ?w :loc ?l . "
+     "FILTER (STR(?v) != STR(?p)) }", "more than comparisons"),
+    ("A : B", f"{A}\nDEFINE GPM B ON S2 {{ ?w :value ?v . FILTER (?v > 1.5e0 || ?v > ?p) }}",
+     "not an xsd:integer or xsd:decimal"),
+])
+def test_queries_that_do_not_lower_say_why(seq: str, gpms: str, reason: str) -> None:
+    q = query("*", 10, seq, gpms=gpms)
+    lowered = lower_plan(q.plan)
+    assert lowered.text is None
+    assert lowered.reason is not None and reason in lowered.reason
+    ev = q.evaluator()
+    assert not ev.engine and ev.path_reason == lowered.reason
+
+
+def test_worked_examples_run_on_the_engine() -> None:
+    events = [house(10, 1, 1), house(15, 2, 1), weather(15, 1, "Vl1", 2),
+              weather(20, 1, "Vl1", 1), weather(25, 2, "V12", 1)]
+    for seq in ["A : B", "A ; B", "A , B", "A ; B+", "A , B+", "A : B+", "A & B", "A | B"]:
+        q = query("*", 15, seq)
+        assert on_engine(q, events), seq
+        assert as_set(q, events) == reference_matches(q.ast, events), seq
+
+
+def prices(values: list[str]) -> list[dict[str, Any]]:
+    return [{"stream": "S1", "time": i + 1, "graph": f"<{EX}G> <{EX}price> {v} ."}
+            for i, v in enumerate(values)]
+
+
+PRICE_GPMS = ("DEFINE GPM A ON S1 { ?c :price ?p1 }\n"
+              "DEFINE GPM B ON S1 { ?c :price ?p2 . FILTER (?p2 > ?p1) }\n"
+              "DEFINE GPM C ON S1 { ?c :price ?p3 . FILTER (?p3 < ?p2) }")
+
+
+@pytest.mark.parametrize("seq", ["A ; B ; C", "A : B : C", "A , B , C", "A : B+", "A , B+"])
+def test_cross_gpm_filters_on_the_engine(seq: str) -> None:
+    events = prices(["10", "12", "11", "9", "14", "10.5", "-3"])
+    gpms = "\n".join(d for d in PRICE_GPMS.split("\n") if d.split()[2] in seq)
+    q = sp.compile(f"{PREFIX}SELECT * WITHIN 10 SECONDS {STREAMS}"
+                   f"WHERE {{ SEQ ({seq}) {gpms} }}")
+    assert on_engine(q, events)
+    assert as_set(q, events) == reference_matches(q.ast, events)
+
+
+def test_a_value_the_lowering_cannot_compare_hands_over_with_the_window_replayed() -> None:
+    # the string at 4 cannot be compared by the lowering: from there the run loop goes on,
+    # having replayed the instants of the last window (the A at 2 and 3 still match later)
+    events = prices(["10", "1", "5", '"text"', "7", "3", "8"])
+    q = sp.compile(f"{PREFIX}SELECT * WITHIN 3 SECONDS {STREAMS}"
+                   f"WHERE {{ SEQ (A : B) {PRICE_GPMS.rsplit(chr(10), 1)[0]} }}")
+    ev = q.evaluator()
+    early = ev.feed(events[:3])
+    assert ev.engine
+    late = ev.feed(events[3:]) + ev.close()
+    assert not ev.engine
+    got = {(tuple(sorted(m.events.items())), tuple(m.bindings.items())) for m in early + late}
+    expected = {(tuple(sorted(e)), b) for e, b in reference_matches(q.ast, events)}
+    assert got == expected
+    assert any(m.events["A"] == (1,) for m in late)  # begun before the hand-over
+
+
+def test_scaled_values_are_exact() -> None:
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    assert scaled(f'"5"^^<{xsd}integer>') == 5 * SCALE
+    assert scaled(f'"0.1"^^<{xsd}decimal>') == SCALE // 10
+    assert scaled(f'"-1.000000000000000001"^^<{xsd}decimal>') == -SCALE - 1
+    assert scaled(f'"1e0"^^<{xsd}double>') is None
+    assert scaled(f"<{EX}a>") is None
+    assert scaled('"5"') is None
