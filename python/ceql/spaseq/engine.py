@@ -2,11 +2,12 @@
 (:mod:`.lowering` describes them) fed to the CEQL query the sequence lowers to, and the
 complex events it outputs become SPAseq matches.
 
-A record whose values the lowering cannot decide exactly (:func:`record_safe`: a term a
-FILTER reads that is not an ``xsd:integer``/``xsd:decimal``, a ``+`` record without a shared
-variable) hands the evaluation over to the run loop of :mod:`.runs`: it replays the instants
-of the last window (kept for this) without output — a partial match that began earlier can
-no longer complete — and continues from there, so the outputs stay exact.
+A record whose values the lowering cannot decide exactly — a term a FILTER reads that is
+not an ``xsd:integer``/``xsd:decimal``, a mapping without one of its GPMs' shared variables
+(OPTIONAL or UNION left it unbound) — hands the evaluation over to the run loop of
+:mod:`.runs`: it replays the instants of the last window (kept for this) without output — a
+partial match that began earlier can no longer complete — and continues from there, so the
+outputs stay exact.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ class EngineRuns:
         self._last: dict[int, dict[tuple[str, ...], tuple[int, Fraction]]] = {
             i: {} for i in lowered.next_keys}
         self._recent: deque[_Instant] = deque()
+        # per leaf: the shared variables its GPMs bind, which each of its records must bind
+        # (the lowering joins on them as always bound)
+        shared = {v for v in lowered.var_index if v not in self._owner}
+        self._strict = {leaf.index: tuple(sorted({v for g in leaf.gpms
+                                                  for v in plan.variables[g]} & shared))
+                        for leaf in lowered.leaves}
         self._runs: Runs | None = None
         self.handed_over: str | None = None
         """Why the evaluation moved to the run loop (``None`` while on the engine)."""
@@ -66,18 +73,41 @@ class EngineRuns:
     def instant(self, time: Any, key: Fraction, choices: Mapping[str, Sequence[Choice]]
                 ) -> list[Match]:
         """Advance over the next instant; ``choices``: GPM → its choices there."""
-        if self._runs is not None:
-            return self._runs.instant(time, key, choices)
-        self._k += 1
+        return self.instants([(time, key, choices)])
+
+    def instants(self, batch: Sequence[_Instant]) -> list[Match]:
+        """Advance over the next instants (time, key, choices), their records fed to the
+        engine at once; the matches in instant order."""
+        out: list[Match] = []
+        pending: list[dict[str, Any]] = []
+        for time, key, choices in batch:
+            if self._runs is not None:
+                out.extend(self._runs.instant(time, key, choices))
+                continue
+            records = self._instant_records(time, key, choices)
+            if records is None:
+                out.extend(self._feed(pending))
+                pending = []
+                out.extend(self._hand_over(time, key, choices))
+            else:
+                pending.extend(records)
+        out.extend(self._feed(pending))
+        return out
+
+    def _instant_records(self, time: Any, key: Fraction,
+                         choices: Mapping[str, Sequence[Choice]]) -> list[dict[str, Any]] | None:
+        """The records of the next instant, negative copies last, or ``None`` when one of
+        them is not exact (the caller hands over)."""
         records: list[dict[str, Any]] = []
         negatives: list[dict[str, Any]] = []
         for leaf in self._leaves:
             for rec in self._records(leaf, time, key, choices):
                 if rec is None:
-                    return self._hand_over(time, key, choices)
+                    return None
                 records.append(rec)
                 if leaf.negated:
                     negatives.append({**rec, "type": f"N{leaf.index}"})
+        self._k += 1
         window = self.plan.window
         for i, keys in self._low.next_keys.items():
             last = self._last[i]
@@ -90,13 +120,25 @@ class EngineRuns:
         while self._recent and key - self._recent[0][1] > window:
             self._recent.popleft()
         self._recent.append((time, key, choices))
-        found = self._ev.feed(records + negatives) if records else []
-        out: dict[tuple[Any, ...], Match] = {}
-        for m in found:
-            match = self._match(m.events)
+        return records + negatives
+
+    def _feed(self, records: list[dict[str, Any]]) -> list[Match]:
+        """Feed ``records`` and return their matches, per instant without duplicates and
+        sorted, instants in order."""
+        if not records:
+            return []
+        per_instant: dict[int, dict[tuple[Any, ...], Match]] = {}
+        for m in self._ev.feed(records):
+            events = m.events
+            assert events is not None
+            match = self._match(events)
             if match is not None:
-                out.setdefault(match.key(), match)
-        return sorted(out.values(), key=lambda m: (m.positions, repr(m.key())))
+                per_instant.setdefault(events[-1]["k"], {}).setdefault(match.key(), match)
+        out: list[Match] = []
+        for k in sorted(per_instant):
+            out.extend(sorted(per_instant[k].values(),
+                              key=lambda m: (m.positions, repr(m.key()))))
+        return out
 
     def _hand_over(self, time: Any, key: Fraction, choices: Mapping[str, Sequence[Choice]]
                    ) -> list[Match]:
@@ -108,7 +150,8 @@ class EngineRuns:
         self._runs = runs
         self.handed_over = (f"at time {time!r}: a value the lowering cannot compare exactly "
                             "(a FILTER term that is not an xsd:integer or xsd:decimal, or a "
-                            "+ GPM's mapping without a shared variable)")
+                            "mapping without one of its GPM's shared variables: OPTIONAL, "
+                            "UNION)")
         return runs.instant(time, key, choices)
 
     def _records(self, leaf: Leaf, time: Any, key: Fraction,
@@ -120,7 +163,7 @@ class EngineRuns:
         out: list[dict[str, Any] | None] = []
         low = self._low
         vi = low.var_index
-        plus = low.plus_shared.get(leaf.element)
+        strict = self._strict[leaf.index]
         for combo in product(*per_gpm):
             merged: dict[str, str] = {}
             ok = True
@@ -134,7 +177,7 @@ class EngineRuns:
             rec: dict[str, Any] = dict(self._base)
             rec.update(self._flags[leaf.index])
             rec["type"] = f"L{leaf.index}"
-            rec["k"] = self._k
+            rec["k"] = self._k + 1
             rec["t"] = float(key)
             rec["_src"] = combo
             rec["_key"] = key
@@ -148,7 +191,7 @@ class EngineRuns:
                     if q is None:
                         return [None]
                     rec[f"q{i}"] = q
-            if plus is not None and any(v not in merged for v in plus):
+            if any(v not in merged for v in strict):
                 return [None]
             keys = low.next_keys.get(leaf.index)
             if keys is not None:
@@ -157,8 +200,7 @@ class EngineRuns:
             out.append(rec)
         return out
 
-    def _match(self, events: Sequence[Mapping[str, Any]] | None) -> Match | None:
-        assert events is not None
+    def _match(self, events: Sequence[Mapping[str, Any]]) -> Match | None:
         plan = self.plan
         first = events[0]
         last = events[-1]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any, cast
 
 from ..errors import CeqlInputError
@@ -160,7 +161,7 @@ class Evaluator:
             for e, r in zip(evs, found, strict=True):
                 results[id(e)] = r
         self.gpm_seconds += time.perf_counter() - start
-        out: list[Match] = []
+        batch: list[tuple[Any, Fraction, dict[str, list[Choice]]]] = []
         for held in ready:
             choices: dict[str, list[Choice]] = {}
             for e in held:
@@ -170,5 +171,10 @@ class Evaluator:
                         texts = cast(list[dict[str, str]], mappings)
                         choices[g] = [(g, e.position, m if g == rep else
                                        {rename[v]: t for v, t in m.items()}) for m in texts]
-            out.extend(self._runs.instant(held[0].time, held[0].key, choices))
+            batch.append((held[0].time, held[0].key, choices))
+        if isinstance(self._runs, EngineRuns):
+            return self._runs.instants(batch)
+        out: list[Match] = []
+        for t, key, choices in batch:
+            out.extend(self._runs.instant(t, key, choices))
         return out

@@ -14,18 +14,23 @@ Element ``j`` of ``SEQ`` is CEQL variable ``e<j>`` (its primary leaf in every al
 leaves of other streams in an ``&`` are ``e<j>x<i>``); a ``;`` before it is
 ``NOT ((N… OR …) AS n<j>)`` over the negative copies, which sit after the instant's records so
 that the gap holds exactly the instants strictly between (with ``n[k > p.k]``). Shared
-variables become ``c[b = 0 OR s.b = 0 OR v = s.v]`` (compatible: equal unless one is
-unbound), iterations of ``+`` are joined by ``PREV``, cross-GPM FILTERs are translated atom by
-atom (SQL's three-valued logic is SPARQL's error logic: an unbound variable is a NULL), a
-variable bound by several earlier GPMs read through guards on their ``b`` flags.
+variables become ``c[v = s.v]`` (a hash join in the engine), or ``c[b = 0 OR s.b = 0 OR
+v = s.v]`` where an alternative of ``c`` or ``s`` does not bind ``v``; iterations of ``+``
+are joined by ``PREV`` (``k > PREV(k)``, ``k = PREV(k) + 1``, and for ``;`` ``pk = PREV(k)``:
+``pk`` is the last earlier instant with a record of equal shared values, which a fit next
+iteration must share); cross-GPM FILTERs are translated atom by atom (SQL's three-valued
+logic is SPARQL's error logic: an unbound variable is a NULL), a variable bound by several
+earlier GPMs read through guards on their ``b`` flags.
 
 What does not lower (``Lowered.reason``): skip-till-next between the iterations of a ``+``
-(a ``+`` after ``;`` or starting ``SEQ``) — a NOT inside an iteration whose conditions read
-the iteration before is not in the engine —, FILTERs other than comparisons of variables and
+(a ``+`` after ``;`` or starting ``SEQ``) whose GPMs have cross-GPM FILTERs or are not one
+leaf — a NOT inside an iteration whose conditions read the iteration before is not in the
+engine —, FILTERs other than comparisons of variables and
 integer/decimal literals under ``&& || !``, and a few placements where a CEQL variable could
 be empty where SPAseq's is unbound (see :func:`lower`). Values the translation cannot decide
-exactly (a FILTER reading a term that is not an integer or decimal; a ``+`` record without a
-shared variable) are found per record at run time (:func:`record_safe`).
+exactly (a FILTER reading a term that is not an integer or decimal; a mapping without one of
+its GPM's shared variables) are found per record at run time, and the evaluation is handed
+to the run loop (:mod:`.engine`).
 """
 
 from __future__ import annotations
@@ -215,6 +220,9 @@ class _Slot:
     def may_bind(self, v: str, plan: Plan) -> bool:
         return any(v in plan.variables[g] for leaf in self.leaves for g in leaf.gpms)
 
+    def always_binds(self, v: str, plan: Plan) -> bool:
+        return all(any(v in plan.variables[g] for g in leaf.gpms) for leaf in self.leaves)
+
     def holds(self, g: str) -> bool:
         return any(g in leaf.gpms for leaf in self.leaves)
 
@@ -311,7 +319,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
             conds.append(f"e{j}[{loop}]")
             for v in sorted(mine):
                 i = vi[v]
-                conds.append(f"e{j}[b{i} = 0 OR PREV(b{i}) = 0 OR v{i} = PREV(v{i})]")
+                conds.append(f"e{j}[v{i} = PREV(v{i})]")
         for x in extras:
             conds.append(f"{x.name}[k = e{j}.k]")
 
@@ -341,11 +349,15 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
                 i = vi[v]
                 for s in others:
                     if s.may_bind(v, plan):
-                        conds.append(f"{c.name}[b{i} = 0 OR {s.name}.b{i} = 0 OR "
-                                     f"v{i} = {s.name}.v{i}]")
+                        # records bind every shared variable of their GPMs (else the run
+                        # loop takes over), so two slots that always bind v just join on it
+                        # (a hash lookup in the engine)
+                        same = f"v{i} = {s.name}.v{i}"
+                        if not (c.always_binds(v, plan) and s.always_binds(v, plan)):
+                            same = f"b{i} = 0 OR {s.name}.b{i} = 0 OR {same}"
+                        conds.append(f"{c.name}[{same}]")
                         if n == 0 and el.op == SKIP_TILL_NEXT and s.element < j:
-                            conds.append(f"n{j}[b{i} = 0 OR {s.name}.b{i} = 0 OR "
-                                         f"v{i} = {s.name}.v{i}]")
+                            conds.append(f"n{j}[{same}]")
         # cross-GPM FILTERs
         for g in el.gpms:
             for f in plan.filters[g]:
