@@ -1,4 +1,4 @@
-"""SPAseq queries over streams of RDF graphs (docs/SPASEQ.md), evaluated in pure Python.
+"""SPAseq queries over streams of RDF graphs (docs/SPASEQ.md), evaluated on ceql's engine.
 
 >>> import ceql.spaseq
 >>> q = ceql.spaseq.compile('''
