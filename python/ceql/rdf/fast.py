@@ -37,9 +37,10 @@ import itertools
 import operator
 import re
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import chain, compress, filterfalse, repeat
+from typing import Any, cast
 
 import pyoxigraph as ox
 
@@ -68,6 +69,12 @@ _NT_BLANK = re.compile(r"_:[A-Za-z0-9_](?:[\w.-]*[\w-])?\Z", re.ASCII)
 _NT_LITERAL = re.compile(r'"(?:[^"\\\n\r]|\\.)*"'
                          r'(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^<[^<>"{}|^`\\\x00-\x20]*>)?\Z')
 _KEY = "urn:ceql:t"
+_ENDS_NEWLINE = operator.methodcaller("endswith", "\n")
+_NEWLINES = operator.methodcaller("count", "\n")
+_THREE_FIELDS = operator.methodcaller("split", " ", 2)
+# xsd:integer literals the store gives back as they are (it keeps integers in 64 bits)
+_CANONICAL_INTEGER = re.compile(
+    r'"(?:0|-?[1-9][0-9]{0,17})"\^\^<http://www\.w3\.org/2001/XMLSchema#integer>\Z')
 _CACHE_LIMIT = 500_000  # remembered term texts per format, before the memory is cleared
 
 
@@ -412,6 +419,95 @@ class TripleReader:
         if forms is None:
             forms = self._known[key] = _Forms({}, {""})
         return forms
+
+    def read_batch(self, events: Sequence[object], format: ox.RdfFormat | None,
+                   names: Sequence[str], keep: frozenset[str] | None = None
+                   ) -> list[EventTriple] | None:
+        """The triples of a batch's events in the store's form, each with its event's index
+        (in the events' order, duplicates kept), or ``None`` when an event needs the store
+        path; see :meth:`read`. Events of N-Triples lines are read all at once."""
+        if format in (None, ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES) and all(
+                type(e) is str for e in events):
+            texts = cast(Sequence[str], events)
+            if format is not None or not any(
+                    t[:64].lstrip().startswith(("{", "[")) for t in texts):
+                got = self._bulk(texts, (format or ox.RdfFormat.TURTLE, self._base_iri), keep)
+                if got is not None:
+                    return got
+        each = self.read(events, format, names, keep)
+        if each is None:
+            return None
+        return [(i, s, p, o) for i, triples in enumerate(each) for s, p, o in triples]
+
+    def _bulk(self, texts: Sequence[str], key: tuple[ox.RdfFormat, str | None],
+              keep: frozenset[str] | None) -> list[EventTriple] | None:
+        """:meth:`_scan`'s work on a whole batch with set and map operations, when every
+        line of every event is ``s p o .`` with terms that are IRIs or literals (blank nodes
+        are renamed per event: :meth:`_scan`)."""
+        if not all(map(_ENDS_NEWLINE, texts)):
+            texts = [t if not t or t.endswith("\n") else t + "\n" for t in texts]
+        whole = "".join(texts)
+        lines = whole.count("\n")
+        # every line ends with " ." (so no line is empty) when each newline follows " ."
+        if whole.count(" .\n") != lines:
+            return None
+        if not lines:
+            return []
+        counts = list(map(_NEWLINES, texts))
+        # one split for the batch: s p o \0 s p o \0 …, each \0 where a line ends; no term
+        # holds a space when every fourth field, and no other, is a \0
+        fields = whole.replace(" .\n", " \0 ").split(" ")
+        fields.pop()  # after the last \0
+        subjects: Sequence[str]
+        predicates: Sequence[str]
+        objects: Sequence[str]
+        if (len(fields) == 4 * lines and fields[3::4].count("\0") == lines
+                and fields.count("\0") == lines):
+            subjects, predicates, objects = fields[0::4], fields[1::4], fields[2::4]
+        else:  # a literal with a space
+            split = whole.replace(" .\n", "\n").split("\n")
+            split.pop()
+            parts = list(map(_THREE_FIELDS, split))
+            if min(map(len, parts)) != 3:
+                return None
+            subjects, predicates, objects = zip(*parts, strict=True)
+        forms = self._forms(key)
+        known = forms.known
+        unknown: dict[str, None] = {}
+        for text in set(predicates).difference(known):
+            if _NT_IRI.match(text) is None:
+                return None
+            unknown[text] = None
+        for text in set(subjects).difference(known):
+            if _NT_IRI.match(text) is None:  # blank nodes included
+                return None
+            unknown[text] = None
+        for text in filterfalse(_CANONICAL_INTEGER.match, set(objects).difference(known)):
+            if text.startswith('"'):
+                if _NT_LITERAL.match(text) is None:
+                    return None
+                if not _unchanged(text, forms.tails):
+                    unknown[text] = None
+            elif _NT_IRI.match(text) is None:
+                return None
+            else:
+                unknown[text] = None
+        if unknown:
+            if len(known) + len(unknown) > _CACHE_LIMIT:
+                known.clear()
+            if not self._learn(key, list(unknown), forms):
+                return None
+        get = known.get
+        events: Iterable[int] = chain.from_iterable(map(repeat, range(len(counts)), counts))
+        if keep is not None:
+            wanted = list(map(keep.__contains__, map(get, predicates, predicates)))
+            events = compress(events, wanted)
+            subjects = tuple(compress(subjects, wanted))
+            predicates = tuple(compress(predicates, wanted))
+            objects = tuple(compress(objects, wanted))
+        return list(cast(Iterator[EventTriple], zip(
+            events, map(get, subjects, subjects), map(get, predicates, predicates),
+            map(get, objects, objects), strict=True)))
 
     def read(self, events: Sequence[object], format: ox.RdfFormat | None,
              names: Sequence[str], keep: frozenset[str] | None = None

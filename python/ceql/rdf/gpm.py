@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 
 import pyoxigraph as ox
 
@@ -45,7 +47,6 @@ from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError, RdfInputError
 from ceql.rdf.fast import (
     Bgp,
-    EventTriple,
     Row,
     TripleReader,
     match_batch,
@@ -70,6 +71,7 @@ Solution = dict[str, Value]
 GpmResults = dict[str, list[Solution]]
 
 _EVENT_LABEL = "ceqlev"
+_PREDICATE = operator.itemgetter(2)
 RENEW_EVENTS = 10_000
 _ERROR_AT = re.compile(r"error at (\d+):(\d+): ")
 _ORDER_BY = re.compile(r"\bORDER\s+BY\b", re.IGNORECASE)
@@ -400,36 +402,29 @@ class GpmEvaluator:
             fmt = None if format is None else rdf_format(format)
         except RdfInputError:
             return None
-        read = self._reader.read([as_python(e) for e in events], fmt, names, self._needed)
+        read = self._reader.read_batch(
+            [e if type(e) is str else as_python(e) for e in events], fmt, names, self._needed)
         if read is None:
             return None
-        # each event's distinct triples, by predicate (a graph is a set)
-        by_predicate: dict[str, dict[EventTriple, None]] = {}
-        for i, triples in enumerate(read):
-            for s, p, o in triples:
-                group = by_predicate.get(p)
-                if group is None:
-                    group = by_predicate[p] = {}
-                group[(i, s, p, o)] = None
-        lists = {p: list(group) for p, group in by_predicate.items()}
-        everything = [t for group in lists.values() for t in group] if self._needed is None \
-            else []
+        # each event's distinct triples (a graph is a set), by predicate
+        distinct = list(dict.fromkeys(read))
+        lists = {p: list(group) for p, group in groupby(sorted(distinct, key=_PREDICATE),
+                                                        _PREDICATE)}
+        everything = distinct if self._needed is None else []
         convert = self._memo_text()
-        results: list[GpmResults] = [{} for _ in read]
+        results: list[GpmResults] = [{g.name: [] for g in self._gpms} for _ in events]
         for g in self._gpms:
             assert g.bgp is not None  # self._fast
-            for r in results:
-                r[g.name] = []
-            columns, rows = match_batch(g.bgp, lists, everything, len(read))
+            columns, rows = match_batch(g.bgp, lists, everything, len(events))
             at = {v: i for i, v in enumerate(columns, start=1)}
-            names_ = [v for v in g.variables if v in at]
-            project = values_at([0, *(at[v] for v in names_)])
-            projected: Iterable[Row] = map(project, rows)
+            bound = [v for v in g.variables if v in at]
+            projected: Iterable[Row] = map(values_at([0, *(at[v] for v in bound)]), rows)
             if g.bgp.distinct:
                 projected = dict.fromkeys(projected)
+            name = g.name
             for row in projected:
-                results[row[0]][g.name].append(
-                    {v: convert(t) for v, t in zip(names_, row[1:], strict=True)})
+                results[row[0]][name].append(
+                    {v: convert(t) for v, t in zip(bound, row[1:], strict=True)})
         return [self._sort(r, self._gpms) for r in results]
 
     def _memo_text(self) -> Callable[[str], Value]:
