@@ -129,22 +129,22 @@ class _Operator:
         plan = self.plan
         ks = pickle.loads(self.states[key]) if key in self.states else KeyState(plan.buckets)
         if fired is not None:
-            ks.timer = None
+            ks.fired(fired)
         if rows is not None:
             ks.accept(plan, _with_us(plan, rows), w_ms)
         if seen_us is not None:
             ks.saw(seen_us)
         out = _rows(ks.release(plan, w_ms))
-        old, new = ks.reschedule(plan)
+        new = ks.reschedule(plan)
         timers = self.timers.setdefault(key, set())
-        if old is not None:
-            timers.discard(old)
         if new is not None:
             assert w_ms <= 0 or new > w_ms, "a timer at the watermark is deleted unfired"
             timers.add(new)
         if fired is not None:
             timers.discard(fired)
-        assert timers == ({ks.timer} if ks.timer is not None else set())
+        assert timers == set(ks.timers)
+        due = ks.wake_ms(plan)
+        assert due is None or min(timers) <= due, "the key's next work has no timer"
         self.states[key] = pickle.dumps(ks)
         return out
 
@@ -362,3 +362,35 @@ def test_a_row_older_than_what_a_key_released_is_late_even_before_sparks_waterma
     ks.saw(20 * 10**6)
     assert sorted((m["s"][0]["t"], m["b"][0]["t"]) for b in ks.release(plan, 0)
                   for m in b.select(["s", "b"]).to_pylist()) == [(0, 6), (5, 6)]
+
+
+def test_timers_are_registered_only_when_the_next_work_comes_earlier() -> None:
+    """A registered timer no later than the key's next work stays (it fires, and that call
+    reschedules); one is added only when the work comes before every registered timer; a
+    state pickled with the earlier single ``timer`` slot restores as one registered timer."""
+    schema = StructType([StructField("name", StringType()), StructField("type", StringType()),
+                         StructField("price", LongType()), StructField("t", LongType())])
+    spec = plan_match(schema, {"query": WORKED_QUERY, "time": "t"}, CallInfo())
+    plan = stream_plan(spec, "ALL", timestamp=False)
+    ks = KeyState()
+
+    def hold(t: int) -> None:
+        ks.accept(plan, pa.RecordBatch.from_pylist(
+            [{"name": "A", "type": "SELL", "price": 1, "t": t, TIME_US: t * 10**6}]), 0)
+
+    hold(7)
+    assert ks.reschedule(plan) == 7001 and ks.timers == (7001,)
+    hold(9)  # later work: the timer at 7 s still comes first
+    assert ks.reschedule(plan) is None and ks.timers == (7001,)
+    hold(3)  # earlier work: a timer before the registered one
+    assert ks.reschedule(plan) == 3001 and ks.timers == (3001, 7001)
+    ks.fired(3001)
+    assert ks.timers == (7001,)
+    state = list(ks.__getstate__())
+    state[KeyState.__slots__.index("timers")] = 7001
+    old = KeyState.__new__(KeyState)
+    old.__setstate__(tuple(state))
+    assert old.timers == (7001,)
+    state[KeyState.__slots__.index("timers")] = None
+    old.__setstate__(tuple(state))
+    assert old.timers == ()

@@ -370,7 +370,7 @@ class _Processor(_processor_base()):  # type: ignore[misc]
     def handleExpiredTimer(self, key: Any, timerValues: Any,
                            expiredTimerInfo: Any) -> Iterator[Any]:
         ks = self._load()
-        ks.timer = None  # Spark deletes the timer that fired once this returns
+        ks.fired(int(expiredTimerInfo.getExpiryTimeInMs()))  # Spark deletes it after this call
         out = ks.release(self._plan, timerValues.getCurrentWatermarkInMs())
         self._save(ks)
         yield from self._frames(out, [])
@@ -393,9 +393,7 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         return KeyState(self._plan.buckets)
 
     def _save(self, ks: KeyState) -> None:
-        old, new = ks.reschedule(self._plan)
-        if old is not None:
-            self._handle.deleteTimer(old)
+        new = ks.reschedule(self._plan)
         if new is not None:
             self._handle.registerTimer(new)
         self._state.update((pickle.dumps(ks, protocol=5),))
