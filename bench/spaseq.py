@@ -6,6 +6,7 @@ Usage (from the repository root)::
 
     .venv/bin/python bench/spaseq.py [--events 200000] [--seed 42] [--windows 0.1,1,10,3600]
                                      [--only v_shape,v_shape_next] [--no-ceql] [--repeat 1]
+                                     [--gpm-store]
 
 The data is bench/engine.py's anchor stock stream (``gen_stock.py``: 1000 Zipf tickers, BUY or
 SELL, round-lot volumes, a random walk of prices, ~1000 events per second of event time),
@@ -32,7 +33,10 @@ For each query and window (``--windows``, seconds): the SPAseq query over the ev
 (``ceql.spaseq.compile(text).evaluator()``: ``feed(events)`` in time order, then ``close()``,
 every match kept; the events are built before timing), with
 the evaluator's time inside GPM evaluation (``Evaluator.gpm_seconds``) against the rest (the
-sequence run loop, cross-GPM FILTERs, event checks); then the same pattern in CEQL
+sequence run loop, cross-GPM FILTERs, event checks); with ``--gpm-store``, the same SPAseq
+run again with GPMs evaluated on pyoxigraph's store (``GpmEvaluator(fast=False)``, the path
+before ``ceql.rdf.fast``) in the same process, its figures under ``store_*`` and the ratios
+``fast_speedup`` (all) and ``gpm_speedup`` (GPM seconds); then the same pattern in CEQL
 (``ceql.compile(text).run(rows, time="ts", time_unit="us")`` over the trades as dicts: ``,``
 is ``:`` — contiguity by positions equals contiguity by instants here, one trade per
 microsecond at most — ``;`` is ``;`` with a named ``NOT`` between every two steps forbidding
@@ -64,6 +68,8 @@ import pyarrow.csv as pacsv
 
 import ceql
 import ceql.spaseq
+import ceql.spaseq.evaluator as spaseq_evaluator
+from ceql.rdf import GpmEvaluator
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -150,10 +156,25 @@ def ceql_text(name: str, window: float) -> str:
             + f"\nWITHIN {window_text(window)}")
 
 
-def run_spaseq(text: str, events: list[dict[str, Any]]
+class StoreGpms(GpmEvaluator):
+    """GPMs evaluated on pyoxigraph's store only (the path before :mod:`ceql.rdf.fast`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, fast=False, **kwargs)
+
+
+def run_spaseq(text: str, events: list[dict[str, Any]], store: bool = False
                ) -> tuple[float, float, set[tuple[int, ...]]]:
     q = ceql.spaseq.compile(text)
-    ev = q.evaluator()
+    if store:  # the evaluator makes its GpmEvaluators when it is made
+        saved = spaseq_evaluator.GpmEvaluator
+        spaseq_evaluator.GpmEvaluator = StoreGpms  # type: ignore[misc]
+        try:
+            ev = q.evaluator()
+        finally:
+            spaseq_evaluator.GpmEvaluator = saved  # type: ignore[misc]
+    else:
+        ev = q.evaluator()
     t = time.perf_counter()
     matches = ev.feed(events)
     matches += ev.close()
@@ -189,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="queries, comma-separated")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--no-ceql", action="store_true")
+    ap.add_argument("--gpm-store", action="store_true",
+                    help="also run each query with GPMs on the store (the old path)")
     args = ap.parse_args(argv)
     import pyoxigraph
 
@@ -208,6 +231,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "events_per_s": round(len(events) / s),
                 "triples_per_s": round(len(events) * TRIPLES / s),
                 "gpm_seconds": round(gpm_s, 3), "gpm_share": round(gpm_s / s, 3)}
+            if args.gpm_store:
+                o, (_, old_gpm, old) = median_of(
+                    args.repeat,
+                    lambda n=name, w=window: run_spaseq(spaseq_text(n, w), events, True))
+                rec.update({"store_seconds": round(o, 3),
+                            "store_triples_per_s": round(len(events) * TRIPLES / o),
+                            "store_gpm_seconds": round(old_gpm, 3),
+                            "store_gpm_share": round(old_gpm / o, 3),
+                            "fast_speedup": round(o / s, 2),
+                            "gpm_speedup": round(old_gpm / gpm_s, 2) if gpm_s else None,
+                            "store_same_matches": old == got})
+                if old != got:
+                    bad = True
             if not args.no_ceql:
                 c, (_, want) = median_of(
                     args.repeat, lambda n=name, w=window: run_ceql(ceql_text(n, w), rows))
@@ -237,6 +273,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"| {r['query']} | {r['window_s']:g} | {r['matches']:,} | {r['seconds']:.2f} | "
               f"{r['triples_per_s']:,} | {r['gpm_share']:.0%} | {r.get('ceql_seconds', '-')} | "
               f"{r.get('rdf_price', '-')} | {r.get('same_matches', '-')} |")
+    if args.gpm_store:
+        print("\n| query | window s | triples/s store → fast | GPM share store → fast "
+              "| GPM s store → fast | speedup (all, GPM) | same |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for r in out:
+            print(f"| {r['query']} | {r['window_s']:g} | {r['store_triples_per_s']:,} → "
+                  f"{r['triples_per_s']:,} | {r['store_gpm_share']:.0%} → {r['gpm_share']:.0%} "
+                  f"| {r['store_gpm_seconds']} → {r['gpm_seconds']} | {r['fast_speedup']}×, "
+                  f"{r['gpm_speedup']}× | {r['store_same_matches']} |")
     return 2 if bad else 0
 
 

@@ -58,10 +58,31 @@ def test_basic_graph_patterns_are_found(query: str, patterns: list[tuple[str, ..
     bgp = parse_bgp(query)
     assert bgp is not None and bgp.distinct == distinct
     assert [tuple(s.text for s in p) for p in bgp.patterns] == patterns
+    assert bgp.filters == ()
+
+
+@pytest.mark.parametrize("query, filters, variables", [
+    ("SELECT ?s { ?s <http://ex/p> ?o FILTER(?o > 1) }", ["(?o > 1)"], ["o"]),
+    ("SELECT ?s { ?s <http://ex/p> ?o . FILTER regex(?o, \"a\") . ?s <http://ex/q> ?w "
+     "FILTER (?w < ?o && ?w > 2) }", ['regex(?o, "a")', "(?w < ?o && ?w > 2)"], ["o", "w"]),
+    ("SELECT ?s { FILTER(bound(?x)) ?s <http://ex/p> ?o ; FILTER isIRI(?s) }",
+     ["(bound(?x))", "isIRI(?s)"], ["x", "s"]),
+])
+def test_filters_are_found(query: str, filters: list[str], variables: list[str]) -> None:
+    bgp = parse_bgp(query)
+    assert bgp is not None
+    assert list(bgp.filters) == filters and list(bgp.filter_vars) == variables
 
 
 @pytest.mark.parametrize("query", [
-    "SELECT ?s { ?s <http://ex/p> ?o FILTER(?o > 1) }",
+    "SELECT ?s { ?s <http://ex/p> ?o FILTER NOT EXISTS { ?s <http://ex/q> ?o } }",
+    "SELECT ?s { ?s <http://ex/p> ?o FILTER EXISTS { ?s <http://ex/q> ?o } }",
+    "SELECT ?s { ?s <http://ex/p> ?o FILTER(?o NOT IN (1, 2)) }",
+    "SELECT ?s { ?s <http://ex/p> ?o FILTER(?o > RAND()) }",
+    "SELECT ?s { ?s <http://ex/p> ?o FILTER(?o < NOW()) }",
+    "SELECT ?s { ?s <http://ex/p> ?o FILTER(isBlank(BNODE())) }",
+    "SELECT ?s { ?s <http://ex/p> ?o FILTER(?__ceql_row > 1) }",
+    "SELECT ?s { ?s <http://ex/p> ?o FILTER <http://ex/f>(?o) }",
     "SELECT ?s { ?s <http://ex/p> 1 }",
     "SELECT ?s { ?s <http://ex/p> \"a\" }",
     "SELECT ?s { ?s <http://ex/p> true }",
@@ -93,7 +114,9 @@ def test_the_evaluator_goes_without_a_store_only_when_every_gpm_can() -> None:
     bgp = {"A": f"SELECT ?s WHERE {{ ?s <{EX}p> ?o }}"}
     assert GpmEvaluator(bgp).storeless
     assert not GpmEvaluator(bgp, fast=False).storeless
-    assert not GpmEvaluator({**bgp, "B": "SELECT ?s { ?s ?p ?o FILTER(?o > 1) }"}).storeless
+    assert GpmEvaluator({**bgp, "B": "SELECT ?s { ?s ?p ?o FILTER(?o > 1) }"}).storeless
+    assert not GpmEvaluator({**bgp, "B": "SELECT ?s { ?s ?p ?o OPTIONAL { ?o ?q ?s } }"}
+                            ).storeless
     kb = StaticDataset().add([(f"{EX}s", f"{EX}k", 1)], graph=f"{EX}kb")
     assert GpmEvaluator(bgp, kb).storeless  # the dataset is only read through GRAPH
     assert not GpmEvaluator({"K": f"SELECT ?s {{ GRAPH <{EX}kb> {{ ?s ?p ?o }} }}"},
@@ -188,6 +211,15 @@ _NODE = st.sampled_from(_VARS + _IRIS)
 _PATTERN = st.tuples(_NODE, st.sampled_from(_VARS + _PREDS + ["a"]), _NODE)
 
 
+_FILTERS = st.sampled_from([
+    "(?a > 1)", "(isIRI(?a))", "(?a != ?b)", '(lang(?b) = "en")', "(bound(?c))",
+    '(?b < "m")', "(STR(?a) > STR(?b))", f"(datatype(?b) = <{XSD}integer>)",
+    'regex(STR(?a), "s1")', "(?b >= 0 && ?b < 100)", "(?a = ?b || isLiteral(?c))",
+    "(?b)", "(!bound(?a))", "(?b IN (1, 2.0, \"x\"))", "(sameTerm(?a, ?c))",
+    "(xsd:integer(?b) > 2)", "(?b + 1 > 3)",
+])
+
+
 @st.composite
 def _queries(draw: st.DrawFn) -> str:
     patterns = draw(st.lists(_PATTERN, max_size=3))
@@ -198,7 +230,10 @@ def _queries(draw: st.DrawFn) -> str:
         projection = ["?a"]
     distinct = draw(st.booleans())
     body = " . ".join(" ".join(p) for p in patterns)
-    return f"SELECT {'DISTINCT ' if distinct else ''}{' '.join(projection)} WHERE {{ {body} }}"
+    for f in draw(st.lists(_FILTERS, max_size=2)):
+        body += f" FILTER {f}"
+    return (f"PREFIX xsd: <{XSD}> SELECT {'DISTINCT ' if distinct else ''}"
+            f"{' '.join(projection)} WHERE {{ {body} }}")
 
 
 _OBJECT_TEXTS = st.one_of(st.sampled_from([*_IRIS, "_:b0", "_:b1"]),
@@ -315,3 +350,54 @@ def test_the_constant_slots_of_a_pattern() -> None:
     assert bgp.patterns[0] == (Slot("s", "?s"), Slot(None, f"<{EX}p>"), Slot(None, f"<{EX}o>"))
     assert bgp.predicates == frozenset({f"<{EX}p>"})
     assert parse_bgp("SELECT ?s { ?s ?p ?o }").predicates is None  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- a batch of text at once
+
+_LINE_TERMS = st.lists(st.sampled_from([f"<{EX}s0>", f"<{EX}p0>", f"<{EX}p1>", '"a b"', '"x"',
+                                        f'"7"^^<{XSD}integer>', "\x00", "", "_:b", "<rel>"]),
+                       min_size=1, max_size=4)
+_SEPARATORS = st.sampled_from([" ", " ", " ", "  ", "\t"])
+_ENDINGS = st.sampled_from([" .\n", " .\n", " .\n", ".\n", " . \n", " .\r\n", " .", "\n"])
+
+
+@st.composite
+def _text_events(draw: st.DrawFn) -> str:
+    lines = []
+    for terms in draw(st.lists(_LINE_TERMS, max_size=4)):
+        lines.append(draw(_SEPARATORS).join(terms) + draw(_ENDINGS))
+    return "".join(lines)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_text_events(), min_size=1, max_size=4), st.sampled_from([None, "ntriples"]))
+def test_a_batch_of_text_read_at_once_equals_the_store(events: list[str], fmt: str | None
+                                                       ) -> None:
+    queries = {"A": f"SELECT * {{ ?s <{EX}p0> ?o }}", "B": "SELECT ?s ?p { ?s ?p ?o }"}
+    fast, store = _both(queries, base_iri="http://base/")
+    try:
+        want = store.evaluate_many(events, format=fmt)
+    except RdfInputError as e:
+        with pytest.raises(RdfInputError) as got:
+            fast.evaluate_many(events, format=fmt)
+        assert str(got.value) == str(e)
+        return
+    assert _blanks_out(fast.evaluate_many(events, format=fmt)) == _blanks_out(want)
+
+
+@pytest.mark.parametrize("events", [
+    [f"<{EX}s> <{EX}p0> <{EX}a> <{EX}b> .\n<{EX}c> <{EX}d> .\n"],  # 4 terms, then 2
+    [f"<{EX}s> <{EX}p0> \x00 .\n"],
+    [f"<{EX}s> <{EX}p0> \"a b\" .\n<{EX}s> <{EX}p0> 1 .\n"],
+    [f"<{EX}s> <{EX}p0> <{EX}o> .", "", f"<{EX}s> <{EX}p0> <{EX}o2> .\n\n"],
+])
+def test_lines_that_do_not_line_up_are_not_read_at_once(events: list[str]) -> None:
+    fast, store = _both({"A": f"SELECT * {{ ?s <{EX}p0> ?o }}"})
+    try:
+        want = store.evaluate_many(events)
+    except RdfInputError as e:
+        with pytest.raises(RdfInputError) as got:
+            fast.evaluate_many(events)
+        assert str(got.value) == str(e)
+        return
+    assert fast.evaluate_many(events) == want

@@ -89,12 +89,15 @@ class Slot:
 
 @dataclass(frozen=True, slots=True)
 class Bgp:
-    """A GPM that is a basic graph pattern: its triple patterns, ``DISTINCT`` or not, the
-    query's prologue (what precedes ``SELECT``) and the source text of each constant."""
+    """A GPM that is a basic graph pattern and FILTERs: its triple patterns, ``DISTINCT`` or
+    not, the query's prologue (what precedes ``SELECT``), and each FILTER's constraint as
+    written (``(?p > 3)``, ``regex(?s, "a")``) with the variables it reads."""
 
     patterns: tuple[tuple[Slot, Slot, Slot], ...]
     distinct: bool
     prologue: str
+    filters: tuple[str, ...] = ()
+    filter_vars: tuple[str, ...] = ()
 
     @property
     def predicates(self) -> frozenset[str] | None:
@@ -112,7 +115,12 @@ class Bgp:
         def slot(s: Slot) -> Slot:
             return s if s.var is not None else Slot(None, resolve(s.text))
         return Bgp(tuple((slot(s), slot(p), slot(o)) for s, p, o in self.patterns),
-                   self.distinct, self.prologue)
+                   self.distinct, self.prologue, self.filters, self.filter_vars)
+
+
+# in a FILTER, what the batch's one query would not evaluate as each event's query does
+_UNSAFE = frozenset({"EXISTS", "NOT", "RAND", "NOW", "UUID", "STRUUID", "BNODE", "SERVICE",
+                     "SELECT"})
 
 
 def _upper(t: Token) -> str:
@@ -182,7 +190,43 @@ def parse_bgp(query: str) -> Bgp | None:
             return Slot(None, RDF_TYPE)
         return None
 
+    filters: list[str] = []
+    filter_vars: dict[str, None] = {}
+
+    def constraint(k: int) -> int | None:
+        """Where the FILTER at ``k`` ends, its constraint noted; ``None`` if it is not one
+        this path evaluates exactly (EXISTS, random or time-dependent functions, BNODE)."""
+        k += 1
+        begin = k
+        if k < n and tokens[k].kind in ("word", "pname") and _upper(tokens[k]) not in _UNSAFE:
+            k += 1  # a function call
+        if k >= n or tokens[k].text != "(":
+            return None
+        depth = 0
+        while k < n:
+            t = tokens[k]
+            depth += (t.text == "(") - (t.text == ")")
+            if t.text in ("{", "}") or _upper(t) in _UNSAFE:
+                return None
+            if t.kind == "var":
+                if t.text[1:].startswith("__ceql"):
+                    return None
+                filter_vars[t.text[1:]] = None
+            k += 1
+            if depth == 0:
+                filters.append(query[tokens[begin].start:tokens[k - 1].end])
+                return k
+        return None
+
     while i < n and tokens[i].text != "}":
+        if _upper(tokens[i]) == "FILTER":
+            end = constraint(i)
+            if end is None:
+                return None
+            i = end
+            if i < n and tokens[i].text == ".":
+                i += 1
+            continue
         subject = term(i, False)
         if subject is None:
             return None
@@ -205,16 +249,16 @@ def parse_bgp(query: str) -> Bgp | None:
             if i < n and tokens[i].text == ";":
                 while i < n and tokens[i].text == ";":
                     i += 1
-                if i < n and tokens[i].text not in (".", "}"):
+                if i < n and tokens[i].text not in (".", "}") and _upper(tokens[i]) != "FILTER":
                     continue
             break
         if i < n and tokens[i].text == ".":
             i += 1
-        elif i == n or tokens[i].text != "}":
+        elif i == n or (tokens[i].text != "}" and _upper(tokens[i]) != "FILTER"):
             return None
     if i != n - 1:  # the group must close the query: nothing after it
         return None
-    return Bgp(tuple(patterns), bool(distinct), prologue)
+    return Bgp(tuple(patterns), bool(distinct), prologue, tuple(filters), tuple(filter_vars))
 
 
 def _unchanged(text: str, tails: set[str]) -> bool:

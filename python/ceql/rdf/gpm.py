@@ -72,6 +72,7 @@ GpmResults = dict[str, list[Solution]]
 
 _EVENT_LABEL = "ceqlev"
 _PREDICATE = operator.itemgetter(2)
+_ROW_VAR = "__ceql_row"
 RENEW_EVENTS = 10_000
 _ERROR_AT = re.compile(r"error at (\d+):(\d+): ")
 _ORDER_BY = re.compile(r"\bORDER\s+BY\b", re.IGNORECASE)
@@ -417,6 +418,11 @@ class GpmEvaluator:
             assert g.bgp is not None  # self._fast
             columns, rows = match_batch(g.bgp, lists, everything, len(events))
             at = {v: i for i, v in enumerate(columns, start=1)}
+            if g.bgp.filters and rows:
+                passed = self._filter(g.bgp, at, rows)
+                if passed is None:
+                    return None
+                rows = passed
             bound = [v for v in g.variables if v in at]
             projected: Iterable[Row] = map(values_at([0, *(at[v] for v in bound)]), rows)
             if g.bgp.distinct:
@@ -426,6 +432,30 @@ class GpmEvaluator:
                 results[row[0]][name].append(
                     {v: convert(t) for v, t in zip(bound, row[1:], strict=True)})
         return [self._sort(r, self._gpms) for r in results]
+
+    def _filter(self, bgp: Bgp, at: Mapping[str, int], rows: list[Row]) -> list[Row] | None:
+        """The rows that pass ``bgp``'s FILTERs, decided by the store's own expression
+        evaluator: one query for the batch over the distinct values of the FILTERs'
+        variables (``VALUES``; unbound ones ``UNDEF``). ``None`` if a value is a blank node,
+        which ``VALUES`` cannot carry (the batch then takes the store path)."""
+        columns = [at.get(v) for v in bgp.filter_vars]
+        key = values_at([i for i in columns if i is not None])
+        distinct = list(dict.fromkeys(map(key, rows)))
+        lines = []
+        for n, values in enumerate(distinct):
+            texts = iter(values)
+            cells = [next(texts) if i is not None else "UNDEF" for i in columns]
+            if any(c.startswith("_:") for c in cells):
+                return None
+            lines.append(f"({n} {' '.join(cells)})")
+        variables = " ".join(f"?{v}" for v in bgp.filter_vars)
+        constraints = " ".join(f"FILTER {f}" for f in bgp.filters)
+        _, passing = self._rows(
+            f"{bgp.prologue}SELECT ?{_ROW_VAR} WHERE {{ VALUES (?{_ROW_VAR} {variables}) "
+            f"{{ {' '.join(lines)} }} {constraints} }}")
+        kept = {distinct[int(row[0].value)] for row in passing  # type: ignore[union-attr]
+                if row[0] is not None}
+        return [r for r in rows if key(r) in kept]
 
     def _memo_text(self) -> Callable[[str], Value]:
         """Term text → the mappings' value (the text itself with ``terms=True``), remembered
