@@ -374,7 +374,7 @@ def test_bad_arguments_exit_2() -> None:
 
 @pytest.mark.spark
 @pytest.mark.e2e
-def test_spark_engine_gives_the_local_matches(tmp_path: Path) -> None:
+def test_spark_engine_gives_the_local_matches() -> None:
     pytest.importorskip("pyspark")
     query = QUERIES / "q3.ceql"  # PARTITION BY [volume]: one Spark task per volume
     local = ceql_cmd("run", query, "-i", STOCK, *TIME, "--engine", "local")
@@ -382,58 +382,5 @@ def test_spark_engine_gives_the_local_matches(tmp_path: Path) -> None:
     assert spark.returncode == 0, spark.stderr
     assert spark.stdout == local.stdout
     assert spark.stderr.startswith("ceql: 5,000 events read, 15 matches in ")
-    # Kleene iteration and variables, to a Parquet file
-    query = QUERIES / "q7.ceql"
-    files = {engine: tmp_path / f"{engine}.parquet" for engine in ("local", "spark")}
-    for engine, out in files.items():
-        r = ceql_cmd("run", query, "-i", STOCK, *TIME, "--engine", engine, "--variables",
-                     "-o", out, timeout=900)
-        assert r.returncode == 0, r.stderr
-    assert pq.read_table(files["spark"]).equals(pq.read_table(files["local"]))
-    assert pq.read_table(files["spark"]).num_rows == 78
-
-
-@pytest.mark.spark
-@pytest.mark.e2e
-def test_spark_engine_positions_with_equal_times(tmp_path: Path) -> None:
-    """Four events a time in two partitions: the interval's ends of a match that SELECT leaves
-    out, which times alone cannot tell apart, still come out as the local engine gives them,
-    with and without a time window, in file order and after --sort."""
-    pytest.importorskip("pyspark")
-    rows = [{"type": "ABCAACBBCCAB"[i % 12] if i % 5 else "CAB"[i % 3],
-             "k": "xy"[(i // 3) % 2], "ts": i // 4} for i in range(48)]
-    tied, shuffled = tmp_path / "tied.csv", tmp_path / "shuffled.csv"
-    pacsv.write_csv(pa.Table.from_pylist(rows), tied)
-    pacsv.write_csv(pa.Table.from_pylist(rows[20:] + rows[:20]), shuffled)
-    projected = tmp_path / "projected.ceql"
-    projected.write_text("SELECT mid FROM S WHERE A AS x ; B AS mid ; C AS z\n"
-                         "PARTITION BY [k] WITHIN 6 EVENTS\n")
-    every = tmp_path / "every.ceql"
-    every.write_text("SELECT * FROM S WHERE A AS x ; B+ AS mid ; C AS z\n"
-                     "PARTITION BY [k] WITHIN 2 SECONDS\n")
-    timed = tmp_path / "timed.ceql"  # MATCH_CEQL gets the real times: a window reads them
-    timed.write_text("SELECT mid FROM S WHERE A AS x ; B AS mid ; C AS z\n"
-                     "PARTITION BY [k] WITHIN 3 SECONDS\n")
-    runs = [(projected, tied, []), (projected, shuffled, ["--sort"]),
-            (every, shuffled, ["--sort"]), (timed, tied, []), (timed, shuffled, ["--sort"])]
-    for query, path, extra in runs:
-        args = ["run", query, "-i", path, "--time", "ts", "--variables", *extra]
-        local = ceql_cmd(*args, "--engine", "local")
-        assert local.returncode == 0, local.stderr
-        assert lines(local.stdout), (query.name, extra)
-        spark = ceql_cmd(*args, "--engine", "spark", timeout=900)
-        assert spark.returncode == 0, spark.stderr
-        assert spark.stdout == local.stdout, (query.name, extra)
-        if query in (projected, timed) and not extra:
-            # some match starts after an event of its own partition and time, and some ends
-            # before one: the rows at a match's times do not say where it starts and ends
-            first: dict[tuple[Any, Any], int] = {}
-            last: dict[tuple[Any, Any], int] = {}
-            for i, r in enumerate(rows):
-                first.setdefault((r["ts"], r["k"]), i)
-                last[r["ts"], r["k"]] = i
-            found = lines(local.stdout)
-            assert any(first[rows[m["start"]]["ts"], rows[m["start"]]["k"]] != m["start"]
-                       for m in found)
-            assert any(last[rows[m["end"]]["ts"], rows[m["end"]]["k"]] != m["end"]
-                       for m in found)
+    # more --engine spark runs (Kleene iteration to Parquet, positions among equal times)
+    # reuse one JVM: tests/spark/test_cli_spark.py
