@@ -49,8 +49,8 @@ class EngineRuns:
         self._flags = {leaf.index: {f"m{lowered.gpm_index[g]}": int(g in leaf.gpms)
                                     for g in lowered.element_gpms[leaf.element]}
                        for leaf in lowered.leaves}
-        # per leaf iterated by ';': its records' shared values → (instant index, key) of the
-        # last instant that had one
+        # per element iterated by ';': its records' shared values → (instant index, key) of
+        # the last instant that had one
         self._last: dict[int, dict[tuple[str, ...], tuple[int, Fraction]]] = {
             i: {} for i in lowered.next_keys}
         self._recent: deque[_Instant] = deque()
@@ -100,6 +100,7 @@ class EngineRuns:
         them is not exact (the caller hands over)."""
         records: list[dict[str, Any]] = []
         negatives: list[dict[str, Any]] = []
+        keyed: list[tuple[int, dict[str, Any]]] = []
         for leaf in self._leaves:
             for rec in self._records(leaf, time, key, choices):
                 if rec is None:
@@ -107,17 +108,19 @@ class EngineRuns:
                 records.append(rec)
                 if leaf.negated:
                     negatives.append({**rec, "type": f"N{leaf.index}"})
+                if leaf.element in self._last:
+                    keyed.append((leaf.element, rec))
         self._k += 1
-        window = self.plan.window
-        for i, keys in self._low.next_keys.items():
-            last = self._last[i]
-            for rec in records:
-                if rec["type"] == f"L{i}":
-                    last[tuple(rec[f"v{self._low.var_index[v]}"] for v in keys)] = (
-                        self._k, key)
-            if len(last) > 64 and self._k % 64 == 0:  # an older instant cannot match
-                self._last[i] = {p: x for p, x in last.items() if key - x[1] <= window}
-        while self._recent and key - self._recent[0][1] > window:
+        vi = self._low.var_index
+        for j, rec in keyed:
+            self._last[j][tuple(rec[f"v{vi[v]}"] for v in self._low.next_keys[j])] = (
+                self._k, key)
+        if self._k % 64 == 0:  # an older instant cannot match
+            window = self.plan.window
+            for j, last in self._last.items():
+                if len(last) > 64:
+                    self._last[j] = {p: x for p, x in last.items() if key - x[1] <= window}
+        while self._recent and key - self._recent[0][1] > self.plan.window:
             self._recent.popleft()
         self._recent.append((time, key, choices))
         return records + negatives
@@ -193,9 +196,9 @@ class EngineRuns:
                     rec[f"q{i}"] = q
             if any(v not in merged for v in strict):
                 return [None]
-            keys = low.next_keys.get(leaf.index)
+            keys = low.next_keys.get(leaf.element)
             if keys is not None:
-                found = self._last[leaf.index].get(tuple(merged[v] for v in keys))
+                found = self._last[leaf.element].get(tuple(merged[v] for v in keys))
                 rec["pk"] = -1 if found is None else found[0]
             out.append(rec)
         return out

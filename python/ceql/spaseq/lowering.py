@@ -75,12 +75,12 @@ def scaled(term: str) -> int | None:
 
 @dataclass(frozen=True)
 class Leaf:
-    """GPMs of one ``&`` alternative on one stream (their mappings joined), its record type
-    ``L<index>``, whether ``;`` reads its negative copies ``N<index>``, and the element."""
+    """GPMs of one ``&`` alternative (their mappings at one instant joined, whatever their
+    streams), its record type ``L<index>``, whether ``;`` reads its negative copies
+    ``N<index>``, and the element."""
 
     index: int
     gpms: tuple[str, ...]
-    stream: str
     element: int
     negated: bool
 
@@ -90,9 +90,9 @@ class Lowered:
     """The CEQL text (``None`` when the query does not lower: ``reason`` says why), the
     leaves, each SPAseq variable's attribute number, the variables FILTERs read, per element
     the GPMs whose membership flags ``m<i>`` its records carry, per ``+`` element the
-    shared variables its records must bind, and per leaf iterated by ``;`` the shared
-    variables whose values key its ``pk`` (the last earlier instant with a record of the
-    leaf with the same values)."""
+    shared variables its records must bind, and per element iterated by ``;`` the shared
+    variables whose values key its records' ``pk`` (the last earlier instant with a record
+    of the element with the same values)."""
 
     text: str | None
     reason: str | None
@@ -246,7 +246,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
            filter_vars: frozenset[str]) -> Lowered:
     w = _Writer(vi)
     leaves: dict[tuple[str, ...], Leaf] = {}
-    slots: list[list[_Slot]] = []  # per element: primary, extras
+    slots: list[list[_Slot]] = []  # per element: its one CEQL variable
     forms: list[str] = []
     conds: list[str] = []
     plus_shared: dict[int, frozenset[str]] = {}
@@ -256,44 +256,25 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
 
     def leaf_of(gpms: tuple[str, ...], j: int, negated: bool) -> Leaf:
         if gpms not in leaves:
-            leaves[gpms] = Leaf(len(leaves), gpms, plan.streams[gpms[0]], j, negated)
+            leaves[gpms] = Leaf(len(leaves), gpms, j, negated)
         return leaves[gpms]
 
     for j, el in enumerate(plan.elements):
         negated = el.op == SKIP_TILL_NEXT
-        if el.kleene and el.loop_op == SKIP_TILL_NEXT and (
-                len(el.alternatives) > 1
-                or len({plan.streams[g] for g in el.alternatives[0]}) > 1
-                or any(plan.filters[g] for g in el.gpms)):
+        if el.kleene and el.loop_op == SKIP_TILL_NEXT and any(plan.filters[g] for g in el.gpms):
             raise _NoLowering("skip-till-next between the iterations of a + (';' before it, "
-                              "or a + starting SEQ) whose GPMs are not one leaf without "
-                              "cross-GPM FILTERs: the next fit iteration would need a NOT "
-                              "inside the iteration that reads the iteration before, which "
-                              "the engine has not")
-        alts: list[list[Leaf]] = []
-        for alt in el.alternatives:
-            by_stream: dict[str, list[str]] = {}
-            for g in alt:
-                by_stream.setdefault(plan.streams[g], []).append(g)
-            alts.append([leaf_of(tuple(gs), j, negated) for gs in by_stream.values()])
-        if any(len(a) > 1 for a in alts):
-            if el.kleene:
-                raise _NoLowering("an & of GPMs on different streams under +")
-            if negated:
-                raise _NoLowering("';' before an & of GPMs on different streams (a fit "
-                                  "choice there is a pair of events, a NOT forbids one)")
-        primary = _Slot(f"e{j}", j, True, [a[0] for a in alts])
-        extras = [_Slot(f"e{j}x{i}", j, len(alts) == 1, [a[i] for a in alts if len(a) > i])
-                  for i in range(1, max(len(a) for a in alts))]
-        slots.append([primary, *extras])
-        branches = []
-        for a in alts:
-            parts = [f"L{leaf.index} AS {s.name}" for leaf, s in zip(a, [primary, *extras],
-                                                                   strict=False)]
-            branches.append(parts[0] if len(parts) == 1 else
-                            "(" + " AND ".join(parts) + ")")
-        form = branches[0] if len(branches) == 1 else \
-            "(" + " OR ".join(f"({b})" for b in branches) + ")"
+                              "or a + starting SEQ) whose GPMs have cross-GPM FILTERs: the "
+                              "next fit iteration depends on the run beyond its shared "
+                              "values, which would need a NOT inside the iteration that "
+                              "reads the iteration before, which the engine has not")
+        # one leaf per alternative, whatever the streams of its GPMs: its records are the
+        # instant's joined choices, one event per stream (a fit choice of an & across
+        # streams is one record, which a NOT can forbid)
+        primary = _Slot(f"e{j}", j, True, [leaf_of(tuple(alt), j, negated)
+                                           for alt in el.alternatives])
+        slots.append([primary])
+        form = " OR ".join(f"L{leaf.index}" for leaf in primary.leaves)
+        form = f"({form}) AS e{j}" if len(primary.leaves) > 1 else f"{form} AS e{j}"
         if el.kleene:
             form = f"({form})+"
         if j and negated:
@@ -303,16 +284,16 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
         if el.kleene:
             mine = {v for g in el.gpms for v in plan.variables[g] if v in shared}
             for v in mine:
-                if not all(any(v in plan.variables[g] for g in leaf.gpms)
-                           for leaf in primary.leaves):
+                if not primary.always_binds(v, plan):
                     raise _NoLowering("a + whose alternatives do not all bind a shared "
                                       "variable")
             plus_shared[j] = frozenset(mine)
             if el.loop_op == SKIP_TILL_NEXT:
-                # a fit next iteration shares the shared values of the one before: no such
-                # instant strictly between is "the previous instant with a record of equal
-                # shared values is the previous iteration's" (``pk``, see records)
-                after[primary.leaves[0].index] = tuple(sorted(mine))
+                # a fit next iteration (of any alternative) shares the shared values of the
+                # one before: no such instant strictly between is "the previous instant with
+                # a record of the element with equal shared values is the previous
+                # iteration's" (``pk``, see the engine)
+                after[j] = tuple(sorted(mine))
                 loop = "pk = PREV(k)"
             else:
                 loop = "k > PREV(k)" if el.loop_op == SKIP_TILL_ANY else "k = PREV(k) + 1"
@@ -320,8 +301,6 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
             for v in sorted(mine):
                 i = vi[v]
                 conds.append(f"e{j}[v{i} = PREV(v{i})]")
-        for x in extras:
-            conds.append(f"{x.name}[k = e{j}.k]")
 
     window_ms = math.floor(plan.window * 1000) + 1
     for j, el in enumerate(plan.elements):
