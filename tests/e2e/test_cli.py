@@ -371,16 +371,6 @@ def test_bad_arguments_exit_2() -> None:
 
 
 # ---------------------------------------------------------------------------- Spark
-
-@pytest.mark.spark
-@pytest.mark.e2e
-def test_spark_engine_gives_the_local_matches() -> None:
-    pytest.importorskip("pyspark")
-    query = QUERIES / "q3.ceql"  # PARTITION BY [volume]: one Spark task per volume
-    local = ceql_cmd("run", query, "-i", STOCK, *TIME, "--engine", "local")
-    spark = ceql_cmd("run", query, "-i", STOCK, *TIME, "--engine", "spark", timeout=900)
-    assert spark.returncode == 0, spark.stderr
-    assert spark.stdout == local.stdout
-    assert spark.stderr.startswith("ceql: 5,000 events read, 15 matches in ")
-    # more --engine spark runs (Kleene iteration to Parquet, positions among equal times)
-    # reuse one JVM: tests/spark/test_cli_spark.py
+# --engine spark as a subprocess: tests/e2e/test_quiet_spark.py (what it prints),
+# test_cli_guards.py (text times, warnings, a task's error); its answers on more queries, in
+# this process on one JVM: tests/spark/test_cli_spark.py

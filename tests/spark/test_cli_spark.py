@@ -58,6 +58,14 @@ def _lines(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines()]
 
 
+def test_partition_by_gives_the_local_lines(run: Any) -> None:
+    """q3 partitions by volume: one engine per volume in Spark's tasks."""
+    args = [QUERIES / "q3.ceql", "-i", STOCK, "--time", "ts", "--time-unit", "us"]
+    local = run(*args, engine="local")
+    assert len(_lines(local)) == 15
+    assert run(*args, engine="spark") == local
+
+
 def test_kleene_and_variables_to_parquet(run: Any, tmp_path: Path) -> None:
     files = {engine: tmp_path / f"{engine}.parquet" for engine in ("local", "spark")}
     for engine, out in files.items():
