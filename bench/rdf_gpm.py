@@ -4,7 +4,8 @@
 Usage (from the repository root; rdflib comes with the ``bench`` extra)::
 
     .venv/bin/python bench/rdf_gpm.py [--events 20000] [--rdflib-events 2000] [--repeat 3]
-                                      [--batch 1000] [--seed 42]
+                                      [--batch 1000] [--seed 42] [--only stock,filter]
+                                      [--no-rdflib]
 
 Events are the stock use case's (the paper's UC 4 and its SMD dataset mapped to N-Triples):
 one company's transaction per event, 7 triples (price, volume, sector, transaction id, type,
@@ -14,6 +15,7 @@ writes them (``SELECT DISTINCT``, full IRIs):
 * ``stock`` — the paper's GPM shape ``?company :price ?p . ?company :volume ?vol``;
 * ``q3`` — the head-and-shoulders query's seven GPMs A…G, each of that shape (their FILTERs are
   cross-GPM: evaluated by the sequence, not here);
+* ``filter`` — the stock GPM with a FILTER of its own (``?p1 > 250 && ?vol1 < 5000``);
 * ``kb`` — the stock GPM joined with a static graph of 110 companies (CEO, city) through
   ``GRAPH <…/kb> { … }``.
 
@@ -22,14 +24,16 @@ syntax (``array<struct<s,p,o>>`` cells). Per library and workload: **parse** (te
 library's triples), **per event** (parse and every GPM, one event at a time:
 ``GpmEvaluator.evaluate``; rdflib: a ``Dataset`` whose default graph is refilled per event,
 prepared queries), and **batch** (``GpmEvaluator.evaluate_many`` over ``--batch`` events: one
-rewritten query per GPM per batch; rdflib: the same rewrite over a ``Dataset`` holding the
-batch as named graphs). Each is timed ``--repeat`` times, the median kept; rates are events/s
-and triples/s over the parse+evaluate work. Both libraries' mappings are compared (values
-normalised: numbers as floats) on the rdflib events, and the batch path's against the
-per-event path's (exit status 2 if anything differs). Two ways of putting an event into
-pyoxigraph's store and out again are timed too (:func:`oxi_load_variants`). Writes
-``bench/out/rdf_gpm-<time>.jsonl`` and prints a Markdown table with the machine load before
-and after.
+rewritten query per GPM per batch on the store, ``GpmEvaluator(fast=False)``; rdflib: the
+same rewrite over a ``Dataset`` holding the batch as named graphs), and for the workloads
+whose GPMs allow it (all but ``kb``), **batch …, no store**: ``GpmEvaluator(fast=True)``,
+basic graph patterns matched in Python (:mod:`ceql.rdf.fast`). Each is timed ``--repeat``
+times, the median kept; rates are events/s and triples/s over the parse+evaluate work.
+Both libraries' mappings are compared (values normalised: numbers as floats) on the rdflib
+events, and every batch path's against the store's per-event path (exit status 2 if anything
+differs). Two ways of putting an event into pyoxigraph's store and out again are timed too
+(:func:`oxi_load_variants`). Writes ``bench/out/rdf_gpm-<time>.jsonl`` and prints a Markdown
+table with the machine load before and after.
 """
 
 from __future__ import annotations
@@ -100,6 +104,9 @@ def _gpm(i: str) -> str:
 WORKLOADS: dict[str, dict[str, str]] = {
     "stock": {"A": _gpm("1")},
     "q3": {name: _gpm(str(k + 1)) for k, name in enumerate("ABCDEFG")},
+    "filter": {"A": (f"SELECT DISTINCT ?company ?p1 ?vol1\nWHERE {{\n"
+                     f"  ?company <{P}price> ?p1 .\n  ?company <{P}volume> ?vol1 .\n"
+                     f"  FILTER(?p1 > 250 && ?vol1 < 5000)\n}}")},
     "kb": {"A": (f"SELECT DISTINCT ?company ?p1 ?vol1 ?ceo ?city\nWHERE {{\n"
                  f"  ?company <{P}price> ?p1 .\n  ?company <{P}volume> ?vol1 .\n"
                  f"  GRAPH <{KB}> {{ ?company <{P}ceo> ?ceo . ?company <{P}city> ?city . }}\n}}")},
@@ -110,9 +117,9 @@ Results = list[dict[str, list[dict[str, Any]]]]
 
 # ---------------------------------------------------------------- pyoxigraph (ceql.rdf)
 
-def oxi_evaluator(workload: str) -> GpmEvaluator:
+def oxi_evaluator(workload: str, fast: bool) -> GpmEvaluator:
     kb = StaticDataset().load(kb_text(), format="ntriples", graph=KB)
-    return GpmEvaluator(WORKLOADS[workload], kb if workload == "kb" else None)
+    return GpmEvaluator(WORKLOADS[workload], kb if workload == "kb" else None, fast=fast)
 
 
 def oxi_per_event(gpms: GpmEvaluator, events: Sequence[Any]) -> Results:
@@ -261,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--only", default="", help="workloads, comma-separated")
+    ap.add_argument("--no-rdflib", action="store_true")
     args = ap.parse_args(argv)
     import pyoxigraph
     import rdflib
@@ -280,31 +288,41 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     s, _ = timed(lambda: oxi_parse(events), args.repeat)
     row("pyoxigraph", "-", "parse", len(events), s)
-    s, _ = timed(lambda: rdflib_parse(small), args.repeat)
-    row("rdflib", "-", "parse", len(small), s)
+    if not args.no_rdflib:
+        s, _ = timed(lambda: rdflib_parse(small), args.repeat)
+        row("rdflib", "-", "parse", len(small), s)
     variants = oxi_load_variants(events)
     for name, seconds in variants.items():
         row("pyoxigraph", "-", name, len(events), seconds)
 
     for workload in (args.only.split(",") if args.only else WORKLOADS):
-        gpms = oxi_evaluator(workload)
+        gpms = oxi_evaluator(workload, fast=False)
+        quick = oxi_evaluator(workload, fast=True)
+        # the store's paths, then without a store (ceql.rdf.fast) when every GPM allows it
+        paths = [("", gpms)] + ([(", no store", quick)] if quick.storeless else [])
         s_one, one = timed(lambda g=gpms: oxi_per_event(g, events), args.repeat)
         row("pyoxigraph", workload, "per event", len(events), s_one)
         for size in sorted({10, 100, args.batch}):
-            s_b, many = timed(lambda g=gpms, b=size: oxi_batch(g, events, b), args.repeat)
-            row("pyoxigraph", workload, f"batch {size}", len(events), s_b)
-            if many != one:
-                print(f"MISMATCH pyoxigraph {workload}: batch {size} != per event")
-                bad = True
+            for label, g in paths:
+                s_b, many = timed(lambda g=g, b=size: oxi_batch(g, events, b), args.repeat)
+                row("pyoxigraph", workload, f"batch {size}{label}", len(events), s_b)
+                if many != one:
+                    print(f"MISMATCH pyoxigraph {workload}: batch {size}{label} != per event")
+                    bad = True
         if workload == "stock":  # the same events as lists of triples
             lists = as_triples(events)
             s_t, t_one = timed(lambda g=gpms, ls=lists: oxi_per_event(g, ls), args.repeat)
             row("pyoxigraph", workload, "per event, triples", len(events), s_t)
-            s_tb, t_many = timed(lambda g=gpms, ls=lists: oxi_batch(g, ls, args.batch), args.repeat)
-            row("pyoxigraph", workload, f"batch {args.batch}, triples", len(events), s_tb)
-            if t_one != one or t_many != one:
-                print(f"MISMATCH pyoxigraph {workload}: triples != text")
-                bad = True
+            for label, g in paths:
+                s_tb, t_many = timed(lambda g=g, ls=lists: oxi_batch(g, ls, args.batch),
+                                     args.repeat)
+                row("pyoxigraph", workload, f"batch {args.batch}, triples{label}", len(events),
+                    s_tb)
+                if t_one != one or t_many != one:
+                    print(f"MISMATCH pyoxigraph {workload}: triples{label} != text")
+                    bad = True
+        if args.no_rdflib:
+            continue
         setup = rdflib_setup(workload)
         s_r, r_one = timed(lambda su=setup: rdflib_per_event(su, small), args.repeat)
         row("rdflib", workload, "per event", len(small), s_r)

@@ -64,6 +64,11 @@ TextTriple = tuple[str, str, str]
 
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
 _XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
+_XSD_DECIMAL = "http://www.w3.org/2001/XMLSchema#decimal"
+# xsd:decimal lexical forms the store keeps (no sign but '-', no leading or trailing zero,
+# a fraction only when not zero; within the 18 + 18 digits of its decimals)
+_CANONICAL_DECIMAL = re.compile(
+    r"(?:0|-?[1-9][0-9]{0,16})(?:\.[0-9]{0,16}[1-9])?\Z|-0\.[0-9]{0,16}[1-9]\Z")
 _NT_IRI = re.compile(r'<[^<>"{}|^`\\\x00-\x20]*>\Z')
 _NT_BLANK = re.compile(r"_:[A-Za-z0-9_](?:[\w.-]*[\w-])?\Z", re.ASCII)
 _NT_LITERAL = re.compile(r'"(?:[^"\\\n\r]|\\.)*"'
@@ -90,13 +95,14 @@ class Slot:
 @dataclass(frozen=True, slots=True)
 class Bgp:
     """A GPM that is a basic graph pattern and FILTERs: its triple patterns, ``DISTINCT`` or
-    not, the query's prologue (what precedes ``SELECT``), and each FILTER's constraint as
-    written (``(?p > 3)``, ``regex(?s, "a")``) with the variables it reads."""
+    not, the query's prologue (what precedes ``SELECT``), and the FILTERs' constraints as
+    written (``(?p > 3)``, ``regex(?s, "a")``), each with the variables it reads, and
+    all of those variables."""
 
     patterns: tuple[tuple[Slot, Slot, Slot], ...]
     distinct: bool
     prologue: str
-    filters: tuple[str, ...] = ()
+    filters: tuple[tuple[str, tuple[str, ...]], ...] = ()
     filter_vars: tuple[str, ...] = ()
 
     @property
@@ -190,18 +196,24 @@ def parse_bgp(query: str) -> Bgp | None:
             return Slot(None, RDF_TYPE)
         return None
 
-    filters: list[str] = []
+    filters: list[tuple[str, tuple[str, ...]]] = []
     filter_vars: dict[str, None] = {}
 
     def constraint(k: int) -> int | None:
-        """Where the FILTER at ``k`` ends, its constraint noted; ``None`` if it is not one
-        this path evaluates exactly (EXISTS, random or time-dependent functions, BNODE)."""
+        """Where the FILTER at ``k`` ends, its constraint noted (a bracketed one cut at its
+        top-level ``&&``: ``FILTER(a && b)`` passes what ``FILTER(a) FILTER(b)`` does, an
+        error failing both); ``None`` if this path would not evaluate it exactly (EXISTS,
+        random or time-dependent functions, BNODE)."""
         k += 1
         begin = k
         if k < n and tokens[k].kind in ("word", "pname") and _upper(tokens[k]) not in _UNSAFE:
             k += 1  # a function call
-        if k >= n or tokens[k].text != "(":
+        if k >= n or tokens[k].text != "(" or k + 1 >= n:
             return None
+        bracket = k == begin
+        at = tokens[k + 1].start if bracket else tokens[begin].start
+        pieces: list[tuple[str, tuple[str, ...]]] = []
+        names: dict[str, None] = {}
         depth = 0
         while k < n:
             t = tokens[k]
@@ -211,10 +223,21 @@ def parse_bgp(query: str) -> Bgp | None:
             if t.kind == "var":
                 if t.text[1:].startswith("__ceql"):
                     return None
+                names[t.text[1:]] = None
                 filter_vars[t.text[1:]] = None
+            if (bracket and depth == 1 and t.text == "&" and k + 2 < n
+                    and tokens[k + 1].text == "&" and tokens[k + 1].start == t.end):
+                pieces.append((f"({query[at:t.start].strip()})", tuple(names)))
+                names = {}
+                k += 2
+                at = tokens[k].start
+                continue
             k += 1
             if depth == 0:
-                filters.append(query[tokens[begin].start:tokens[k - 1].end])
+                end = t.start if bracket else t.end
+                text = query[at:end].strip()
+                pieces.append((f"({text})" if bracket else text, tuple(names)))
+                filters.extend(pieces)
                 return k
         return None
 
@@ -281,6 +304,8 @@ def _unchanged(text: str, tails: set[str]) -> bool:
         digits = lex[1:] if lex.startswith("-") else lex
         return (0 < len(digits) <= 18 and digits.isascii() and digits.isdigit()
                 and (digits[0] != "0" or lex == "0"))
+    if datatype == _XSD_DECIMAL:
+        return _CANONICAL_DECIMAL.match(lex) is not None
     return not datatype.startswith("http://www.w3.org/")
 
 
@@ -522,10 +547,23 @@ class TripleReader:
             if _NT_IRI.match(text) is None:
                 return None
             unknown[text] = None
+        if unknown and not self._learn(key, list(unknown), forms):
+            return None
+        unknown = {}
+        get = known.get
+        events: Iterable[int] = chain.from_iterable(map(repeat, range(len(counts)), counts))
         for text in set(subjects).difference(known):
             if _NT_IRI.match(text) is None:  # blank nodes included
                 return None
             unknown[text] = None
+        checked: Iterable[str] = ()  # objects of triples not kept: only checked
+        if keep is not None:
+            wanted = list(map(keep.__contains__, map(get, predicates, predicates)))
+            checked = set(compress(objects, map(operator.not_, wanted))).difference(known)
+            events = compress(events, wanted)
+            subjects = tuple(compress(subjects, wanted))
+            predicates = tuple(compress(predicates, wanted))
+            objects = tuple(compress(objects, wanted))
         for text in filterfalse(_CANONICAL_INTEGER.match, set(objects).difference(known)):
             if text.startswith('"'):
                 if _NT_LITERAL.match(text) is None:
@@ -536,19 +574,21 @@ class TripleReader:
                 return None
             else:
                 unknown[text] = None
+        for text in filterfalse(_CANONICAL_INTEGER.match, checked):
+            if text.startswith('"'):
+                if _NT_LITERAL.match(text) is None:
+                    return None
+                if "\\" in text or text[text.rfind('"') + 1:] not in forms.tails:
+                    unknown[text] = None  # the parser decides (escapes, a new ending)
+            elif _NT_IRI.match(text) is None:
+                return None
+            else:
+                unknown[text] = None
         if unknown:
             if len(known) + len(unknown) > _CACHE_LIMIT:
                 known.clear()
             if not self._learn(key, list(unknown), forms):
                 return None
-        get = known.get
-        events: Iterable[int] = chain.from_iterable(map(repeat, range(len(counts)), counts))
-        if keep is not None:
-            wanted = list(map(keep.__contains__, map(get, predicates, predicates)))
-            events = compress(events, wanted)
-            subjects = tuple(compress(subjects, wanted))
-            predicates = tuple(compress(predicates, wanted))
-            objects = tuple(compress(objects, wanted))
         return list(cast(Iterator[EventTriple], zip(
             events, map(get, subjects, subjects), map(get, predicates, predicates),
             map(get, objects, objects), strict=True)))
@@ -637,8 +677,7 @@ def values_at(positions: Sequence[int]) -> Callable[[Sequence[Any]], Row]:
     if not positions:
         return lambda _: ()
     if len(positions) == 1:
-        k = positions[0]
-        return lambda t: (t[k],)
+        return operator.itemgetter(slice(positions[0], positions[0] + 1))
     return operator.itemgetter(*positions)
 
 

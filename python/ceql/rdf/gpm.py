@@ -38,7 +38,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import chain, groupby
 
 import pyoxigraph as ox
 
@@ -73,6 +73,7 @@ GpmResults = dict[str, list[Solution]]
 _EVENT_LABEL = "ceqlev"
 _PREDICATE = operator.itemgetter(2)
 _ROW_VAR = "__ceql_row"
+_DECIDED_LIMIT = 100_000  # FILTER outcomes remembered per constraint
 RENEW_EVENTS = 10_000
 _ERROR_AT = re.compile(r"error at (\d+):(\d+): ")
 _ORDER_BY = re.compile(r"\bORDER\s+BY\b", re.IGNORECASE)
@@ -146,6 +147,8 @@ class GpmEvaluator:
         self._store = self._new_store()
         self._gpms = tuple(self._compile(name, text) for name, text in queries.items())
         self._reader = TripleReader(base_iri)
+        # (GPM, FILTER constraint) → values of its variables → whether they pass
+        self._decided: dict[tuple[str, int], dict[Row, bool]] = {}
         # without a store when every GPM is a basic graph pattern (ceql.rdf.fast)
         self._fast = fast and all(g.bgp is not None for g in self._gpms)
         needed: set[str] = set()
@@ -419,7 +422,7 @@ class GpmEvaluator:
             columns, rows = match_batch(g.bgp, lists, everything, len(events))
             at = {v: i for i, v in enumerate(columns, start=1)}
             if g.bgp.filters and rows:
-                passed = self._filter(g.bgp, at, rows)
+                passed = self._filter(g, at, rows)
                 if passed is None:
                     return None
                 rows = passed
@@ -433,29 +436,39 @@ class GpmEvaluator:
                     {v: convert(t) for v, t in zip(bound, row[1:], strict=True)})
         return [self._sort(r, self._gpms) for r in results]
 
-    def _filter(self, bgp: Bgp, at: Mapping[str, int], rows: list[Row]) -> list[Row] | None:
-        """The rows that pass ``bgp``'s FILTERs, decided by the store's own expression
-        evaluator: one query for the batch over the distinct values of the FILTERs'
-        variables (``VALUES``; unbound ones ``UNDEF``). ``None`` if a value is a blank node,
-        which ``VALUES`` cannot carry (the batch then takes the store path)."""
-        columns = [at.get(v) for v in bgp.filter_vars]
-        key = values_at([i for i in columns if i is not None])
-        distinct = list(dict.fromkeys(map(key, rows)))
-        lines = []
-        for n, values in enumerate(distinct):
-            texts = iter(values)
-            cells = [next(texts) if i is not None else "UNDEF" for i in columns]
-            if any(c.startswith("_:") for c in cells):
-                return None
-            lines.append(f"({n} {' '.join(cells)})")
-        variables = " ".join(f"?{v}" for v in bgp.filter_vars)
-        constraints = " ".join(f"FILTER {f}" for f in bgp.filters)
-        _, passing = self._rows(
-            f"{bgp.prologue}SELECT ?{_ROW_VAR} WHERE {{ VALUES (?{_ROW_VAR} {variables}) "
-            f"{{ {' '.join(lines)} }} {constraints} }}")
-        kept = {distinct[int(row[0].value)] for row in passing  # type: ignore[union-attr]
-                if row[0] is not None}
-        return [r for r in rows if key(r) in kept]
+    def _filter(self, gpm: _Gpm, at: Mapping[str, int], rows: list[Row]) -> list[Row] | None:
+        """The rows that pass the GPM's FILTERs, each constraint decided by the store's own
+        expression evaluator on the distinct values of its variables (one query over them,
+        ``VALUES``, for those not decided before: the constraints are deterministic). An
+        unbound variable is left out of ``VALUES``, so unbound there too. ``None`` if a value
+        is a blank node, which ``VALUES`` cannot carry (the batch then takes the store
+        path)."""
+        assert gpm.bgp is not None
+        for k, (text, names) in enumerate(gpm.bgp.filters):
+            bound = [v for v in names if v in at]
+            key = values_at([at[v] for v in bound])
+            memo = self._decided.setdefault((gpm.name, k), {})
+            if len(memo) > _DECIDED_LIMIT:
+                memo.clear()
+            new = [t for t in dict.fromkeys(map(key, rows)) if t not in memo]
+            if new:
+                if "\n_:" in "\n" + "\n".join(chain.from_iterable(new)):
+                    return None
+                table = " ".join(f"({n} {' '.join(t)})" for n, t in enumerate(new))
+                variables = " ".join(f"?{v}" for v in bound)
+                _, passing = self._rows(
+                    f"{gpm.bgp.prologue}SELECT ?{_ROW_VAR} WHERE {{ VALUES (?{_ROW_VAR} "
+                    f"{variables}) {{ {table} }} FILTER {text} }}")
+                for t in new:
+                    memo[t] = False
+                for row in passing:
+                    term = row[0]
+                    assert isinstance(term, ox.Literal)
+                    memo[new[int(term.value)]] = True
+            rows = [r for r in rows if memo[key(r)]]
+            if not rows:
+                break
+        return rows
 
     def _memo_text(self) -> Callable[[str], Value]:
         """Term text → the mappings' value (the text itself with ``terms=True``), remembered
