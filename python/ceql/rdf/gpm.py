@@ -63,7 +63,7 @@ from ceql.rdf.reader import (
     sniff_format,
 )
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
-from ceql.rdf.terms import Term, Value, term_text, term_value, to_value
+from ceql.rdf.terms import Term, Value, literal_value, term_text, term_value, to_value
 
 __all__ = ["RENEW_EVENTS", "GpmEvaluator", "GpmResults", "Solution"]
 
@@ -74,6 +74,22 @@ _EVENT_LABEL = "ceqlev"
 _PREDICATE = operator.itemgetter(2)
 _ROW_VAR = "__ceql_row"
 _DECIDED_LIMIT = 100_000  # FILTER outcomes remembered per constraint
+_VALUES_LIMIT = 100_000  # term texts → values remembered
+
+
+def _text_value(text: str) -> Value:
+    """:func:`~ceql.rdf.terms.term_value` of a term text as the store writes it, without
+    parsing it again when it has no escape."""
+    if text.startswith('"'):
+        end = text.rfind('"')
+        lexical = text[1:end]
+        if "\\" in lexical:
+            return term_value(text)
+        tail = text[end + 1:]
+        return literal_value(lexical, tail[3:-1]) if tail.startswith("^^<") else lexical
+    if text.startswith("<"):
+        return text[1:-1]
+    return text if text.startswith("_:") else term_value(text)
 RENEW_EVENTS = 10_000
 _ERROR_AT = re.compile(r"error at (\d+):(\d+): ")
 _ORDER_BY = re.compile(r"\bORDER\s+BY\b", re.IGNORECASE)
@@ -149,6 +165,7 @@ class GpmEvaluator:
         self._reader = TripleReader(base_iri)
         # (GPM, FILTER constraint) → values of its variables → whether they pass
         self._decided: dict[tuple[str, int], dict[Row, bool]] = {}
+        self._values: dict[str, Value] = {}  # term text → value (terms=False)
         # without a store when every GPM is a basic graph pattern (ceql.rdf.fast)
         self._fast = fast and all(g.bgp is not None for g in self._gpms)
         needed: set[str] = set()
@@ -415,7 +432,7 @@ class GpmEvaluator:
         lists = {p: list(group) for p, group in groupby(sorted(distinct, key=_PREDICATE),
                                                         _PREDICATE)}
         everything = distinct if self._needed is None else []
-        convert = self._memo_text()
+        values = self._values if self._convert is not term_text else None
         results: list[GpmResults] = [{g.name: [] for g in self._gpms} for _ in events]
         for g in self._gpms:
             assert g.bgp is not None  # self._fast
@@ -431,9 +448,20 @@ class GpmEvaluator:
             if g.bgp.distinct:
                 projected = dict.fromkeys(projected)
             name = g.name
+            if values is None:  # terms=True: the texts are the values
+                for row in projected:
+                    results[row[0]][name].append(dict(zip(bound, row[1:], strict=True)))
+                continue
+            if len(values) > _VALUES_LIMIT:
+                values.clear()
             for row in projected:
-                results[row[0]][name].append(
-                    {v: convert(t) for v, t in zip(bound, row[1:], strict=True)})
+                mapping: Solution = {}
+                for v, t in zip(bound, row[1:], strict=True):
+                    value = values.get(t)
+                    if value is None:
+                        value = values[t] = _text_value(t)
+                    mapping[v] = value
+                results[row[0]][name].append(mapping)
         return [self._sort(r, self._gpms) for r in results]
 
     def _filter(self, gpm: _Gpm, at: Mapping[str, int], rows: list[Row]) -> list[Row] | None:
@@ -469,18 +497,3 @@ class GpmEvaluator:
             if not rows:
                 break
         return rows
-
-    def _memo_text(self) -> Callable[[str], Value]:
-        """Term text → the mappings' value (the text itself with ``terms=True``), remembered
-        within one call."""
-        if self._convert is term_text:
-            return str
-        memo: dict[str, Value] = {}
-
-        def convert(text: str) -> Value:
-            v = memo.get(text)
-            if v is None:
-                v = memo[text] = term_value(text)
-            return v
-
-        return convert

@@ -70,6 +70,7 @@ __all__ = [
     "Subject",
     "Term",
     "Value",
+    "literal_value",
     "object_term",
     "predicate_term",
     "subject_term",
@@ -170,11 +171,17 @@ _CONVERTERS: dict[str, Callable[[str], Value]] = {
 }
 
 
+def literal_value(lexical: str, datatype: str) -> Value:
+    """The plain Python value of the literal ``"lexical"^^<datatype>`` (see the module's
+    table)."""
+    convert = _CONVERTERS.get(datatype)
+    return lexical if convert is None else convert(lexical)
+
+
 def to_value(term: Term) -> Value:
     """The plain Python value of an RDF term (see the module's table)."""
     if isinstance(term, ox.Literal):
-        convert = _CONVERTERS.get(term.datatype.value)
-        return term.value if convert is None else convert(term.value)
+        return literal_value(term.value, term.datatype.value)
     if isinstance(term, ox.NamedNode):
         return term.value
     if isinstance(term, ox.BlankNode):
