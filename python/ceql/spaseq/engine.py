@@ -18,6 +18,7 @@ from fractions import Fraction
 from itertools import product
 from typing import Any
 
+from ..frontends.spaseq import CrossFilter
 from ..query import compile as compile_ceql
 from ..rdf import term_value
 from .conditions import FilterChecker, compatible
@@ -43,7 +44,8 @@ class EngineRuns:
         self._k = -1
         self._owner = plan.owner
         self._leaves = lowered.leaves
-        self._base: dict[str, Any] = {"z": None}
+        self._base: dict[str, Any] = {"z": None, "u": 0}
+        self._filters = FilterChecker()
         for i in lowered.var_index.values():
             self._base[f"b{i}"] = 0
         self._flags = {leaf.index: {f"m{lowered.gpm_index[g]}": int(g in leaf.gpms)
@@ -183,6 +185,7 @@ class EngineRuns:
             rec["k"] = self._k + 1
             rec["t"] = float(key)
             rec["_src"] = combo
+            rec["_el"] = leaf.element
             rec["_key"] = key
             rec["_time"] = time
             for v, term in merged.items():
@@ -191,9 +194,12 @@ class EngineRuns:
                 rec[f"b{i}"] = 1
                 if v in low.filter_vars:
                     q = scaled(term)
-                    if q is None:
+                    if q is not None:
+                        rec[f"q{i}"] = q
+                    elif v in low.exact_vars:
                         return [None]
-                    rec[f"q{i}"] = q
+                    else:
+                        rec["u"] = 1
             if any(v not in merged for v in strict):
                 return [None]
             keys = low.next_keys.get(leaf.element)
@@ -203,12 +209,48 @@ class EngineRuns:
             out.append(rec)
         return out
 
+    def _filters_hold(self, checks: Sequence[tuple[str, CrossFilter]],
+                      chosen: Sequence[Choice]) -> bool:
+        """Whether each of ``checks`` holds on the match so far (``chosen``: its choices in
+        time order, through the iteration just chosen), for every iteration of its GPM and
+        every choice of one iteration of each other ``+`` GPM it reads (docs/SPASEQ.md,
+        "Matches", rule 3)."""
+        local = self.plan.local
+        owner = self._owner
+        shared: dict[str, str] = {}
+        for g, _, m in chosen:
+            for v, t in m.items():
+                if v not in local[g]:
+                    shared.setdefault(v, t)
+        for g, f in checks:
+            others = sorted({owner[v] for v in f.variables if v in owner and owner[v] != g})
+            pools = [[m for o2, _, m in chosen if o2 == o] or [{}] for o in others]
+            for own in [m for g2, _, m in chosen if g2 == g]:
+                for combo in product(*pools):
+                    b = {v: t for v, t in shared.items() if v in f.variables}
+                    b.update({v: t for v, t in own.items() if v in local[g]})
+                    for o, m in zip(others, combo, strict=True):
+                        b.update({v: t for v, t in m.items() if v in local[o]})
+                    if not self._filters.holds(f, b):
+                        return False
+        return True
+
     def _match(self, events: Sequence[Mapping[str, Any]]) -> Match | None:
         plan = self.plan
         first = events[0]
         last = events[-1]
         if last["_key"] - first["_key"] > plan.window:
             return None
+        low = self._low
+        if low.post or low.relaxed:
+            loose = any(e["u"] for e in events)
+            chosen: list[Choice] = []
+            for e in events:
+                chosen.extend(e["_src"])
+                el = e["_el"]
+                checks = [*low.post.get(el, ()), *(low.relaxed.get(el, ()) if loose else ())]
+                if checks and not self._filters_hold(checks, chosen):
+                    return None
         occ: dict[str, list[tuple[int, Mapping[str, str]]]] = {}
         shared: dict[str, str] = {}
         for e in events:  # in record order: time order

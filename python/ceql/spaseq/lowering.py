@@ -36,7 +36,8 @@ to the run loop (:mod:`.engine`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -45,6 +46,7 @@ from ..frontends.spaseq import (
     SKIP_TILL_NEXT,
     STRICT,
     BinaryExpr,
+    CrossFilter,
     Expr,
     Literal,
     UnaryExpr,
@@ -103,6 +105,9 @@ class Lowered:
     element_gpms: tuple[tuple[str, ...], ...]
     plus_shared: dict[int, frozenset[str]]
     next_keys: dict[int, tuple[str, ...]]
+    exact_vars: frozenset[str] = frozenset()
+    post: dict[int, tuple[tuple[str, CrossFilter], ...]] = field(default_factory=dict)
+    relaxed: dict[int, tuple[tuple[str, CrossFilter], ...]] = field(default_factory=dict)
 
 
 class _NoLowering(Exception):
@@ -235,15 +240,13 @@ def lower_plan(plan: Plan) -> Lowered:
     var_index = {v: i for i, v in enumerate(sorted({v for vs in plan.variables.values()
                                                      for v in vs}))}
     gpm_index = {g: i for i, g in enumerate(sorted(plan.variables))}
-    filter_vars = frozenset(v for fs in plan.filters.values() for f in fs for v in f.variables)
     try:
-        return _lower(plan, var_index, gpm_index, filter_vars)
+        return _lower(plan, var_index, gpm_index)
     except _NoLowering as e:
-        return Lowered(None, str(e), (), var_index, gpm_index, filter_vars, (), {}, {})
+        return Lowered(None, str(e), (), var_index, gpm_index, frozenset(), (), {}, {})
 
 
-def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
-           filter_vars: frozenset[str]) -> Lowered:
+def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
     w = _Writer(vi)
     leaves: dict[tuple[str, ...], Leaf] = {}
     slots: list[list[_Slot]] = []  # per element: its one CEQL variable
@@ -251,6 +254,10 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
     conds: list[str] = []
     plus_shared: dict[int, frozenset[str]] = {}
     after: dict[int, tuple[str, ...]] = {}
+    post: dict[int, list[tuple[str, CrossFilter]]] = {}
+    relaxed: dict[int, list[tuple[str, CrossFilter]]] = {}
+    exact: set[str] = set()
+    loose: set[str] = set()
     owner = plan.owner
     shared = {v for v in vi if v not in owner}
 
@@ -338,32 +345,67 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
                         if n == 0 and el.op == SKIP_TILL_NEXT and s.element < j:
                             conds.append(f"n{j}[{same}]")
         # cross-GPM FILTERs
+        entered_next = j > 0 and el.op == SKIP_TILL_NEXT
         for g in el.gpms:
             for f in plan.filters[g]:
-                tree = _tree(f.expr)
-                if compile_numeric(f.expr) is None:
-                    raise _NoLowering("a FILTER uses more than comparisons under && || !")
-                homes = [s for s in here if s.holds(g)]
-                if len(homes) != 1:
-                    raise _NoLowering("a FILTER of a GPM that stands in several places of "
-                                      "an & | group")
-                home = homes[0]
-                subjects = [(home, home.name)]
-                if home is here[0] and el.op == SKIP_TILL_NEXT and j:
-                    subjects.append((home, f"n{j}"))
-                for slot, subject in subjects:
-                    text = _filter_text(w, tree, f.variables, g, slot, j, here, before, plan,
-                                        vi)
-                    if not slot.only(g):
-                        text = f"m{gi[g]} = 0 OR ({text})"
-                    conds.append(f"{subject}[{text}]")
+                try:
+                    texts = _filter_conditions(w, f, g, j, el.op, here, before, plan, vi, gi)
+                except _NoLowering:
+                    # the FILTER decides which choices are fit for the NOT of ';': it must be
+                    # a condition of the engine; elsewhere it only accepts or refuses whole
+                    # matches, which the engine can leave to SPARQL on each complete match
+                    if entered_next:
+                        raise
+                    post.setdefault(j, []).append((g, f))
+                    continue
+                if entered_next:
+                    exact.update(f.variables)
+                    conds.extend(texts)
+                    continue
+                # values the translation cannot compare (not an xsd:integer/decimal) set
+                # the record's ``u``: the condition lets them by and SPARQL decides on the
+                # complete match
+                relaxed.setdefault(j, []).append((g, f))
+                loose.update(f.variables)
+                for cond in texts:
+                    subject, _, body = cond.partition("[")
+                    reads = sorted(set(re.findall(r"\b(e\d+)\.", body)) - {subject})
+                    flags = " OR ".join(["u = 1", *(f"{r}.u = 1" for r in reads)])
+                    conds.append(f"{subject}[{flags} OR ({body[:-1]})]")
     where = " ; ".join(forms)
     text = f"SELECT * FROM S WHERE ({where})"
     if conds:
         text += " FILTER " + " AND ".join(conds)
     text += f" WITHIN {window_ms} MILLISECONDS"
     return Lowered(text, None, tuple(sorted(leaves.values(), key=lambda x: x.index)), vi, gi,
-                   filter_vars, tuple(el.gpms for el in plan.elements), plus_shared, after)
+                   frozenset(exact | loose), tuple(el.gpms for el in plan.elements),
+                   plus_shared, after, frozenset(exact),
+                   {j: tuple(fs) for j, fs in post.items()},
+                   {j: tuple(fs) for j, fs in relaxed.items()})
+
+
+def _filter_conditions(w: _Writer, f: CrossFilter, g: str, j: int, op: str | None,
+                       here: list[_Slot], before: list[_Slot], plan: Plan,
+                       vi: dict[str, int], gi: dict[str, int]) -> list[str]:
+    """The conditions of GPM ``g``'s cross-GPM FILTER ``f`` (on its element's variable, and
+    on the NOT's after a ``;``), or :class:`_NoLowering`."""
+    tree = _tree(f.expr)
+    if compile_numeric(f.expr) is None:
+        raise _NoLowering("a FILTER uses more than comparisons under && || !")
+    homes = [s for s in here if s.holds(g)]
+    if len(homes) != 1:
+        raise _NoLowering("a FILTER of a GPM that stands in several places of an & | group")
+    home = homes[0]
+    subjects = [home.name]
+    if op == SKIP_TILL_NEXT and j:
+        subjects.append(f"n{j}")
+    out = []
+    for subject in subjects:
+        text = _filter_text(w, tree, f.variables, g, home, j, here, before, plan, vi)
+        if not home.only(g):
+            text = f"m{gi[g]} = 0 OR ({text})"
+        out.append(f"{subject}[{text}]")
+    return out
 
 
 def _filter_text(w: _Writer, tree: _Tree, variables: tuple[str, ...], g: str, home: _Slot,
