@@ -415,3 +415,30 @@ def test_lines_that_do_not_line_up_are_not_read_at_once(events: list[str]) -> No
         assert str(got.value) == str(e)
         return
     assert fast.evaluate_many(events) == want
+
+
+_LIST_OBJECTS = st.one_of(
+    st.integers(-3, 3), st.booleans(), st.sampled_from([1.5, "a", 'say "hi"', "", "é\n",
+                                                        f"<{EX}s0>", "_:b0", '"7"@EN',
+                                                        f'"05"^^<{XSD}int>', f"{EX}s1"]))
+_LIST_TRIPLES = st.lists(st.tuples(st.sampled_from([f"<{EX}s0>", f"{EX}s1", "_:b0"]),
+                                   st.sampled_from([f"<{EX}p0>", f"{EX}p1"]), _LIST_OBJECTS),
+                         max_size=5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_LIST_TRIPLES, min_size=1, max_size=4), st.booleans(), st.booleans())
+def test_a_batch_of_lists_read_at_once_equals_the_store(events: list[list[Any]], dicts: bool,
+                                                        terms: bool) -> None:
+    batch: list[Any] = [[{"s": s, "p": p, "o": o} if dicts else (s, p, o) for s, p, o in e]
+                        for e in events]
+    queries = {"A": f"SELECT * {{ ?s <{EX}p0> ?o }}", "B": "SELECT ?s ?o { ?s ?p ?o }"}
+    fast, store = _both(queries, terms=terms)
+    try:
+        want = store.evaluate_many(batch)
+    except RdfInputError as e:
+        with pytest.raises(RdfInputError) as got:
+            fast.evaluate_many(batch)
+        assert str(got.value) == str(e)
+        return
+    assert _blanks_out(fast.evaluate_many(batch)) == _blanks_out(want)

@@ -44,7 +44,13 @@ from typing import Any, cast
 
 import pyoxigraph as ox
 
-from ceql.rdf.reader import EventGraph, ntriples_terms, read_event
+from ceql.rdf.reader import (
+    EventGraph,
+    ntriples_node,
+    ntriples_object,
+    ntriples_terms,
+    read_event,
+)
 from ceql.rdf.sparql import Token, tokenize
 
 __all__ = [
@@ -77,6 +83,7 @@ _KEY = "urn:ceql:t"
 _ENDS_NEWLINE = operator.methodcaller("endswith", "\n")
 _NEWLINES = operator.methodcaller("count", "\n")
 _THREE_FIELDS = operator.methodcaller("split", " ", 2)
+_SPO = operator.itemgetter("s", "p", "o")
 # xsd:integer literals the store gives back as they are (it keeps integers in 64 bits)
 _CANONICAL_INTEGER = re.compile(
     r'"(?:0|-?[1-9][0-9]{0,17})"\^\^<http://www\.w3\.org/2001/XMLSchema#integer>\Z')
@@ -503,6 +510,10 @@ class TripleReader:
                 got = self._bulk(texts, (format or ox.RdfFormat.TURTLE, self._base_iri), keep)
                 if got is not None:
                     return got
+        elif format is None and all(type(e) is list for e in events):
+            got = self._bulk_lists(events, keep)
+            if got is not None:
+                return got
         each = self.read(events, format, names, keep)
         if each is None:
             return None
@@ -540,6 +551,47 @@ class TripleReader:
             if min(map(len, parts)) != 3:
                 return None
             subjects, predicates, objects = zip(*parts, strict=True)
+        return self._columns(subjects, predicates, objects, counts, key, keep)
+
+    def _bulk_lists(self, events: Sequence[object], keep: frozenset[str] | None
+                    ) -> list[EventTriple] | None:
+        """Events that are lists of ``(s, p, o)`` (tuples, or mappings with keys s, p, o), read
+        at once: each distinct value made an N-Triples text once (as
+        :func:`ntriples_terms` does), then :meth:`_columns`. ``None`` when a value is not one
+        the text can carry, or a blank node (renamed per event: :meth:`read`)."""
+        try:
+            lists = cast(Sequence[Sequence[Any]], events)
+            counts = list(map(len, lists))
+            rows = list(chain.from_iterable(lists))
+            if not rows:
+                return []
+            kinds = set(map(type, rows))
+            if set(map(len, rows)) != {3}:
+                return None
+            if kinds == {dict}:
+                rows = list(map(_SPO, rows))
+            elif not kinds <= {tuple, list}:
+                return None
+            subjects, predicates, objects = zip(*rows, strict=True)
+            nodes = {v: ntriples_node(v, True) for v in set(subjects)}
+            nodes.update({v: ntriples_node(v, False) for v in set(predicates)})
+            typed = list(zip(map(type, objects), objects, strict=True))
+            texts = {k: ntriples_object(k[1]) for k in set(typed)}
+        except (TypeError, KeyError):  # unhashable or missing values: the per-event path
+            return None
+        if None in nodes.values() or None in texts.values():
+            return None
+        get_node = cast(Callable[[object], str], nodes.__getitem__)
+        return self._columns(list(map(get_node, subjects)), list(map(get_node, predicates)),
+                             list(map(cast(Callable[[object], str], texts.__getitem__), typed)),
+                             counts, (ox.RdfFormat.N_TRIPLES, None), keep)
+
+    def _columns(self, subjects: Sequence[str], predicates: Sequence[str],
+                 objects: Sequence[str], counts: Sequence[int],
+                 key: tuple[ox.RdfFormat, str | None], keep: frozenset[str] | None
+                 ) -> list[EventTriple] | None:
+        """A batch's term texts, column by column (``counts``: triples per event): each
+        distinct text checked and put in the store's form, the triples ``keep`` wants."""
         forms = self._forms(key)
         known = forms.known
         unknown: dict[str, None] = {}

@@ -46,6 +46,8 @@ __all__ = [
     "EventSource",
     "as_python",
     "group_triples",
+    "ntriples_node",
+    "ntriples_object",
     "ntriples_terms",
     "ntriples_text",
     "parse_error",
@@ -166,6 +168,19 @@ _NT_LITERAL = re.compile(r'"(?:[^"\\\n\r]|\\.)*"'
 _PLAIN_IRI = re.compile(r'[^<>"{}|^`\\\x00-\x20]+\Z')
 _XSD_INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"
 _XSD_BOOLEAN = "<http://www.w3.org/2001/XMLSchema#boolean>"
+
+
+def ntriples_node(v: object, subject: bool) -> str | None:
+    """A subject (``subject=True``) or predicate as the N-Triples text of one term, when
+    :func:`ntriples_terms` can carry it as is (``"<iri>"``, a plain IRI, ``"_:label"`` for
+    subjects), else ``None``."""
+    return _nt_node(v, subject)
+
+
+def ntriples_object(v: object) -> str | None:
+    """An object as the N-Triples text of one term, when :func:`ntriples_terms` can carry it
+    as is (a term's text, a plain IRI, a string, an int, a bool), else ``None``."""
+    return _nt_object(v)
 
 
 def _nt_node(v: object, subject: bool) -> str | None:
