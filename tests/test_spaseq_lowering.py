@@ -86,6 +86,39 @@ def test_general_filters_agree_with_reference(case: tuple[str, list[dict[str, An
     assert as_set(q, events) == reference_matches(q.ast, events)
 
 
+@settings(max_examples=PROFILE.max_examples, deadline=None)
+@given(random_cases(), st.data())
+def test_optional_variables_agree_with_reference(case: tuple[str, list[dict[str, Any]]],
+                                                 data: st.DataObject) -> None:
+    """A GPM's second triple pattern made OPTIONAL: its variables may be unbound, which the
+    lowering reads through bound flags (outside + GPMs: no hand-over)."""
+    text, events = case
+
+    def optional(m: re.Match[str]) -> str:
+        parts = m.group(2).split(" . ")
+        if len(parts) > 1 and not parts[1].startswith("FILTER") and data.draw(st.booleans()):
+            rest = " . ".join(parts[2:])
+            return f"{m.group(1)}{{ {parts[0]} OPTIONAL {{ {parts[1]} }} {rest} }}"
+        return m.group(0)
+
+    text = re.sub(r"(DEFINE GPM \w+ ON \w+ )\{ (.*) \}", optional, text)
+    q = sp.compile(text)
+    assert as_set(q, events) == reference_matches(q.ast, events)
+
+
+def test_optional_outside_plus_stays_on_the_engine() -> None:
+    gpm_b = "DEFINE GPM B ON S2 { ?w :value ?v . OPTIONAL { ?w :loc ?l } }"
+    events = [house(10, 1, 1), house(11, 2, 2), weather(12, 1, "Vl1", 2),
+              {"stream": "S2", "time": 13, "graph": f"<{EX}W3> <{EX}value> <{EX}V3> ."},
+              weather(14, 4, "V4", 1)]
+    for seq in ["A ; B", "A : B", "A , B", "B ; A", "(A | B) : B2"]:
+        gpms = f"{A}\n{gpm_b}" + ("\n" + gpm_b.replace("GPM B", "GPM B2").replace("?w", "?w2")
+                                  .replace("?v", "?v2") if "B2" in seq else "")
+        q = query("*", 10, seq, gpms=gpms)
+        assert on_engine(q, events), seq
+        assert as_set(q, events) == reference_matches(q.ast, events), seq
+
+
 # ---------------------------------------------------------------- what lowers
 
 

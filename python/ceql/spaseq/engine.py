@@ -56,11 +56,13 @@ class EngineRuns:
         self._last: dict[int, dict[tuple[str, ...], tuple[int, Fraction]]] = {
             i: {} for i in lowered.next_keys}
         self._recent: deque[_Instant] = deque()
-        # per leaf: the shared variables its GPMs bind, which each of its records must bind
-        # (the lowering joins on them as always bound)
+        # per leaf of a + element: the shared variables its GPMs bind, which each of its
+        # records must bind (the lowering joins iterations on them by PREV); other leaves'
+        # records may leave one unbound (OPTIONAL, UNION: the lowering reads bound flags)
         shared = {v for v in lowered.var_index if v not in self._owner}
         self._strict = {leaf.index: tuple(sorted({v for g in leaf.gpms
                                                   for v in plan.variables[g]} & shared))
+                        if plan.elements[leaf.element].kleene else ()
                         for leaf in lowered.leaves}
         self._runs: Runs | None = None
         self.handed_over: str | None = None
@@ -154,9 +156,9 @@ class EngineRuns:
         self._recent.clear()
         self._runs = runs
         self.handed_over = (f"at time {time!r}: a value the lowering cannot compare exactly "
-                            "(a FILTER term that is not an xsd:integer or xsd:decimal, or a "
-                            "mapping without one of its GPM's shared variables: OPTIONAL, "
-                            "UNION)")
+                            "(a term that is not an xsd:integer or xsd:decimal read by a FILTER "
+                            "after ';', or a mapping of a + GPM without one of its shared "
+                            "variables: OPTIONAL, UNION)")
         return runs.instant(time, key, choices)
 
     def _records(self, leaf: Leaf, time: Any, key: Fraction,

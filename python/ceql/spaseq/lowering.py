@@ -215,18 +215,25 @@ class _Writer:
 @dataclass
 class _Slot:
     """A CEQL variable: its element, whether it is never empty in a match, the leaves whose
-    records it may hold."""
+    records it may hold, whether its element is a ``+``."""
 
     name: str
     element: int
     always: bool
     leaves: list[Leaf]
+    kleene: bool = False
 
     def may_bind(self, v: str, plan: Plan) -> bool:
         return any(v in plan.variables[g] for leaf in self.leaves for g in leaf.gpms)
 
     def always_binds(self, v: str, plan: Plan) -> bool:
-        return all(any(v in plan.variables[g] for g in leaf.gpms) for leaf in self.leaves)
+        """Whether each of its records binds ``v``: a GPM of every leaf binds it in every
+        mapping, or — under ``+``, whose records must bind their shared variables (the
+        engine hands over one that does not) — in some."""
+        if self.kleene:
+            return all(any(v in plan.variables[g] for g in leaf.gpms) for leaf in self.leaves)
+        return all(any(v in plan.certain.get(g, ()) for g in leaf.gpms)
+                   for leaf in self.leaves)
 
     def holds(self, g: str) -> bool:
         return any(g in leaf.gpms for leaf in self.leaves)
@@ -278,7 +285,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
         # instant's joined choices, one event per stream (a fit choice of an & across
         # streams is one record, which a NOT can forbid)
         primary = _Slot(f"e{j}", j, True, [leaf_of(tuple(alt), j, negated)
-                                           for alt in el.alternatives])
+                                           for alt in el.alternatives], el.kleene)
         slots.append([primary])
         form = " OR ".join(f"L{leaf.index}" for leaf in primary.leaves)
         form = f"({form}) AS e{j}" if len(primary.leaves) > 1 else f"{form} AS e{j}"
@@ -335,9 +342,8 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                 i = vi[v]
                 for s in others:
                     if s.may_bind(v, plan):
-                        # records bind every shared variable of their GPMs (else the run
-                        # loop takes over), so two slots that always bind v just join on it
-                        # (a hash lookup in the engine)
+                        # two slots whose records always bind v just join on it (a hash
+                        # lookup in the engine); else an unbound side is compatible
                         same = f"v{i} = {s.name}.v{i}"
                         if not (c.always_binds(v, plan) and s.always_binds(v, plan)):
                             same = f"b{i} = 0 OR {s.name}.b{i} = 0 OR {same}"

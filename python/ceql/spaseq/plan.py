@@ -22,13 +22,18 @@ from ..frontends.spaseq import (
     Conj,
     CrossFilter,
     GpmRef,
+    GraphPattern,
+    GroupPattern,
     SeqGroup,
     SpaseqQuery,
+    TriplePattern,
+    UnionPattern,
+    Var,
     gpm_names,
     to_sparql,
 )
 
-__all__ = ["Element", "Plan", "alternatives", "lower"]
+__all__ = ["Element", "Plan", "alternatives", "certain_variables", "lower"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class Plan:
     select: tuple[str, ...]
     window: Fraction
     variables: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    certain: dict[str, frozenset[str]] = field(default_factory=dict)
+    """GPM → the variables every mapping of it binds (:func:`certain_variables`)."""
 
     @property
     def owner(self) -> dict[str, str]:
@@ -78,6 +85,25 @@ def alternatives(group: SeqGroup) -> tuple[tuple[str, ...], ...]:
     if isinstance(group, Conj):
         return tuple(tuple(n for alt in combo for n in alt) for combo in product(*parts))
     return tuple(alt for p in parts for alt in p)
+
+
+def certain_variables(group: GroupPattern) -> frozenset[str]:
+    """The variables every solution of ``group`` binds: those of its triple patterns and
+    ``GRAPH ?g`` outside ``OPTIONAL``, and those every branch of a ``UNION`` binds."""
+    out: set[str] = set()
+    for el in group.elements:
+        if isinstance(el, TriplePattern):
+            out.update(t.name for t in (el.subject, el.predicate, el.object)
+                       if isinstance(t, Var))
+        elif isinstance(el, GroupPattern):
+            out |= certain_variables(el)
+        elif isinstance(el, GraphPattern):
+            out |= certain_variables(el.group)
+            if isinstance(el.name, Var):
+                out.add(el.name.name)
+        elif isinstance(el, UnionPattern):
+            out |= frozenset.intersection(*(certain_variables(g) for g in el.groups))
+    return frozenset(out)
 
 
 def lower(query: SpaseqQuery) -> Plan:
@@ -98,4 +124,5 @@ def lower(query: SpaseqQuery) -> Plan:
         select=query.select if query.select is not None else query.variables,
         window=query.window.seconds,
         variables={g.name: g.variables for g in query.gpms},
+        certain={g.name: certain_variables(g.pattern) for g in query.gpms},
     )
