@@ -84,6 +84,7 @@ _ENDS_NEWLINE = operator.methodcaller("endswith", "\n")
 _NEWLINES = operator.methodcaller("count", "\n")
 _THREE_FIELDS = operator.methodcaller("split", " ", 2)
 _SPO = operator.itemgetter("s", "p", "o")
+_ANY_LITERAL = re.compile("")  # for texts already known to be one term each
 # xsd:integer literals the store gives back as they are (it keeps integers in 64 bits)
 _CANONICAL_INTEGER = re.compile(
     r'"(?:0|-?[1-9][0-9]{0,17})"\^\^<http://www\.w3\.org/2001/XMLSchema#integer>\Z')
@@ -573,10 +574,19 @@ class TripleReader:
             elif not kinds <= {tuple, list}:
                 return None
             subjects, predicates, objects = zip(*rows, strict=True)
-            nodes = {v: ntriples_node(v, True) for v in set(subjects)}
-            nodes.update({v: ntriples_node(v, False) for v in set(predicates)})
-            typed = list(zip(map(type, objects), objects, strict=True))
-            texts = {k: ntriples_object(k[1]) for k in set(typed)}
+            key = (ox.RdfFormat.N_TRIPLES, None)
+            known = self._forms(key).known
+            nodes = {v: v if v in known else ntriples_node(v, True) for v in set(subjects)}
+            nodes.update({v: v if v in known else ntriples_node(v, False)
+                          for v in set(predicates)})
+            # a term's text met before is one term (a str that is not a term's text
+            # is a string literal, never a key of known); 1, 1.0 and True are told apart
+            typed: Sequence[Any] = objects
+            if set(map(type, objects)) != {str}:
+                typed = list(zip(map(type, objects), objects, strict=True))
+                texts = {k: ntriples_object(k[1]) for k in set(typed)}
+            else:
+                texts = {v: v if v in known else ntriples_object(v) for v in set(objects)}
         except (TypeError, KeyError):  # unhashable or missing values: the per-event path
             return None
         if None in nodes.values() or None in texts.values():
@@ -584,14 +594,16 @@ class TripleReader:
         get_node = cast(Callable[[object], str], nodes.__getitem__)
         return self._columns(list(map(get_node, subjects)), list(map(get_node, predicates)),
                              list(map(cast(Callable[[object], str], texts.__getitem__), typed)),
-                             counts, (ox.RdfFormat.N_TRIPLES, None), keep)
+                             counts, key, keep, checked=True)
 
     def _columns(self, subjects: Sequence[str], predicates: Sequence[str],
                  objects: Sequence[str], counts: Sequence[int],
-                 key: tuple[ox.RdfFormat, str | None], keep: frozenset[str] | None
-                 ) -> list[EventTriple] | None:
+                 key: tuple[ox.RdfFormat, str | None], keep: frozenset[str] | None,
+                 checked: bool = False) -> list[EventTriple] | None:
         """A batch's term texts, column by column (``counts``: triples per event): each
-        distinct text checked and put in the store's form, the triples ``keep`` wants."""
+        distinct text checked (unless ``checked``: each is known to be one term's text) and
+        put in the store's form, the triples ``keep`` wants."""
+        literal = _ANY_LITERAL if checked else _NT_LITERAL
         forms = self._forms(key)
         known = forms.known
         unknown: dict[str, None] = {}
@@ -608,17 +620,17 @@ class TripleReader:
             if _NT_IRI.match(text) is None:  # blank nodes included
                 return None
             unknown[text] = None
-        checked: Iterable[str] = ()  # objects of triples not kept: only checked
+        others: Iterable[str] = ()  # objects of triples not kept: only checked
         if keep is not None:
             wanted = list(map(keep.__contains__, map(get, predicates, predicates)))
-            checked = set(compress(objects, map(operator.not_, wanted))).difference(known)
+            others = set(compress(objects, map(operator.not_, wanted))).difference(known)
             events = compress(events, wanted)
             subjects = tuple(compress(subjects, wanted))
             predicates = tuple(compress(predicates, wanted))
             objects = tuple(compress(objects, wanted))
         for text in filterfalse(_CANONICAL_INTEGER.match, set(objects).difference(known)):
             if text.startswith('"'):
-                if _NT_LITERAL.match(text) is None:
+                if literal.match(text) is None:
                     return None
                 if not _unchanged(text, forms.tails):
                     unknown[text] = None
@@ -626,9 +638,9 @@ class TripleReader:
                 return None
             else:
                 unknown[text] = None
-        for text in filterfalse(_CANONICAL_INTEGER.match, checked):
+        for text in filterfalse(_CANONICAL_INTEGER.match, others):
             if text.startswith('"'):
-                if _NT_LITERAL.match(text) is None:
+                if literal.match(text) is None:
                     return None
                 if "\\" in text or text[text.rfind('"') + 1:] not in forms.tails:
                     unknown[text] = None  # the parser decides (escapes, a new ending)
