@@ -7,6 +7,8 @@ query's graph patterns (GPMs) on each event with pyoxigraph (pure Python, no Spa
   values become terms;
 * :mod:`.dataset` — :class:`StaticDataset`, the named graphs ``GRAPH <iri> { … }`` reads;
 * :mod:`.gpm` — :class:`GpmEvaluator`, every GPM on one event or on a batch of events;
+* :mod:`.fast` — basic graph patterns (and their FILTERs) matched on a batch without a store,
+  with the store's term forms and FILTER outcomes;
 * :mod:`.sparql` — the rewrite that runs a GPM once per batch;
 * :mod:`.errors` — :class:`RdfInputError` (a :class:`ceql.CeqlInputError`) and
   :class:`GpmError` (a :class:`ceql.CeqlValidationError`).
