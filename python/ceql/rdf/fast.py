@@ -632,7 +632,9 @@ class TripleReader:
             if text.startswith('"'):
                 if literal.match(text) is None:
                     return None
-                if not _unchanged(text, forms.tails):
+                if _unchanged(text, forms.tails):
+                    known[text] = text  # values repeat (prices): decided once
+                else:
                     unknown[text] = None
             elif _NT_IRI.match(text) is None:
                 return None

@@ -443,7 +443,11 @@ class GpmEvaluator:
                                                         _PREDICATE)}
         everything = distinct if self._needed is None else []
         values = self._values if self._convert is not term_text else None
-        results: list[GpmResults] = [{g.name: [] for g in self._gpms} for _ in events]
+        if len(self._gpms) == 1:
+            only = self._gpms[0].name
+            results: list[GpmResults] = [{only: []} for _ in events]
+        else:
+            results = [{g.name: [] for g in self._gpms} for _ in events]
         for g in self._gpms:
             assert g.bgp is not None  # self._fast
             columns, rows = match_batch(g.bgp, lists, everything, len(events))
