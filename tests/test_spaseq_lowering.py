@@ -119,6 +119,39 @@ def test_optional_outside_plus_stays_on_the_engine() -> None:
         assert as_set(q, events) == reference_matches(q.ast, events), seq
 
 
+BOUNDS = ["?p2 > ?p1", "?p2 <= ?p1", "?p1 = ?p2", "?p2 >= ?p1 && ?p2 < 4", "3 > ?p1 && ?p1 < ?p2",
+          "?p1 != ?p2", "?p2 > ?p1 || ?p2 = 0"]
+
+
+@settings(max_examples=PROFILE.max_examples, deadline=None)
+@given(st.sampled_from(["A ; B+", "A : B+ ; C", "A ; B+ , C", "A , (B | C)+", "A ; (B & C)+"]),
+       st.sampled_from(BOUNDS), st.sampled_from(BOUNDS),
+       st.lists(st.lists(st.tuples(st.sampled_from("GH"), st.sampled_from(
+           ["0", "1", "2", "3", "4", "2.5", "-1"])), min_size=1, max_size=2),
+           min_size=2, max_size=7),
+       st.integers(2, 6))
+def test_skip_till_next_iterations_with_filters_agree_with_reference(
+        seq: str, fb: str, fc: str, rows: list[list[tuple[str, str]]], within: int) -> None:
+    """A ';'-iterated + whose FILTERs compare its values with one value fixed before it (worked
+    example 8): each record carries, per interval of that value, the previous fit instant."""
+    gpms = (f"DEFINE GPM A ON S1 {{ ?c :price ?p1 }}\n"
+            f"DEFINE GPM B ON S1 {{ ?c :price ?p2 . FILTER ({fb}) }}\n")
+    if "C" in seq:
+        gpms += (f"DEFINE GPM C ON S{2 if '&' in seq else 1} {{ ?c :price ?p3 . "
+                 f"FILTER ({fc.replace('?p2', '?p3')}) }}")
+    events = []
+    for i, row in enumerate(rows):
+        graph = " ".join(f"<{EX}{c}> <{EX}price> {v} ." for c, v in row)
+        events.append({"stream": "S1", "time": i + 1, "graph": graph})
+        if "&" in seq:
+            events.append({"stream": "S2", "time": i + 1, "graph": graph})
+    q = sp.compile(f"{PREFIX}SELECT * WITHIN {within} SECONDS {STREAMS}"
+                   f"WHERE {{ SEQ ({seq}) {gpms} }}")
+    assert as_set(q, events) == reference_matches(q.ast, events)
+    if "!=" not in fb + fc and "||" not in fb + fc:
+        assert lower_plan(q.plan).reason is None
+
+
 # ---------------------------------------------------------------- what lowers
 
 
@@ -137,8 +170,10 @@ def test_queries_that_lower(seq: str) -> None:
 
 
 @pytest.mark.parametrize(("seq", "gpms", "reason"), [
-    ("A ; B+", f"{A}\nDEFINE GPM B ON S2 {{ ?w :value ?v . ?w :loc ?l . FILTER (?v > ?p) }}",
-     "skip-till-next between the iterations"),
+    ("A ; B+", f"{A}\nDEFINE GPM B ON S2 {{ ?w :value ?v . ?w :loc ?l . "
+     "FILTER (?v > ?p && ?v < ?h) }", "read more than one variable bound before the +"),
+    ("A ; B+", f"{A}\nDEFINE GPM B ON S2 {{ ?w :value ?v . ?w :loc ?l . FILTER (?v != ?p) }}",
+     "not conjunctions of comparisons"),
     ("A ; B", f"{A}\nDEFINE GPM B ON S2 {{ ?w :value ?v . ?w :loc ?l . "
      "FILTER (STR(?v) != STR(?p)) }", "more than comparisons"),
     ("A ; B", f"{A}\nDEFINE GPM B ON S2 {{ ?w :value ?v . FILTER (?v > 1.5e0 || ?v > ?p) }}",

@@ -30,6 +30,23 @@ from .runs import Choice, Runs
 __all__ = ["EngineRuns"]
 
 _Instant = tuple[Any, Fraction, Mapping[str, Sequence[Choice]]]
+_Interval = tuple[int, bool, int, bool]
+"""``(low, low included, high, high included)`` of scaled values (:data:`.lowering.SCALE`)."""
+_NEG, _POS = -(10 ** 60), 10 ** 60  # beyond any scaled value (18 + 18 digits)
+_FULL: _Interval = (_NEG, False, _POS, False)
+_EMPTY: _Interval = (0, False, 0, False)
+
+
+def _empty(i: _Interval) -> bool:
+    return i[0] > i[2] or (i[0] == i[2] and not (i[1] and i[3]))
+
+
+def _meet(a: _Interval, b: _Interval) -> _Interval:
+    lo, lc = (a[0], a[1]) if a[0] > b[0] else (b[0], b[1]) if b[0] > a[0] else \
+        (a[0], a[1] and b[1])
+    hi, hc = (a[2], a[3]) if a[2] < b[2] else (b[2], b[3]) if b[2] < a[2] else \
+        (a[2], a[3] and b[3])
+    return (lo, lc, hi, hc)
 
 
 class EngineRuns:
@@ -54,7 +71,13 @@ class EngineRuns:
         # per element iterated by ';': its records' shared values → (instant index, key) of
         # the last instant that had one
         self._last: dict[int, dict[tuple[str, ...], tuple[int, Fraction]]] = {
-            i: {} for i in lowered.next_keys}
+            i: {} for i in lowered.next_keys if i not in lowered.bounds}
+        # per element iterated by ';' with FILTERs (``Lowered.bounds``): its records' shared
+        # values → (instant index, key, interval of the fixed variable where the record is
+        # fit) of the instants of the last window
+        self._hist: dict[int, dict[tuple[str, ...],
+                                   deque[tuple[int, Fraction, _Interval]]]] = {
+            i: {} for i in lowered.bounds}
         self._recent: deque[_Instant] = deque()
         # per leaf of a + element: the shared variables its GPMs bind, which each of its
         # records must bind (the lowering joins iterations on them by PREV); other leaves'
@@ -105,20 +128,34 @@ class EngineRuns:
         records: list[dict[str, Any]] = []
         negatives: list[dict[str, Any]] = []
         keyed: list[tuple[int, dict[str, Any]]] = []
+        bounded: list[tuple[int, dict[str, Any], _Interval]] = []
         for leaf in self._leaves:
-            for rec in self._records(leaf, time, key, choices):
+            made = self._records(leaf, time, key, choices)
+            j = leaf.element
+            for rec in made:
                 if rec is None:
                     return None
-                records.append(rec)
                 if leaf.negated:
                     negatives.append({**rec, "type": f"N{leaf.index}"})
-                if leaf.element in self._last:
-                    keyed.append((leaf.element, rec))
+                if j in self._last:
+                    keyed.append((j, rec))
+                if j in self._low.bounds:
+                    interval = self._interval(leaf, rec)
+                    bounded.append((j, rec, interval))
+                    records.extend(self._pieces(j, rec, key))
+                else:
+                    records.append(rec)
         self._k += 1
         vi = self._low.var_index
         for j, rec in keyed:
             self._last[j][tuple(rec[f"v{vi[v]}"] for v in self._low.next_keys[j])] = (
                 self._k, key)
+        for j, rec, interval in bounded:
+            hist = self._hist[j].setdefault(
+                tuple(rec[f"v{vi[v]}"] for v in self._low.next_keys[j]), deque())
+            hist.append((self._k, key, interval))
+            while key - hist[0][1] > self.plan.window:
+                hist.popleft()
         if self._k % 64 == 0:  # an older instant cannot match
             window = self.plan.window
             for j, last in self._last.items():
@@ -205,11 +242,56 @@ class EngineRuns:
             if any(v not in merged for v in strict):
                 return [None]
             keys = low.next_keys.get(leaf.element)
-            if keys is not None:
+            if keys is not None and leaf.element in self._last:
                 found = self._last[leaf.element].get(tuple(merged[v] for v in keys))
                 rec["pk"] = -1 if found is None else found[0]
             out.append(rec)
         return out
+
+    def _interval(self, leaf: Leaf, rec: Mapping[str, Any]) -> _Interval:
+        """The values of the fixed variable for which ``rec`` satisfies its GPMs' FILTERs
+        (``Lowered.bounds``; an operand it leaves unbound: none)."""
+        lo, lc, hi, hc = _NEG, False, _POS, False
+        vi = self._low.var_index
+        per_gpm = self._low.bounds[leaf.element][1]
+        for g in leaf.gpms:
+            for op, (kind, what) in per_gpm[g]:
+                c = rec.get(f"q{vi[str(what)]}") if kind == "var" else what
+                if not isinstance(c, int):
+                    return _EMPTY
+                if op in ("<", "<=", "=") and (c < hi or (c == hi and hc)):
+                    hi, hc = c, op != "<"
+                if op in (">", ">=", "=") and (c > lo or (c == lo and lc)):
+                    lo, lc = c, op != ">"
+        return (lo, lc, hi, hc)
+
+    def _pieces(self, j: int, rec: dict[str, Any], key: Fraction) -> list[dict[str, Any]]:
+        """Copies of ``rec``, one per interval of the fixed variable's value with its own
+        previous fit instant ``pk`` (-1: none in the window); the intervals cover every
+        value, so exactly one copy suits a run."""
+        vi = self._low.var_index
+        hist = self._hist[j].get(tuple(rec[f"v{vi[v]}"] for v in self._low.next_keys[j]), ())
+        uncovered = [_FULL]
+        pieces: list[tuple[_Interval, int]] = []
+        for k, at, interval in reversed(hist):
+            if key - at > self.plan.window or not uncovered:
+                break
+            if _empty(interval):
+                continue
+            rest = []
+            for u in uncovered:
+                common = _meet(u, interval)
+                if _empty(common):
+                    rest.append(u)
+                    continue
+                pieces.append((common, k))
+                rest.extend(p for p in ((u[0], u[1], common[0], not common[1]),
+                                        (common[2], not common[3], u[2], u[3]))
+                            if not _empty(p))
+            uncovered = rest
+        pieces.extend((u, -1) for u in uncovered)
+        return [{**rec, "pk": k, "plo": lo, "plc": int(lc), "phi": hi, "phc": int(hc)}
+                for (lo, lc, hi, hc), k in pieces]
 
     def _filters_hold(self, checks: Sequence[tuple[str, CrossFilter]],
                       chosen: Sequence[Choice]) -> bool:

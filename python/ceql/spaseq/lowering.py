@@ -53,7 +53,7 @@ from ..frontends.spaseq import (
     Var,
 )
 from .conditions import compile_numeric, numeric_value
-from .plan import Plan
+from .plan import Element, Plan
 
 __all__ = ["SCALE", "Leaf", "Lowered", "lower_plan", "scaled"]
 
@@ -108,6 +108,10 @@ class Lowered:
     exact_vars: frozenset[str] = frozenset()
     post: dict[int, tuple[tuple[str, CrossFilter], ...]] = field(default_factory=dict)
     relaxed: dict[int, tuple[tuple[str, CrossFilter], ...]] = field(default_factory=dict)
+    bounds: dict[int, tuple[str, dict[str, tuple[tuple[str, tuple[str, object]], ...]]]] = \
+        field(default_factory=dict)
+    """Per ``;``-iterated ``+`` element with FILTERs: the fixed variable they compare with
+    and, per GPM, the conjuncts ``?fixed op operand`` (``_fixed_fitness``)."""
 
 
 class _NoLowering(Exception):
@@ -265,6 +269,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
     relaxed: dict[int, list[tuple[str, CrossFilter]]] = {}
     exact: set[str] = set()
     loose: set[str] = set()
+    bounds: dict[int, tuple[str, dict[str, tuple[_Bound, ...]]]] = {}
     owner = plan.owner
     shared = {v for v in vi if v not in owner}
 
@@ -275,12 +280,12 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
 
     for j, el in enumerate(plan.elements):
         negated = el.op == SKIP_TILL_NEXT
+        fixed: tuple[str, str] | None = None
         if el.kleene and el.loop_op == SKIP_TILL_NEXT and any(plan.filters[g] for g in el.gpms):
-            raise _NoLowering("skip-till-next between the iterations of a + (';' before it, "
-                              "or a + starting SEQ) whose GPMs have cross-GPM FILTERs: the "
-                              "next fit iteration depends on the run beyond its shared "
-                              "values, which would need a NOT inside the iteration that "
-                              "reads the iteration before, which the engine has not")
+            fixed = _fixed_fitness(el, j, [x for ss in slots for x in ss], plan, shared)
+            bounds[j] = (fixed[0], {g: tuple(b for f in plan.filters[g]
+                                             for b in _bounds(f.expr, fixed[0]))
+                                    for g in el.gpms})
         # one leaf per alternative, whatever the streams of its GPMs: its records are the
         # instant's joined choices, one event per stream (a fit choice of an & across
         # streams is one record, which a NOT can forbid)
@@ -309,6 +314,12 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                 # iteration's" (``pk``, see the engine)
                 after[j] = tuple(sorted(mine))
                 loop = "pk = PREV(k)"
+                if fixed is not None:
+                    # the record's copy whose interval holds the run's value of the fixed
+                    # variable (its pk is the previous fit instant for such values)
+                    x = f"{fixed[1]}.q{vi[fixed[0]]}"
+                    conds.append(f"e{j}[({x} > plo OR (plc = 1 AND {x} = plo)) AND "
+                                 f"({x} < phi OR (phc = 1 AND {x} = phi))]")
             else:
                 loop = "k > PREV(k)" if el.loop_op == SKIP_TILL_ANY else "k = PREV(k) + 1"
             conds.append(f"e{j}[{loop}]")
@@ -351,7 +362,9 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                         if n == 0 and el.op == SKIP_TILL_NEXT and s.element < j:
                             conds.append(f"n{j}[{same}]")
         # cross-GPM FILTERs
-        entered_next = j > 0 and el.op == SKIP_TILL_NEXT
+        # after ';' (or between ';'-iterations) a FILTER decides which choice is next
+        entered_next = (j > 0 and el.op == SKIP_TILL_NEXT) or (
+            el.kleene and el.loop_op == SKIP_TILL_NEXT)
         for g in el.gpms:
             for f in plan.filters[g]:
                 try:
@@ -387,7 +400,55 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                    frozenset(exact | loose), tuple(el.gpms for el in plan.elements),
                    plus_shared, after, frozenset(exact),
                    {j: tuple(fs) for j, fs in post.items()},
-                   {j: tuple(fs) for j, fs in relaxed.items()})
+                   {j: tuple(fs) for j, fs in relaxed.items()}, bounds)
+
+
+_Bound = tuple[str, tuple[str, object]]
+"""``(op, operand)``: the fixed variable ``op`` the operand (a variable of the record, or an
+``("lit", value)``) — one conjunct of a FILTER, the fixed variable moved to the left."""
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+
+
+def _bounds(e: Expr, var: str) -> list[_Bound]:
+    """A FILTER as conjuncts ``?var op operand`` (:data:`_Bound`), or :class:`_NoLowering`."""
+    if isinstance(e, BinaryExpr) and e.op == "&&":
+        return _bounds(e.left, var) + _bounds(e.right, var)
+    if isinstance(e, BinaryExpr) and e.op in _FLIP:
+        a, b = _operand(e.left), _operand(e.right)
+        if a == ("var", var) and b != a:
+            return [(e.op, b)]
+        if b == ("var", var) and a != b:
+            return [(_FLIP[e.op], a)]
+    raise _NoLowering("skip-till-next between the iterations of a + whose FILTERs are not "
+                      "conjunctions of comparisons of one variable fixed before the + with "
+                      "the iteration's own variables or numbers")
+
+
+def _fixed_fitness(el: Element, j: int, before: list[_Slot], plan: Plan,
+                   shared: set[str]) -> tuple[str, str]:
+    """For a ``;``-iterated ``+`` whose cross-GPM FILTERs compare its own values with one
+    shared variable bound before it (worked example 8's ``A ; B+``), that variable and the
+    CEQL variable that holds it; :class:`_NoLowering` otherwise.
+
+    Whether a choice is fit for the next iteration then depends on the run only through
+    that value, so each record can carry, per interval of it, the previous fit instant
+    (see the engine): an exact ``pk``."""
+    foreign = {v for g in el.gpms for f in plan.filters[g] for v in f.foreign}
+    if len(foreign) == 1:
+        var = next(iter(foreign))
+        places = [s for s in before if s.may_bind(var, plan)]
+        if var in shared and len(places) == 1 and not places[0].kleene \
+                and not any(var in plan.variables[g] for g in el.gpms) \
+                and all(operand[0] != "var" or operand[1] in plan.variables[g]
+                        for g in el.gpms for f in plan.filters[g]
+                        for _, operand in _bounds(f.expr, var)):
+            return var, places[0].name
+    raise _NoLowering("skip-till-next between the iterations of a + (';' before it, or a + "
+                      "starting SEQ) whose cross-GPM FILTERs read more than one variable "
+                      "bound before the + (or one bound under another +): the next fit "
+                      "iteration depends on the run beyond one value, which would need a NOT "
+                      "inside the iteration that reads the iteration before, which the "
+                      "engine has not")
 
 
 def _filter_conditions(w: _Writer, f: CrossFilter, g: str, j: int, op: str | None,
