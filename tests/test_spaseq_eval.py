@@ -51,6 +51,18 @@ def results(q: sp.Query, events: list[dict[str, Any]]) -> list[tuple[dict[str, t
     return [(m.events, m.bindings) for m in q.run(events)]
 
 
+def assert_on_engine(q: sp.Query, events: list[dict[str, Any]]) -> None:
+    """The query ran on ceql's engine to the end, with the run loop's matches."""
+    ev = q.evaluator()
+    got = ev.feed(sorted(events, key=lambda e: e["time"])) + ev.close()
+    assert ev.engine, ev.path_reason
+    assert [(m.events, m.bindings) for m in got] == results_run_loop(q, events)
+
+
+def results_run_loop(q: sp.Query, events: list[dict[str, Any]]) -> list[Any]:
+    return [(m.events, m.bindings) for m in q.run(events, engine=False)]
+
+
 def as_set(q: sp.Query, events: list[dict[str, Any]]) -> set[Any]:
     return {(tuple(sorted(m.events.items())),
              tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in m.bindings.items()))
@@ -180,6 +192,7 @@ def _abc(a: int, b: int, c: int) -> tuple[Any, ...]:
 def test_example_8_conditions(seq: str, expected: list[Any]) -> None:
     got = results(query("?p1 ?p2 ?p3", 10, seq, GPMS8), EX8)
     assert sorted(got, key=repr) == sorted(expected, key=repr)
+    assert_on_engine(query("?p1 ?p2 ?p3", 10, seq, GPMS8), EX8)
 
 
 def _ab(a: int, bs: tuple[int, ...]) -> tuple[Any, ...]:
@@ -195,6 +208,7 @@ def test_example_8_kleene_conditions(seq: str, expected: list[Any]) -> None:
     gpms = "\n".join(GPMS8.splitlines()[:2])
     got = results(query("?p1 ?p2", 10, seq, gpms), EX8)
     assert sorted(got, key=repr) == sorted(expected, key=repr)
+    assert_on_engine(query("?p1 ?p2", 10, seq, gpms), EX8)
 
 
 # ---------------------------------------------------------------- engine against reference
@@ -307,6 +321,7 @@ def test_use_case_credit_card() -> None:
                 f"<{EX}amount> {amount} . <{EX}c1> <{EX}loc> <{EX}here> ."}
 
     got = results(q, [pay(60, 100), pay(120, 50), pay(180, 5)])
+    assert_on_engine(q, [pay(60, 100), pay(120, 50), pay(180, 5), pay(240, 1), pay(300, 9)])
     # SEQ(A, B+): each B at the next instant with ?amount2 * 10 >= ?amount1
     assert got == [
         ({"A": (0,), "B": (1,)}, {"card": x("c1"), "amount1": 100, "amount2": [50],
@@ -351,6 +366,7 @@ def test_use_case_traffic() -> None:
     events = [obs("182955", 1, 5), obs("195578", 2, 6), obs("195446", 3, 7),
               obs("195578", 4, 5), obs("195446", 4, 9), obs("195578", 5, 8),
               obs("195446", 5, 8)]
+    assert_on_engine(_load("q5_traffic.rq"), events)
     # A; (B&C): the first instant after A where both B and C fit is 4 (2 and 3 hold one each)
     assert results(_load("q5_traffic.rq"), events) == [
         ({"A": (0,), "B": (3,), "C": (4,)}, {"traffic": x("t"), "v1": 5, "v2": 5, "v3": 9})]
