@@ -503,15 +503,14 @@ class TripleReader:
         """The triples of a batch's events in the store's form, each with its event's index
         (in the events' order, duplicates kept), or ``None`` when an event needs the store
         path; see :meth:`read`. Events of N-Triples lines are read all at once."""
-        if format in (None, ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES) and all(
-                type(e) is str for e in events):
-            texts = cast(Sequence[str], events)
-            if format is not None or not any(
-                    t[:64].lstrip().startswith(("{", "[")) for t in texts):
-                got = self._bulk(texts, (format or ox.RdfFormat.TURTLE, self._base_iri), keep)
-                if got is not None:
-                    return got
-        elif format is None and all(type(e) is list for e in events):
+        kinds = set(map(type, events))
+        if format in (None, ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES) and kinds == {str}:
+            # JSON-LD never gets through: its first field is not an IRI
+            got = self._bulk(cast(Sequence[str], events),
+                             (format or ox.RdfFormat.TURTLE, self._base_iri), keep)
+            if got is not None:
+                return got
+        elif format is None and kinds == {list}:
             got = self._bulk_lists(events, keep)
             if got is not None:
                 return got
