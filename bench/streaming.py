@@ -5,6 +5,7 @@ Usage (from the repository root)::
 
     .venv/bin/python bench/streaming.py [--events 1000000,10000000] [--files 20,5]
         [--queries p3,wide] [--no-floor] [--latency-events 200000] [--latency-files 20]
+        [--stream-partitions CORES] [--batch-partitions 4]
 
 * throughput: the anchor stock stream (``bench/engine.py``'s generator) written as ``--files``
   Parquet files (several counts: several micro-batch sizes), all landed first, read with
@@ -57,6 +58,7 @@ QUERIES = {"p3": QUERY, "wide": WIDE}
 SCHEMA = "type string, id long, name string, volume long, price double, ts long"
 SCHEMA_COLUMNS = ("type", "id", "name", "volume", "price", "ts")
 OPTIONS = {"time": "ts", "time_unit": "us", "tie_break": "id"}
+SHUFFLE = "spark.sql.shuffle.partitions"
 
 
 def split(events: int, files: int, folder: Path) -> list[Path]:
@@ -93,17 +95,24 @@ def fingerprint(df: Any) -> tuple[int, int]:
     return int(row["n"]), int(row["s"] or 0)
 
 
-def batch_seconds(spark: Any, table: Any, name: str) -> tuple[float, float]:
-    """MATCH_CEQL over ``table`` into the ``noop`` sink: the first run's seconds (Python
-    workers starting, the JIT cold) and a second, warm run's."""
+def batch_seconds(spark: Any, table: Any, name: str, partitions: int
+                  ) -> tuple[float, float]:
+    """MATCH_CEQL over ``table`` into the ``noop`` sink with ``partitions`` shuffle
+    partitions: the first run's seconds (Python workers starting, the JIT cold) and a second,
+    warm run's."""
     import ceql.spark
 
     runs = []
-    for _ in range(2):
-        t0 = time.perf_counter()
-        (ceql.spark.match(table, QUERIES[name], **OPTIONS).write.format("noop")
-         .mode("overwrite").save())
-        runs.append(time.perf_counter() - t0)
+    before = spark.conf.get(SHUFFLE)
+    spark.conf.set(SHUFFLE, str(partitions))
+    try:
+        for _ in range(2):
+            t0 = time.perf_counter()
+            (ceql.spark.match(table, QUERIES[name], **OPTIONS).write.format("noop")
+             .mode("overwrite").save())
+            runs.append(time.perf_counter() - t0)
+    finally:
+        spark.conf.set(SHUFFLE, before)
     return runs[0], runs[1]
 
 
@@ -303,10 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", default="p3", help="p3, wide (comma-separated)")
     ap.add_argument("--latency-events", type=int, default=200000)
     ap.add_argument("--latency-files", type=int, default=20)
+    ap.add_argument("--stream-partitions", type=int, default=os.cpu_count() or 2,
+                    help="shuffle (state store) partitions of the streams (default: the "
+                    "cores); each is committed and runs a Python runner every micro-batch")
+    ap.add_argument("--batch-partitions", type=int, default=4,
+                    help="shuffle partitions of the batch MATCH_CEQL (local_session's)")
     args = ap.parse_args(argv)
     import ceql.spark
 
-    spark = ceql.spark.local_session(**{"spark.log.level": "ERROR"})
+    spark = ceql.spark.local_session(**{"spark.log.level": "ERROR",
+                                        SHUFFLE: str(args.stream_partitions)})
     OUT.mkdir(exist_ok=True)
     out = OUT / f"streaming-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
     rows = []
@@ -316,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             landed(n, 1, work)
             for name in args.queries.split(","):
                 table = spark.read.parquet(str(landed(n, 1, work)))
-                batch = batch_seconds(spark, table, name)
+                batch = batch_seconds(spark, table, name, args.batch_partitions)
                 for f in [int(x) for x in str(args.files).split(",") if x]:
                     rows.append(throughput(spark, n, f, work, name, batch))
                     print(json.dumps(rows[-1]), flush=True)
@@ -329,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(latency(spark, args.latency_events, args.latency_files, work,
                                     native=native))
                 print(json.dumps(rows[-1]), flush=True)
+    for r in rows:
+        r.update(stream_partitions=args.stream_partitions, batch_partitions=args.batch_partitions)
     out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     print(f"\nwrote {out}")
     return 0
