@@ -442,3 +442,22 @@ def test_a_batch_of_lists_read_at_once_equals_the_store(events: list[list[Any]],
         assert str(got.value) == str(e)
         return
     assert _blanks_out(fast.evaluate_many(batch)) == _blanks_out(want)
+
+
+@pytest.mark.parametrize("lex, datatype", [
+    (lex, datatype) for datatype in ("decimal", "integer") for lex in (
+        "99999999999999999.99999999999999999", "-0.00000000000000001", "12345678901234567",
+        "-12345678901234567.5", "170141183460469231.7", "1.00000000000000001", "-0",
+        "0.000000000000000001", "123456789012345678", "999999999999999999", "-0.0", "0.50",
+        "9223372036854775807", "-9223372036854775808", "99999999999999999999", "+1")])
+def test_numbers_at_the_edges_come_back_as_the_store_gives_them(lex: str, datatype: str
+                                                                ) -> None:
+    text = _literal(lex, datatype)
+    store = ox.Store()
+    store.load(f"<{EX}s> <{EX}p> {text} .", ox.RdfFormat.N_TRIPLES)
+    want = str(next(iter(store)).object)
+    for event in (f"<{EX}s> <{EX}p> {text} .", f"<{EX}s> <{EX}p> {text} .\n"):
+        got = TripleReader().read([event], ox.RdfFormat.N_TRIPLES, ["e"])
+        assert got == [[(f"<{EX}s>", f"<{EX}p>", want)]]
+        batch = TripleReader().read_batch([event, event], None, ["e", "f"])
+        assert batch == [(0, f"<{EX}s>", f"<{EX}p>", want), (1, f"<{EX}s>", f"<{EX}p>", want)]
