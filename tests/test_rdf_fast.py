@@ -164,8 +164,7 @@ _LEXICAL = st.one_of(
                      "2024-03-01T09:30:00", "2024-03-01T09:30:00+00:00", "2024-03-01Z",
                      "2024-13-01", "09:30:00", "P1DT2H", "PT0S", "2024", "a b", "é", "\u2028",
                      "\t", 'q\\"q', "\\u00e9", "\\n", ""]),
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\\n\r'),
-            max_size=5),
+    st.text(alphabet=st.characters(codec="utf-8", blacklist_characters='"\\\n\r'), max_size=5),
 )
 
 
@@ -260,8 +259,9 @@ _TURTLE_TEXT = (f"@prefix e: <{EX}> .\ne:s0 e:p0 e:o , 2 ; a e:o .\n"
 
 @st.composite
 def _events(draw: st.DrawFn) -> Any:
-    triples = draw(st.lists(_TRIPLE, max_size=6))
-    if triples and draw(st.booleans()):
+    triples: list[tuple[str, str, str]] = draw(st.lists(_TRIPLE, max_size=6))
+    duplicate: bool = draw(st.booleans())
+    if triples and duplicate:
         triples.append(triples[0])  # a duplicate
     form = draw(st.sampled_from(["text", "bytes", "list", "graph", "turtle"]))
     text = "".join(f"{s} {p} {o} .\n" for s, p, o in triples)
@@ -294,13 +294,12 @@ def test_without_a_store_equals_the_store_on_random_graphs(queries: list[str],
             fast.evaluate_many(events)
         assert str(got.value) == str(e)
         return
-    got = fast.evaluate_many(events)
-    assert _blanks_out(got) == _blanks_out(want)  # repr inside: NaN equals itself
+    answers = fast.evaluate_many(events)
+    assert _blanks_out(answers) == _blanks_out(want)  # repr inside: NaN equals itself
     graphs = [e for e in events if isinstance(e, ox.Dataset) or hasattr(e, "quads")]
     # the same graph read once: the same blank nodes, so exactly the same answers
     assert repr(fast.evaluate_many(graphs)) == repr(store.evaluate_many(graphs))
-    assert [fast.evaluate(e) for e in events[:2]] == got[:2] or _blanks_out(
-        [fast.evaluate(e) for e in events[:2]]) == _blanks_out(got[:2])
+    assert _blanks_out([fast.evaluate(e) for e in events[:2]]) == _blanks_out(answers[:2])
 
 
 def test_the_stock_use_case_without_a_store() -> None:
