@@ -164,6 +164,8 @@ class EngineRuns:
         while self._recent and key - self._recent[0][1] > self.plan.window:
             self._recent.popleft()
         self._recent.append((time, key, choices))
+        if self._low.ticks:
+            negatives.append({"type": "T", "k": self._k, "t": float(key), "_key": key})
         return records + negatives
 
     def _feed(self, records: list[dict[str, Any]]) -> list[Match]:

@@ -112,6 +112,8 @@ class Lowered:
         field(default_factory=dict)
     """Per ``;``-iterated ``+`` element with FILTERs: the fixed variable they compare with
     and, per GPM, the conjuncts ``?fixed op operand`` (``_fixed_fitness``)."""
+    ticks: bool = False
+    """Whether each instant ends with a tick record ``T`` (its ``k``), for ``,``."""
 
 
 class _NoLowering(Exception):
@@ -270,6 +272,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
     exact: set[str] = set()
     loose: set[str] = set()
     bounds: dict[int, tuple[str, dict[str, tuple[_Bound, ...]]]] = {}
+    ticks = False
     owner = plan.owner
     shared = {v for v in vi if v not in owner}
 
@@ -296,6 +299,11 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
         form = f"({form}) AS e{j}" if len(primary.leaves) > 1 else f"{form} AS e{j}"
         if el.kleene:
             form = f"({form})+"
+        if j and el.op == STRICT:
+            # σ , Ψ: no instant strictly between, which a tick record ``T`` of each instant
+            # (after its records) witnesses; the NOT kills a run as soon as it waits too long
+            forms.append(f"NOT (T AS t{j})")
+            ticks = True
         if j and negated:
             negs = " OR ".join(f"N{leaf.index}" for leaf in primary.leaves)
             forms.append(f"NOT (({negs}) AS n{j})")
@@ -333,15 +341,9 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
         before = [s for ss in slots[:j] for s in ss]
         if j:
             p = f"e{j - 1}"
-            prev_plus = plan.elements[j - 1].kleene
-            if el.op == STRICT:
-                if el.kleene or prev_plus:
-                    conds.append(f"e{j}[k > {p}.k]")
-                    conds.append(f"[FIRST(e{j}.k) = LAST({p}.k) + 1]")
-                else:
-                    conds.append(f"e{j}[k = {p}.k + 1]")
-            else:
-                conds.append(f"e{j}[k > {p}.k]")
+            conds.append(f"e{j}[k > {p}.k]")
+            if el.op == STRICT:  # after every iteration of a + before
+                conds.append(f"t{j}[k > {p}.k]")
             if el.op == SKIP_TILL_NEXT:
                 conds.append(f"n{j}[k > {p}.k]")
         # shared variables: compatible with every earlier CEQL variable binding them
@@ -400,7 +402,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                    frozenset(exact | loose), tuple(el.gpms for el in plan.elements),
                    plus_shared, after, frozenset(exact),
                    {j: tuple(fs) for j, fs in post.items()},
-                   {j: tuple(fs) for j, fs in relaxed.items()}, bounds)
+                   {j: tuple(fs) for j, fs in relaxed.items()}, bounds, ticks)
 
 
 _Bound = tuple[str, tuple[str, object]]
