@@ -41,20 +41,35 @@ SELECT 'table', m.name, m.a[0].seq, m.b[0].seq FROM MATCH_CEQL(TABLE(stock) PART
 """
 
 
-def _spark_sql(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
-    """``spark-sql -f`` of ``script`` with only the jar and the extension."""
+EVENTS = """
+CREATE TEMPORARY VIEW ev AS SELECT * FROM VALUES (0, 'A', CAST(NULL AS DOUBLE)), (1, 'B', 2.0D)
+  AS t(seq, type, ts);
+"""
+TYPO = "SELECT * FROM MATCH_CEQL(SELCT * FROM ev WHERE A ; B);\n"
+BAD_DATA = ("SELECT * FROM MATCH_CEQL(TABLE(ev), query => "
+            "'SELECT * FROM ev WHERE A ; B WITHIN 5 SECONDS');\n")
+
+
+@pytest.fixture(scope="module")
+def spark_sql(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """``spark-sql -f`` with only the jar and the extension, once for the module (a JVM
+    start costs tens of seconds): the queries, then two that fail, each error going on to the
+    next statement (``hive.cli.errors.ignore``)."""
     jar = build_jar.build()
     home = Path(pyspark.__file__).resolve().parent
-    (tmp_path / "q.sql").write_text(script)
+    folder = tmp_path_factory.mktemp("spark-sql")
+    (folder / "q.sql").write_text(SCRIPT + EVENTS + TYPO + "SELECT 'after the typo';\n"
+                                  + BAD_DATA + "SELECT 'after the bad data';\n")
     env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
     return subprocess.run(
         [str(home / "bin" / "spark-sql"), "--jars", str(jar),
-         "--conf", f"spark.sql.extensions={cs.EXTENSION_CLASS}", "-f", "q.sql"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+         "--conf", f"spark.sql.extensions={cs.EXTENSION_CLASS}",
+         "--hiveconf", "hive.cli.errors.ignore=true", "-f", "q.sql"],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_spark_sql_cli_runs_match_ceql(tmp_path: Path) -> None:
-    done = _spark_sql(tmp_path, SCRIPT)
+def test_spark_sql_cli_runs_match_ceql(spark_sql: subprocess.CompletedProcess[str]) -> None:
+    done = spark_sql
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [ln.split("\t") for ln in done.stdout.splitlines() if ln.strip()]
     assert lines == [
@@ -64,29 +79,22 @@ def test_spark_sql_cli_runs_match_ceql(tmp_path: Path) -> None:
         ["literal", "1"],
         ["table", "AMZN", "4", "6"],
         ["table", "MSFT", "0", "1"],
+        ["after the typo"],
+        ["after the bad data"],
     ]
 
 
-EVENTS = """
-CREATE TEMPORARY VIEW ev AS SELECT * FROM VALUES (0, 'A', CAST(NULL AS DOUBLE)), (1, 'B', 2.0D)
-  AS t(seq, type, ts);
-"""
-
-
-def test_spark_sql_cli_errors_say_ceqls_message(tmp_path: Path) -> None:
+def test_spark_sql_cli_errors_say_ceqls_message(
+        spark_sql: subprocess.CompletedProcess[str]) -> None:
     """A misspelt inline SELECT gets ceql's caret; a task failed by bad data says ceql's
     message on the error's first line, with no Python traceback."""
-    typo = _spark_sql(tmp_path, EVENTS + "SELECT * FROM MATCH_CEQL(SELCT * FROM ev WHERE A ; B);")
-    assert typo.returncode != 0
-    assert "PARSE_SYNTAX_ERROR" not in typo.stderr
+    said = spark_sql.stderr
+    assert "PARSE_SYNTAX_ERROR" not in said
     with pytest.raises(ceql.CeqlSyntaxError) as caret:
         ceql.compile("SELCT * FROM ev WHERE A ; B")
-    assert f"MATCH_CEQL: {caret.value}" in typo.stderr  # line, column and caret
-    bad = _spark_sql(tmp_path, EVENTS + "SELECT * FROM MATCH_CEQL(TABLE(ev), query => "
-                                        "'SELECT * FROM ev WHERE A ; B WITHIN 5 SECONDS');")
-    assert bad.returncode != 0
-    assert "Traceback" not in bad.stderr
+    assert f"MATCH_CEQL: {caret.value}" in said  # line, column and caret
+    assert "Traceback" not in said
     assert ("[PYTHON_EXCEPTION] An exception was thrown from the Python worker: "
             "ceql.spark.MatchCeqlError: MATCH_CEQL: the time column 'ts' is NULL in 1 row(s); "
             "every event needs a time. Filter them out first (WHERE ts IS NOT NULL).") \
-        in bad.stderr.splitlines()
+        in said.splitlines()
