@@ -1,36 +1,42 @@
 """A SPAseq sequence lowered to a CEQL query over *records* (docs/SPASEQ.md, "How SPAseq maps
 onto ceql's engine"), so that it runs on ceql's automaton and register runs.
 
-The records (:mod:`.records`) are, per instant of the streamset, one record per (leaf,
-mapping) — a *leaf* being the GPMs of one ``&`` alternative on one stream, their mappings
-joined — then a *negative copy* of each record a ``;`` reads. Every record carries ``k``, the
-instant's index in the streamset (so "a later instant" is ``k > p.k`` and "the next instant"
-``k = p.k + 1``, without placeholders for events no GPM matches), ``t`` (its time, for the
-window), and per SPAseq variable ``v<i>`` (the term's N-Triples text, for ``sameTerm``
-joins), ``b<i>`` (1 when bound, else 0) and, for variables a cross-GPM FILTER reads, ``q<i>``
-(an ``xsd:integer``/``xsd:decimal`` value times 10^18, an exact integer).
+The records (built by :mod:`.engine`) are, per instant of the streamset, one record per (leaf,
+mapping) — a *leaf* being the GPMs of one ``&`` alternative, their mappings at that instant
+joined whatever their streams — then a *negative copy* of each record a ``;`` reads, then,
+when a ``,`` needs it, a *tick* ``T``. Every record carries ``k``, the instant's index in the
+streamset (so "a later instant" is ``k > p.k``, without placeholders for events no GPM
+matches), ``t`` (its time, for the window), and per SPAseq variable ``v<i>`` (the term's
+N-Triples text, for ``sameTerm`` joins), ``b<i>`` (1 when bound, else 0) and, for variables
+a cross-GPM FILTER reads, ``q<i>`` (an ``xsd:integer``/``xsd:decimal`` value times 10^18, an
+exact integer; ``u`` = 1 when the record has another term there).
 
-Element ``j`` of ``SEQ`` is CEQL variable ``e<j>`` (its primary leaf in every alternative;
-leaves of other streams in an ``&`` are ``e<j>x<i>``); a ``;`` before it is
+Element ``j`` of ``SEQ`` is CEQL variable ``e<j>``; a ``;`` before it is
 ``NOT ((N… OR …) AS n<j>)`` over the negative copies, which sit after the instant's records so
-that the gap holds exactly the instants strictly between (with ``n[k > p.k]``). Shared
+that the gap holds exactly the instants strictly between (with ``n[k > p.k]``); a ``,``
+before it is ``NOT (T AS t<j>)`` with ``t[k > p.k]`` (no instant strictly between). Shared
 variables become ``c[v = s.v]`` (a hash join in the engine), or ``c[b = 0 OR s.b = 0 OR
-v = s.v]`` where an alternative of ``c`` or ``s`` does not bind ``v``; iterations of ``+``
-are joined by ``PREV`` (``k > PREV(k)``, ``k = PREV(k) + 1``, and for ``;`` ``pk = PREV(k)``:
-``pk`` is the last earlier instant with a record of equal shared values, which a fit next
-iteration must share); cross-GPM FILTERs are translated atom by atom (SQL's three-valued
-logic is SPARQL's error logic: an unbound variable is a NULL), a variable bound by several
-earlier GPMs read through guards on their ``b`` flags.
+v = s.v]`` where ``c`` or ``s`` may leave ``v`` unbound (an alternative without it,
+OPTIONAL, UNION); iterations of ``+`` are joined by ``PREV`` (``k > PREV(k)``,
+``k = PREV(k) + 1``, and for ``;`` ``pk = PREV(k)``: ``pk`` is the last earlier instant with
+a fit record, one of equal shared values — and, when the ``+``'s FILTERs compare its values
+with one variable fixed before it, whose values satisfy them: the record is then copied per
+interval of that variable, each copy with its own ``pk``). Cross-GPM FILTERs after ``;``
+(which decide what is next) are translated atom by atom (SQL's three-valued logic is
+SPARQL's error logic: an unbound variable is a NULL), a variable bound by several earlier
+GPMs read through guards on their ``b`` flags; elsewhere a FILTER only accepts or refuses
+whole matches, so the translation lets ``u`` records by, or is left out for a SPARQL
+expression beyond comparisons, and SPARQL decides on each complete match
+(``Lowered.relaxed``, ``Lowered.post``).
 
-What does not lower (``Lowered.reason``): skip-till-next between the iterations of a ``+``
-(a ``+`` after ``;`` or starting ``SEQ``) whose GPMs have cross-GPM FILTERs or are not one
-leaf — a NOT inside an iteration whose conditions read the iteration before is not in the
-engine —, FILTERs other than comparisons of variables and
-integer/decimal literals under ``&& || !``, and a few placements where a CEQL variable could
-be empty where SPAseq's is unbound (see :func:`lower`). Values the translation cannot decide
-exactly (a FILTER reading a term that is not an integer or decimal; a mapping without one of
-its GPM's shared variables) are found per record at run time, and the evaluation is handed
-to the run loop (:mod:`.engine`).
+What does not lower (``Lowered.reason``): after ``;`` (between elements or iterations), a
+FILTER beyond comparisons of variables and integer/decimal literals under ``&& || !``; a
+``;``-iterated ``+`` whose FILTERs read more than one variable bound before it (or are not
+conjunctions of comparisons with one); a few placements where a CEQL variable could be
+empty where SPAseq's is unbound (see :func:`lower_plan`). Values that the translation after
+``;`` cannot decide (a term that is not an integer or decimal), and a mapping of a ``+`` GPM
+without one of its shared variables, are found per record at run time, and the evaluation
+is handed to the run loop (:mod:`.engine`).
 """
 
 from __future__ import annotations
