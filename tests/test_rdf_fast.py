@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ceql.rdf import GpmEvaluator, RdfInputError, StaticDataset, read_event
+from ceql.rdf import fast as fast_module
 from ceql.rdf.fast import RDF_TYPE, Slot, TripleReader, parse_bgp
 
 EX = "http://ex/"
@@ -460,3 +461,48 @@ def test_numbers_at_the_edges_come_back_as_the_store_gives_them(lex: str, dataty
         assert got == [[(f"<{EX}s>", f"<{EX}p>", want)]]
         batch = TripleReader().read_batch([event, event], None, ["e", "f"])
         assert batch == [(0, f"<{EX}s>", f"<{EX}p>", want), (1, f"<{EX}s>", f"<{EX}p>", want)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_text_events(), min_size=1, max_size=3), min_size=1, max_size=4),
+       st.booleans())
+def test_forgetting_what_was_learnt_changes_nothing(batches: list[list[str]], lists: bool
+                                                    ) -> None:
+    queries = {"A": f"SELECT * {{ ?s <{EX}p0> ?o }}", "B": "SELECT ?s ?p ?o { ?s ?p ?o }"}
+    fast, store = _both(queries, base_iri="http://base/", terms=True)
+    limit = fast_module._CACHE_LIMIT
+    fast_module._CACHE_LIMIT = 2  # forget at almost every batch
+    try:
+        for events in batches:
+            batch: list[Any] = events
+            if lists:  # the same triples as (s, p, o) lists when they are N-Triples lines
+                try:
+                    batch = [[tuple(line[:-2].split(" ", 2)) for line in e.splitlines()]
+                             for e in events]
+                except ValueError:
+                    batch = events
+            for again in (batch, batch):  # once learning, once from what was learnt
+                try:
+                    want = store.evaluate_many(again)
+                except RdfInputError:
+                    with pytest.raises(RdfInputError):
+                        fast.evaluate_many(again)
+                    continue
+                assert _blanks_out(fast.evaluate_many(again)) == _blanks_out(want)
+    finally:
+        fast_module._CACHE_LIMIT = limit
+
+
+def test_forgetting_midway_keeps_what_a_batch_already_read() -> None:
+    fast, store = _both({"A": "SELECT ?s ?o { ?s ?p ?o }"}, base_iri="http://base/", terms=True)
+    limit = fast_module._CACHE_LIMIT
+    fast_module._CACHE_LIMIT = 2
+    try:
+        for k in range(3):  # texts learnt (a relative IRI, "05"), then met beside new ones
+            batch = [f'<rel> <{EX}p0> "0{k}"^^<{XSD}int> .\n', f"<{EX}n{k}> <{EX}p0> <rel> .\n"]
+            assert fast.evaluate_many(batch) == store.evaluate_many(batch)
+            lists = [[(f"<{EX}s>", f"<{EX}p0>", f'"05"^^<{XSD}int>'),
+                      (f"<{EX}m{k}>", f"<{EX}p0>", k)]]
+            assert fast.evaluate_many(lists) == store.evaluate_many(lists)
+    finally:
+        fast_module._CACHE_LIMIT = limit

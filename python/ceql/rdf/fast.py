@@ -605,6 +605,8 @@ class TripleReader:
         literal = _ANY_LITERAL if checked else _NT_LITERAL
         forms = self._forms(key)
         known = forms.known
+        if len(known) > _CACHE_LIMIT:  # here, not later: what it held is read below
+            known.clear()
         unknown: dict[str, None] = {}
         for text in set(predicates).difference(known):
             if _NT_IRI.match(text) is None:
@@ -649,11 +651,8 @@ class TripleReader:
                 return None
             else:
                 unknown[text] = None
-        if unknown:
-            if len(known) + len(unknown) > _CACHE_LIMIT:
-                known.clear()
-            if not self._learn(key, list(unknown), forms):
-                return None
+        if unknown and not self._learn(key, list(unknown), forms):
+            return None
         return list(cast(Iterator[EventTriple], zip(
             events, map(get, subjects, subjects), map(get, predicates, predicates),
             map(get, objects, objects), strict=True)))
