@@ -6,7 +6,7 @@ Usage (from the repository root)::
 
     .venv/bin/python bench/spaseq.py [--events 200000] [--seed 42] [--windows 0.1,1,10,3600]
                                      [--only v_shape,v_shape_next] [--no-ceql] [--repeat 1]
-                                     [--gpm-store]
+                                     [--gpm-store] [--run-loop]
 
 The data is bench/engine.py's anchor stock stream (``gen_stock.py``: 1000 Zipf tickers, BUY or
 SELL, round-lot volumes, a random walk of prices, ~1000 events per second of event time),
@@ -36,7 +36,9 @@ the evaluator's time inside GPM evaluation (``Evaluator.gpm_seconds``) against t
 sequence run loop, cross-GPM FILTERs, event checks); with ``--gpm-store``, the same SPAseq
 run again with GPMs evaluated on pyoxigraph's store (``GpmEvaluator(fast=False)``, the path
 before ``ceql.rdf.fast``) in the same process, its figures under ``store_*`` and the ratios
-``fast_speedup`` (all) and ``gpm_speedup`` (GPM seconds); then the same pattern in CEQL
+``fast_speedup`` (all) and ``gpm_speedup`` (GPM seconds); with ``--run-loop``, the sequence is
+evaluated by SPAseq's run loop (``evaluator(engine=False)``) instead of ceql's engine;
+then the same pattern in CEQL
 (``ceql.compile(text).run(rows, time="ts", time_unit="us")`` over the trades as dicts: ``,``
 is ``:`` — contiguity by positions equals contiguity by instants here, one trade per
 microsecond at most — ``;`` is ``;`` with a named ``NOT`` between every two steps forbidding
@@ -163,18 +165,18 @@ class StoreGpms(GpmEvaluator):
         super().__init__(*args, fast=False, **kwargs)
 
 
-def run_spaseq(text: str, events: list[dict[str, Any]], store: bool = False
-               ) -> tuple[float, float, set[tuple[int, ...]]]:
+def run_spaseq(text: str, events: list[dict[str, Any]], store: bool = False,
+               engine: bool = True) -> tuple[float, float, set[tuple[int, ...]]]:
     q = ceql.spaseq.compile(text)
     if store:  # the evaluator makes its GpmEvaluators when it is made
         saved = spaseq_evaluator.GpmEvaluator
         spaseq_evaluator.GpmEvaluator = StoreGpms  # type: ignore[misc]
         try:
-            ev = q.evaluator()
+            ev = q.evaluator(engine=engine)
         finally:
             spaseq_evaluator.GpmEvaluator = saved  # type: ignore[misc]
     else:
-        ev = q.evaluator()
+        ev = q.evaluator(engine=engine)
     t = time.perf_counter()
     matches = ev.feed(events)
     matches += ev.close()
@@ -210,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="queries, comma-separated")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--no-ceql", action="store_true")
+    ap.add_argument("--run-loop", action="store_true",
+                    help="evaluate sequences with the run loop instead of ceql's engine")
     ap.add_argument("--gpm-store", action="store_true",
                     help="also run each query with GPMs on the store (the old path)")
     args = ap.parse_args(argv)
@@ -224,9 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in names:
         for window in (float(w) for w in args.windows.split(",")):
             s, (_, gpm_s, got) = median_of(
-                args.repeat, lambda n=name, w=window: run_spaseq(spaseq_text(n, w), events))
+                args.repeat, lambda n=name, w=window: run_spaseq(spaseq_text(n, w), events,
+                                                                 engine=not args.run_loop))
             rec: dict[str, Any] = {
                 "query": name, "window_s": window, "events": len(events),
+                "sequence": "run loop" if args.run_loop else "engine",
                 "triples": len(events) * TRIPLES, "matches": len(got), "seconds": round(s, 3),
                 "events_per_s": round(len(events) / s),
                 "triples_per_s": round(len(events) * TRIPLES / s),
@@ -234,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.gpm_store:
                 o, (_, old_gpm, old) = median_of(
                     args.repeat,
-                    lambda n=name, w=window: run_spaseq(spaseq_text(n, w), events, True))
+                    lambda n=name, w=window: run_spaseq(spaseq_text(n, w), events, True,
+                                                        not args.run_loop))
                 rec.update({"store_seconds": round(o, 3),
                             "store_triples_per_s": round(len(events) * TRIPLES / o),
                             "store_gpm_seconds": round(old_gpm, 3),
