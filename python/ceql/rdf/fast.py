@@ -1,36 +1,43 @@
 """Basic graph patterns evaluated in Python, without a store: SPAseq's usual GPM on a batch.
 
-A GPM that is only a basic graph pattern — ``SELECT [DISTINCT] vars|* [WHERE] { triple
-patterns }``, its terms variables, IRIs, prefixed names and ``a``, nothing else (no FILTER,
-literal, blank node, OPTIONAL, UNION, GRAPH, property path, modifier) — is matched here on
-each event's triples, held as the N-Triples texts of their terms. :func:`parse_bgp` says
-which GPMs qualify; :class:`TripleReader` reads events into such texts; :func:`match_bgp`
-matches. :class:`ceql.rdf.GpmEvaluator` takes this path for a batch when every GPM of the
-evaluator qualifies, and its store otherwise (the tests compare both on random graphs).
+A GPM that is a basic graph pattern with FILTERs — ``SELECT [DISTINCT] vars|* [WHERE] {
+triple patterns and FILTERs }``, its pattern terms variables, IRIs, prefixed names and ``a``,
+nothing else (no literal or blank node in a pattern, no OPTIONAL, UNION, GRAPH, BIND, VALUES,
+property path, subquery, modifier; no EXISTS, NOT, RAND, NOW, UUID, STRUUID or BNODE in a
+FILTER) — is matched here on a whole batch of events, their triples held as the N-Triples
+texts of their terms. :func:`parse_bgp` says which GPMs qualify; :class:`TripleReader` reads
+a batch into such texts (:meth:`TripleReader.read_batch`: N-Triples lines with one split and
+set operations, lists of ``(s, p, o)`` value by distinct value, anything else event by event);
+:func:`match_batch` matches a pattern on the batch, one hash join per triple pattern keyed by
+the event. :class:`ceql.rdf.GpmEvaluator` takes this path when every GPM of the evaluator
+qualifies (its FILTERs it decides with the store's evaluator: see there), and its store
+otherwise (the tests compare both on random graphs, patterns, FILTERs and literals).
 
 What keeps the answers those of the store:
 
 * **terms as the store gives them back.** pyoxigraph's store keeps XSD literals in canonical
   form (``"26.40"^^xsd:decimal`` comes back as ``"26.4"``, ``"05"^^xsd:int`` as
   ``"5"^^xsd:integer``) and matches terms in that form. Each term's text is read once through
-  the same parser and a scratch store (and remembered): the texts here are those the store
-  path's mappings hold, and equal texts are the terms the store's joins find equal. Only
-  texts the store is sure to give back unchanged skip it (plain strings of printable
-  characters without escapes, canonical ``xsd:integer`` values, literals of datatypes
-  outside the W3C's namespaces).
+  the same parser (format and base IRI) and a scratch store (and remembered): the texts here
+  are those the store path's mappings hold, and equal texts are the terms the store's joins
+  find equal. Only texts the store surely gives back unchanged skip it (plain strings of
+  printable characters without escapes, canonical ``xsd:integer`` and ``xsd:decimal``
+  values, literals of datatypes outside the W3C's namespaces whose ending it took before).
 * **the same parser, the same errors.** Event text is split into lines of exactly
   ``subject predicate object .`` with single spaces, each term checked to be one N-Triples
   term; any other text (Turtle's abbreviations, comments, other spacing) is read by the
-  library (:func:`ceql.rdf.read_event`). Whatever the scratch parse refuses sends the whole
-  batch to the store path, which reports the error as before.
+  library (:func:`ceql.rdf.read_event`). A triple whose predicate no GPM uses is checked as
+  well, then dropped. Whatever the scratch parse refuses sends the whole batch to the store
+  path, which reports the error as before.
 * **graphs are sets.** An event's triples are made distinct before matching; a BGP's
   solutions are then distinct over its variables, and ``DISTINCT`` removes duplicates of the
   projection.
 * **constants as the query reads them.** :func:`parse_bgp` only finds the pattern's shape;
   each constant is resolved by the store's own query parser (``BIND(<constant> AS ?x)`` under
   the GPM's prologue, with the evaluator's prefixes and base IRI).
+* **blank nodes scoped to their event.** Labels in text are renamed per event (fresh labels
+  of this reader), as the library's parser does.
 """
-
 from __future__ import annotations
 
 import itertools
