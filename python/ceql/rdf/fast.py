@@ -38,6 +38,7 @@ What keeps the answers those of the store:
 * **blank nodes scoped to their event.** Labels in text are renamed per event (fresh labels
   of this reader), as the library's parser does.
 """
+
 from __future__ import annotations
 
 import itertools
