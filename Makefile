@@ -26,8 +26,20 @@ lint: setup
 	$(VENV)/bin/ruff check python tests bench examples docs
 	$(VENV)/bin/mypy
 
+# The tiers in two pytest processes side by side: the pure-Python and Spark tests (one shared
+# local session) and the end-to-end tier (tests/e2e: CLIs, spark-submit, clusters, Connect
+# servers, streams — mostly JVMs starting and waiting), each printing its report, with its
+# slowest tests, when it ends. One after the other they took ~44 min on CI's 2 cores.
+PYTEST := HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q --durations=15
+.PHONY: test-units test-e2e
 test: setup lint jar spark-lines
-	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-e2e
+
+test-units: setup jar
+	$(PYTEST) --ignore=tests/e2e
+
+test-e2e: setup jar spark-lines
+	$(PYTEST) tests/e2e
 
 # The Spark lines ceql supports (the spark extra's range): a venv for each under
 # $(VENV)/spark-lines/ with that pyspark and ceql's other dependencies but not ceql; the tests
