@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,22 @@ def test_missing_links_lists_what_another_spark_lacks(tmp_path: Path) -> None:
         Link("x.Impl", "p.Gone", "<init>", "()V"),
         Link("x.Impl", "p.Util", "old", "()I"),
     ]
+
+
+def test_jar_path_from_a_zip_says_to_install_or_pass_the_jar(tmp_path: Path) -> None:
+    """ceql imported from an archive (``--py-files``) cannot hand the JVM its jar: the
+    message says so, not that the jar needs building."""
+    archive = tmp_path / "ceql.zip"
+    package = ROOT / "python"
+    with zipfile.ZipFile(archive, "w") as z:
+        for p in (package / "ceql").rglob("*.py"):
+            z.write(p, p.relative_to(package))
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import ceql.spark\n"
+             "try:\n    ceql.spark.jar_path()\nexcept ceql.CeqlError as e:\n    print(e)")
+    done = subprocess.run([sys.executable, "-c", probe, str(archive)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout == (
+        f"ceql is imported from the archive {archive}, so its shim jar is not a file the JVM "
+        "can load; install the wheel (pip install ceql) where the driver runs, or give Spark "
+        "the jar yourself (--jars ceql-shim.jar, from an installed ceql's "
+        "ceql.spark.jar_path()).\n"), done.stderr

@@ -27,6 +27,13 @@ DAEMON_MODULE = "ceql.spark._daemon"
 def jar_path() -> str:
     """The path of the shim jar shipped inside the package (``ceql/jars/ceql-shim.jar``)."""
     jar = Path(__file__).resolve().parent.parent / "jars" / "ceql-shim.jar"
+    archive = next((p for p in jar.parents if p.is_file()), None)
+    if archive is not None:  # imported from a zip (--py-files, a zipped wheel)
+        raise MatchCeqlError(
+            f"ceql is imported from the archive {archive}, so its shim jar is not a file the "
+            "JVM can load; install the wheel (pip install ceql) where the driver runs, or "
+            "give Spark the jar yourself (--jars ceql-shim.jar, from an installed ceql's "
+            "ceql.spark.jar_path()).")
     if not jar.is_file():
         raise MatchCeqlError(
             f"The ceql Spark shim jar is missing at {jar}; build it with "
