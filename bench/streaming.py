@@ -5,7 +5,7 @@ Usage (from the repository root)::
 
     .venv/bin/python bench/streaming.py [--events 1000000,10000000] [--files 20,5]
         [--queries p3,wide] [--no-floor] [--latency-events 200000] [--latency-files 20]
-        [--stream-partitions CORES] [--batch-partitions 4]
+        [--stream-partitions CORES] [--batch-partitions 4] [--buckets 16]
 
 * throughput: the anchor stock stream (``bench/engine.py``'s generator) written as ``--files``
   Parquet files (several counts: several micro-batch sizes), all landed first, read with
@@ -59,6 +59,7 @@ SCHEMA = "type string, id long, name string, volume long, price double, ts long"
 SCHEMA_COLUMNS = ("type", "id", "name", "volume", "price", "ts")
 OPTIONS = {"time": "ts", "time_unit": "us", "tie_break": "id"}
 SHUFFLE = "spark.sql.shuffle.partitions"
+BUCKETS = [16]  # ceql's state entries of a stream (--buckets; ceql's default)
 
 
 def split(events: int, files: int, folder: Path) -> list[Path]:
@@ -136,7 +137,8 @@ def throughput(spark: Any, events: int, files: int, work: Path, name: str,
     # the stream: the same files, one per micro-batch
     stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
               .parquet(str(folder)))
-    matches = ceql.spark.match(stream, query, watermark="1 second", **OPTIONS)
+    matches = ceql.spark.match(stream, query, watermark="1 second", buckets=BUCKETS[0],
+                               **OPTIONS)
     sink = f"bench_stream_{name}_{events}_{files}"
     t0 = time.perf_counter()
     q = (matches.writeStream.format("memory").queryName(sink).outputMode("append")
@@ -273,7 +275,8 @@ def latency(spark: Any, events: int, files: int, work: Path, native: bool = Fals
     ends: list[tuple[int, float]] = []
     stream = (spark.readStream.schema(SCHEMA).parquet(str(folder)))
     out = (_native(stream) if native
-           else ceql.spark.match(stream, QUERY, watermark="1 second", **OPTIONS))
+           else ceql.spark.match(stream, QUERY, watermark="1 second", buckets=BUCKETS[0],
+                                 **OPTIONS))
     q = (out.writeStream.outputMode("append")
          .foreachBatch(write).option("checkpointLocation", str(work / f"ck-{name}"))
          .trigger(processingTime="1 second").start())
@@ -315,9 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stream-partitions", type=int, default=os.cpu_count() or 2,
                     help="shuffle (state store) partitions of the streams (default: the "
                     "cores); each is committed and runs a Python runner every micro-batch")
+    ap.add_argument("--buckets", type=int, default=16,
+                    help="ceql's state entries (match(..., buckets=); 16 is its default)")
     ap.add_argument("--batch-partitions", type=int, default=4,
                     help="shuffle partitions of the batch MATCH_CEQL (local_session's)")
     args = ap.parse_args(argv)
+    BUCKETS[0] = args.buckets
     import ceql.spark
 
     spark = ceql.spark.local_session(**{"spark.log.level": "ERROR",
@@ -345,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
                                     native=native))
                 print(json.dumps(rows[-1]), flush=True)
     for r in rows:
-        r.update(stream_partitions=args.stream_partitions, batch_partitions=args.batch_partitions)
+        r.update(stream_partitions=args.stream_partitions, batch_partitions=args.batch_partitions,
+                 buckets=args.buckets)
     out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     print(f"\nwrote {out}")
     return 0
