@@ -185,7 +185,7 @@ def landed(events: int, files: int, work: Path) -> Path:
 
 
 def floor(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
-    """Spark's own cost of such a stream: the same rows, filter, watermark, packing, 16 group
+    """Spark's own cost of such a stream: the same rows, filter, watermark, packing, --buckets group
     keys and state calls a key makes (a read, a write, a timer moved) through a
     transformWithStateInPandas that evaluates nothing — the least a micro-batch costs. (The
     filter comes before the watermark here, after it in ceql's plan: no difference of note.)"""
@@ -218,7 +218,7 @@ def floor(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
               .parquet(str(folder)))
     rows = (stream.where("volume > 9900").withColumn("et", F.timestamp_micros("ts"))
             .withWatermark("et", "1 second")
-            .withColumn("k", F.pmod(F.xxhash64("name"), F.lit(16))))
+            .withColumn("k", F.pmod(F.xxhash64("name"), F.lit(BUCKETS[0]))))
     packed = StructType([rows.schema["k"], StructField(RowPacker.COLUMN, BinaryType())])
     out = (rows.select("k", *SCHEMA_COLUMNS).mapInArrow(RowPacker(["k"]), packed).groupBy("k")
            .transformWithStateInPandas(Idle(), StructType([StructField("n", LongType())]),
