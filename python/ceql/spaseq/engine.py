@@ -34,11 +34,15 @@ _Interval = tuple[int, bool, int, bool]
 """``(low, low included, high, high included)`` of scaled values (:data:`.lowering.SCALE`)."""
 _NEG, _POS = -(10 ** 60), 10 ** 60  # beyond any scaled value (18 + 18 digits)
 _FULL: _Interval = (_NEG, False, _POS, False)
-_EMPTY: _Interval = (0, False, 0, False)
 
 
 def _empty(i: _Interval) -> bool:
     return i[0] > i[2] or (i[0] == i[2] and not (i[1] and i[3]))
+
+
+def _meets(a: list[_Interval], b: list[_Interval]) -> list[_Interval]:
+    """The intersection of two unions of intervals."""
+    return [m for x in a for y in b if not _empty(m := _meet(x, y))]
 
 
 def _meet(a: _Interval, b: _Interval) -> _Interval:
@@ -73,10 +77,10 @@ class EngineRuns:
         self._last: dict[int, dict[tuple[str, ...], tuple[int, Fraction]]] = {
             i: {} for i in lowered.next_keys if i not in lowered.bounds}
         # per element iterated by ';' with FILTERs (``Lowered.bounds``): its records' shared
-        # values → (instant index, key, interval of the fixed variable where the record is
+        # values → (instant index, key, intervals of the fixed variable where the record is
         # fit) of the instants of the last window
         self._hist: dict[int, dict[tuple[str, ...],
-                                   deque[tuple[int, Fraction, _Interval]]]] = {
+                                   deque[tuple[int, Fraction, list[_Interval]]]]] = {
             i: {} for i in lowered.bounds}
         self._recent: deque[_Instant] = deque()
         # per leaf of a + element: the shared variables its GPMs bind, which each of its
@@ -128,7 +132,7 @@ class EngineRuns:
         records: list[dict[str, Any]] = []
         negatives: list[dict[str, Any]] = []
         keyed: list[tuple[int, dict[str, Any]]] = []
-        bounded: list[tuple[int, dict[str, Any], _Interval]] = []
+        bounded: list[tuple[int, dict[str, Any], list[_Interval]]] = []
         for leaf in self._leaves:
             made = self._records(leaf, time, key, choices)
             j = leaf.element
@@ -250,22 +254,38 @@ class EngineRuns:
             out.append(rec)
         return out
 
-    def _interval(self, leaf: Leaf, rec: Mapping[str, Any]) -> _Interval:
+    def _interval(self, leaf: Leaf, rec: Mapping[str, Any]) -> list[_Interval]:
         """The values of the fixed variable for which ``rec`` satisfies its GPMs' FILTERs
-        (``Lowered.bounds``; an operand it leaves unbound: none)."""
-        lo, lc, hi, hc = _NEG, False, _POS, False
+        (``Lowered.bounds``), as intervals (SPARQL's error logic: an operand ``rec`` leaves
+        unbound makes its comparison an error, neither true nor false)."""
         vi = self._low.var_index
         per_gpm = self._low.bounds[leaf.element][1]
-        for g in leaf.gpms:
-            for op, (kind, what) in per_gpm[g]:
-                c = rec.get(f"q{vi[str(what)]}") if kind == "var" else what
+
+        def sets(r: tuple[Any, ...]) -> tuple[list[_Interval], list[_Interval]]:
+            kind = r[0]
+            if kind == "cmp":
+                _, op, (what_kind, what) = r
+                c = rec.get(f"q{vi[str(what)]}") if what_kind == "var" else what
                 if not isinstance(c, int):
-                    return _EMPTY
-                if op in ("<", "<=", "=") and (c < hi or (c == hi and hc)):
-                    hi, hc = c, op != "<"
-                if op in (">", ">=", "=") and (c > lo or (c == lo and lc)):
-                    lo, lc = c, op != ">"
-        return (lo, lc, hi, hc)
+                    return [], []
+                below, above = (_NEG, False, c, False), (c, False, _POS, False)
+                at, to, fr = (c, True, c, True), (_NEG, False, c, True), (c, True, _POS, False)
+                return {"<": ([below], [fr]), "<=": ([to], [above]), ">": ([above], [to]),
+                        ">=": ([fr], [below]), "=": ([at], [below, above]),
+                        "!=": ([below, above], [at])}[op]
+            if kind == "not":
+                t, f = sets(r[1])
+                return f, t
+            (t1, f1), (t2, f2) = sets(r[1]), sets(r[2])
+            if kind == "and":
+                return _meets(t1, t2), f1 + f2
+            return t1 + t2, _meets(f1, f2)
+
+        fit = [_FULL]
+        for g in leaf.gpms:
+            for region in per_gpm[g]:
+                fit = _meets(fit, sets(region)[0])
+        return fit
 
     def _pieces(self, j: int, rec: dict[str, Any], key: Fraction) -> list[dict[str, Any]]:
         """Copies of ``rec``, one per interval of the fixed variable's value with its own
@@ -275,22 +295,21 @@ class EngineRuns:
         hist = self._hist[j].get(tuple(rec[f"v{vi[v]}"] for v in self._low.next_keys[j]), ())
         uncovered = [_FULL]
         pieces: list[tuple[_Interval, int]] = []
-        for k, at, interval in reversed(hist):
+        for k, at, region in reversed(hist):
             if key - at > self.plan.window or not uncovered:
                 break
-            if _empty(interval):
-                continue
-            rest = []
-            for u in uncovered:
-                common = _meet(u, interval)
-                if _empty(common):
-                    rest.append(u)
-                    continue
-                pieces.append((common, k))
-                rest.extend(p for p in ((u[0], u[1], common[0], not common[1]),
-                                        (common[2], not common[3], u[2], u[3]))
-                            if not _empty(p))
-            uncovered = rest
+            for interval in region:  # possibly overlapping: what one claims, the next cannot
+                rest = []
+                for u in uncovered:
+                    common = _meet(u, interval)
+                    if _empty(common):
+                        rest.append(u)
+                        continue
+                    pieces.append((common, k))
+                    rest.extend(p for p in ((u[0], u[1], common[0], not common[1]),
+                                            (common[2], not common[3], u[2], u[3]))
+                                if not _empty(p))
+                uncovered = rest
         pieces.extend((u, -1) for u in uncovered)
         return [{**rec, "pk": k, "plo": lo, "plc": int(lc), "phi": hi, "phc": int(hc)}
                 for (lo, lc, hi, hc), k in pieces]

@@ -114,10 +114,10 @@ class Lowered:
     exact_vars: frozenset[str] = frozenset()
     post: dict[int, tuple[tuple[str, CrossFilter], ...]] = field(default_factory=dict)
     relaxed: dict[int, tuple[tuple[str, CrossFilter], ...]] = field(default_factory=dict)
-    bounds: dict[int, tuple[str, dict[str, tuple[tuple[str, tuple[str, object]], ...]]]] = \
+    bounds: dict[int, tuple[str, dict[str, tuple[tuple[Any, ...], ...]]]] = \
         field(default_factory=dict)
     """Per ``;``-iterated ``+`` element with FILTERs: the fixed variable they compare with
-    and, per GPM, the conjuncts ``?fixed op operand`` (``_fixed_fitness``)."""
+    and, per GPM, its FILTERs as conditions on that variable (``_region``)."""
     ticks: bool = False
     """Whether each instant ends with a tick record ``T`` (its ``k``), for ``,``."""
 
@@ -277,7 +277,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
     relaxed: dict[int, list[tuple[str, CrossFilter]]] = {}
     exact: set[str] = set()
     loose: set[str] = set()
-    bounds: dict[int, tuple[str, dict[str, tuple[_Bound, ...]]]] = {}
+    bounds: dict[int, tuple[str, dict[str, tuple[_Region, ...]]]] = {}
     ticks = False
     owner = plan.owner
     shared = {v for v in vi if v not in owner}
@@ -292,8 +292,8 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
         fixed: tuple[str, str] | None = None
         if el.kleene and el.loop_op == SKIP_TILL_NEXT and any(plan.filters[g] for g in el.gpms):
             fixed = _fixed_fitness(el, j, [x for ss in slots for x in ss], plan, shared)
-            bounds[j] = (fixed[0], {g: tuple(b for f in plan.filters[g]
-                                             for b in _bounds(f.expr, fixed[0]))
+            bounds[j] = (fixed[0], {g: tuple(_region(f.expr, fixed[0])
+                                             for f in plan.filters[g])
                                     for g in el.gpms})
         # one leaf per alternative, whatever the streams of its GPMs: its records are the
         # instant's joined choices, one event per stream (a fit choice of an & across
@@ -411,25 +411,35 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                    {j: tuple(fs) for j, fs in relaxed.items()}, bounds, ticks)
 
 
-_Bound = tuple[str, tuple[str, object]]
-"""``(op, operand)``: the fixed variable ``op`` the operand (a variable of the record, or an
-``("lit", value)``) — one conjunct of a FILTER, the fixed variable moved to the left."""
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+_Region = tuple[Any, ...]
+"""A FILTER as a condition on the fixed variable ``x``: ``("cmp", op, operand)`` (``x op
+operand``, the operand a variable of the record, ``("var", name)``, or a number,
+``("lit", value)``), ``("and" | "or", a, b)``, ``("not", a)``."""
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 
 
-def _bounds(e: Expr, var: str) -> list[_Bound]:
-    """A FILTER as conjuncts ``?var op operand`` (:data:`_Bound`), or :class:`_NoLowering`."""
-    if isinstance(e, BinaryExpr) and e.op == "&&":
-        return _bounds(e.left, var) + _bounds(e.right, var)
+def _region(e: Expr, var: str) -> _Region:
+    """A FILTER as a :data:`_Region` of the fixed variable ``var``, or :class:`_NoLowering`
+    (each comparison must compare ``var`` with something else)."""
+    if isinstance(e, BinaryExpr) and e.op in ("&&", "||"):
+        return ("and" if e.op == "&&" else "or", _region(e.left, var), _region(e.right, var))
+    if isinstance(e, UnaryExpr) and e.op == "!":
+        return ("not", _region(e.operand, var))
     if isinstance(e, BinaryExpr) and e.op in _FLIP:
         a, b = _operand(e.left), _operand(e.right)
         if a == ("var", var) and b != a:
-            return [(e.op, b)]
+            return ("cmp", e.op, b)
         if b == ("var", var) and a != b:
-            return [(_FLIP[e.op], a)]
+            return ("cmp", _FLIP[e.op], a)
     raise _NoLowering("skip-till-next between the iterations of a + whose FILTERs are not "
-                      "conjunctions of comparisons of one variable fixed before the + with "
-                      "the iteration's own variables or numbers")
+                      "comparisons of one variable fixed before the + with the iteration's "
+                      "own variables or numbers, under && || !")
+
+
+def _operands(r: _Region) -> list[tuple[str, object]]:
+    if r[0] == "cmp":
+        return [r[2]]
+    return [x for sub in r[1:] for x in _operands(sub)]
 
 
 def _fixed_fitness(el: Element, j: int, before: list[_Slot], plan: Plan,
@@ -449,7 +459,7 @@ def _fixed_fitness(el: Element, j: int, before: list[_Slot], plan: Plan,
                 and not any(var in plan.variables[g] for g in el.gpms) \
                 and all(operand[0] != "var" or operand[1] in plan.variables[g]
                         for g in el.gpms for f in plan.filters[g]
-                        for _, operand in _bounds(f.expr, var)):
+                        for operand in _operands(_region(f.expr, var))):
             return var, places[0].name
     raise _NoLowering("skip-till-next between the iterations of a + (';' before it, or a + "
                       "starting SEQ) whose cross-GPM FILTERs read more than one variable "
