@@ -32,10 +32,10 @@ expression beyond comparisons, and SPARQL decides on each complete match
 What does not lower (``Lowered.reason``): after ``;`` (between elements or iterations), a
 FILTER beyond comparisons of variables and integer/decimal literals under ``&& || !``; a
 ``;``-iterated ``+`` whose FILTERs read more than one variable bound before it; a few
-placements where a CEQL variable could be empty where SPAseq's is unbound (see :func:`lower_plan`). Values that the translation after
-``;`` cannot decide (a term that is not an integer or decimal), and a mapping of a ``+`` GPM
-without one of its shared variables, are found per record at run time, and the evaluation
-is handed to the run loop (:mod:`.engine`).
+placements where a CEQL variable could be empty where SPAseq's is unbound (see
+:func:`lower_plan`). Values that the translation after ``;`` cannot decide (a term that is not
+an integer or decimal), and a mapping of a ``+`` GPM without one of its shared variables, are
+found per record at run time, and the evaluation is handed to the run loop (:mod:`.engine`).
 """
 
 from __future__ import annotations
