@@ -34,6 +34,8 @@ _Interval = tuple[int, bool, int, bool]
 """``(low, low included, high, high included)`` of scaled values (:data:`.lowering.SCALE`)."""
 _NEG, _POS = -(10 ** 60), 10 ** 60  # beyond any scaled value (18 + 18 digits)
 _FULL: _Interval = (_NEG, False, _POS, False)
+_MISSING = object()
+_MEMO = 100_000  # scaled values remembered (then forgotten all at once)
 
 
 def _empty(i: _Interval) -> bool:
@@ -91,6 +93,22 @@ class EngineRuns:
                                                   for v in plan.variables[g]} & shared))
                         if plan.elements[leaf.element].kleene else ()
                         for leaf in lowered.leaves}
+        # per leaf: its records' constant attributes, per variable its attribute names
+        # (value, bound flag, scaled value or None when no FILTER reads it, whether a value
+        # that does not scale hands over), its strict variables, its next keys and their
+        # last instants (None when its element has none)
+        vi = lowered.var_index
+        self._shape = {
+            leaf.index: (
+                {**self._base, **self._flags[leaf.index], "type": f"L{leaf.index}",
+                 "_el": leaf.element},
+                {v: (f"v{i}", f"b{i}", f"q{i}" if v in lowered.filter_vars else None,
+                     v in lowered.exact_vars) for v, i in vi.items()},
+                self._strict[leaf.index],
+                lowered.next_keys.get(leaf.element),
+                self._last.get(leaf.element))
+            for leaf in lowered.leaves}
+        self._scaled: dict[str, int | None] = {}
         self._runs: Runs | None = None
         self.handed_over: str | None = None
         """Why the evaluation moved to the run loop (``None`` while on the engine)."""
@@ -162,9 +180,10 @@ class EngineRuns:
                 hist.popleft()
         if self._k % 64 == 0:  # an older instant cannot match
             window = self.plan.window
-            for j, last in self._last.items():
+            for last in self._last.values():
                 if len(last) > 64:
-                    self._last[j] = {p: x for p, x in last.items() if key - x[1] <= window}
+                    for p in [p for p, x in last.items() if key - x[1] > window]:
+                        del last[p]  # in place: ``_shape`` holds the dict
         while self._recent and key - self._recent[0][1] > self.plan.window:
             self._recent.popleft()
         self._recent.append((time, key, choices))
@@ -211,45 +230,49 @@ class EngineRuns:
         if not all(per_gpm):
             return []
         out: list[dict[str, Any] | None] = []
-        low = self._low
-        vi = low.var_index
-        strict = self._strict[leaf.index]
-        for combo in product(*per_gpm):
-            merged: dict[str, str] = {}
-            ok = True
-            for _, _, m in combo:
-                if not compatible(merged, m, frozenset()):
-                    ok = False
-                    break
-                merged.update(m)
-            if not ok:
-                continue
-            rec: dict[str, Any] = dict(self._base)
-            rec.update(self._flags[leaf.index])
-            rec["type"] = f"L{leaf.index}"
-            rec["k"] = self._k + 1
-            rec["t"] = float(key)
+        template, attrs, strict, keys, last = self._shape[leaf.index]
+        template = {**template, "k": self._k + 1, "t": float(key),
+                    "_key": key, "_time": time}
+        memo = self._scaled
+        single = len(per_gpm) == 1
+        for combo in ((c,) for c in per_gpm[0]) if single else product(*per_gpm):
+            merged: Mapping[str, str]
+            if single:
+                merged = combo[0][2]
+            else:
+                joined: dict[str, str] = {}
+                ok = True
+                for _, _, m in combo:
+                    if not compatible(joined, m, frozenset()):
+                        ok = False
+                        break
+                    joined.update(m)
+                if not ok:
+                    continue
+                merged = joined
+            rec = dict(template)
             rec["_src"] = combo
-            rec["_el"] = leaf.element
-            rec["_key"] = key
-            rec["_time"] = time
             for v, term in merged.items():
-                i = vi[v]
-                rec[f"v{i}"] = term
-                rec[f"b{i}"] = 1
-                if v in low.filter_vars:
-                    q = scaled(term)
+                vname, bname, qname, exact = attrs[v]
+                rec[vname] = term
+                rec[bname] = 1
+                if qname is not None:
+                    q = memo.get(term, _MISSING)
+                    if q is _MISSING:
+                        if len(memo) >= _MEMO:
+                            memo.clear()
+                        q = memo[term] = scaled(term)
                     if q is not None:
-                        rec[f"q{i}"] = q
-                    elif v in low.exact_vars:
+                        rec[qname] = q
+                    elif exact:
                         return [None]
                     else:
                         rec["u"] = 1
-            if any(v not in merged for v in strict):
+            if strict and any(v not in merged for v in strict):
                 return [None]
-            keys = low.next_keys.get(leaf.element)
-            if keys is not None and leaf.element in self._last:
-                found = self._last[leaf.element].get(tuple(merged[v] for v in keys))
+            if last is not None:
+                assert keys is not None
+                found = last.get(tuple(merged[v] for v in keys))
                 rec["pk"] = -1 if found is None else found[0]
             out.append(rec)
         return out

@@ -358,8 +358,12 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                 if not c.may_bind(v, plan):
                     continue
                 i = vi[v]
+                # slots whose records always bind v are chained (each joins the last such
+                # one before it): equal by transitivity, with fewer conditions to check
+                always = [s for s in others if s.always_binds(v, plan)]
+                skip = {id(s) for s in always[:-1]} if c.always_binds(v, plan) else set()
                 for s in others:
-                    if s.may_bind(v, plan):
+                    if s.may_bind(v, plan) and id(s) not in skip:
                         # two slots whose records always bind v just join on it (a hash
                         # lookup in the engine); else an unbound side is compatible
                         same = f"v{i} = {s.name}.v{i}"
