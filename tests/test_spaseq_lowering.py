@@ -272,3 +272,43 @@ def test_scaled_values_are_exact() -> None:
     assert scaled(f'"1e0"^^<{xsd}double>') is None
     assert scaled(f"<{EX}a>") is None
     assert scaled('"5"') is None
+
+
+EDGES = [("a", "b"), ("b", "c"), ("c", "a"), ("b", "a"), ("a", "c"), ("c", "b"), ("b", "c"),
+         ("c", "a"), ("a", "b")]
+PATH_GPMS = ("DEFINE GPM A ON S1 { ?x :next ?y }\n"
+             "DEFINE GPM B ON S1 { ?y :next ?z }\n"
+             "DEFINE GPM C ON S1 { ?z :next ?w }")
+
+
+@pytest.mark.parametrize("seq", ["A ; B ; C", "A , B , C", "A : B : C", "A ; B : C", "A+ ; B ; C",
+                                 "A : B+ , C"])
+def test_gpms_equal_up_to_renaming_share_one_record_type(seq: str) -> None:
+    # B's ?y is where A's ?x is: each element reads the shared record's columns renamed
+    events = [{"stream": "S1", "time": i + 1, "graph": f"<{EX}{s}> <{EX}next> <{EX}{o}> ."}
+              for i, (s, o) in enumerate(EDGES)]
+    q = sp.compile(f"{PREFIX}SELECT * WITHIN 4 SECONDS {STREAMS}"
+                   f"WHERE {{ SEQ ({seq}) {PATH_GPMS} }}")
+    low = lower_plan(q.plan)
+    shared = [leaf.index for leaf in low.leaves if leaf.index in low.alias]
+    assert len(shared) == len(re.findall(r"\b[ABC]\b(?!\+)", seq))
+    assert low.text is not None and len(set(re.findall(r"\bL\d+\b", low.text))) == \
+        len(low.leaves) - len(shared) + 1
+    assert on_engine(q, events)
+    got = run_set(q, events, engine=True)
+    assert got
+    assert got == reference_matches(q.ast, events)
+    assert got == run_set(q, events, engine=False)
+
+
+def test_gpms_read_differently_do_not_share() -> None:
+    # B's FILTER only accepts whole matches (its values may stay loose), C's decides what is
+    # next after ';' (exact): one record could not carry both, so each keeps its own
+    q = sp.compile(f"{PREFIX}SELECT * WITHIN 10 SECONDS {STREAMS}"
+                   f"WHERE {{ SEQ (A : B ; C) {PRICE_GPMS} }}")
+    assert lower_plan(q.plan).alias == {}
+    assert lower_plan(sp.compile(f"{PREFIX}SELECT * WITHIN 10 SECONDS {STREAMS}"
+                                 f"WHERE {{ SEQ (A ; B ; C) {PRICE_GPMS} }}").plan).alias
+    events = prices(["10", "12", "11", "9", "14", "10.5", "-3"])
+    assert on_engine(q, events)
+    assert as_set(q, events) == reference_matches(q.ast, events)

@@ -66,14 +66,29 @@ class EngineRuns:
         self._ev = compile_ceql(lowered.text).evaluator(time="t", keep_events=True)
         self._k = -1
         self._owner = plan.owner
-        self._leaves = lowered.leaves
+        # a leaf whose records another's carry (``Lowered.alias``) makes none: its
+        # representative's records stand for every member (element -1: found in a match)
+        alias = lowered.alias
+        self._leaves = tuple(leaf for leaf in lowered.leaves
+                             if alias.get(leaf.index, (leaf.index,))[0] == leaf.index)
+        members: dict[int, list[Leaf]] = {}
+        for leaf in lowered.leaves:
+            if leaf.index in alias:
+                members.setdefault(alias[leaf.index][0], []).append(leaf)
+        self._negated = {leaf.index: any(x.negated for x in members.get(leaf.index, [leaf]))
+                         for leaf in self._leaves}
+        # per element read from shared records: its GPM and the representative's variable
+        # → its own
+        self._member = {leaf.element: (leaf.gpms[0], alias[leaf.index][1])
+                        for leaf in lowered.leaves if leaf.index in alias}
         self._base: dict[str, Any] = {"z": None, "u": 0}
         self._filters = FilterChecker()
         for i in lowered.var_index.values():
             self._base[f"b{i}"] = 0
-        self._flags = {leaf.index: {f"m{lowered.gpm_index[g]}": int(g in leaf.gpms)
-                                    for g in lowered.element_gpms[leaf.element]}
-                       for leaf in lowered.leaves}
+        self._flags = {leaf.index: {f"m{lowered.gpm_index[g]}": int(g in x.gpms)
+                                    for x in members.get(leaf.index, [leaf])
+                                    for g in lowered.element_gpms[x.element]}
+                       for leaf in self._leaves}
         # per element iterated by ';': its records' shared values → (instant index, key) of
         # the last instant that had one
         self._last: dict[int, dict[tuple[str, ...], tuple[int, Fraction]]] = {
@@ -101,13 +116,13 @@ class EngineRuns:
         self._shape = {
             leaf.index: (
                 {**self._base, **self._flags[leaf.index], "type": f"L{leaf.index}",
-                 "_el": leaf.element},
+                 "_el": -1 if leaf.index in members else leaf.element},
                 {v: (f"v{i}", f"b{i}", f"q{i}" if v in lowered.filter_vars else None,
                      v in lowered.exact_vars) for v, i in vi.items()},
                 self._strict[leaf.index],
                 lowered.next_keys.get(leaf.element),
                 self._last.get(leaf.element))
-            for leaf in lowered.leaves}
+            for leaf in self._leaves}
         self._scaled: dict[str, int | None] = {}
         self._runs: Runs | None = None
         self.handed_over: str | None = None
@@ -157,7 +172,7 @@ class EngineRuns:
             for rec in made:
                 if rec is None:
                     return None
-                if leaf.negated:
+                if self._negated[leaf.index]:
                     negatives.append({**rec, "type": f"N{leaf.index}"})
                 if j in self._last:
                     keyed.append((j, rec))
@@ -370,30 +385,40 @@ class EngineRuns:
         if last["_key"] - first["_key"] > plan.window:
             return None
         low = self._low
+        # (element, choices) per event; a shared record's element follows the one before
+        # (it is no + element: one event), its choices renamed for the element's GPM
+        picked: list[tuple[int, Sequence[Choice]]] = []
+        for e in events:
+            el, src = e["_el"], e["_src"]
+            if el < 0:
+                el = picked[-1][0] + 1 if picked else 0
+                g, rename = self._member[el]
+                src = tuple((g, pos, {rename[v]: t for v, t in m.items()})
+                            for _, pos, m in src)
+            picked.append((el, src))
         if low.post or low.relaxed:
             loose = any(e["u"] for e in events)
             chosen: list[Choice] = []
-            for e in events:
-                chosen.extend(e["_src"])
-                el = e["_el"]
+            for el, src in picked:
+                chosen.extend(src)
                 checks = [*low.post.get(el, ()), *(low.relaxed.get(el, ()) if loose else ())]
                 if checks and not self._filters_hold(checks, chosen):
                     return None
         occ: dict[str, list[tuple[int, Mapping[str, str]]]] = {}
         shared: dict[str, str] = {}
-        for e in events:  # in record order: time order
-            for g, pos, m in e["_src"]:
+        for _, src in picked:  # in record order: time order
+            for g, pos, m in src:
                 occ.setdefault(g, []).append((pos, m))
                 for v, t in m.items():
                     if v not in plan.local[g]:
                         shared[v] = t
         bindings: dict[str, Any] = {}
         for v in plan.select:
-            g = self._owner.get(v)
-            if g is None:
-                t = shared.get(v)
-                bindings[v] = None if t is None else term_value(t)
+            o = self._owner.get(v)
+            if o is None:
+                term = shared.get(v)
+                bindings[v] = None if term is None else term_value(term)
             else:
-                bindings[v] = [term_value(m[v]) for _, m in occ.get(g, ()) if v in m]
+                bindings[v] = [term_value(m[v]) for _, m in occ.get(o, ()) if v in m]
         return Match({g: tuple(p for p, _ in cs) for g, cs in occ.items()}, bindings,
                      first["_time"], last["_time"])

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -57,6 +58,7 @@ from ..frontends.spaseq import (
     UnaryExpr,
     Var,
 )
+from ..rdf.sparql import canonical_form
 from .conditions import compile_numeric, numeric_value
 from .plan import Element, Plan
 
@@ -119,6 +121,10 @@ class Lowered:
     and, per GPM, its FILTERs as conditions on that variable (``_region``)."""
     ticks: bool = False
     """Whether each instant ends with a tick record ``T`` (its ``k``), for ``,``."""
+    alias: dict[int, tuple[int, dict[str, str]]] = field(default_factory=dict)
+    """Leaves whose records are another's (:func:`sharing`): leaf index → (the index of the
+    leaf whose records and types ``L``/``N`` it reads, the representative, itself included;
+    the representative's variable → this leaf's)."""
 
 
 class _NoLowering(Exception):
@@ -200,6 +206,11 @@ class _Writer:
 
     def __init__(self, var_index: dict[str, int]) -> None:
         self.vi = var_index
+        self.cols: dict[str | None, dict[str, int]] = {}
+        """CEQL variable (``None``: the subject) → its SPAseq variables' attribute numbers."""
+
+    def col(self, cvar: str | None, var: str) -> int:
+        return self.cols.get(cvar, self.vi)[var]
 
     def attr(self, cvar: str | None, name: str) -> str:
         return name if cvar is None else f"{cvar}.{name}"
@@ -220,7 +231,8 @@ class _Writer:
             return str(x[1])
         cvar, var = x[1], x[2]
         assert isinstance(var, str)
-        return self.attr(cvar if isinstance(cvar, str) else None, f"q{self.vi[var]}")
+        src = cvar if isinstance(cvar, str) else None
+        return self.attr(src, f"q{self.col(src, var)}")
 
 
 @dataclass
@@ -233,6 +245,8 @@ class _Slot:
     always: bool
     leaves: list[Leaf]
     kleene: bool = False
+    cols: dict[str, int] = field(default_factory=dict)
+    """Its SPAseq variables' attribute numbers (another's when its records are shared)."""
 
     def may_bind(self, v: str, plan: Plan) -> bool:
         return any(v in plan.variables[g] for leaf in self.leaves for g in leaf.gpms)
@@ -259,13 +273,62 @@ def lower_plan(plan: Plan) -> Lowered:
                                                      for v in vs}))}
     gpm_index = {g: i for i, g in enumerate(sorted(plan.variables))}
     try:
-        return _lower(plan, var_index, gpm_index)
+        same = sharing(plan)
+        low = _lower(plan, var_index, gpm_index, same)
+        if same and not _consistent(low, same):
+            low = _lower(plan, var_index, gpm_index, {})
+        return low
     except _NoLowering as e:
         return Lowered(None, str(e), (), var_index, gpm_index, frozenset(), (), {}, {})
 
 
-def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
+def sharing(plan: Plan) -> dict[str, tuple[str, dict[str, str]]]:
+    """GPMs whose records one record type carries: GPM → (the representative GPM, its
+    variable → this GPM's). Such GPMs are equal up to the names of their variables (the
+    evaluator runs them once) on one stream, each alone in a ``SEQ`` element without ``+``
+    or ``&``/``|``, and in no other element: their records differ only by the names of
+    their variables, so each element reads the representative's, renamed."""
+    count = Counter(g for el in plan.elements for g in el.gpms)
+    groups: dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]] = {}
+    for el in plan.elements:
+        if el.kleene or len(el.gpms) != 1 or el.alternatives != (el.gpms,):
+            continue
+        g = el.gpms[0]
+        if count[g] != 1 or plan.local.get(g):
+            continue
+        text, names = canonical_form(plan.sparql[g])
+        groups.setdefault((plan.streams[g], text), []).append((g, names))
+    out: dict[str, tuple[str, dict[str, str]]] = {}
+    for members in groups.values():
+        rep, names = members[0]
+        renames = [(g, dict(zip(names, theirs, strict=True))) for g, theirs in members]
+        # every variable a member binds (certainly) is the renamed representative's
+        renames = [(g, r) for g, r in renames
+                   if set(plan.variables[g]) == {r[v] for v in plan.variables[rep]}
+                   and plan.certain.get(g, frozenset()) ==
+                   {r[v] for v in plan.certain.get(rep, frozenset())}]
+        if len(renames) > 1 and renames[0][0] == rep:
+            out.update((g, (rep, r)) for g, r in renames)
+    return out
+
+
+def _consistent(low: Lowered, same: dict[str, tuple[str, dict[str, str]]]) -> bool:
+    """Whether the members of each shared record type read each of its attributes alike
+    (with a scaled value or not, handing over or not): then a shared record's ``q``
+    attributes and ``u`` are each member's."""
+    seen: dict[tuple[str, str], tuple[bool, bool]] = {}
+    for rep, r in same.values():
+        for v, mine in r.items():
+            status = (mine in low.exact_vars, mine in low.filter_vars)
+            if seen.setdefault((rep, v), status) != status:
+                return False
+    return True
+
+
+def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
+           same: dict[str, tuple[str, dict[str, str]]]) -> Lowered:
     w = _Writer(vi)
+    alias: dict[int, tuple[int, dict[str, str]]] = {}
     leaves: dict[tuple[str, ...], Leaf] = {}
     slots: list[list[_Slot]] = []  # per element: its one CEQL variable
     forms: list[str] = []
@@ -284,7 +347,14 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
     def leaf_of(gpms: tuple[str, ...], j: int, negated: bool) -> Leaf:
         if gpms not in leaves:
             leaves[gpms] = Leaf(len(leaves), gpms, j, negated)
+            if gpms[0] in same:
+                rep, r = same[gpms[0]]
+                alias[leaves[gpms].index] = (leaves[(rep,)].index, r)
         return leaves[gpms]
+
+    def kind(leaf: Leaf) -> int:
+        """The index of the record type ``L``/``N`` that ``leaf``'s records are."""
+        return alias[leaf.index][0] if leaf.index in alias else leaf.index
 
     for j, el in enumerate(plan.elements):
         negated = el.op == SKIP_TILL_NEXT
@@ -298,9 +368,13 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
         # instant's joined choices, one event per stream (a fit choice of an & across
         # streams is one record, which a NOT can forbid)
         primary = _Slot(f"e{j}", j, True, [leaf_of(tuple(alt), j, negated)
-                                           for alt in el.alternatives], el.kleene)
+                                           for alt in el.alternatives], el.kleene, vi)
+        if primary.leaves[0].index in alias:
+            back = {mine: v for v, mine in alias[primary.leaves[0].index][1].items()}
+            primary.cols = {v: vi[back[v]] for v in plan.variables[el.gpms[0]]}
+        w.cols[primary.name] = primary.cols
         slots.append([primary])
-        form = " OR ".join(f"L{leaf.index}" for leaf in primary.leaves)
+        form = " OR ".join(f"L{kind(leaf)}" for leaf in primary.leaves)
         form = f"({form}) AS e{j}" if len(primary.leaves) > 1 else f"{form} AS e{j}"
         if el.kleene:
             form = f"({form})+"
@@ -310,7 +384,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
             forms.append(f"NOT (T AS t{j})")
             ticks = True
         if j and negated:
-            negs = " OR ".join(f"N{leaf.index}" for leaf in primary.leaves)
+            negs = " OR ".join(f"N{kind(leaf)}" for leaf in primary.leaves)
             forms.append(f"NOT (({negs}) AS n{j})")
         forms.append(form)
         if el.kleene:
@@ -330,14 +404,14 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                 if fixed is not None:
                     # the record's copy whose interval holds the run's value of the fixed
                     # variable (its pk is the previous fit instant for such values)
-                    x = f"{fixed[1]}.q{vi[fixed[0]]}"
+                    x = f"{fixed[1]}.q{w.col(fixed[1], fixed[0])}"
                     conds.append(f"e{j}[({x} > plo OR (plc = 1 AND {x} = plo)) AND "
                                  f"({x} < phi OR (phc = 1 AND {x} = phi))]")
             else:
                 loop = "k > PREV(k)" if el.loop_op == SKIP_TILL_ANY else "k = PREV(k) + 1"
             conds.append(f"e{j}[{loop}]")
             for v in sorted(mine):
-                i = vi[v]
+                i = primary.cols[v]
                 conds.append(f"e{j}[v{i} = PREV(v{i})]")
 
     window_ms = math.floor(plan.window * 1000) + 1
@@ -357,7 +431,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
             for v in sorted(shared):
                 if not c.may_bind(v, plan):
                     continue
-                i = vi[v]
+                i = c.cols[v]
                 # slots whose records always bind v are chained (each joins the last such
                 # one before it): equal by transitivity, with fewer conditions to check
                 always = [s for s in others if s.always_binds(v, plan)]
@@ -366,12 +440,13 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                     if s.may_bind(v, plan) and id(s) not in skip:
                         # two slots whose records always bind v just join on it (a hash
                         # lookup in the engine); else an unbound side is compatible
-                        same = f"v{i} = {s.name}.v{i}"
+                        h = s.cols[v]
+                        eq = f"v{i} = {s.name}.v{h}"
                         if not (c.always_binds(v, plan) and s.always_binds(v, plan)):
-                            same = f"b{i} = 0 OR {s.name}.b{i} = 0 OR {same}"
-                        conds.append(f"{c.name}[{same}]")
+                            eq = f"b{i} = 0 OR {s.name}.b{h} = 0 OR {eq}"
+                        conds.append(f"{c.name}[{eq}]")
                         if n == 0 and el.op == SKIP_TILL_NEXT and s.element < j:
-                            conds.append(f"n{j}[{same}]")
+                            conds.append(f"n{j}[{eq}]")
         # cross-GPM FILTERs
         # after ';' (or between ';'-iterations) a FILTER decides which choice is next
         entered_next = (j > 0 and el.op == SKIP_TILL_NEXT) or (
@@ -411,7 +486,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int]) -> Lowered:
                    frozenset(exact | loose), tuple(el.gpms for el in plan.elements),
                    plus_shared, after, frozenset(exact),
                    {j: tuple(fs) for j, fs in post.items()},
-                   {j: tuple(fs) for j, fs in relaxed.items()}, bounds, ticks)
+                   {j: tuple(fs) for j, fs in relaxed.items()}, bounds, ticks, alias)
 
 
 _Region = tuple[Any, ...]
@@ -488,6 +563,7 @@ def _filter_conditions(w: _Writer, f: CrossFilter, g: str, j: int, op: str | Non
     if op == SKIP_TILL_NEXT and j:
         subjects.append(f"n{j}")
     out = []
+    w.cols[None] = home.cols
     for subject in subjects:
         text = _filter_text(w, tree, f.variables, g, home, j, here, before, plan, vi)
         if not home.only(g):
@@ -530,7 +606,7 @@ def _filter_text(w: _Writer, tree: _Tree, variables: tuple[str, ...], g: str, ho
     branches: list[str] = []
 
     def flag(src: str | None, v: str) -> str:
-        return w.attr(src, f"b{vi[v]}")
+        return w.attr(src, f"b{w.col(src, v)}")
 
     def walk(n: int, chosen: dict[str, str | bool | None], guards: list[str]) -> None:
         if n == len(plural):
