@@ -3,7 +3,8 @@ onto ceql's engine"), so that it runs on ceql's automaton and register runs.
 
 The records (built by :mod:`.engine`) are, per instant of the streamset, one record per (leaf,
 mapping) — a *leaf* being the GPMs of one ``&`` alternative, their mappings at that instant
-joined whatever their streams — then a *negative copy* of each record a ``;`` reads, then,
+joined whatever their streams; leaves whose GPMs are equal up to variable names may share one
+record (:attr:`Lowered.alias`) — then a *negative copy* of each record a ``;`` reads, then,
 when a ``,`` needs it, a *tick* ``T``. Every record carries ``k``, the instant's index in the
 streamset (so "a later instant" is ``k > p.k``, without placeholders for events no GPM
 matches), ``t`` (its time, for the window), and per SPAseq variable ``v<i>`` (the term's
