@@ -26,6 +26,20 @@ def _both(queries: dict[str, str], **kw: Any) -> tuple[GpmEvaluator, GpmEvaluato
     return fast, store
 
 
+def _answers(fast: GpmEvaluator, store: GpmEvaluator, events: list[Any], **kw: Any
+             ) -> tuple[Any, Any] | None:
+    """Both evaluators' answers on ``events``; None when the store refuses them, after
+    checking that the fast path refuses them with the same message."""
+    try:
+        want = store.evaluate_many(events, **kw)
+    except RdfInputError as e:
+        with pytest.raises(RdfInputError) as got:
+            fast.evaluate_many(events, **kw)
+        assert str(got.value) == str(e)
+        return None
+    return fast.evaluate_many(events, **kw), want
+
+
 _BLANK = re.compile(r"_:[A-Za-z0-9_]+")
 
 
@@ -186,14 +200,11 @@ def test_literals_come_back_as_the_store_gives_them(literals: list[tuple[str, st
     texts = [_literal(lex, d) for lex, d in literals]
     event = "".join(f"<{EX}s{i}> <{EX}p> {t} .\n" for i, t in enumerate(texts))
     fast, store = _both({"A": f"SELECT ?s ?o {{ ?s <{EX}p> ?o }}"}, terms=True)
-    try:
-        want = store.evaluate_many([event])
-    except RdfInputError as e:
-        with pytest.raises(RdfInputError) as got:
-            fast.evaluate_many([event])
-        assert str(got.value) == str(e)
+    both = _answers(fast, store, [event])
+    if both is None:
         return
-    assert fast.evaluate_many([event]) == want
+    answers, want = both
+    assert answers == want
     fast, store = _both({"A": f"SELECT ?s ?o {{ ?s <{EX}p> ?o }}"})
     # repr: NaN is not equal to itself
     assert repr(fast.evaluate_many([event])) == repr(store.evaluate_many([event]))
@@ -288,14 +299,10 @@ def test_without_a_store_equals_the_store_on_random_graphs(queries: list[str],
                                                            terms: bool) -> None:
     gpms = {f"G{i}": q for i, q in enumerate(queries)}
     fast, store = _both(gpms, terms=terms)
-    try:
-        want = store.evaluate_many(events)
-    except RdfInputError as e:
-        with pytest.raises(RdfInputError) as got:
-            fast.evaluate_many(events)
-        assert str(got.value) == str(e)
+    both = _answers(fast, store, events)
+    if both is None:
         return
-    answers = fast.evaluate_many(events)
+    answers, want = both
     assert _blanks_out(answers) == _blanks_out(want)  # repr inside: NaN equals itself
     graphs = [e for e in events if isinstance(e, ox.Dataset) or hasattr(e, "quads")]
     # the same graph read once: the same blank nodes, so exactly the same answers
@@ -389,14 +396,11 @@ def test_a_batch_of_text_read_at_once_equals_the_store(events: list[str], fmt: s
                                                        ) -> None:
     queries = {"A": f"SELECT * {{ ?s <{EX}p0> ?o }}", "B": "SELECT ?s ?p { ?s ?p ?o }"}
     fast, store = _both(queries, base_iri="http://base/")
-    try:
-        want = store.evaluate_many(events, format=fmt)
-    except RdfInputError as e:
-        with pytest.raises(RdfInputError) as got:
-            fast.evaluate_many(events, format=fmt)
-        assert str(got.value) == str(e)
+    both = _answers(fast, store, events, format=fmt)
+    if both is None:
         return
-    assert _blanks_out(fast.evaluate_many(events, format=fmt)) == _blanks_out(want)
+    answers, want = both
+    assert _blanks_out(answers) == _blanks_out(want)
 
 
 @pytest.mark.parametrize("events", [
@@ -407,14 +411,11 @@ def test_a_batch_of_text_read_at_once_equals_the_store(events: list[str], fmt: s
 ])
 def test_lines_that_do_not_line_up_are_not_read_at_once(events: list[str]) -> None:
     fast, store = _both({"A": f"SELECT * {{ ?s <{EX}p0> ?o }}"})
-    try:
-        want = store.evaluate_many(events)
-    except RdfInputError as e:
-        with pytest.raises(RdfInputError) as got:
-            fast.evaluate_many(events)
-        assert str(got.value) == str(e)
+    both = _answers(fast, store, events)
+    if both is None:
         return
-    assert fast.evaluate_many(events) == want
+    answers, want = both
+    assert answers == want
 
 
 _LIST_OBJECTS = st.one_of(
@@ -434,14 +435,11 @@ def test_a_batch_of_lists_read_at_once_equals_the_store(events: list[list[Any]],
                         for e in events]
     queries = {"A": f"SELECT * {{ ?s <{EX}p0> ?o }}", "B": "SELECT ?s ?o { ?s ?p ?o }"}
     fast, store = _both(queries, terms=terms)
-    try:
-        want = store.evaluate_many(batch)
-    except RdfInputError as e:
-        with pytest.raises(RdfInputError) as got:
-            fast.evaluate_many(batch)
-        assert str(got.value) == str(e)
+    both = _answers(fast, store, batch)
+    if both is None:
         return
-    assert _blanks_out(fast.evaluate_many(batch)) == _blanks_out(want)
+    answers, want = both
+    assert _blanks_out(answers) == _blanks_out(want)
 
 
 @pytest.mark.parametrize("lex, datatype", [
