@@ -17,7 +17,7 @@ Anything else — another type, an unbound variable, arithmetic, a function — 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 
 import pyoxigraph as ox
@@ -127,6 +127,17 @@ def compatible(shared: Mapping[str, str], mapping: Mapping[str, str],
         if other is not None and other != t:
             return False
     return True
+
+
+def joined(mappings: Iterable[Mapping[str, str]]) -> dict[str, str] | None:
+    """The union of ``mappings`` (one per GPM of a ``&`` alternative, at one instant), or
+    None when two of them disagree on a variable both bind."""
+    out: dict[str, str] = {}
+    for m in mappings:
+        if not compatible(out, m, frozenset()):
+            return None
+        out.update(m)
+    return out
 
 
 _CACHE = 100_000  # answers and numbers remembered (then forgotten all at once)

@@ -21,7 +21,7 @@ from typing import Any
 from ..frontends.spaseq import CrossFilter
 from ..query import compile as compile_ceql
 from ..rdf import term_value
-from .conditions import FilterChecker, compatible
+from .conditions import FilterChecker, joined
 from .lowering import Leaf, Lowered, scaled
 from .match import Match
 from .plan import Plan
@@ -255,16 +255,10 @@ class EngineRuns:
             if single:
                 merged = combo[0][2]
             else:
-                joined: dict[str, str] = {}
-                ok = True
-                for _, _, m in combo:
-                    if not compatible(joined, m, frozenset()):
-                        ok = False
-                        break
-                    joined.update(m)
-                if not ok:
+                union = joined(m for _, _, m in combo)
+                if union is None:
                     continue
-                merged = joined
+                merged = union
             rec = dict(template)
             rec["_src"] = combo
             for v, term in merged.items():

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..frontends.spaseq import SKIP_TILL_NEXT, STRICT, CrossFilter
 from ..rdf import term_value
-from .conditions import FilterChecker, compatible
+from .conditions import FilterChecker, compatible, joined
 from .match import Match
 from .plan import Plan
 
@@ -234,14 +234,8 @@ class Runs:
         found = []
         for alt in self.plan.elements[j].alternatives:
             for combo in product(*(choices.get(g, ()) for g in alt)):
-                merged: dict[str, str] = {}
-                ok = True
-                for _, _, m in combo:
-                    if not compatible(merged, m, frozenset()):
-                        ok = False
-                        break
-                    merged.update(m)
-                if ok:
+                merged = joined(m for _, _, m in combo)
+                if merged is not None:
                     found.append((combo, merged))
         cache[j] = found
         return found
