@@ -13,8 +13,7 @@ outputs stay exact.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
-from fractions import Fraction
+from collections.abc import Callable, Mapping, Sequence
 from itertools import product
 from typing import Any
 
@@ -22,6 +21,7 @@ from ..frontends.spaseq import CrossFilter
 from ..query import compile as compile_ceql
 from ..rdf import term_value
 from .conditions import FilterChecker, joined
+from .events import TimeKey
 from .lowering import Leaf, Lowered, scaled
 from .match import Match
 from .plan import Plan
@@ -29,7 +29,7 @@ from .runs import Choice, Runs
 
 __all__ = ["EngineRuns"]
 
-_Instant = tuple[Any, Fraction, Mapping[str, Sequence[Choice]]]
+_Instant = tuple[Any, TimeKey, Mapping[str, Sequence[Choice]]]
 _Interval = tuple[int, bool, int, bool]
 """``(low, low included, high, high included)`` of scaled values (:data:`.lowering.SCALE`)."""
 _NEG, _POS = -(10 ** 60), 10 ** 60  # beyond any scaled value (18 + 18 digits)
@@ -59,11 +59,16 @@ class EngineRuns:
     """The runs of one evaluation on the engine; :meth:`instant` advances them over one
     instant, as :meth:`ceql.spaseq.runs.Runs.instant` does."""
 
-    def __init__(self, plan: Plan, lowered: Lowered) -> None:
+    def __init__(self, plan: Plan, lowered: Lowered,
+                 complete: Callable[[Mapping[str, Sequence[Choice]]], dict[str, Sequence[Choice]]]
+                 ) -> None:
         assert lowered.text is not None
+        self._complete = complete
         self.plan = plan
         self._low = lowered
-        self._ev = compile_ceql(lowered.text).evaluator(time="t", keep_events=True)
+        self._ev = compile_ceql(lowered.text).evaluator(time="t", time_unit="us",
+                                                          keep_events=True)
+        self._span = plan.span
         self._k = -1
         self._owner = plan.owner
         # a leaf whose records another's carry (``Lowered.alias``) makes none: its
@@ -75,6 +80,9 @@ class EngineRuns:
         for leaf in lowered.leaves:
             if leaf.index in alias:
                 members.setdefault(alias[leaf.index][0], []).append(leaf)
+        self.reads = frozenset(g for leaf in self._leaves for g in leaf.gpms)
+        """The GPMs whose choices the records are made of (an instant's choices need no
+        others while on the engine; ``complete`` adds them for the hand-over)."""
         self._negated = {leaf.index: any(x.negated for x in members.get(leaf.index, [leaf]))
                          for leaf in self._leaves}
         # per element read from shared records: its GPM and the representative's variable
@@ -91,13 +99,13 @@ class EngineRuns:
                        for leaf in self._leaves}
         # per element iterated by ';': its records' shared values → (instant index, key) of
         # the last instant that had one
-        self._last: dict[int, dict[tuple[str, ...], tuple[int, Fraction]]] = {
+        self._last: dict[int, dict[tuple[str, ...], tuple[int, TimeKey]]] = {
             i: {} for i in lowered.next_keys if i not in lowered.bounds}
         # per element iterated by ';' with FILTERs (``Lowered.bounds``): its records' shared
         # values → (instant index, key, intervals of the fixed variable where the record is
         # fit) of the instants of the last window
         self._hist: dict[int, dict[tuple[str, ...],
-                                   deque[tuple[int, Fraction, list[_Interval]]]]] = {
+                                   deque[tuple[int, TimeKey, list[_Interval]]]]] = {
             i: {} for i in lowered.bounds}
         self._recent: deque[_Instant] = deque()
         # per leaf of a + element: the shared variables its GPMs bind, which each of its
@@ -134,7 +142,7 @@ class EngineRuns:
         no such count: 0)."""
         return 0 if self._runs is None else self._runs.live
 
-    def instant(self, time: Any, key: Fraction, choices: Mapping[str, Sequence[Choice]]
+    def instant(self, time: Any, key: TimeKey, choices: Mapping[str, Sequence[Choice]]
                 ) -> list[Match]:
         """Advance over the next instant; ``choices``: GPM → its choices there."""
         return self.instants([(time, key, choices)])
@@ -146,7 +154,7 @@ class EngineRuns:
         pending: list[dict[str, Any]] = []
         for time, key, choices in batch:
             if self._runs is not None:
-                out.extend(self._runs.instant(time, key, choices))
+                out.extend(self._runs.instant(time, key, self._complete(choices)))
                 continue
             records = self._instant_records(time, key, choices)
             if records is None:
@@ -158,7 +166,7 @@ class EngineRuns:
         out.extend(self._feed(pending))
         return out
 
-    def _instant_records(self, time: Any, key: Fraction,
+    def _instant_records(self, time: Any, key: TimeKey,
                          choices: Mapping[str, Sequence[Choice]]) -> list[dict[str, Any]] | None:
         """The records of the next instant, negative copies last, or ``None`` when one of
         them is not exact (the caller hands over)."""
@@ -191,19 +199,20 @@ class EngineRuns:
             hist = self._hist[j].setdefault(
                 tuple(rec[f"v{vi[v]}"] for v in self._low.next_keys[j]), deque())
             hist.append((self._k, key, interval))
-            while key - hist[0][1] > self.plan.window:
+            while key - hist[0][1] > self._span:
                 hist.popleft()
         if self._k % 64 == 0:  # an older instant cannot match
-            window = self.plan.window
+            window = self._span
             for last in self._last.values():
                 if len(last) > 64:
                     for p in [p for p, x in last.items() if key - x[1] > window]:
                         del last[p]  # in place: ``_shape`` holds the dict
-        while self._recent and key - self._recent[0][1] > self.plan.window:
+        while self._recent and key - self._recent[0][1] > self._span:
             self._recent.popleft()
         self._recent.append((time, key, choices))
         if self._low.ticks:
-            negatives.append({"type": "T", "k": self._k, "t": float(key), "_key": key})
+            negatives.append({"type": "T", "k": self._k,
+                              "t": key if type(key) is int else float(key), "_key": key})
         return records + negatives
 
     def _feed(self, records: list[dict[str, Any]]) -> list[Match]:
@@ -224,21 +233,21 @@ class EngineRuns:
                               key=lambda m: (m.positions, repr(m.key()))))
         return out
 
-    def _hand_over(self, time: Any, key: Fraction, choices: Mapping[str, Sequence[Choice]]
+    def _hand_over(self, time: Any, key: TimeKey, choices: Mapping[str, Sequence[Choice]]
                    ) -> list[Match]:
         runs = Runs(self.plan, FilterChecker())
         for t, k, c in self._recent:
-            if key - k <= self.plan.window:
-                runs.instant(t, k, c)
+            if key - k <= self._span:
+                runs.instant(t, k, self._complete(c))
         self._recent.clear()
         self._runs = runs
         self.handed_over = (f"at time {time!r}: a value the lowering cannot compare exactly "
                             "(a term that is not an xsd:integer or xsd:decimal read by a FILTER "
                             "after ';', or a mapping of a + GPM without one of its shared "
                             "variables: OPTIONAL, UNION)")
-        return runs.instant(time, key, choices)
+        return runs.instant(time, key, self._complete(choices))
 
-    def _records(self, leaf: Leaf, time: Any, key: Fraction,
+    def _records(self, leaf: Leaf, time: Any, key: TimeKey,
                  choices: Mapping[str, Sequence[Choice]]) -> list[dict[str, Any] | None]:
         """The records of ``leaf`` at this instant (``None`` for one that is not safe)."""
         per_gpm = [choices.get(g, ()) for g in leaf.gpms]
@@ -246,8 +255,8 @@ class EngineRuns:
             return []
         out: list[dict[str, Any] | None] = []
         template, attrs, strict, keys, last = self._shape[leaf.index]
-        template = {**template, "k": self._k + 1, "t": float(key),
-                    "_key": key, "_time": time}
+        template = {**template, "k": self._k + 1,
+                    "t": key if type(key) is int else float(key), "_key": key, "_time": time}
         memo = self._scaled
         single = len(per_gpm) == 1
         for combo in ((c,) for c in per_gpm[0]) if single else product(*per_gpm):
@@ -319,7 +328,7 @@ class EngineRuns:
                 fit = _meets(fit, sets(region)[0])
         return fit
 
-    def _pieces(self, j: int, rec: dict[str, Any], key: Fraction) -> list[dict[str, Any]]:
+    def _pieces(self, j: int, rec: dict[str, Any], key: TimeKey) -> list[dict[str, Any]]:
         """Copies of ``rec``, one per interval of the fixed variable's value with its own
         previous fit instant ``pk`` (-1: none in the window); the intervals cover every
         value, so exactly one copy suits a run."""
@@ -328,7 +337,7 @@ class EngineRuns:
         uncovered = [_FULL]
         pieces: list[tuple[_Interval, int]] = []
         for k, at, region in reversed(hist):
-            if key - at > self.plan.window or not uncovered:
+            if key - at > self._span or not uncovered:
                 break
             for interval in region:  # possibly overlapping: what one claims, the next cannot
                 rest = []
@@ -376,7 +385,7 @@ class EngineRuns:
         plan = self.plan
         first = events[0]
         last = events[-1]
-        if last["_key"] - first["_key"] > plan.window:
+        if last["_key"] - first["_key"] > self._span:
             return None
         low = self._low
         # (element, choices) per event; a shared record's element follows the one before

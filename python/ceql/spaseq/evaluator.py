@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from fractions import Fraction
 from typing import Any, cast
 
 from ..errors import CeqlInputError
@@ -21,7 +20,7 @@ from ..rdf import GpmEvaluator, GpmResults, StaticDataset
 from ..rdf.sparql import canonical_form
 from .conditions import FilterChecker
 from .engine import EngineRuns
-from .events import Event, StreamNames, check_event
+from .events import Event, StreamNames, TimeKey, check_event
 from .lowering import lower_plan
 from .match import Match
 from .plan import Plan
@@ -58,7 +57,7 @@ class Evaluator:
         lowered = lower_plan(plan)
         self._runs: Runs | EngineRuns
         if engine and lowered.text is not None:
-            self._runs = EngineRuns(plan, lowered)
+            self._runs = EngineRuns(plan, lowered, self._complete)
             self.path_reason: str | None = None
         else:
             self._runs = Runs(plan, FilterChecker())
@@ -141,6 +140,18 @@ class Evaluator:
             self._held = []
         return self._flush()
 
+    def _complete(self, choices: Mapping[str, Sequence[Choice]]
+                  ) -> dict[str, Sequence[Choice]]:
+        """An instant's choices with every GPM's (those :meth:`_flush` left out renamed from
+        the GPM that ran)."""
+        out = dict(choices)
+        for rep, group in self._same.items():
+            for g, rename in group:
+                if g not in out and rep in choices:
+                    out[g] = [(g, pos, {rename[v]: t for v, t in m.items()})
+                              for _, pos, m in choices[rep]]
+        return out
+
     def _flush(self) -> list[Match]:
         """Evaluate the complete instants held: every stream's GPMs once over all their
         events (:meth:`ceql.rdf.GpmEvaluator.evaluate_many`), then the runs instant by
@@ -161,16 +172,23 @@ class Evaluator:
             for e, r in zip(evs, found, strict=True):
                 results[id(e)] = r
         self.gpm_seconds += time.perf_counter() - start
-        batch: list[tuple[Any, Fraction, dict[str, list[Choice]]]] = []
+        # on the engine, only the GPMs its records read (:attr:`EngineRuns.reads`); the rest
+        # are added if it hands over (:meth:`_complete`)
+        reads = self._runs.reads if isinstance(self._runs, EngineRuns) else None
+        same = self._same
+        batch: list[tuple[Any, TimeKey, dict[str, list[Choice]]]] = []
         for held in ready:
             choices: dict[str, list[Choice]] = {}
             for e in held:
+                pos = e.position
                 for rep, mappings in results[id(e)].items():
-                    for g, rename in self._same[rep]:
-                        # terms=True: every value is an N-Triples text
-                        texts = cast(list[dict[str, str]], mappings)
-                        choices[g] = [(g, e.position, m if g == rep else
-                                       {rename[v]: t for v, t in m.items()}) for m in texts]
+                    # terms=True: every value is an N-Triples text
+                    texts = cast(list[dict[str, str]], mappings)
+                    choices[rep] = [(rep, pos, m) for m in texts]
+                    for g, rename in same[rep]:
+                        if g != rep and (reads is None or g in reads):
+                            choices[g] = [(g, pos, {rename[v]: t for v, t in m.items()})
+                                          for m in texts]
             batch.append((held[0].time, held[0].key, choices))
         if isinstance(self._runs, EngineRuns):
             return self._runs.instants(batch)

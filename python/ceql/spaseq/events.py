@@ -15,7 +15,15 @@ from typing import Any
 
 from ..errors import CeqlInputError
 
-__all__ = ["Event", "StreamNames", "check_event", "time_key"]
+__all__ = ["MICROS", "Event", "StreamNames", "TimeKey", "check_event", "time_key"]
+
+TimeKey = int | Fraction
+"""A time in exact microseconds: an ``int`` (datetimes, whole numbers of microseconds) or a
+``Fraction`` (a float time that is not a whole number of microseconds) — ints are compared
+and subtracted many times per event, Fractions are slow."""
+
+MICROS = 10 ** 6
+"""Microseconds in a second: time keys and windows (``Plan.span``) are in microseconds."""
 
 _KEYS = ("stream", "time", "graph")
 _NEEDS = ("an event needs 'stream' (a stream's IRI or its name in the query), 'time' (a number "
@@ -26,13 +34,13 @@ _NEEDS = ("an event needs 'stream' (a stream's IRI or its name in the query), 't
 @dataclass(frozen=True, slots=True)
 class Event:
     """One event of the streamset: its index in the input, its stream (IRI), its time as
-    given, as a key (seconds, exact) and its kind (:func:`time_key`), and its graph as
+    given, as a key (microseconds, exact) and its kind (:func:`time_key`), and its graph as
     given."""
 
     position: int
     stream: str
     time: Any
-    key: Fraction
+    key: TimeKey
     kind: str
     graph: Any
 
@@ -57,22 +65,26 @@ class StreamNames:
         return self.iri.get(stream[1:-1] if stream.startswith("<") else stream)
 
 
-def time_key(value: object, position: int) -> tuple[Fraction, str]:
-    """A time as exact seconds (datetimes since the epoch) and its kind (``"number"``,
-    ``"naive datetime"``, ``"aware datetime"``), or the error saying why it is not one."""
+_EPOCH = {True: dt.datetime(1970, 1, 1, tzinfo=dt.UTC), False: dt.datetime(1970, 1, 1)}
+
+
+def time_key(value: object, position: int) -> tuple[TimeKey, str]:
+    """A time as exact microseconds (datetimes since the epoch, numbers as seconds) and its
+    kind (``"number"``, ``"naive datetime"``, ``"aware datetime"``), or the error saying why
+    it is not one."""
     if isinstance(value, bool) or value is None:
         pass
     elif isinstance(value, int):
-        return Fraction(value), "number"
+        return value * MICROS, "number"
     elif isinstance(value, float):
         if math.isfinite(value):
-            return Fraction(value), "number"
+            key = Fraction(value) * MICROS
+            return (key.numerator if key.denominator == 1 else key), "number"
     elif isinstance(value, dt.datetime):
         aware = value.utcoffset() is not None
-        base = dt.datetime(1970, 1, 1, tzinfo=dt.UTC if aware else None)
-        d = value - base
-        seconds = Fraction(d.days * 86400 + d.seconds) + Fraction(d.microseconds, 10**6)
-        return seconds, "aware datetime" if aware else "naive datetime"
+        d = value - _EPOCH[aware]
+        return ((d.days * 86400 + d.seconds) * MICROS + d.microseconds,
+                "aware datetime" if aware else "naive datetime")
     raise CeqlInputError(f"event {position}: 'time' is {value!r}; a time is a finite number of "
                          "seconds or a datetime")
 

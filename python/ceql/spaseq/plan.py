@@ -71,6 +71,12 @@ class Plan:
     """GPM → the variables every mapping of it binds (:func:`certain_variables`)."""
 
     @property
+    def span(self) -> int | Fraction:
+        """The window in microseconds, the unit of time keys (:func:`.events.time_key`)."""
+        span = self.window * 10 ** 6
+        return span.numerator if span.denominator == 1 else span
+
+    @property
     def owner(self) -> dict[str, str]:
         """Iteration-local variable → the GPM that binds it."""
         return {v: g for g, vs in self.local.items() for v in vs}

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from fractions import Fraction
 from typing import Any
 
 from ..errors import CeqlInputError, CeqlTypeError
 from ..frontends.spaseq import SpaseqQuery, parse
 from ..rdf import StaticDataset
 from .evaluator import Evaluator
-from .events import StreamNames, time_key
+from .events import StreamNames, TimeKey, time_key
 from .match import Match
 from .plan import Plan, lower
 
@@ -57,7 +56,7 @@ class Query:
         rows: list[Any] = list(events)
         if (time, stream, graph) != ("time", "stream", "graph"):
             rows = [_renamed(r, i, stream, time, graph) for i, r in enumerate(rows)]
-        keys: list[tuple[Fraction | None, int]] = []
+        keys: list[tuple[TimeKey | None, int]] = []
         for i, r in enumerate(rows):
             if isinstance(r, Mapping) and "time" in r and self._streams.resolve(r.get("stream")):
                 keys.append((time_key(r["time"], i)[0], i))

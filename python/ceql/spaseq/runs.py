@@ -27,13 +27,13 @@ with the same events end at the same instant).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
 from itertools import product
 from typing import Any
 
 from ..frontends.spaseq import SKIP_TILL_NEXT, STRICT, CrossFilter
 from ..rdf import term_value
 from .conditions import FilterChecker, compatible, joined
+from .events import TimeKey
 from .match import Match
 from .plan import Plan
 
@@ -49,7 +49,7 @@ class _Run:
 
     def __init__(self, elem: int, shared: dict[str, str],
                  occ: dict[str, tuple[tuple[int, Mapping[str, str]], ...]], last: int,
-                 first: Fraction, first_time: Any, steps: list[bool], window: Fraction
+                 first: TimeKey, first_time: Any, steps: list[bool], window: TimeKey
                  ) -> None:
         self.elem = elem
         self.shared = shared
@@ -61,7 +61,7 @@ class _Run:
         self.deadline = first + window  # the last time an extension may have
         self.deadline_f = float(self.deadline)
 
-    def expired(self, key: Fraction, key_f: float) -> bool:
+    def expired(self, key: TimeKey, key_f: float) -> bool:
         """Whether an instant at ``key`` (``key_f`` its float) is past the window (floats
         decide unless equal: rounding is monotonic)."""
         return key_f > self.deadline_f or (key_f == self.deadline_f and key > self.deadline)
@@ -102,7 +102,7 @@ class _Waiting:
         found = self.buckets.get(key)  # type: ignore[arg-type]
         return [self.loose] if found is None else [self.loose, found]
 
-    def sweep(self, key: Fraction, key_f: float) -> None:
+    def sweep(self, key: TimeKey, key_f: float) -> None:
         """Forget the entries whose run has left the window or whose step has ended."""
         def alive(e: _Entry) -> bool:
             return e[0].steps[e[1]] and not e[0].expired(key, key_f)
@@ -123,6 +123,7 @@ class Runs:
         self.plan = plan
         self._checker = checker
         self._instant = -1
+        self._span = plan.span
         self._owner = plan.owner
         # runs waiting by ',' act at the next instant only: a list, renewed every instant
         self._strict: list[_Entry] = []
@@ -154,7 +155,7 @@ class Runs:
         ended since)."""
         return len(self._strict) + sum(w.count for w in self._waiting.values())
 
-    def instant(self, time: Any, key: Fraction, choices: Mapping[str, Sequence[Choice]]
+    def instant(self, time: Any, key: TimeKey, choices: Mapping[str, Sequence[Choice]]
                 ) -> list[Match]:
         """Advance over the next instant of the streamset (time as given and as a key);
         ``choices``: GPM → its choices at this instant. Returns the matches it completes."""
@@ -240,7 +241,7 @@ class Runs:
         cache[j] = found
         return found
 
-    def _extend(self, r: _Run | None, j: int, gc: tuple[Choice, ...], k: int, key: Fraction,
+    def _extend(self, r: _Run | None, j: int, gc: tuple[Choice, ...], k: int, key: TimeKey,
                 time: Any) -> _Run | None:
         """``r`` extended by the group choice ``gc`` for element ``j``, or ``None`` when it is
         not fit (incompatible, a FILTER fails); the caller has checked the window."""
@@ -263,7 +264,7 @@ class Runs:
             return None
         element = plan.elements[j]
         steps = [element.kleene, j + 1 < len(plan.elements)]
-        return _Run(j, shared, occ, k, first, first_time, steps, plan.window)
+        return _Run(j, shared, occ, k, first, first_time, steps, self._span)
 
     def _filters_hold(self, j: int, shared: dict[str, str],
                       occ: dict[str, tuple[tuple[int, Mapping[str, str]], ...]],
