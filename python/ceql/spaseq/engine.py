@@ -90,6 +90,8 @@ class EngineRuns:
         self._member = {leaf.element: (leaf.gpms[0], alias[leaf.index][1])
                         for leaf in lowered.leaves if leaf.index in alias}
         self._base: dict[str, Any] = {"z": None, "u": 0}
+        if lowered.ticks:
+            self._base["kt"] = -1
         self._filters = FilterChecker()
         for i in lowered.var_index.values():
             self._base[f"b{i}"] = 0
@@ -210,10 +212,14 @@ class EngineRuns:
         while self._recent and key - self._recent[0][1] > self._span:
             self._recent.popleft()
         self._recent.append((time, key, choices))
-        if self._low.ticks:
-            negatives.append({"type": "T", "k": self._k,
-                              "t": key if type(key) is int else float(key), "_key": key})
-        return records + negatives
+        records += negatives
+        if self._low.ticks:  # the instant's last record (a fresh dict) ends ','-waits
+            if records:
+                records[-1]["kt"] = self._k
+            else:
+                records.append({"type": "T", "k": self._k, "kt": self._k,
+                                "t": key if type(key) is int else float(key), "_key": key})
+        return records
 
     def _feed(self, records: list[dict[str, Any]]) -> list[Match]:
         """Feed ``records`` and return their matches, per instant without duplicates and
@@ -255,8 +261,8 @@ class EngineRuns:
             return []
         out: list[dict[str, Any] | None] = []
         template, attrs, strict, keys, last = self._shape[leaf.index]
-        template = {**template, "k": self._k + 1,
-                    "t": key if type(key) is int else float(key), "_key": key, "_time": time}
+        k = self._k + 1
+        t = key if type(key) is int else float(key)
         memo = self._scaled
         single = len(per_gpm) == 1
         for combo in ((c,) for c in per_gpm[0]) if single else product(*per_gpm):
@@ -268,8 +274,7 @@ class EngineRuns:
                 if union is None:
                     continue
                 merged = union
-            rec = dict(template)
-            rec["_src"] = combo
+            rec = {**template, "k": k, "t": t, "_key": key, "_time": time, "_src": combo}
             for v, term in merged.items():
                 vname, bname, qname, exact = attrs[v]
                 rec[vname] = term

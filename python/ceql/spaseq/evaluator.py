@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from ..errors import CeqlInputError
 from ..rdf import GpmEvaluator, GpmResults, StaticDataset
@@ -30,6 +30,26 @@ __all__ = ["BATCH_EVENTS", "Evaluator"]
 
 BATCH_EVENTS = 512
 """Events whose GPMs are evaluated together (one query per GPM per batch)."""
+
+
+class _Names(Sequence[str]):
+    """The names of a batch's events for error messages (``event <position>``), made only
+    when one is read."""
+
+    def __init__(self, positions: list[int]) -> None:
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [f"event {p}" for p in self._positions[i]]
+        return f"event {self._positions[i]}"
 
 
 class Evaluator:
@@ -64,6 +84,13 @@ class Evaluator:
             self.path_reason = lowered.reason if engine else "engine=False"
         """Why the sequence runs on the run loop of :mod:`.runs` rather than on ceql's
         engine (``None``: on the engine; see :attr:`engine`)."""
+        # per GPM that runs, the others equal to it up to variable names that get choices:
+        # on the engine only those its records read (:attr:`EngineRuns.reads`; the rest are
+        # added if it hands over, :meth:`_complete`)
+        reads = self._runs.reads if isinstance(self._runs, EngineRuns) else None
+        self._extra = {rep: [(g, r) for g, r in group
+                             if g != rep and (reads is None or g in reads)]
+                       for rep, group in self._same.items()}
         self._held: list[Event] = []
         self._ready: list[list[Event]] = []  # complete instants, not evaluated yet
         self._waiting = 0  # events in them
@@ -160,35 +187,42 @@ class Evaluator:
         if not ready:
             return []
         start = time.perf_counter()
-        per_stream: dict[str, list[Event]] = {}
-        for held in ready:
-            held.sort(key=lambda e: self._streams.order[e.stream])
-            for e in held:
-                per_stream.setdefault(e.stream, []).append(e)
-        results: dict[int, GpmResults] = {}
-        for iri, evs in per_stream.items():
+        if len(self._gpms) == 1:  # one stream: one event an instant
+            flat = [held[0] for held in ready]
+            per_stream = {flat[0].stream: list(range(len(flat)))}
+        else:
+            order = self._streams.order
+            flat = []
+            per_stream = {}
+            for held in ready:
+                if len(held) > 1:
+                    held.sort(key=lambda e: order[e.stream])
+                for e in held:
+                    per_stream.setdefault(e.stream, []).append(len(flat))
+                    flat.append(e)
+        results: list[GpmResults] = [{}] * len(flat)
+        for iri, at in per_stream.items():
+            evs = [flat[i] for i in at]
             found = self._gpms[iri].evaluate_many([e.graph for e in evs],
-                                                  names=[f"event {e.position}" for e in evs])
-            for e, r in zip(evs, found, strict=True):
-                results[id(e)] = r
+                                                  names=_Names([e.position for e in evs]))
+            for i, r in zip(at, found, strict=True):
+                results[i] = r
         self.gpm_seconds += time.perf_counter() - start
-        # on the engine, only the GPMs its records read (:attr:`EngineRuns.reads`); the rest
-        # are added if it hands over (:meth:`_complete`)
-        reads = self._runs.reads if isinstance(self._runs, EngineRuns) else None
-        same = self._same
+        extra = self._extra
         batch: list[tuple[Any, TimeKey, dict[str, list[Choice]]]] = []
+        i = 0
         for held in ready:
             choices: dict[str, list[Choice]] = {}
             for e in held:
                 pos = e.position
-                for rep, mappings in results[id(e)].items():
+                for rep, mappings in results[i].items():
                     # terms=True: every value is an N-Triples text
                     texts = cast(list[dict[str, str]], mappings)
                     choices[rep] = [(rep, pos, m) for m in texts]
-                    for g, rename in same[rep]:
-                        if g != rep and (reads is None or g in reads):
-                            choices[g] = [(g, pos, {rename[v]: t for v, t in m.items()})
-                                          for m in texts]
+                    for g, rename in extra[rep]:
+                        choices[g] = [(g, pos, {rename[v]: t for v, t in m.items()})
+                                      for m in texts]
+                i += 1
             batch.append((held[0].time, held[0].key, choices))
         if isinstance(self._runs, EngineRuns):
             return self._runs.instants(batch)

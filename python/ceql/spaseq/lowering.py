@@ -4,8 +4,10 @@ onto ceql's engine"), so that it runs on ceql's automaton and register runs.
 The records (built by :mod:`.engine`) are, per instant of the streamset, one record per (leaf,
 mapping) — a *leaf* being the GPMs of one ``&`` alternative, their mappings at that instant
 joined whatever their streams; leaves whose GPMs are equal up to variable names may share one
-record (:attr:`Lowered.alias`) — then a *negative copy* of each record a ``;`` reads, then,
-when a ``,`` needs it, a *tick* ``T``. Every record carries ``k``, the instant's index in the
+record (:attr:`Lowered.alias`) — then a *negative copy* of each record a ``;`` reads; when a
+``,`` needs it, each record carries ``kt``, the instant's index on its last record and -1 on
+the others, and an instant without records has a *tick* ``T`` (only ``k``, ``kt``, ``t``).
+Every record carries ``k``, the instant's index in the
 streamset (so "a later instant" is ``k > p.k``, without placeholders for events no GPM
 matches), ``t`` (its time, for the window), and per SPAseq variable ``v<i>`` (the term's
 N-Triples text, for ``sameTerm`` joins), ``b<i>`` (1 when bound, else 0) and, for variables
@@ -15,7 +17,8 @@ exact integer; ``u`` = 1 when the record has another term there).
 Element ``j`` of ``SEQ`` is CEQL variable ``e<j>``; a ``;`` before it is
 ``NOT ((N… OR …) AS n<j>)`` over the negative copies, which sit after the instant's records so
 that the gap holds exactly the instants strictly between (with ``n[k > p.k]``); a ``,``
-before it is ``NOT (T AS t<j>)`` with ``t[k > p.k]`` (no instant strictly between). Shared
+before it is ``NOT ((L… OR N… OR T) AS t<j>)`` with ``t[kt > p.k]`` (no instant strictly
+between: the last record of a later instant ends the wait). Shared
 variables become ``c[v = s.v]`` (a hash join in the engine), or ``c[b = 0 OR s.b = 0 OR
 v = s.v]`` where ``c`` or ``s`` may leave ``v`` unbound (an alternative without it,
 OPTIONAL, UNION); iterations of ``+`` are joined by ``PREV`` (``k > PREV(k)``,
@@ -70,6 +73,7 @@ SCALE = 10 ** 18
 fast path's decimals have at most 18 fraction digits)."""
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
+_TICKS = "<ticks>"  # stands for the record types of a ``,``'s NOT until they are all known
 _CMP = {"=", "!=", "<", "<=", ">", ">="}
 
 
@@ -121,7 +125,8 @@ class Lowered:
     """Per ``;``-iterated ``+`` element with FILTERs: the fixed variable they compare with
     and, per GPM, its FILTERs as conditions on that variable (``_region``)."""
     ticks: bool = False
-    """Whether each instant ends with a tick record ``T`` (its ``k``), for ``,``."""
+    """Whether records carry ``kt`` (the instant's ``k`` on its last record, else -1) and an
+    instant without records has a tick record ``T``, for ``,``."""
     alias: dict[int, tuple[int, dict[str, str]]] = field(default_factory=dict)
     """Leaves whose records are another's (:func:`sharing`): leaf index → (the index of the
     leaf whose records and types ``L``/``N`` it reads, the representative, itself included;
@@ -380,9 +385,11 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
         if el.kleene:
             form = f"({form})+"
         if j and el.op == STRICT:
-            # σ , Ψ: no instant strictly between, which a tick record ``T`` of each instant
-            # (after its records) witnesses; the NOT kills a run as soon as it waits too long
-            forms.append(f"NOT (T AS t{j})")
+            # σ , Ψ: no instant strictly between, which the last record of each instant
+            # witnesses (its ``kt`` is the instant's ``k``, the others' -1; an instant
+            # without records has a tick record ``T``); the NOT kills a run as soon as it
+            # waits too long. Its record types are filled in below (all of them).
+            forms.append(f"NOT (({_TICKS}) AS t{j})")
             ticks = True
         if j and negated:
             negs = " OR ".join(f"N{kind(leaf)}" for leaf in primary.leaves)
@@ -423,7 +430,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
             p = f"e{j - 1}"
             conds.append(f"e{j}[k > {p}.k]")
             if el.op == STRICT:  # after every iteration of a + before
-                conds.append(f"t{j}[k > {p}.k]")
+                conds.append(f"t{j}[kt > {p}.k]")
             if el.op == SKIP_TILL_NEXT:
                 conds.append(f"n{j}[k > {p}.k]")
         # shared variables: compatible with every earlier CEQL variable binding them
@@ -479,6 +486,9 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
                     flags = " OR ".join(["u = 1", *(f"{r}.u = 1" for r in reads)])
                     conds.append(f"{subject}[{flags} OR ({body[:-1]})]")
     where = " ; ".join(forms)
+    if ticks:
+        kinds = sorted(set(re.findall(r"\b[LN]\d+\b", where)), key=lambda x: (x[0], int(x[1:])))
+        where = where.replace(_TICKS, " OR ".join([*kinds, "T"]))
     text = f"SELECT * FROM S WHERE ({where})"
     if conds:
         text += " FILTER " + " AND ".join(conds)
