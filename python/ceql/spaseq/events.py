@@ -9,9 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import CeqlInputError
 
@@ -31,11 +30,10 @@ _NEEDS = ("an event needs 'stream' (a stream's IRI or its name in the query), 't
           "triples)")
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One event of the streamset: its index in the input, its stream (IRI), its time as
     given, as a key (microseconds, exact) and its kind (:func:`time_key`), and its graph as
-    given."""
+    given. (A named tuple: one is made per event read.)"""
 
     position: int
     stream: str
