@@ -252,6 +252,41 @@ def test_a_stream_through_connect_gives_the_batch_answer_and_counts_late_rows(
     assert sum(cs.late_rows(p) for p in q.recentProgress) == 1
 
 
+SPASEQ = """PREFIX : <http://example/>
+SELECT ?c ?p1 ?p2 ?p3 WITHIN 10 SECONDS
+FROM STREAM S1 <http://example/prices>
+WHERE { SEQ (A, B ; C)
+  DEFINE GPM A ON S1 { ?c :price ?p1 }
+  DEFINE GPM B ON S1 { ?c :price ?p2 . FILTER (?p2 > ?p1) }
+  DEFINE GPM C ON S1 { ?c :price ?p3 . FILTER (?p3 < ?p2) } }"""
+
+
+def test_match_spaseq_through_connect_gives_the_local_matches(full: Any) -> None:
+    """SPAseq on the server: ``match_spaseq`` (a Connect Python UDTF) and MATCH_SPASEQ in
+    SQL (registered by the server's extension) give ``ceql.spaseq``'s matches."""
+    import ceql.spaseq as sp
+
+    prices = [10, 12, 11, 9, 14, 15, 13, 16, 12]
+    events = [{"stream": "S1", "time": t,  # company H trades at odd times only
+               "graph": " ".join(f"<http://example/{c}> <http://example/price> {p + i} ."
+                                 for i, c in enumerate(("G", "H")[: 1 + t % 2]))}
+              for t, p in enumerate(prices, start=1)]
+    want = [(list(m.positions), {v: str(x) for v, x in m.bindings.items()})
+            for m in sp.compile(SPASEQ).run(events)]
+    assert len(want) >= 3  # a query with matches
+    df = full.createDataFrame([(e["stream"], e["time"], e["graph"]) for e in events],
+                              "stream string, time bigint, graph string")
+    df.createOrReplaceTempView("prices")
+
+    def got(result: Any) -> list[tuple[list[int], dict[str, str]]]:
+        return [(list(r.positions), {v: r[v] for v in ("c", "p1", "p2", "p3")})
+                for r in result.collect()]
+
+    assert got(cs.match_spaseq(df, SPASEQ)) == want
+    q = SPASEQ.replace("'", "\\'")
+    assert got(full.sql(f"SELECT * FROM MATCH_SPASEQ(TABLE(prices), query => '{q}')")) == want
+
+
 def _kernel_env(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """This interpreter as the Jupyter kernel (a kernel spec in a temporary ``JUPYTER_PATH``,
     which the client looks in too); the kernel's environment, without this process's Connect
