@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import product
+from operator import itemgetter
 from typing import Any
 
 from ..ir import nodes as N
@@ -148,6 +149,9 @@ class RegisterPlan:
         #: per state, class → :meth:`moves` (a read-only fast cache; a miss: call it)
         self.move_cache: list[dict[int, tuple[Move, ...]]] = [{} for _ in range(cea.n_states)]
         self._progs: dict[int, tuple[tuple[int, _Program], ...]] = {}
+        self._killers: dict[int, Callable[[Registers, Mapping[str, Any]], bool]] = {}
+        self._advancers: dict[int, Callable[[Registers, Mapping[str, Any]],
+                                            Registers | None]] = {}
         #: every attribute a condition reads
         self.reads = frozenset().union(*(s.reads for s in self.scopes))
         #: whether every state a run can wait in has a gap: runs then stay where they are
@@ -240,22 +244,50 @@ class RegisterPlan:
 
     def advance(self, regs: Registers, m: Move, event: Mapping[str, Any]) -> Registers | None:
         """The registers after taking ``m`` on ``event``, or None when a condition fails."""
-        new = list(regs)
-        for k in m.closes:
-            s = new[k]
-            if s is not None:
-                if not self._complete(self.scopes[k], s):
+        f = self._advancers.get(id(m))
+        if f is None:
+            f = self._advancers[id(m)] = self._advancer(m)
+        return f(regs, event)
+
+    def _advancer(self, m: Move) -> Callable[[Registers, Mapping[str, Any]], Registers | None]:
+        """:meth:`advance` for one move, its programs compiled (built once per move)."""
+        scopes = self.scopes
+        complete = self._complete
+        closes = tuple(sorted(m.closes))
+        progs = tuple((k, _compile(prog), scopes[k].initial()) for k, prog in self._programs(m))
+        if self.n_scopes == 1 and len(progs) == 1:
+            _, run, init = progs[0]
+            closing = closes == (0,)
+            sp0 = scopes[0]
+
+            def one(regs: Registers, event: Mapping[str, Any]) -> Registers | None:
+                s = regs[0]
+                if s is None:
+                    s = init
+                elif closing:
+                    if not complete(sp0, s):
+                        return None
+                    s = init
+                s = run(s, event)
+                return None if s is None else _Regs((s,))
+            return one
+
+        def advance(regs: Registers, event: Mapping[str, Any]) -> Registers | None:
+            new = list(regs)
+            for k in closes:
+                s = new[k]
+                if s is not None:
+                    if not complete(scopes[k], s):
+                        return None
+                    new[k] = None
+            for k, run, init in progs:
+                s = new[k]
+                s = run(init if s is None else s, event)
+                if s is None:
                     return None
-                new[k] = None
-        for k, prog in self._programs(m):
-            s = new[k]
-            if s is None:
-                s = self.scopes[k].initial()
-            s = _run(prog, s, event)
-            if s is None:
-                return None
-            new[k] = s
-        return tuple(new)
+                new[k] = s
+            return _Regs(new)
+        return advance
 
     def state_gates(self, q: int) -> tuple[Gate, ...]:
         """The gates of the moves out of state ``q`` (cached)."""
@@ -329,33 +361,64 @@ class RegisterPlan:
         """Whether ``event`` (a β event) ends a run with ``regs`` waiting in the gap ``ck``:
         each of the NOT's conditions holds with ``n`` bound to it, for every choice of the
         earlier events it reads (vacuously when one variable has none)."""
+        f = self._killers.get(id(ck))
+        if f is None:
+            f = self._killers[id(ck)] = self._killer(ck)
+        return f(regs, event)
+
+    def _killer(self, ck: CondKill) -> Callable[[Registers, Mapping[str, Any]], bool]:
+        """:meth:`killed` for one gap (built once per gap): a test per condition."""
         _, name, specs = ck
-        get = event.get
-        for k, cis in specs:
-            s = regs[k]
-            sp = self.scopes[k]
-            for ci in cis:
-                c = sp.conditions[ci]
-                lists = s[0][ci][0] if s is not None else ((),) * len(c.quantified)
-                pools: list[Any] = []
-                for v, attrs, recs in zip(c.quantified, c.attrs, lists, strict=True):
-                    if v == name:
-                        pools.append((tuple([norm(get(a)) for a in attrs]),))
-                    elif not recs:
-                        break  # vacuous
-                    else:
-                        pools.append(recs)
-                else:
-                    av: tuple[Any, ...] = ()
-                    if c.aggs:
-                        accs = s[1] if s is not None else tuple(
-                            agg_start(f) for f, _, _ in sp.aggs)
-                        values = dict(zip(sp.aggs, accs, strict=True))
-                        av = tuple(aggregate(spec[0], values[spec]) for spec in c.aggs)
-                    check = c.check
-                    if not all(check(recs, av) == TRUE for recs in product(*pools)):
+        tests = [self._kill_test(k, ci, name) for k, cis in specs for ci in cis]
+        if len(tests) == 1:
+            return tests[0]
+        return lambda regs, event: all(t(regs, event) for t in tests)
+
+    def _kill_test(self, k: int, ci: int,
+                   name: str) -> Callable[[Registers, Mapping[str, Any]], bool]:
+        """Whether condition ``ci`` of scope ``k`` holds with ``n`` (``name``) bound to the
+        event, for every choice of the earlier events it reads."""
+        sp = self.scopes[k]
+        c = sp.conditions[ci]
+        check = c.check
+        q = c.quantified
+        if len(q) == 2 and q[0] == name and q[1] != name and not c.aggs:
+            attrs = c.attrs[0]
+
+            def pair(regs: Registers, event: Mapping[str, Any]) -> bool:
+                s = regs[k]
+                if s is None:
+                    return True  # no earlier event: vacuous
+                ys = s[0][ci][0][1]
+                if not ys:
+                    return True
+                get = event.get
+                f = tuple([norm(get(a)) for a in attrs])
+                for r in ys:
+                    if check((f, r), ()) != TRUE:
                         return False
-        return True
+                return True
+            return pair
+
+        def general(regs: Registers, event: Mapping[str, Any]) -> bool:
+            get = event.get
+            s = regs[k]
+            lists = s[0][ci][0] if s is not None else ((),) * len(q)
+            pools: list[Any] = []
+            for v, attrs, recs in zip(q, c.attrs, lists, strict=True):
+                if v == name:
+                    pools.append((tuple([norm(get(a)) for a in attrs]),))
+                elif not recs:
+                    return True  # vacuous
+                else:
+                    pools.append(recs)
+            av: tuple[Any, ...] = ()
+            if c.aggs:
+                accs = s[1] if s is not None else tuple(agg_start(f) for f, _, _ in sp.aggs)
+                values = dict(zip(sp.aggs, accs, strict=True))
+                av = tuple(aggregate(spec[0], values[spec]) for spec in c.aggs)
+            return all(check(recs, av) == TRUE for recs in product(*pools))
+        return general
 
     def accepts(self, regs: Registers) -> bool:
         """Whether a run with ``regs`` that reached a final state completes a valuation whose
@@ -383,6 +446,23 @@ class RegisterPlan:
                 if check(recs, av) != TRUE:
                     return False
         return True
+
+
+class _Regs(tuple[Any, ...]):
+    """Registers that hash once: a run's key is looked up several times per event it lives
+    through (its partition's runs, the indexes), and registers are deep tuples. Equal to,
+    and hashed as, the plain tuple (saved snapshots hold plain tuples, and are saved so)."""
+
+    _hash: int | None = None
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = self._hash = tuple.__hash__(self)
+        return h
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (tuple(self),))
 
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
@@ -487,6 +567,138 @@ def _program(sp: ScopePlan, names: frozenset[str], later: frozenset[str]) -> _Pr
         ops.append((ci, c, fresh, keep, keep_prev))
     aggs = tuple((i, f, a) for i, (f, v, a) in enumerate(sp.aggs) if v in names)
     return tuple(ops), aggs
+
+
+#: What a compiled program does to one condition's registers given the event's values: the
+#: new ``(lists, last)``, or None when the condition fails.
+_OpFn = Callable[[Any, list[Any]], Any]
+#: A compiled program: scope registers and the event → new scope registers, or None.
+_Runner = Callable[[Any, Mapping[str, Any]], Any]
+
+
+def _getter(slots: tuple[int, ...]) -> Callable[[list[Any]], tuple[Any, ...]]:
+    """A function building a record from the event's values at ``slots``."""
+    if not slots:
+        return lambda vals: ()
+    if len(slots) == 1:
+        i = slots[0]
+        return lambda vals: (vals[i],)
+    return itemgetter(*slots)  # two or more: a tuple
+
+
+def _compile(prog: _Program) -> _Runner:
+    """:func:`_run` for ``prog`` as one function: the attributes the program reads are read
+    (and normalized) once per event, and a condition between two variables without ``PREV``
+    — all a lowered SPAseq query has — runs without the general loop."""
+    ops, aggs = prog
+    names: dict[str, int] = {}
+
+    def slots(attrs: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(names.setdefault(a, len(names)) for a in attrs)
+
+    cops: list[tuple[int, _OpFn]] = []
+    for ci, c, spec, keep, keep_prev in ops:
+        if (keep is not None and len(spec) == 2 and not any(sp[1] for sp in spec if sp)):
+            cops.append((ci, _pair_op(c.check, spec, keep, keep_prev, slots)))
+        else:
+            cops.append((ci, _general_op(c, spec, keep, keep_prev, slots)))
+    attrs = tuple(names)
+    if not aggs:
+        def run(s: Any, event: Mapping[str, Any]) -> Any:
+            get = event.get
+            vals = [norm(get(a)) for a in attrs]
+            conds_s, accs = s
+            out = list(conds_s)
+            for ci, op in cops:
+                r = op(conds_s[ci], vals)
+                if r is None:
+                    return None
+                out[ci] = r
+            return (tuple(out), accs)
+        return run
+    return lambda s, event: _run(prog, s, event)
+
+
+def _pair_op(check: Callable[[Any, Any], int], spec: tuple[Any, ...], keep: tuple[bool, ...],
+             keep_prev: bool, slots: Callable[[tuple[str, ...]], tuple[int, ...]]) -> _OpFn:
+    """The op of a condition over two variables (``X`` and ``Y``), neither with ``PREV``,
+    checked incrementally: the choices with a new record are checked as in
+    :func:`_check_new`, then the lists no partner can meet are dropped."""
+    k0, k1 = keep
+    s0, s1 = spec
+    if s1 is None:  # X bound
+        rec = _getter(slots(s0[0]))
+
+        def op_x(cond: Any, vals: list[Any]) -> Any:
+            (l0, l1), last = cond
+            f = rec(vals)
+            for r in l1:
+                if check((f, r), ()) != TRUE:
+                    return None
+            return (((*l0, f) if k0 else (), l1 if k1 else ()), last if keep_prev else None)
+        return op_x
+    if s0 is None:  # Y bound
+        rec = _getter(slots(s1[0]))
+
+        def op_y(cond: Any, vals: list[Any]) -> Any:
+            (l0, l1), last = cond
+            f = rec(vals)
+            for r in l0:
+                if check((r, f), ()) != TRUE:
+                    return None
+            return ((l0 if k0 else (), (*l1, f) if k1 else ()), last if keep_prev else None)
+        return op_y
+    rec0 = _getter(slots(s0[0]))
+    rec1 = _getter(slots(s1[0]))
+
+    def op_xy(cond: Any, vals: list[Any]) -> Any:
+        (l0, l1), last = cond
+        f0 = rec0(vals)
+        f1 = rec1(vals)
+        for r in (*l1, f1):
+            if check((f0, r), ()) != TRUE:
+                return None
+        for r in l0:
+            if check((r, f1), ()) != TRUE:
+                return None
+        return (((*l0, f0) if k0 else (), (*l1, f1) if k1 else ()),
+                last if keep_prev else None)
+    return op_xy
+
+
+def _general_op(c: Condition, spec: tuple[Any, ...], keep: tuple[bool, ...] | None,
+                keep_prev: bool, slots: Callable[[tuple[str, ...]], tuple[int, ...]]) -> _OpFn:
+    """The op of any condition (what :func:`_run` does for one), over the event's values."""
+    fresh_spec = tuple(None if sp is None else (slots(sp[0]), sp[1]) for sp in spec)
+    prev_slots = slots(c.prev) if any(sp and sp[1] for sp in spec) else ()
+    check = c.check
+
+    def op(cond: Any, vals: list[Any]) -> Any:
+        lists, last = cond
+        fresh: list[tuple[Any, ...] | None] = []
+        new_last = last
+        for sp in fresh_spec:
+            if sp is None:
+                fresh.append(None)
+                continue
+            idx, is_prev = sp
+            rec = tuple([vals[i] for i in idx])
+            if is_prev:
+                new_last = tuple([vals[i] for i in prev_slots])
+                if last is None:  # the first event of X: exempt, no record
+                    fresh.append(None)
+                    continue
+                rec = rec + last
+            fresh.append(rec)
+        if keep is None:
+            return (tuple(old if f is None else (*old, f)
+                          for old, f in zip(lists, fresh, strict=True)), new_last)
+        if not _check_new(check, lists, fresh):
+            return None
+        lists = tuple(() if not k else old if f is None else (*old, f)
+                      for old, f, k in zip(lists, fresh, keep, strict=True))
+        return (lists, new_last if keep_prev else None)
+    return op
 
 
 def _run(prog: _Program, s: Any, event: Mapping[str, Any]) -> Any:

@@ -348,35 +348,58 @@ class _Index:
     comparison); built from ``P.states`` and rebuilt when that dict was replaced (sweeps,
     consumption, snapshots)."""
 
-    __slots__ = ("at", "by_gate", "chain", "ref", "since")
+    __slots__ = ("at", "by_gate", "chain", "entries", "moved", "ref", "since")
 
     def __init__(self, plan: RegisterPlan, states: dict[_Key, list[Node]],
                  chain: int = 0) -> None:
         self.ref = states
         self.chain = chain
-        self.at: dict[int, dict[Registers, None]] = {}
+        #: per state, its runs (none left: an empty dict, keeping the order states are
+        #: visited in), each with its value for each of the state's gates
+        self.at: dict[int, dict[Registers, tuple[Any, ...]]] = {}
         self.by_gate: dict[tuple[int, Gate], _Hashed | _Sorted | _Stair] = {}
+        #: per state, its gates with their indexes (in the order of ``state_gates``)
+        self.entries: dict[int, tuple[tuple[Gate, _Hashed | _Sorted | _Stair], ...]] = {}
         self.since = 0  # events since the last pass that dropped expired runs
+        #: whether a state gained its first run or lost its last since the partition's
+        #: signature was computed
+        self.moved = True
         dead: list[_Key] = []
         for q, regs in states:
             dead += self.add(plan, q, regs)
         self.drop(plan, dead)
 
-    def add(self, plan: RegisterPlan, q: int, regs: Registers) -> list[_Key]:
-        """Index a run of ``P.states``; the runs a staircase found dominated (to drop)."""
-        self.at.setdefault(q, {})[regs] = None
-        dead: list[_Key] = []
-        for g in plan.state_gates(q):
-            entry = self.by_gate.get((q, g))
-            if entry is None:
+    def _entries(self, plan: RegisterPlan,
+                 q: int) -> tuple[tuple[Gate, _Hashed | _Sorted | _Stair], ...]:
+        ents = self.entries.get(q)
+        if ents is None:
+            found = []
+            for g in plan.state_gates(q):
                 entry = self.by_gate[(q, g)] = (
                     _Hashed() if g.op == "=" else
                     _Stair(g, q, self.ref, self.chain == 2) if self.chain and g.prev >= 0 else
                     _Sorted(g.op))
-            v = gate_key(g, regs)
+                found.append((g, entry))
+            ents = self.entries[q] = tuple(found)
+        return ents
+
+    def add(self, plan: RegisterPlan, q: int, regs: Registers) -> list[_Key]:
+        """Index a run of ``P.states``; the runs a staircase found dominated (to drop)."""
+        ents = self.entries.get(q)
+        if ents is None:
+            ents = self._entries(plan, q)
+        values = tuple([gate_key(g, regs) for g, _ in ents])
+        runs = self.at.get(q)
+        if runs is None:
+            runs = self.at[q] = {}
+        if not runs:
+            self.moved = True
+        runs[regs] = values
+        dead: list[_Key] = []
+        for (_, entry), v in zip(ents, values, strict=True):
             if v is NEVER:
                 continue
-            if isinstance(entry, _Stair):
+            if type(entry) is _Stair:
                 dead += [(q, r) for r in entry.add(v, regs)]
             else:
                 entry.add(v, regs)
@@ -385,8 +408,7 @@ class _Index:
     def improved(self, plan: RegisterPlan, q: int, regs: Registers) -> list[_Key]:
         """A run's chain got better (chain mode): the runs a staircase now finds dominated."""
         dead: list[_Key] = []
-        for g in plan.state_gates(q):
-            entry = self.by_gate.get((q, g))
+        for g, entry in self._entries(plan, q):
             if isinstance(entry, _Stair):
                 v = gate_key(g, regs)
                 if v is not NEVER:
@@ -402,14 +424,17 @@ class _Index:
 
     def remove(self, plan: RegisterPlan, q: int, regs: Registers) -> None:
         runs = self.at.get(q)
+        values = None
         if runs is not None:
-            runs.pop(regs, None)
-        for g in plan.state_gates(q):
-            entry = self.by_gate.get((q, g))
-            if entry is not None:
-                v = gate_key(g, regs)
-                if v is not NEVER:
-                    entry.remove(v, regs)
+            values = runs.pop(regs, None)
+            if not runs:
+                self.moved = True
+        ents = self._entries(plan, q)
+        if values is None:
+            values = tuple([gate_key(g, regs) for g, _ in ents])
+        for (_, entry), v in zip(ents, values, strict=True):
+            if v is not NEVER:
+                entry.remove(v, regs)
 
     def killable(self, plan: RegisterPlan, q: int, event: Mapping[str, Any]) -> list[Registers]:
         """The runs at gap ``q`` a β event may end (a superset; all without a kill gate)."""
@@ -602,7 +627,7 @@ class RegisterRuns:
         eps = self._enter(P, wkey)
         fifo = None if self.ranked else P.fifo
         chain = self.chain
-        states = cast(dict[_Key, list[Node]], P.states)
+        states: dict[_Key, list[Node]] = P.states  # type: ignore[assignment]
         index: _Index | None = P.aux
         if index is None or index.ref is not states:
             index = P.aux = _Index(plan, states, self.chain)
@@ -611,10 +636,19 @@ class RegisterRuns:
             if index.since > 64 and index.since > len(states):
                 self._drop_expired(states, index, wkey, eps)
         new: list[tuple[_Key, Node]] = []
-        accs, event = self._start(c, pos, sub, wkey, tkey, new)
+        caches = plan.move_cache
+        if caches[0].get(c, True):
+            accs, event = self._start(c, pos, sub, wkey, tkey, new)
+        else:  # the event starts no run
+            accs = event = None
         advance = plan.advance
-        for q in list(index.at):
-            ms = plan.moves(q, c)
+        at = index.at
+        for q, at_q in list(at.items()):
+            if not at_q:
+                continue
+            ms = caches[q].get(c)
+            if ms is None:
+                ms = plan.moves(q, c)
             if not ms:
                 continue
             if event is None:
@@ -641,10 +675,10 @@ class RegisterRuns:
                     node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
                     accs = self._keep(new, m, regs2, node, accs)
         for q, kill in plan.killing:  # a negated event ends the runs waiting in its gap
-            if kill(c) and index.at.get(q):
-                index.drop(plan, [(q, regs) for regs in index.at[q]])
+            if at.get(q) and kill(c):
+                index.drop(plan, [(q, regs) for regs in at[q]])
         for q, ck in plan.condkilling:  # ... those for which its conditions hold
-            if ck[0](c) and index.at.get(q):
+            if at.get(q) and ck[0](c):
                 if event is None:
                     event = self._event(pos)
                 dead = [(q, regs) for regs in index.killable(plan, q, event)
@@ -667,7 +701,10 @@ class RegisterRuns:
                         index.drop(plan, dead)
             else:
                 _add(ul, node, fifo, wkey)
-        P.sig = (P.g, frozenset([q for q, runs in index.at.items() if runs]))
+        sig = P.sig
+        if index.moved or sig is None or sig[0] != P.g:
+            index.moved = False
+            P.sig = (P.g, frozenset([q for q, runs in at.items() if runs]))
         return self._leave(P, states, accs, wkey, eps)
 
     def _drop_expired(self, states: dict[_Key, list[Node]], index: _Index, wkey: Any,
