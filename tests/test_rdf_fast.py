@@ -458,7 +458,9 @@ def test_numbers_at_the_edges_come_back_as_the_store_gives_them(lex: str, dataty
         got = TripleReader().read([event], ox.RdfFormat.N_TRIPLES, ["e"])
         assert got == [[(f"<{EX}s>", f"<{EX}p>", want)]]
         batch = TripleReader().read_batch([event, event], None, ["e", "f"])
-        assert batch == [(0, f"<{EX}s>", f"<{EX}p>", want), (1, f"<{EX}s>", f"<{EX}p>", want)]
+        assert batch is not None
+        assert list(zip(*batch, strict=True)) == [(0, f"<{EX}s>", f"<{EX}p>", want),
+                                                  (1, f"<{EX}s>", f"<{EX}p>", want)]
 
 
 @settings(max_examples=60, deadline=None)
@@ -504,3 +506,90 @@ def test_forgetting_midway_keeps_what_a_batch_already_read() -> None:
             assert fast.evaluate_many(lists) == store.evaluate_many(lists)
     finally:
         fast_module._CACHE_LIMIT = limit
+
+
+# ---------------------------------------------------------------- shortcuts of the batch reader
+
+_PIECES = ['"', "a", " ", f"^^<{XSD}integer>", "^^<http://ex/t>", "@en", "@en-GB", "\n",
+           "\\", "\\n", "\x00", "\r", '""', "<http://ex/o>", "_:b"]
+_TAILS = {"", f"^^<{XSD}integer>", "^^<http://ex/t>", "@en"}
+_PLAIN = re.compile(r'"[^"\\\n\r\x00]*"(?:\^\^<http://www\.w3\.org/2001/XMLSchema#integer>'
+                    r'|\^\^<http://ex/t>|@en|)\Z')
+
+
+@settings(max_examples=2000)
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=6).map("".join), max_size=5))
+def test_literals_checked_at_once_are_exactly_the_plain_ones(texts: list[str]) -> None:
+    # the check of the objects no GPM reads, on all of them at once: never yes wrongly
+    # (and, for these pieces, never no wrongly either)
+    assert fast_module._plain_literals(texts, _TAILS) == all(_PLAIN.match(t) for t in texts)
+
+
+_OTHER_OBJECTS = ['"plain"', '"x"@en', '"x"@en-GB', f'"7"^^<{XSD}integer>',
+                  f'"07"^^<{XSD}integer>', f'"abc"^^<{XSD}integer>', '"esc\\"aped"',
+                  '"tab\\t"', "<http://ex/o>", "_:b", '"new"^^<http://ex/t>', '"a b"',
+                  f'"1.50"^^<{XSD}decimal>', '"\\u00e9"', '"bad', "<bad iri>", '"x"@1']
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from([f"<{EX}s0>", f"<{EX}s1>"]),
+                                   st.sampled_from([f"<{EX}p0>", f"<{EX}p1>", f"<{EX}p2>"]),
+                                   st.sampled_from(_OTHER_OBJECTS)), max_size=4),
+                min_size=1, max_size=5), st.booleans(), st.booleans())
+def test_triples_no_gpm_reads_are_checked_as_the_store_does(
+        events: list[list[tuple[str, str, str]]], distinct: bool, terms: bool) -> None:
+    texts = ["".join(f"{s} {p} {o} .\n" for s, p, o in e) for e in events]
+    queries = {"A": f"SELECT {'DISTINCT' if distinct else ''} ?s ?o {{ ?s <{EX}p0> ?o }}",
+               "B": f"SELECT DISTINCT ?s {{ ?s <{EX}p0> ?o . ?s <{EX}p1> ?w }}"}
+    fast, store = _both(queries, terms=terms)
+    both = _answers(fast, store, texts)
+    if both is None:
+        return
+    answers, want = both
+    assert _blanks_out(answers) == _blanks_out(want)
+
+
+@pytest.mark.parametrize("events", [
+    [f"<{EX}s> <{EX}p0> <{EX}o> .\n<http://ex/a", f"b> <{EX}p0> <{EX}o> .\n"],  # no newline
+    [f"<{EX}s> <{EX}p0> <{EX}o> .", f"<{EX}s> <{EX}p0> <{EX}o2> ."],  # neither ends a line
+    ["", f"<{EX}s> <{EX}p0> <{EX}o> .\n", "", ""],  # empty events
+    [f"<{EX}s> <{EX}p0> <{EX}o> .\nabc", f"<{EX}s> <{EX}p0> <{EX}o> .\n"],
+    [f"<{EX}s> <{EX}p0> <{EX}o> . <{EX}s> <{EX}p0> <{EX}o2> .\n"],  # two on a line
+    [f"<{EX}s> <{EX}p0>\n<{EX}o> .\n", f"<{EX}s> <{EX}p0> <{EX}o> . <{EX}t> <{EX}p0> 1 .\n"],
+    [f"<{EX}s> <{EX}p0> <{EX}o> .\n\n", f"# a comment\n<{EX}s> <{EX}p0> 2 .\n"],
+    [f"<{EX}s>  <{EX}p0> <{EX}o> .\n", f"<{EX}s>\t<{EX}p0> <{EX}o> .\n"],  # odd spacing
+    [f"<{EX}s> <{EX}p0> \"a\x00b\" .\n"],
+])
+def test_text_the_batch_reader_must_not_take_as_it_is(events: list[str]) -> None:
+    for fmt in (None, "ntriples"):
+        fast, store = _both({"A": f"SELECT * {{ ?s <{EX}p0> ?o }}"}, terms=True)
+        both = _answers(fast, store, events, format=fmt)
+        if both is None:
+            continue
+        answers, want = both
+        assert _blanks_out(answers) == _blanks_out(want)
+
+
+def test_several_triples_of_a_predicate_in_an_event_join_each_with_each() -> None:
+    event = (f'<{EX}goog> <{EX}price> "1.5"^^<{XSD}decimal> .\n'
+             f'<{EX}goog> <{EX}price> "2.5"^^<{XSD}decimal> .\n'
+             f'<{EX}goog> <{EX}volume> "3"^^<{XSD}integer> .\n'
+             f'<{EX}goog> <{EX}volume> "4"^^<{XSD}integer> .\n'
+             f'<{EX}msft> <{EX}volume> "5"^^<{XSD}integer> .\n'
+             f'<{EX}goog> <{EX}price> "1.5"^^<{XSD}decimal> .\n')  # a duplicate
+    other = f'<{EX}msft> <{EX}price> "9"^^<{XSD}decimal> .\n'
+    for distinct in ("DISTINCT", ""):
+        query = (f"SELECT {distinct} ?c ?p ?v WHERE {{ ?c <{EX}price> ?p . "
+                 f"?c <{EX}volume> ?v . }}")
+        fast, store = _both({"A": query, "B": f"SELECT ?c {{ ?c <{EX}volume> ?v }}"},
+                            terms=True)
+        batch = [event, other, event + other, ""]
+        answers = fast.evaluate_many(batch)
+        assert answers == store.evaluate_many(batch)
+        assert len(answers[0]["A"]) == 4 and len(answers[2]["A"]) == 5
+
+
+def test_an_evaluator_without_gpms_answers_each_event() -> None:
+    fast, store = GpmEvaluator({}, fast=True), GpmEvaluator({}, fast=False)
+    events = [f"<{EX}s> <{EX}p> 1 .\n", f"<{EX}s> <{EX}p> 2 .\n"]
+    assert fast.evaluate_many(events) == store.evaluate_many(events) == [{}, {}]

@@ -45,7 +45,7 @@ import itertools
 import operator
 import re
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, filterfalse, repeat
 from typing import Any, cast
@@ -63,22 +63,30 @@ from ceql.rdf.sparql import Token, tokenize
 
 __all__ = [
     "Bgp",
-    "EventTriple",
     "Row",
     "Slot",
     "TextTriple",
+    "TripleColumns",
     "TripleReader",
+    "distinct_triples",
+    "group_by_predicate",
     "match_batch",
     "parse_bgp",
-    "values_at",
 ]
 
 TextTriple = tuple[str, str, str]
 """A triple as the N-Triples texts of its terms, in the form the store gives them back."""
 
+TripleColumns = tuple[Sequence[int], Sequence[str], Sequence[str], Sequence[str]]
+"""A batch's triples as columns: each triple's event index, then the texts of its terms."""
+
+Row = tuple[Any, ...]
+"""A solution of a batch: the event's index, then the variables' term texts."""
+
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
 _XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 _XSD_DECIMAL = "http://www.w3.org/2001/XMLSchema#decimal"
+_INTEGER_TAIL = f"^^<{_XSD_INTEGER}>"
 # xsd:decimal lexical forms the store keeps (no sign but '-', no leading or trailing zero,
 # a fraction only when not zero; within the 18 + 18 digits of its decimals)
 _CANONICAL_DECIMAL = re.compile(
@@ -325,6 +333,34 @@ def _unchanged(text: str, tails: set[str]) -> bool:
     return not datatype.startswith("http://www.w3.org/")
 
 
+def _plain_literals(texts: Sequence[str], tails: set[str]) -> bool:
+    r"""Whether every text is a literal without escapes whose ending (``""``,
+    ``^^<datatype>``, ``@lang``) is one of ``tails``: ``"lexical"tail`` with no ``"``,
+    ``\``, newline, carriage return or NUL in ``lexical``. A few passes over the texts
+    joined, instead of a regular expression each: ``False`` may be wrong (then check them
+    one by one), ``True`` is not."""
+    if not texts:
+        return True
+    if len(tails) > 8:
+        return False
+    # '"lex"tail\n"lex"tail\n…\n"', each '"tail\n"' replaced by '\n\0' (after which no
+    # other tail's replacement can take place there), is '"lex\n\0lex\n\0…\n\0' when each
+    # text is such a literal. Conversely, one replacement per newline means that each text
+    # ends with '"tail' and starts with '"' (a text '"tail' has one quote for both, and
+    # the first text's is the one quote left), and one quote left that no text has any
+    # other.
+    joined = "\n".join(texts) + '\n"'
+    if (joined.count("\n") != len(texts) or "\\" in joined or "\r" in joined
+            or "\0" in joined):
+        return False
+    replaced = 0
+    for tail in tails:
+        before = len(joined)
+        joined = joined.replace(f'"{tail}\n"', "\n\0")
+        replaced += (before - len(joined)) // (len(tail) + 1)
+    return replaced == len(texts) and joined[0] == '"' and joined.count('"') == 1
+
+
 @dataclass(slots=True)
 class _Forms:
     """What a reader learnt of one (format, base IRI): term text → the store's form of it,
@@ -502,15 +538,17 @@ class TripleReader:
     def _forms(self, key: tuple[ox.RdfFormat, str | None]) -> _Forms:
         forms = self._known.get(key)
         if forms is None:
-            forms = self._known[key] = _Forms({}, {""})
+            # the parser takes any xsd:integer ending (it does not check lexical forms)
+            forms = self._known[key] = _Forms({}, {"", _INTEGER_TAIL})
         return forms
 
     def read_batch(self, events: Sequence[object], format: ox.RdfFormat | None,
                    names: Sequence[str], keep: frozenset[str] | None = None
-                   ) -> list[EventTriple] | None:
-        """The triples of a batch's events in the store's form, each with its event's index
-        (in the events' order, duplicates kept), or ``None`` when an event needs the store
-        path; see :meth:`read`. Events of N-Triples lines are read all at once."""
+                   ) -> TripleColumns | None:
+        """The triples of a batch's events in the store's form, as columns (each triple's
+        event index, subject, predicate, object; in the events' order, duplicates kept), or
+        ``None`` when an event needs the store path; see :meth:`read`. Events of N-Triples
+        lines are read all at once."""
         kinds = set(map(type, events))
         if format in (None, ox.RdfFormat.TURTLE, ox.RdfFormat.N_TRIPLES) and kinds == {str}:
             # JSON-LD never gets through: its first field is not an IRI
@@ -525,35 +563,42 @@ class TripleReader:
         each = self.read(events, format, names, keep)
         if each is None:
             return None
-        return [(i, s, p, o) for i, triples in enumerate(each) for s, p, o in triples]
+        triples = list(chain.from_iterable(each))
+        if not triples:
+            return [], [], [], []
+        subjects, predicates, objects = map(list, zip(*triples, strict=True))
+        return (list(chain.from_iterable(map(repeat, range(len(each)), map(len, each)))),
+                subjects, predicates, objects)
 
     def _bulk(self, texts: Sequence[str], key: tuple[ox.RdfFormat, str | None],
-              keep: frozenset[str] | None) -> list[EventTriple] | None:
+              keep: frozenset[str] | None) -> TripleColumns | None:
         """:meth:`_scan`'s work on a whole batch with set and map operations, when every
         line of every event is ``s p o .`` with terms that are IRIs or literals (blank nodes
         are renamed per event: :meth:`_scan`)."""
         if not all(map(_ENDS_NEWLINE, texts)):
             texts = [t if not t or t.endswith("\n") else t + "\n" for t in texts]
         whole = "".join(texts)
-        lines = whole.count("\n")
-        # every line ends with " ." (so no line is empty) when each newline follows " ."
-        if whole.count(" .\n") != lines:
+        if "\0" in whole:
             return None
-        if not lines:
-            return []
+        # one split for the batch: s p o \0 s p o \0 …, each \0 where a line ends; every
+        # line ends with " ." when no newline is left, and no term holds a space when every
+        # fourth field is a \0 (there is no other: the text had none)
+        flat = whole.replace(" .\n", " \0 ")
+        if "\n" in flat:
+            return None
         counts = list(map(_NEWLINES, texts))
-        # one split for the batch: s p o \0 s p o \0 …, each \0 where a line ends; no term
-        # holds a space when every fourth field, and no other, is a \0
-        fields = whole.replace(" .\n", " \0 ").split(" ")
+        lines = sum(counts)
+        if not lines:
+            return [], [], [], []
+        fields = flat.split(" ")
         fields.pop()  # after the last \0
         subjects: Sequence[str]
         predicates: Sequence[str]
         objects: Sequence[str]
-        if (len(fields) == 4 * lines and fields[3::4].count("\0") == lines
-                and fields.count("\0") == lines):
+        if len(fields) == 4 * lines and fields[3::4].count("\0") == lines:
             subjects, predicates, objects = fields[0::4], fields[1::4], fields[2::4]
         else:  # a literal with a space
-            split = whole.replace(" .\n", "\n").split("\n")
+            split = flat.split(" \0 ")
             split.pop()
             parts = list(map(_THREE_FIELDS, split))
             if min(map(len, parts)) != 3:
@@ -562,7 +607,7 @@ class TripleReader:
         return self._columns(subjects, predicates, objects, counts, key, keep)
 
     def _bulk_lists(self, events: Sequence[object], keep: frozenset[str] | None
-                    ) -> list[EventTriple] | None:
+                    ) -> TripleColumns | None:
         """Events that are lists of ``(s, p, o)`` (tuples, or mappings with keys s, p, o), read
         at once: each distinct value made an N-Triples text once (as
         :func:`ntriples_terms` does), then :meth:`_columns`. ``None`` when a value is not one
@@ -572,7 +617,7 @@ class TripleReader:
             counts = list(map(len, lists))
             rows = list(chain.from_iterable(lists))
             if not rows:
-                return []
+                return [], [], [], []
             kinds = set(map(type, rows))
             if set(map(len, rows)) != {3}:
                 return None
@@ -606,7 +651,7 @@ class TripleReader:
     def _columns(self, subjects: Sequence[str], predicates: Sequence[str],
                  objects: Sequence[str], counts: Sequence[int],
                  key: tuple[ox.RdfFormat, str | None], keep: frozenset[str] | None,
-                 checked: bool = False) -> list[EventTriple] | None:
+                 checked: bool = False) -> TripleColumns | None:
         """A batch's term texts, column by column (``counts``: triples per event): each
         distinct text checked (unless ``checked``: each is known to be one term's text) and
         put in the store's form, the triples ``keep`` wants."""
@@ -616,27 +661,32 @@ class TripleReader:
         if len(known) > _CACHE_LIMIT:  # here, not later: what it held is read below
             known.clear()
         unknown: dict[str, None] = {}
-        for text in set(predicates).difference(known):
+        distinct = set(predicates)
+        for text in distinct.difference(known):
             if _NT_IRI.match(text) is None:
                 return None
             unknown[text] = None
         if unknown and not self._learn(key, list(unknown), forms):
             return None
         unknown = {}
-        get = known.get
         events: Iterable[int] = chain.from_iterable(map(repeat, range(len(counts)), counts))
         for text in set(subjects).difference(known):
             if _NT_IRI.match(text) is None:  # blank nodes included
                 return None
             unknown[text] = None
-        others: Iterable[str] = ()  # objects of triples not kept: only checked
+        others: list[str] = []  # objects of triples not kept: only checked
         if keep is not None:
-            wanted = list(map(keep.__contains__, map(get, predicates, predicates)))
-            others = set(compress(objects, map(operator.not_, wanted))).difference(known)
-            events = compress(events, wanted)
-            subjects = tuple(compress(subjects, wanted))
-            predicates = tuple(compress(predicates, wanted))
-            objects = tuple(compress(objects, wanted))
+            wanted = {text for text in distinct if known[text] in keep}
+            if len(wanted) < len(distinct):
+                if len(wanted) == 1:
+                    mask = list(map(next(iter(wanted)).__eq__, predicates))
+                else:
+                    mask = list(map(wanted.__contains__, predicates))
+                others = list(compress(objects, map(operator.not_, mask)))
+                events = compress(events, mask)
+                subjects = list(compress(subjects, mask))
+                predicates = list(compress(predicates, mask))
+                objects = list(compress(objects, mask))
         for text in filterfalse(_CANONICAL_INTEGER.match, set(objects).difference(known)):
             if text.startswith('"'):
                 if literal.match(text) is None:
@@ -649,7 +699,8 @@ class TripleReader:
                 return None
             else:
                 unknown[text] = None
-        for text in filterfalse(_CANONICAL_INTEGER.match, others):
+        for text in filterfalse(_CANONICAL_INTEGER.match, () if _plain_literals(
+                others, forms.tails) else set(others).difference(known)):
             if text.startswith('"'):
                 if literal.match(text) is None:
                     return None
@@ -661,9 +712,9 @@ class TripleReader:
                 unknown[text] = None
         if unknown and not self._learn(key, list(unknown), forms):
             return None
-        return list(cast(Iterator[EventTriple], zip(
-            events, map(get, subjects, subjects), map(get, predicates, predicates),
-            map(get, objects, objects), strict=True)))
+        form = known.__getitem__  # every subject and predicate is known by now
+        return (list(events), list(map(form, subjects)), list(map(form, predicates)),
+                list(map(known.get, objects, objects)))
 
     def read(self, events: Sequence[object], format: ox.RdfFormat | None,
              names: Sequence[str], keep: frozenset[str] | None = None
@@ -736,62 +787,109 @@ class TripleReader:
         return [triples for _, triples in batches]
 
 
-Row = tuple[Any, ...]
-"""A solution of a batch: the event's index, then the variables' term texts."""
-
-EventTriple = tuple[int, str, str, str]
-"""A triple of a batch's event: the event's index, then the texts of its terms."""
-
-
-def values_at(positions: Sequence[int]) -> Callable[[Sequence[Any]], Row]:
-    """The values at ``positions`` as a tuple (``operator.itemgetter`` gives a bare value for
-    one position and nothing for none)."""
-    if not positions:
-        return lambda _: ()
-    if len(positions) == 1:
-        return operator.itemgetter(slice(positions[0], positions[0] + 1))
-    return operator.itemgetter(*positions)
+def distinct_triples(table: TripleColumns) -> TripleColumns:
+    """``table`` without its duplicate triples (a graph is a set), in the same order."""
+    unique = dict.fromkeys(zip(*table, strict=True))
+    if len(unique) == len(table[0]):
+        return table
+    if not unique:
+        return [], [], [], []
+    events, subjects, predicates, objects = zip(*unique, strict=True)
+    return list(events), list(subjects), list(predicates), list(objects)
 
 
-def match_batch(bgp: Bgp, by_predicate: Mapping[str, Sequence[EventTriple]],
-                everything: Sequence[EventTriple], events: int
-                ) -> tuple[list[str], list[Row]]:
+def group_by_predicate(table: TripleColumns) -> dict[str, TripleColumns]:
+    """``table``'s triples grouped by predicate, each group in ``table``'s order."""
+    predicates = table[2]
+    kinds = set(predicates)
+    if len(kinds) <= 1:
+        return {p: table for p in kinds}
+    out: dict[str, TripleColumns] = {}
+    for p in kinds:
+        events, subjects, _, objects = _where(table, map(p.__eq__, predicates))
+        out[p] = (events, subjects, [p] * len(events), objects)
+    return out
+
+
+def _where(table: TripleColumns, mask: Iterable[object]) -> TripleColumns:
+    keep = list(mask)
+    return (list(compress(table[0], keep)), list(compress(table[1], keep)),
+            list(compress(table[2], keep)), list(compress(table[3], keep)))
+
+
+_NO_TRIPLES: TripleColumns = ((), (), (), ())
+
+
+def match_batch(bgp: Bgp, by_predicate: Mapping[str, TripleColumns],
+                everything: TripleColumns, events: int
+                ) -> tuple[list[str], list[Sequence[Any]]]:
     """Every solution of ``bgp`` (constants resolved) on each of a batch's ``events``, whose
-    distinct triples are given by predicate and all together. Returns the variables and the
-    solutions as rows: the event's index, then the variables' term texts in that order.
-    One hash join per triple pattern, keyed by the event and the variables bound before."""
-    columns: list[str] = []
-    rows: list[Row] = [(i,) for i in range(events)]
+    triples are given by predicate and all together, each in event order (for a GPM
+    without ``DISTINCT``, without duplicates: duplicates only repeat solutions). Returns the
+    variables and the solutions as columns, in event order: the events' indices, then each
+    variable's term texts in that order. One hash join per triple pattern, keyed by the
+    event and the variables bound before."""
+    names: list[str] = []
+    solutions: list[Sequence[Any]] | None = None  # None: every event's one empty solution
     for pattern in bgp.patterns:
         ps, pp, po = pattern
-        candidates = everything if pp.var is not None else by_predicate.get(pp.text, ())
+        table = everything if pp.var is not None else by_predicate.get(pp.text, _NO_TRIPLES)
         for k, slot in ((1, ps), (3, po)):
             if slot.var is None:
-                candidates = [t for t in candidates if t[k] == slot.text]
+                table = _where(table, map(slot.text.__eq__, table[k]))
         first: dict[str, int] = {}
         for k, slot in enumerate(pattern, start=1):
             if slot.var is None:
                 continue
             if slot.var in first:  # the variable twice in this pattern
-                a = first[slot.var]
-                candidates = [t for t in candidates if t[a] == t[k]]
+                table = _where(table, map(operator.eq, table[first[slot.var]], table[k]))
             else:
                 first[slot.var] = k
-        shared = [(columns.index(v) + 1, k) for v, k in first.items() if v in columns]
-        new = [(v, k) for v, k in first.items() if v not in columns]
-        key_of_triple = values_at([0] + [k for _, k in shared])
-        key_of_row = values_at([0] + [i for i, _ in shared])
-        added = values_at([k for _, k in new])
-        index: dict[Row, list[Row]] = {}
-        for t in candidates:
-            key = key_of_triple(t)
-            found = index.get(key)
-            if found is None:
-                index[key] = [added(t)]
-            else:
-                found.append(added(t))
-        rows = [row + ext for row in rows for ext in index.get(key_of_row(row), ())]
-        columns += [v for v, _ in new]
-        if not rows:
+        shared = [(names.index(v) + 1, k) for v, k in first.items() if v in names]
+        new: list[Sequence[Any]] = [table[k] for v, k in first.items() if v not in names]
+        names += [v for v in first if v not in names]
+        if solutions is None:  # the first pattern: its triples are the solutions
+            solutions = [table[0], *new]
+        else:
+            solutions = _join(solutions, table, shared, new)
+        if not solutions[0]:
             break
-    return columns, rows
+    if solutions is None:
+        solutions = [range(events)]
+    return names, solutions
+
+
+def _join(solutions: list[Sequence[Any]], table: TripleColumns,
+          shared: list[tuple[int, int]], new: list[Sequence[Any]]) -> list[Sequence[Any]]:
+    """The solutions extended by each of ``table``'s triples of their event that agrees on
+    the ``shared`` (solution column, triple column) pairs, with that triple's ``new``
+    columns."""
+    size = len(table[0])
+    keys: Sequence[Hashable] = table[0]
+    wanted: Iterable[Hashable] = solutions[0]
+    if shared:
+        keys = list(zip(keys, *(table[k] for _, k in shared), strict=True))
+        wanted = zip(wanted, *(solutions[i] for i, _ in shared), strict=True)
+    index = dict(zip(keys, range(size), strict=True))
+    if len(index) == size:  # one triple a key: a lookup per solution
+        found: list[Any] = list(map(index.get, wanted))  # None: no triple
+        mask = list(map(operator.is_not, found, repeat(None)))
+        if not all(mask):
+            solutions = [list(compress(column, mask)) for column in solutions]
+            found = list(compress(found, mask))
+    else:
+        triples: dict[Hashable, list[int]] = {}
+        for key, i in zip(keys, range(size), strict=True):
+            got = triples.get(key)
+            if got is None:
+                triples[key] = [i]
+            else:
+                got.append(i)
+        rows: list[int] = []
+        found = []
+        for row, key in enumerate(wanted):
+            for i in triples.get(key, ()):
+                rows.append(row)
+                found.append(i)
+        solutions = [list(map(column.__getitem__, rows)) for column in solutions]
+    return solutions + [list(map(column.__getitem__, found)) for column in new]

@@ -44,9 +44,11 @@ import datetime as dt
 import math
 import operator
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, groupby
+from itertools import chain, compress, repeat
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -56,10 +58,12 @@ from ceql.rdf.errors import GpmError, RdfInputError
 from ceql.rdf.fast import (
     Bgp,
     Row,
+    TripleColumns,
     TripleReader,
+    distinct_triples,
+    group_by_predicate,
     match_batch,
     parse_bgp,
-    values_at,
 )
 from ceql.rdf.reader import (
     EventSource,
@@ -79,7 +83,8 @@ Solution = dict[str, Value]
 GpmResults = dict[str, list[Solution]]
 
 _EVENT_LABEL = "ceqlev"
-_PREDICATE = operator.itemgetter(2)
+_EVENT = operator.itemgetter(0)
+_NO_TRIPLES: TripleColumns = ((), (), (), ())
 _ROW_VAR = "__ceql_row"
 _DECIDED_LIMIT = 100_000  # FILTER outcomes remembered per constraint
 _VALUES_LIMIT = 100_000  # term texts → values remembered
@@ -98,6 +103,28 @@ def _text_value(text: str) -> Value:
     if text.startswith("<"):
         return text[1:-1]
     return text if text.startswith("_:") else term_value(text)
+
+
+def _mapping(names: Sequence[str]) -> Callable[[Row], Solution]:
+    """A row's mapping (the row: the event's index, then the values of ``names``); a dict
+    display for up to four variables, which is much cheaper than ``dict(zip(…))``."""
+    if len(names) == 0:
+        return lambda _: {}
+    if len(names) == 1:
+        (a,) = names
+        return lambda r: {a: r[1]}
+    if len(names) == 2:
+        a, b = names
+        return lambda r: {a: r[1], b: r[2]}
+    if len(names) == 3:
+        a, b, c = names
+        return lambda r: {a: r[1], b: r[2], c: r[3]}
+    if len(names) == 4:
+        a, b, c, d = names
+        return lambda r: {a: r[1], b: r[2], c: r[3], d: r[4]}
+    return lambda r: dict(zip(names, r[1:], strict=True))
+
+
 RENEW_EVENTS = 10_000
 _ERROR_AT = re.compile(r"error at (\d+):(\d+): ")
 _ORDER_BY = re.compile(r"\bORDER\s+BY\b", re.IGNORECASE)
@@ -187,6 +214,9 @@ class GpmEvaluator:
             needed |= wanted
         else:
             self._needed = frozenset(needed)
+        # without DISTINCT, a duplicate triple would repeat solutions
+        self._duplicates_matter = any(g.bgp is not None and not g.bgp.distinct
+                                      for g in self._gpms)
 
     def _new_store(self) -> ox.Store:
         store = ox.Store()
@@ -433,66 +463,90 @@ class GpmEvaluator:
             fmt = None if format is None else rdf_format(format)
         except RdfInputError:
             return None
-        read = self._reader.read_batch(
-            [e if type(e) is str else as_python(e) for e in events], fmt, names, self._needed)
-        if read is None:
+        batch: Sequence[object] = events
+        if set(map(type, events)) != {str}:
+            batch = [e if type(e) is str else as_python(e) for e in events]
+        table = self._reader.read_batch(batch, fmt, names, self._needed)
+        if table is None:
             return None
-        # each event's distinct triples (a graph is a set), by predicate
-        distinct = list(dict.fromkeys(read))
-        lists = {p: list(group) for p, group in groupby(sorted(distinct, key=_PREDICATE),
-                                                        _PREDICATE)}
-        everything = distinct if self._needed is None else []
+        if self._duplicates_matter:  # a graph is a set
+            table = distinct_triples(table)
+        lists = group_by_predicate(table)
+        everything = table if self._needed is None else _NO_TRIPLES
         values = self._values if self._convert is not term_text else None
-        if len(self._gpms) == 1:
-            only = self._gpms[0].name
-            results: list[GpmResults] = [{only: []} for _ in events]
-        else:
-            results = [{g.name: [] for g in self._gpms} for _ in events]
+        found: list[list[list[Solution]]] = []
         for g in self._gpms:
             assert g.bgp is not None  # self._fast
-            columns, rows = match_batch(g.bgp, lists, everything, len(events))
-            at = {v: i for i, v in enumerate(columns, start=1)}
-            if g.bgp.filters and rows:
-                passed = self._filter(g, at, rows)
+            variables, solutions = match_batch(g.bgp, lists, everything, len(events))
+            at = {v: i for i, v in enumerate(variables, start=1)}
+            if g.bgp.filters and solutions[0]:
+                passed = self._filter(g, at, solutions)
                 if passed is None:
                     return None
-                rows = passed
+                solutions = passed
             bound = [v for v in g.variables if v in at]
-            projected: Iterable[Row] = map(values_at([0, *(at[v] for v in bound)]), rows)
-            if g.bgp.distinct:
-                projected = dict.fromkeys(projected)
-            name = g.name
-            if values is None:  # terms=True: the texts are the values
-                for row in projected:
-                    results[row[0]][name].append(dict(zip(bound, row[1:], strict=True)))
-                continue
+            columns = [solutions[0], *(solutions[at[v]] for v in bound)]
+            found.append(self._per_event(g, columns, bound, values, len(events)))
+        if len(found) == 1:
+            name = self._gpms[0].name
+            return [{name: mappings} for mappings in found[0]]
+        if not found:
+            return [{} for _ in events]
+        return list(map(dict, map(zip, repeat(self.names), zip(*found, strict=True))))
+
+    @staticmethod
+    def _per_event(gpm: _Gpm, columns: list[Sequence[Any]], bound: list[str],
+                   values: dict[str, Value] | None, events: int) -> list[list[Solution]]:
+        """Each event's mappings from a GPM's solutions, in event order (``columns``: the
+        events' indices, then the texts of ``bound``); ``values``: text → value (``None``
+        for terms=True)."""
+        at = columns[0]
+        if not at:
+            return [[] for _ in range(events)]
+        rows: Iterable[Row] = zip(*columns, strict=True)
+        if gpm.bgp is not None and gpm.bgp.distinct:
+            unique = dict.fromkeys(rows)
+            if len(unique) < len(at):
+                at = list(map(_EVENT, unique))
+            rows = unique
+        if values is not None:
             if len(values) > _VALUES_LIMIT:
                 values.clear()
-            for row in projected:
-                mapping: Solution = {}
-                for v, t in zip(bound, row[1:], strict=True):
-                    value = values.get(t)
-                    if value is None:
-                        value = values[t] = _text_value(t)
-                    mapping[v] = value
-                results[row[0]][name].append(mapping)
-        return [self._sort(r, self._gpms) for r in results]
+            rows = list(rows)
+            for column in list(zip(*rows, strict=True))[1:]:
+                for t in set(column).difference(values):
+                    values[t] = _text_value(t)
+            value = values.__getitem__
+            rows = [(r[0], *map(value, r[1:])) for r in rows]
+        mappings = map(_mapping(bound), rows)
+        if len(at) == events and list(at) == list(range(events)):
+            return [[m] for m in mappings]  # one mapping an event, the usual case
+        per: list[list[Solution]] = [[] for _ in range(events)]
+        deque(map(list.append, map(per.__getitem__, at), mappings), maxlen=0)
+        if len(set(at)) < len(at) and not gpm.ordered:
+            key = _sort_key(gpm.variables)
+            for found in per:
+                if len(found) > 1:
+                    found.sort(key=key)
+        return per
 
-    def _filter(self, gpm: _Gpm, at: Mapping[str, int], rows: list[Row]) -> list[Row] | None:
-        """The rows that pass the GPM's FILTERs, each constraint decided by the store's own
-        expression evaluator on the distinct values of its variables (one query over them,
-        ``VALUES``, for those not decided before: the constraints are deterministic). An
-        unbound variable is left out of ``VALUES``, so unbound there too. ``None`` if a value
-        is a blank node, which ``VALUES`` cannot carry (the batch then takes the store
-        path)."""
+    def _filter(self, gpm: _Gpm, at: Mapping[str, int], solutions: list[Sequence[Any]]
+                ) -> list[Sequence[Any]] | None:
+        """The solutions (columns) that pass the GPM's FILTERs, each constraint decided by
+        the store's own expression evaluator on the distinct values of its variables (one
+        query over them, ``VALUES``, for those not decided before: the constraints are
+        deterministic). An unbound variable is left out of ``VALUES``, so unbound there too.
+        ``None`` if a value is a blank node, which ``VALUES`` cannot carry (the batch then
+        takes the store path)."""
         assert gpm.bgp is not None
         for k, (text, names) in enumerate(gpm.bgp.filters):
             bound = [v for v in names if v in at]
-            key = values_at([at[v] for v in bound])
+            keys: list[Row] = (list(zip(*(solutions[at[v]] for v in bound), strict=True))
+                               if bound else [()] * len(solutions[0]))
             memo = self._decided.setdefault((gpm.name, k), {})
             if len(memo) > _DECIDED_LIMIT:
                 memo.clear()
-            new = [t for t in dict.fromkeys(map(key, rows)) if t not in memo]
+            new = [t for t in dict.fromkeys(keys) if t not in memo]
             if new:
                 if "\n_:" in "\n" + "\n".join(chain.from_iterable(new)):
                     return None
@@ -507,7 +561,8 @@ class GpmEvaluator:
                     term = row[0]
                     assert isinstance(term, ox.Literal)
                     memo[new[int(term.value)]] = True
-            rows = [r for r in rows if memo[key(r)]]
-            if not rows:
+            mask = list(map(memo.__getitem__, keys))
+            solutions = [list(compress(column, mask)) for column in solutions]
+            if not solutions[0]:
                 break
-        return rows
+        return solutions
