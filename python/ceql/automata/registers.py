@@ -27,8 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import product
-from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from ..ir import nodes as N
 from ..predicates import GTrue, guard_fn
@@ -149,6 +148,8 @@ class RegisterPlan:
         #: per state, class → :meth:`moves` (a read-only fast cache; a miss: call it)
         self.move_cache: list[dict[int, tuple[Move, ...]]] = [{} for _ in range(cea.n_states)]
         self._progs: dict[int, tuple[tuple[int, _Program], ...]] = {}
+        self._kills_on: dict[int, tuple[tuple[tuple[int, Callable[[int], bool]], ...],
+                                        tuple[tuple[int, CondKill], ...]]] = {}
         self._killers: dict[int, Callable[[Registers, Mapping[str, Any]], bool]] = {}
         self._advancers: dict[int, Callable[[Registers, Mapping[str, Any]],
                                             Registers | None]] = {}
@@ -288,6 +289,17 @@ class RegisterPlan:
                 new[k] = s
             return _Regs(new)
         return advance
+
+    def kills_on(self, c: int) -> tuple[tuple[tuple[int, Callable[[int], bool]], ...],
+                                        tuple[tuple[int, CondKill], ...]]:
+        """The gaps where an event of class ``c`` ends the runs waiting (of
+        :attr:`killing`), and those where it ends the runs its NOT's conditions hold for (of
+        :attr:`condkilling`) (cached per class)."""
+        r = self._kills_on.get(c)
+        if r is None:
+            r = self._kills_on[c] = (tuple((q, k) for q, k in self.killing if k(c)),
+                                     tuple((q, ck) for q, ck in self.condkilling if ck[0](c)))
+        return r
 
     def state_gates(self, q: int) -> tuple[Gate, ...]:
         """The gates of the moves out of state ``q`` (cached)."""
@@ -576,94 +588,68 @@ _OpFn = Callable[[Any, list[Any]], Any]
 _Runner = Callable[[Any, Mapping[str, Any]], Any]
 
 
-def _getter(slots: tuple[int, ...]) -> Callable[[list[Any]], tuple[Any, ...]]:
-    """A function building a record from the event's values at ``slots``."""
-    if not slots:
-        return lambda vals: ()
-    if len(slots) == 1:
-        i = slots[0]
-        return lambda vals: (vals[i],)
-    return itemgetter(*slots)  # two or more: a tuple
-
-
 def _compile(prog: _Program) -> _Runner:
-    """:func:`_run` for ``prog`` as one function: the attributes the program reads are read
-    (and normalized) once per event, and a condition between two variables without ``PREV``
-    — all a lowered SPAseq query has — runs without the general loop."""
+    """:func:`_run` for ``prog`` as one generated function: the attributes the program reads
+    are read (and normalized) once per event into locals, and each condition between two
+    variables without ``PREV`` — all a lowered SPAseq query has — is written out inline
+    (what :func:`_check_new` and the list updates of :func:`_run` do for it, with this
+    move's bindings and kept lists fixed); any other condition calls its op."""
     ops, aggs = prog
+    if aggs:
+        return lambda s, event: _run(prog, s, event)
     names: dict[str, int] = {}
 
     def slots(attrs: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(names.setdefault(a, len(names)) for a in attrs)
 
-    cops: list[tuple[int, _OpFn]] = []
-    for ci, c, spec, keep, keep_prev in ops:
-        if (keep is not None and len(spec) == 2 and not any(sp[1] for sp in spec if sp)):
-            cops.append((ci, _pair_op(c.check, spec, keep, keep_prev, slots)))
-        else:
-            cops.append((ci, _general_op(c, spec, keep, keep_prev, slots)))
-    attrs = tuple(names)
-    if not aggs:
-        def run(s: Any, event: Mapping[str, Any]) -> Any:
-            get = event.get
-            vals = [norm(get(a)) for a in attrs]
-            conds_s, accs = s
-            out = list(conds_s)
-            for ci, op in cops:
-                r = op(conds_s[ci], vals)
-                if r is None:
-                    return None
-                out[ci] = r
-            return (tuple(out), accs)
-        return run
-    return lambda s, event: _run(prog, s, event)
+    def record(idx: tuple[int, ...]) -> str:
+        return "(" + "".join(f"v{i}, " for i in idx) + ")"
 
-
-def _pair_op(check: Callable[[Any, Any], int], spec: tuple[Any, ...], keep: tuple[bool, ...],
-             keep_prev: bool, slots: Callable[[tuple[str, ...]], tuple[int, ...]]) -> _OpFn:
-    """The op of a condition over two variables (``X`` and ``Y``), neither with ``PREV``,
-    checked incrementally: the choices with a new record are checked as in
-    :func:`_check_new`, then the lists no partner can meet are dropped."""
-    k0, k1 = keep
-    s0, s1 = spec
-    if s1 is None:  # X bound
-        rec = _getter(slots(s0[0]))
-
-        def op_x(cond: Any, vals: list[Any]) -> Any:
-            (l0, l1), last = cond
-            f = rec(vals)
-            for r in l1:
-                if check((f, r), ()) != TRUE:
-                    return None
-            return (((*l0, f) if k0 else (), l1 if k1 else ()), last if keep_prev else None)
-        return op_x
-    if s0 is None:  # Y bound
-        rec = _getter(slots(s1[0]))
-
-        def op_y(cond: Any, vals: list[Any]) -> Any:
-            (l0, l1), last = cond
-            f = rec(vals)
-            for r in l0:
-                if check((r, f), ()) != TRUE:
-                    return None
-            return ((l0 if k0 else (), (*l1, f) if k1 else ()), last if keep_prev else None)
-        return op_y
-    rec0 = _getter(slots(s0[0]))
-    rec1 = _getter(slots(s1[0]))
-
-    def op_xy(cond: Any, vals: list[Any]) -> Any:
-        (l0, l1), last = cond
-        f0 = rec0(vals)
-        f1 = rec1(vals)
-        for r in (*l1, f1):
-            if check((f0, r), ()) != TRUE:
-                return None
-        for r in l0:
-            if check((r, f1), ()) != TRUE:
-                return None
-        return (((*l0, f0) if k0 else (), (*l1, f1) if k1 else ()),
-                last if keep_prev else None)
-    return op_xy
+    ns: dict[str, Any] = {"norm": norm, "TRUE": TRUE}
+    body: list[str] = []
+    general = False
+    for j, (ci, c, spec, keep, keep_prev) in enumerate(ops):
+        if keep is None or len(spec) != 2 or any(sp[1] for sp in spec if sp):
+            general = True
+            ns[f"G{j}"] = _general_op(c, spec, keep, keep_prev, slots)
+            body += [f"r = G{j}(conds[{ci}], vals)",
+                     "if r is None:", "    return None",
+                     f"out[{ci}] = r"]
+            continue
+        ns[f"C{j}"] = c.check
+        s0, s1 = spec
+        k0, k1 = keep
+        body.append(f"(l0, l1), last = conds[{ci}]")
+        if s1 is None:  # X bound: checked with every Y record
+            body += [f"f = {record(slots(s0[0]))}",
+                     "for r in l1:",
+                     f"    if C{j}((f, r), ()) != TRUE:", "        return None"]
+            lists = ("(*l0, f)" if k0 else "()", "l1" if k1 else "()")
+        elif s0 is None:  # Y bound: checked with every X record
+            body += [f"f = {record(slots(s1[0]))}",
+                     "for r in l0:",
+                     f"    if C{j}((r, f), ()) != TRUE:", "        return None"]
+            lists = ("l0" if k0 else "()", "(*l1, f)" if k1 else "()")
+        else:  # both: X's new record with every Y one, then Y's with the old X ones
+            body += [f"f0 = {record(slots(s0[0]))}",
+                     f"f1 = {record(slots(s1[0]))}",
+                     "for r in (*l1, f1):",
+                     f"    if C{j}((f0, r), ()) != TRUE:", "        return None",
+                     "for r in l0:",
+                     f"    if C{j}((r, f1), ()) != TRUE:", "        return None"]
+            lists = ("(*l0, f0)" if k0 else "()", "(*l1, f1)" if k1 else "()")
+        body.append(f"out[{ci}] = (({lists[0]}, {lists[1]}), "
+                    f"{'last' if keep_prev else 'None'})")
+    head = ["get = event.get"]
+    for a, i in names.items():  # names are passed as values, never written into the code
+        ns[f"A{i}"] = a
+        head.append(f"v{i} = norm(get(A{i}))")
+    if general:
+        head.append("vals = [" + "".join(f"v{i}, " for i in range(len(names))) + "]")
+    head += ["conds, accs = s", "out = list(conds)"]
+    src = "\n    ".join(["def run(s, event):", *head, *body, "return (tuple(out), accs)"])
+    exec(src, ns)
+    return cast(_Runner, ns["run"])
 
 
 def _general_op(c: Condition, spec: tuple[Any, ...], keep: tuple[bool, ...] | None,

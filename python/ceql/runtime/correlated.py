@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Mapping
+from itertools import repeat
 from typing import Any, cast
 
 import pyarrow as pa
@@ -201,7 +202,8 @@ class _Sorted:
         self.any: dict[Registers, None] = {}
 
     def add(self, v: Any, regs: Registers) -> None:
-        if not _number(v):
+        t = type(v)
+        if not ((t is int or t is float) and v == v):  # not a number (_number)
             self.any[regs] = None
             return
         i = bisect_right(self.keys, v)
@@ -209,10 +211,21 @@ class _Sorted:
         self.runs.insert(i, regs)
 
     def remove(self, v: Any, regs: Registers) -> None:
-        if not _number(v):
+        t = type(v)
+        if not ((t is int or t is float) and v == v):  # not a number (_number)
             self.any.pop(regs, None)
             return
         _unlist(self.keys, self.runs, v, regs)
+
+    def split(self, x: Any) -> tuple[list[Registers], list[Registers]] | None:
+        """:meth:`find` in two: the runs whose value ``x`` compares with by the gate's
+        operator — a number, so ``x`` compares so with each of the run's values (its key
+        is their largest for ``>``, ``>=``, else their smallest) —, and the rest to look at."""
+        found = self.find(x)
+        if found is None:
+            return None
+        n = len(found) - len(self.any)
+        return found[:n], found[n:]
 
     def find(self, x: Any) -> list[Registers] | None:
         """The runs an event with value ``x`` may move: those whose value ``x`` compares
@@ -237,7 +250,7 @@ def _unlist(keys: list[Any], runs: list[Registers], k: Any, regs: Registers) -> 
     """Remove run ``regs`` held under key ``k`` from parallel sorted lists."""
     i = bisect_left(keys, k)
     while i < len(keys) and keys[i] == k:
-        if runs[i] == regs:
+        if runs[i] is regs or runs[i] == regs:
             del keys[i]
             del runs[i]
             return
@@ -348,7 +361,7 @@ class _Index:
     comparison); built from ``P.states`` and rebuilt when that dict was replaced (sweeps,
     consumption, snapshots)."""
 
-    __slots__ = ("at", "by_gate", "chain", "entries", "moved", "ref", "since")
+    __slots__ = ("at", "by_gate", "chain", "entries", "gated", "moved", "ref", "since")
 
     def __init__(self, plan: RegisterPlan, states: dict[_Key, list[Node]],
                  chain: int = 0) -> None:
@@ -361,6 +374,8 @@ class _Index:
         #: per state, its gates with their indexes (in the order of ``state_gates``)
         self.entries: dict[int, tuple[tuple[Gate, _Hashed | _Sorted | _Stair], ...]] = {}
         self.since = 0  # events since the last pass that dropped expired runs
+        #: per move (by id), the index of its gate and the attribute it reads, or no index
+        self.gated: dict[int, tuple[_Hashed | _Sorted | _Stair | None, str]] = {}
         #: whether a state gained its first run or lost its last since the partition's
         #: signature was computed
         self.moved = True
@@ -388,7 +403,7 @@ class _Index:
         ents = self.entries.get(q)
         if ents is None:
             ents = self._entries(plan, q)
-        values = tuple([gate_key(g, regs) for g, _ in ents])
+        values = tuple(map(gate_key, plan.state_gates(q), repeat(regs)))
         runs = self.at.get(q)
         if runs is None:
             runs = self.at[q] = {}
@@ -429,32 +444,51 @@ class _Index:
             values = runs.pop(regs, None)
             if not runs:
                 self.moved = True
-        ents = self._entries(plan, q)
+        ents = self.entries.get(q)
+        if ents is None:
+            ents = self._entries(plan, q)
         if values is None:
-            values = tuple([gate_key(g, regs) for g, _ in ents])
+            values = tuple(map(gate_key, plan.state_gates(q), repeat(regs)))
         for (_, entry), v in zip(ents, values, strict=True):
             if v is not NEVER:
                 entry.remove(v, regs)
 
-    def killable(self, plan: RegisterPlan, q: int, event: Mapping[str, Any]) -> list[Registers]:
-        """The runs at gap ``q`` a β event may end (a superset; all without a kill gate)."""
+    def killable(self, plan: RegisterPlan, q: int, event: Mapping[str, Any]
+                 ) -> tuple[list[Registers], list[Registers]]:
+        """The runs at gap ``q`` a β event ends for sure, and those it may end (to check;
+        all without a kill gate). A kill gate is the gap's only condition, one comparison
+        of two attributes: a sorted index decides it for the runs it finds by number."""
         g = plan.kill_gates.get(q)
         if g is not None:
             entry = self.by_gate.get((q, g))
             if entry is not None:
-                found = entry.find(norm(event.get(g.attr)))
-                if found is not None:
-                    return found
-        return list(self.at.get(q, ()))
+                x = norm(event.get(g.attr))
+                if type(entry) is _Sorted:
+                    split = entry.split(x)
+                    if split is not None:
+                        return split
+                else:
+                    found = entry.find(x)
+                    if found is not None:
+                        return [], found
+        return [], list(self.at.get(q, ()))
 
     def candidates(self, plan: RegisterPlan, q: int, m: Move,
                    event: Mapping[str, Any]) -> list[Registers]:
-        g = plan.gate(m)
-        if g is not None:
-            entry = self.by_gate.get((q, g))
-            if entry is None:
-                return []
-            found = entry.find(norm(event.get(g.attr)))
+        """The runs at ``q`` that ``m`` may move on ``event`` (a superset)."""
+        ge = self.gated.get(id(m))
+        if ge is None:
+            g = plan.gate(m)
+            if g is None:
+                ge = self.gated[id(m)] = (None, "")
+            else:
+                entry = self.by_gate.get((q, g))
+                if entry is None:
+                    return []
+                ge = self.gated[id(m)] = (entry, g.attr)
+        entry, attr = ge
+        if entry is not None:
+            found = entry.find(norm(event.get(attr)))
             if found is not None:
                 return found
         return list(self.at.get(q, ()))
@@ -568,7 +602,9 @@ class RegisterRuns:
     def _enter(self, P: Partition, wkey: Any) -> Any:
         """Before an event: catch up with CONSUME BY ANY, cut expired union branches; the
         window bound runs expire by (None for ranked strategies)."""
-        P.catch_up(self.parts.epoch)
+        epoch = self.parts.epoch
+        if P.epoch != epoch:
+            P.catch_up(epoch)
         eps = None if self.ranked else self.eps
         fifo = P.fifo
         if fifo and eps is not None:
@@ -674,15 +710,17 @@ class RegisterRuns:
                         continue
                     node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
                     accs = self._keep(new, m, regs2, node, accs)
-        for q, kill in plan.killing:  # a negated event ends the runs waiting in its gap
-            if at.get(q) and kill(c):
+        killing, condkilling = plan.kills_on(c)
+        for q, _ in killing:  # a negated event ends the runs waiting in its gap
+            if at.get(q):
                 index.drop(plan, [(q, regs) for regs in at[q]])
-        for q, ck in plan.condkilling:  # ... those for which its conditions hold
-            if at.get(q) and ck[0](c):
+        for q, ck in condkilling:  # ... those for which its conditions hold
+            if at.get(q):
                 if event is None:
                     event = self._event(pos)
-                dead = [(q, regs) for regs in index.killable(plan, q, event)
-                        if plan.killed(ck, regs, event)]
+                sure, maybe = index.killable(plan, q, event)
+                dead = [(q, regs) for regs in sure]
+                dead += [(q, regs) for regs in maybe if plan.killed(ck, regs, event)]
                 if dead:
                     index.drop(plan, dead)
         for key, node in new:
@@ -705,6 +743,8 @@ class RegisterRuns:
         if index.moved or sig is None or sig[0] != P.g:
             index.moved = False
             P.sig = (P.g, frozenset([q for q, runs in at.items() if runs]))
+        if accs is None and not self.ranked:
+            return None
         return self._leave(P, states, accs, wkey, eps)
 
     def _drop_expired(self, states: dict[_Key, list[Node]], index: _Index, wkey: Any,
