@@ -376,7 +376,8 @@ def test_the_constant_slots_of_a_pattern() -> None:
 # ---------------------------------------------------------------- a batch of text at once
 
 _LINE_TERMS = st.lists(st.sampled_from([f"<{EX}s0>", f"<{EX}p0>", f"<{EX}p1>", '"a b"', '"x"',
-                                        f'"7"^^<{XSD}integer>', "\x00", "", "_:b", "<rel>"]),
+                                        f'"7"^^<{XSD}integer>', "\x00", "\x01", "", "_:b",
+                                        "<rel>"]),
                        min_size=1, max_size=4)
 _SEPARATORS = st.sampled_from([" ", " ", " ", "  ", "\t"])
 _ENDINGS = st.sampled_from([" .\n", " .\n", " .\n", ".\n", " . \n", " .\r\n", " .", "\n"])
@@ -559,6 +560,11 @@ def test_triples_no_gpm_reads_are_checked_as_the_store_does(
     [f"<{EX}s> <{EX}p0> <{EX}o> .\n\n", f"# a comment\n<{EX}s> <{EX}p0> 2 .\n"],
     [f"<{EX}s>  <{EX}p0> <{EX}o> .\n", f"<{EX}s>\t<{EX}p0> <{EX}o> .\n"],  # odd spacing
     [f"<{EX}s> <{EX}p0> \"a\x00b\" .\n"],
+    [f"<{EX}s> <{EX}p0> \"a\x01b\" .\n", f"<{EX}s> <{EX}p1> \"\x01\" .\n"],  # SOH
+    [f"<{EX}s> <{EX}p0> 1 .\n\x01 \x01 \x01 .\n<{EX}s> <{EX}p0> 2 .\n"],  # an event's end
+    [f"<{EX}s> \x01 <{EX}o> .\n", f"\x01 <{EX}p0> <{EX}o> .\n"],
+    [f"<{EX}s> <{EX}p0> <{EX}o> .", f"\x01 \x01 \x01 .\n<{EX}t> <{EX}p0> <{EX}o> .\n"],
+    [],
 ])
 def test_text_the_batch_reader_must_not_take_as_it_is(events: list[str]) -> None:
     for fmt in (None, "ntriples"):

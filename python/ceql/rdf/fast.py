@@ -6,12 +6,13 @@ nothing else (no literal or blank node in a pattern, no OPTIONAL, UNION, GRAPH, 
 property path, subquery, modifier; no EXISTS, NOT, RAND, NOW, UUID, STRUUID or BNODE in a
 FILTER) — is matched here on a whole batch of events, their triples held as the N-Triples
 texts of their terms. :func:`parse_bgp` says which GPMs qualify; :class:`TripleReader` reads
-a batch into such texts (:meth:`TripleReader.read_batch`: N-Triples lines with one split and
-set operations, lists of ``(s, p, o)`` value by distinct value, anything else event by event);
-:func:`match_batch` matches a pattern on the batch, one hash join per triple pattern keyed by
-the event. :class:`ceql.rdf.GpmEvaluator` takes this path when every GPM of the evaluator
-qualifies (its FILTERs it decides with the store's evaluator: see there), and its store
-otherwise (the tests compare both on random graphs, patterns, FILTERs and literals).
+a batch into columns of such texts (:meth:`TripleReader.read_batch`: N-Triples lines with
+one split and set operations, lists of ``(s, p, o)`` value by distinct value, anything else
+event by event); :func:`match_batch` matches a pattern on the batch column by column, one
+hash join per triple pattern keyed by the event. :class:`ceql.rdf.GpmEvaluator` takes this
+path when every GPM of the evaluator qualifies (its FILTERs it decides with the store's
+evaluator: see there), and its store otherwise (the tests compare both on random graphs,
+patterns, FILTERs and literals).
 
 What keeps the answers those of the store:
 
@@ -29,9 +30,10 @@ What keeps the answers those of the store:
   library (:func:`ceql.rdf.read_event`). A triple whose predicate no GPM uses is checked as
   well, then dropped. Whatever the scratch parse refuses sends the whole batch to the store
   path, which reports the error as before.
-* **graphs are sets.** An event's triples are made distinct before matching; a BGP's
-  solutions are then distinct over its variables, and ``DISTINCT`` removes duplicates of the
-  projection.
+* **graphs are sets.** When a GPM has no ``DISTINCT``, an event's triples are made distinct
+  before matching, and a BGP's solutions are then distinct over its variables; with
+  ``DISTINCT``, a duplicate triple would only repeat solutions, which it removes (as it does
+  duplicates of the projection).
 * **constants as the query reads them.** :func:`parse_bgp` only finds the pattern's shape;
   each constant is resolved by the store's own query parser (``BIND(<constant> AS ?x)`` under
   the GPM's prologue, with the evaluator's prefixes and base IRI).
@@ -46,8 +48,8 @@ import operator
 import re
 import secrets
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import chain, compress, filterfalse, repeat
+from dataclasses import dataclass, field
+from itertools import accumulate, chain, compress, filterfalse, repeat
 from typing import Any, cast
 
 import pyoxigraph as ox
@@ -96,8 +98,9 @@ _NT_BLANK = re.compile(r"_:[A-Za-z0-9_](?:[\w.-]*[\w-])?\Z", re.ASCII)
 _NT_LITERAL = re.compile(r'"(?:[^"\\\n\r]|\\.)*"'
                          r'(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^<[^<>"{}|^`\\\x00-\x20]*>)?\Z')
 _KEY = "urn:ceql:t"
-_ENDS_NEWLINE = operator.methodcaller("endswith", "\n")
-_NEWLINES = operator.methodcaller("count", "\n")
+_SEPARATOR = "\x01"  # a field no term is
+_BETWEEN = f"{_SEPARATOR} {_SEPARATOR} {_SEPARATOR} .\n"  # a line after each event's text
+_HAS_SEPARATOR = operator.methodcaller("__contains__", _SEPARATOR)
 _THREE_FIELDS = operator.methodcaller("split", " ", 2)
 _SPO = operator.itemgetter("s", "p", "o")
 _ANY_LITERAL = re.compile("")  # for texts already known to be one term each
@@ -364,10 +367,19 @@ def _plain_literals(texts: Sequence[str], tails: set[str]) -> bool:
 @dataclass(slots=True)
 class _Forms:
     """What a reader learnt of one (format, base IRI): term text → the store's form of it,
-    and the literal endings the parser takes."""
+    the literal endings the parser takes, and for each set of predicates kept (``None``:
+    all), each predicate text met → its form when kept, else ``False``
+    (:data:`_SEPARATOR` → ``None``)."""
 
     known: dict[str, str]
     tails: set[str]
+    predicates: dict[frozenset[str] | None, dict[str, str | bool | None]] = field(
+        default_factory=dict)
+
+    def forget(self) -> None:
+        """Clear what was learnt of terms (the memory is full)."""
+        self.known.clear()
+        self.predicates.clear()
 
 
 class TripleReader:
@@ -571,27 +583,28 @@ class TripleReader:
                 subjects, predicates, objects)
 
     def _bulk(self, texts: Sequence[str], key: tuple[ox.RdfFormat, str | None],
-              keep: frozenset[str] | None) -> TripleColumns | None:
+              keep: frozenset[str] | None, ended: bool = False) -> TripleColumns | None:
         """:meth:`_scan`'s work on a whole batch with set and map operations, when every
         line of every event is ``s p o .`` with terms that are IRIs or literals (blank nodes
-        are renamed per event: :meth:`_scan`)."""
-        if not all(map(_ENDS_NEWLINE, texts)):
-            texts = [t if not t or t.endswith("\n") else t + "\n" for t in texts]
-        whole = "".join(texts)
+        are renamed per event: :meth:`_scan`). ``ended``: each text ends with a newline."""
+        if not texts:
+            return [], [], [], []
+        if any(map(_HAS_SEPARATOR, texts)):
+            return None
+        # each text followed by a line of three SOH fields, which tells where it ends
+        whole = _BETWEEN.join(texts) + _BETWEEN
         if "\0" in whole:
             return None
         # one split for the batch: s p o \0 s p o \0 …, each \0 where a line ends; every
         # line ends with " ." when no newline is left, and no term holds a space when every
-        # fourth field is a \0 (there is no other: the text had none)
+        # fourth field is a \0 (a \0 elsewhere would be a term, which none is)
         flat = whole.replace(" .\n", " \0 ")
         if "\n" in flat:
             return None
-        counts = list(map(_NEWLINES, texts))
-        lines = sum(counts)
-        if not lines:
-            return [], [], [], []
         fields = flat.split(" ")
-        fields.pop()  # after the last \0
+        if fields.pop():  # after the last \0
+            return None
+        lines = len(fields) // 4
         subjects: Sequence[str]
         predicates: Sequence[str]
         objects: Sequence[str]
@@ -604,7 +617,12 @@ class TripleReader:
             if min(map(len, parts)) != 3:
                 return None
             subjects, predicates, objects = zip(*parts, strict=True)
-        return self._columns(subjects, predicates, objects, counts, key, keep)
+        if predicates.count(_SEPARATOR) != len(texts):  # a text's last line has no newline
+            if ended:
+                return None
+            return self._bulk([t if not t or t.endswith("\n") else t + "\n" for t in texts],
+                              key, keep, True)
+        return self._columns(subjects, predicates, objects, None, key, keep)
 
     def _bulk_lists(self, events: Sequence[object], keep: frozenset[str] | None
                     ) -> TripleColumns | None:
@@ -644,77 +662,91 @@ class TripleReader:
         if None in nodes.values() or None in texts.values():
             return None
         get_node = cast(Callable[[object], str], nodes.__getitem__)
+        at: list[int] = list(chain.from_iterable(map(repeat, range(len(counts)), counts)))
         return self._columns(list(map(get_node, subjects)), list(map(get_node, predicates)),
                              list(map(cast(Callable[[object], str], texts.__getitem__), typed)),
-                             counts, key, keep, checked=True)
+                             at, key, keep, checked=True)
 
     def _columns(self, subjects: Sequence[str], predicates: Sequence[str],
-                 objects: Sequence[str], counts: Sequence[int],
+                 objects: Sequence[str], events: Sequence[int] | None,
                  key: tuple[ox.RdfFormat, str | None], keep: frozenset[str] | None,
                  checked: bool = False) -> TripleColumns | None:
-        """A batch's term texts, column by column (``counts``: triples per event): each
-        distinct text checked (unless ``checked``: each is known to be one term's text) and
-        put in the store's form, the triples ``keep`` wants."""
+        """A batch's term texts, column by column (``events``: each triple's event index, or
+        ``None`` when a line of :data:`_SEPARATOR` ends each event, left out): each distinct
+        text checked (unless ``checked``: each is known to be one term's text) and put in
+        the store's form, the triples ``keep`` wants."""
         literal = _ANY_LITERAL if checked else _NT_LITERAL
         forms = self._forms(key)
         known = forms.known
         if len(known) > _CACHE_LIMIT:  # here, not later: what it held is read below
-            known.clear()
-        unknown: dict[str, None] = {}
-        distinct = set(predicates)
-        for text in distinct.difference(known):
-            if _NT_IRI.match(text) is None:
+            forms.forget()
+        # predicate text → its store form when kept, False when only checked
+        kinds = forms.predicates.setdefault(keep, {_SEPARATOR: None})
+        try:
+            codes = list(map(kinds.__getitem__, predicates))
+        except KeyError:  # a predicate not met before
+            distinct = set(predicates)
+            distinct.discard(_SEPARATOR)
+            unknown = list(distinct.difference(known))
+            if not all(map(_NT_IRI.match, unknown)):
                 return None
-            unknown[text] = None
-        if unknown and not self._learn(key, list(unknown), forms):
-            return None
-        unknown = {}
-        events: Iterable[int] = chain.from_iterable(map(repeat, range(len(counts)), counts))
-        for text in set(subjects).difference(known):
+            if unknown and not self._learn(key, unknown, forms):
+                return None
+            for text in distinct:
+                form = known[text]
+                kinds[text] = form if keep is None or form in keep else False
+            codes = list(map(kinds.__getitem__, predicates))
+        if events is None:  # the separators before each triple
+            events = list(accumulate(map(operator.is_, codes, repeat(None)), initial=0))
+            events.pop()
+        new: dict[str, None] = {}
+        subject_texts = set(subjects).difference(known)
+        subject_texts.discard(_SEPARATOR)
+        for text in subject_texts:
             if _NT_IRI.match(text) is None:  # blank nodes included
                 return None
-            unknown[text] = None
+            new[text] = None
         others: list[str] = []  # objects of triples not kept: only checked
-        if keep is not None:
-            wanted = {text for text in distinct if known[text] in keep}
-            if len(wanted) < len(distinct):
-                if len(wanted) == 1:
-                    mask = list(map(next(iter(wanted)).__eq__, predicates))
-                else:
-                    mask = list(map(wanted.__contains__, predicates))
-                others = list(compress(objects, map(operator.not_, mask)))
-                events = compress(events, mask)
-                subjects = list(compress(subjects, mask))
-                predicates = list(compress(predicates, mask))
-                objects = list(compress(objects, mask))
-        for text in filterfalse(_CANONICAL_INTEGER.match, set(objects).difference(known)):
-            if text.startswith('"'):
+        if not all(codes):
+            others = list(compress(objects, map(operator.is_, codes, repeat(False))))
+            events = list(compress(events, codes))
+            subjects = list(compress(subjects, codes))
+            objects = list(compress(objects, codes))
+            codes = list(compress(codes, codes))
+        forms_of = list(map(known.get, objects))
+        missing = set(compress(objects, map(operator.is_, forms_of, repeat(None))))
+        for text in missing:
+            if _CANONICAL_INTEGER.match(text) is not None:
+                known[text] = text  # values repeat (volumes, prices): decided once
+            elif text.startswith('"'):
                 if literal.match(text) is None:
                     return None
                 if _unchanged(text, forms.tails):
-                    known[text] = text  # values repeat (prices): decided once
+                    known[text] = text
                 else:
-                    unknown[text] = None
+                    new[text] = None
             elif _NT_IRI.match(text) is None:
                 return None
             else:
-                unknown[text] = None
+                new[text] = None
         for text in filterfalse(_CANONICAL_INTEGER.match, () if _plain_literals(
                 others, forms.tails) else set(others).difference(known)):
             if text.startswith('"'):
                 if literal.match(text) is None:
                     return None
                 if "\\" in text or text[text.rfind('"') + 1:] not in forms.tails:
-                    unknown[text] = None  # the parser decides (escapes, a new ending)
+                    new[text] = None  # the parser decides (escapes, a new ending)
             elif _NT_IRI.match(text) is None:
                 return None
             else:
-                unknown[text] = None
-        if unknown and not self._learn(key, list(unknown), forms):
+                new[text] = None
+        if new and not self._learn(key, list(new), forms):
             return None
-        form = known.__getitem__  # every subject and predicate is known by now
-        return (list(events), list(map(form, subjects)), list(map(form, predicates)),
-                list(map(known.get, objects, objects)))
+        if missing:
+            forms_of = list(map(known.__getitem__, objects))
+        # every subject is known by now, and so the kept predicates' forms
+        return (events, list(map(known.__getitem__, subjects)), cast(list[str], codes),
+                cast(list[str], forms_of))
 
     def read(self, events: Sequence[object], format: ox.RdfFormat | None,
              names: Sequence[str], keep: frozenset[str] | None = None
@@ -773,7 +805,7 @@ class TripleReader:
                 continue
             forms = self._known[key]
             if len(forms.known) + len(texts) > _CACHE_LIMIT:
-                forms.known.clear()
+                forms.forget()
             if not self._learn(key, list(texts), forms):
                 return None
         for i in pending:
