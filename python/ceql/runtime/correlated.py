@@ -167,10 +167,13 @@ class _Hashed:
             self.any[regs] = None
 
     def remove(self, v: Any, regs: Registers) -> None:
-        self.any.pop(regs, None)
+        if v is VACUOUS:
+            self.any.pop(regs, None)
+            return
         try:
             bucket = self.by_value.get(v)
-        except TypeError:
+        except TypeError:  # not hashable: it was added to ``any``
+            self.any.pop(regs, None)
             return
         if bucket is not None:
             bucket.pop(regs, None)
@@ -221,29 +224,30 @@ class _Sorted:
         """:meth:`find` in two: the runs whose value ``x`` compares with by the gate's
         operator — a number, so ``x`` compares so with each of the run's values (its key
         is their largest for ``>``, ``>=``, else their smallest) —, and the rest to look at."""
-        found = self.find(x)
-        if found is None:
+        if not _number(x):
             return None
-        n = len(found) - len(self.any)
-        return found[:n], found[n:]
+        return self._passing(x), list(self.any)
 
     def find(self, x: Any) -> list[Registers] | None:
         """The runs an event with value ``x`` may move: those whose value ``x`` compares
         with by the gate's operator (None: look at all)."""
         if not _number(x):
             return None
-        op = self.op
-        if op == ">":
-            out = self.runs[:bisect_left(self.keys, x)]
-        elif op == ">=":
-            out = self.runs[:bisect_right(self.keys, x)]
-        elif op == "<":
-            out = self.runs[bisect_right(self.keys, x):]
-        else:
-            out = self.runs[bisect_left(self.keys, x):]
+        out = self._passing(x)
         if self.any:
             out += self.any
         return out
+
+    def _passing(self, x: Any) -> list[Registers]:
+        """The runs whose value the number ``x`` compares with by the gate's operator."""
+        op = self.op
+        if op == ">":
+            return self.runs[:bisect_left(self.keys, x)]
+        if op == ">=":
+            return self.runs[:bisect_right(self.keys, x)]
+        if op == "<":
+            return self.runs[bisect_right(self.keys, x):]
+        return self.runs[bisect_left(self.keys, x):]
 
 
 def _unlist(keys: list[Any], runs: list[Registers], k: Any, regs: Registers) -> None:
@@ -619,14 +623,17 @@ class RegisterRuns:
         """The runs the event starts (into ``new``); the accepting nodes and the event's
         values (None when not read)."""
         plan = self.plan
-        start = plan.moves(0, c)
+        start = plan.move_cache[0].get(c)
+        if start is None:
+            start = plan.moves(0, c)
         if not start:
             return None, None
         accs: list[Node] | None = None
         event = self._event(pos)
         b = (sub, wkey, pos, None, tkey)  # a bottom node
+        empty = plan.empty
         for m in start:
-            regs = plan.advance(plan.empty, m, event)
+            regs = plan.advance(empty, m, event)
             if regs is not None:
                 node = (sub, wkey, pos, b, m.label) if m.output else b
                 accs = self._keep(new, m, regs, node, accs)
