@@ -696,9 +696,9 @@ class TripleReader:
                 form = known[text]
                 kinds[text] = form if keep is None or form in keep else False
             codes = list(map(kinds.__getitem__, predicates))
-        if events is None:  # the separators before each triple
-            events = list(accumulate(map(operator.is_, codes, repeat(None)), initial=0))
-            events.pop()
+        # each triple's event: the separators before it (its own is left out with it)
+        at: Iterable[int] = (accumulate(map(operator.is_, codes, repeat(None)), initial=0)
+                             if events is None else events)
         new: dict[str, None] = {}
         subject_texts = set(subjects).difference(known)
         subject_texts.discard(_SEPARATOR)
@@ -709,7 +709,7 @@ class TripleReader:
         others: list[str] = []  # objects of triples not kept: only checked
         if not all(codes):
             others = list(compress(objects, map(operator.is_, codes, repeat(False))))
-            events = list(compress(events, codes))
+            at = compress(at, codes)
             subjects = list(compress(subjects, codes))
             objects = list(compress(objects, codes))
             codes = list(compress(codes, codes))
@@ -745,7 +745,7 @@ class TripleReader:
         if missing:
             forms_of = list(map(known.__getitem__, objects))
         # every subject is known by now, and so the kept predicates' forms
-        return (events, list(map(known.__getitem__, subjects)), cast(list[str], codes),
+        return (list(at), list(map(known.__getitem__, subjects)), cast(list[str], codes),
                 cast(list[str], forms_of))
 
     def read(self, events: Sequence[object], format: ox.RdfFormat | None,
@@ -838,8 +838,10 @@ def group_by_predicate(table: TripleColumns) -> dict[str, TripleColumns]:
         return {p: table for p in kinds}
     out: dict[str, TripleColumns] = {}
     for p in kinds:
-        events, subjects, _, objects = _where(table, map(p.__eq__, predicates))
-        out[p] = (events, subjects, [p] * len(events), objects)
+        mask = list(map(p.__eq__, predicates))
+        events = list(compress(table[0], mask))
+        out[p] = (events, list(compress(table[1], mask)), [p] * len(events),
+                  list(compress(table[3], mask)))
     return out
 
 

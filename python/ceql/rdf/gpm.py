@@ -504,7 +504,9 @@ class GpmEvaluator:
         if not at:
             return [[] for _ in range(events)]
         rows: Iterable[Row] = zip(*columns, strict=True)
-        if gpm.bgp is not None and gpm.bgp.distinct:
+        solved = len(set(at))  # events with a solution
+        # DISTINCT: solutions of distinct events are distinct already
+        if solved < len(at) and gpm.bgp is not None and gpm.bgp.distinct:
             unique = dict.fromkeys(rows)
             if len(unique) < len(at):
                 at = list(map(_EVENT, unique))
@@ -519,11 +521,11 @@ class GpmEvaluator:
             value = values.__getitem__
             rows = [(r[0], *map(value, r[1:])) for r in rows]
         mappings = map(_mapping(bound), rows)
-        if len(at) == events and list(at) == list(range(events)):
+        if len(at) == solved == events:
             return [[m] for m in mappings]  # one mapping an event, the usual case
         per: list[list[Solution]] = [[] for _ in range(events)]
         deque(map(list.append, map(per.__getitem__, at), mappings), maxlen=0)
-        if len(set(at)) < len(at) and not gpm.ordered:
+        if solved < len(at) and not gpm.ordered:
             key = _sort_key(gpm.variables)
             for found in per:
                 if len(found) > 1:
