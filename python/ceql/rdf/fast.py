@@ -357,10 +357,12 @@ def _plain_literals(texts: Sequence[str], tails: set[str]) -> bool:
             or "\0" in joined):
         return False
     replaced = 0
-    for tail in tails:
+    for tail in sorted(tails, key=len, reverse=True):  # long ones first: shorter passes after
         before = len(joined)
         joined = joined.replace(f'"{tail}\n"', "\n\0")
         replaced += (before - len(joined)) // (len(tail) + 1)
+        if replaced == len(texts):  # a replacement at each newline: no other can match
+            break
     return replaced == len(texts) and joined[0] == '"' and joined.count('"') == 1
 
 
