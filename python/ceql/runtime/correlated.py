@@ -205,8 +205,7 @@ class _Sorted:
         self.any: dict[Registers, None] = {}
 
     def add(self, v: Any, regs: Registers) -> None:
-        t = type(v)
-        if not ((t is int or t is float) and v == v):  # not a number (_number)
+        if not _number(v):
             self.any[regs] = None
             return
         i = bisect_right(self.keys, v)
@@ -214,8 +213,7 @@ class _Sorted:
         self.runs.insert(i, regs)
 
     def remove(self, v: Any, regs: Registers) -> None:
-        t = type(v)
-        if not ((t is int or t is float) and v == v):  # not a number (_number)
+        if not _number(v):
             self.any.pop(regs, None)
             return
         _unlist(self.keys, self.runs, v, regs)
