@@ -563,6 +563,8 @@ def test_triples_no_gpm_reads_are_checked_as_the_store_does(
     [f"<{EX}s> <{EX}p0> \"a\x01b\" .\n", f"<{EX}s> <{EX}p1> \"\x01\" .\n"],  # SOH
     [f"<{EX}s> <{EX}p0> 1 .\n\x01 \x01 \x01 .\n<{EX}s> <{EX}p0> 2 .\n"],  # an event's end
     [f"<{EX}s> \x01 <{EX}o> .\n", f"\x01 <{EX}p0> <{EX}o> .\n"],
+    [f"<{EX}s> <{EX}p0> <{EX}o> .\n\x01 <{EX}p1> <{EX}o> .\n"],  # a subject no GPM reads
+    [f"<{EX}s> <{EX}p0> <{EX}o> .\n<{EX}s> <{EX}p1> \x01 .\n"],
     [f"<{EX}s> <{EX}p0> <{EX}o> .", f"\x01 \x01 \x01 .\n<{EX}t> <{EX}p0> <{EX}o> .\n"],
     [],
 ])

@@ -100,7 +100,6 @@ _NT_LITERAL = re.compile(r'"(?:[^"\\\n\r]|\\.)*"'
 _KEY = "urn:ceql:t"
 _SEPARATOR = "\x01"  # a field no term is
 _BETWEEN = f"{_SEPARATOR} {_SEPARATOR} {_SEPARATOR} .\n"  # a line after each event's text
-_HAS_SEPARATOR = operator.methodcaller("__contains__", _SEPARATOR)
 _THREE_FIELDS = operator.methodcaller("split", " ", 2)
 _SPO = operator.itemgetter("s", "p", "o")
 _ANY_LITERAL = re.compile("")  # for texts already known to be one term each
@@ -591,9 +590,8 @@ class TripleReader:
         are renamed per event: :meth:`_scan`). ``ended``: each text ends with a newline."""
         if not texts:
             return [], [], [], []
-        if any(map(_HAS_SEPARATOR, texts)):
-            return None
-        # each text followed by a line of three SOH fields, which tells where it ends
+        # each text followed by a line of three SOH fields, which tells where it ends (a
+        # field of the text that is one SOH makes a count below wrong, or is no term)
         whole = _BETWEEN.join(texts) + _BETWEEN
         if "\0" in whole:
             return None
@@ -624,6 +622,8 @@ class TripleReader:
                 return None
             return self._bulk([t if not t or t.endswith("\n") else t + "\n" for t in texts],
                               key, keep, True)
+        if subjects.count(_SEPARATOR) != len(texts):
+            return None
         return self._columns(subjects, predicates, objects, None, key, keep)
 
     def _bulk_lists(self, events: Sequence[object], keep: frozenset[str] | None
