@@ -133,6 +133,9 @@ class EngineRuns:
                 lowered.next_keys.get(leaf.element),
                 self._last.get(leaf.element))
             for leaf in self._leaves}
+        # the last window's instants are kept for a hand-over only if one can happen: a
+        # value an exact comparison reads, or a + record without a shared variable
+        self._replay = bool(lowered.exact_vars) or any(self._strict.values())
         self._scaled: dict[str, int | None] = {}
         self._runs: Runs | None = None
         self.handed_over: str | None = None
@@ -209,9 +212,10 @@ class EngineRuns:
                 if len(last) > 64:
                     for p in [p for p, x in last.items() if key - x[1] > window]:
                         del last[p]  # in place: ``_shape`` holds the dict
-        while self._recent and key - self._recent[0][1] > self._span:
-            self._recent.popleft()
-        self._recent.append((time, key, choices))
+        if self._replay:
+            while self._recent and key - self._recent[0][1] > self._span:
+                self._recent.popleft()
+            self._recent.append((time, key, choices))
         records += negatives
         if self._low.ticks:  # the instant's last record (a fresh dict) ends ','-waits
             if records:
@@ -241,6 +245,7 @@ class EngineRuns:
 
     def _hand_over(self, time: Any, key: TimeKey, choices: Mapping[str, Sequence[Choice]]
                    ) -> list[Match]:
+        assert self._replay, "a hand-over the lowering said could not happen"
         runs = Runs(self.plan, FilterChecker())
         for t, k, c in self._recent:
             if key - k <= self._span:
