@@ -29,7 +29,10 @@ _SHAPES = [
     ("(A AS a OR C AS a) ; NOT (B AS n) ; A", "n"),
 ]
 _CONDS = ["{n}[v > a.v]", "{n}[v = a.v]", "{n}[v >= MAX(a.v)]", "{n}[v != COUNT(a)]",
-          "{n}[g = a.g AND v > 0]", "{n}[a.v < v + 1]"]
+          "{n}[g = a.g AND v > 0]", "{n}[a.v < v + 1]",
+          # several conditions between events on one NOT: an index finds the runs through
+          # one of them (an equality first), every one decides
+          "{n}[v > a.v] AND {n}[v < a.v + 2]", "{n}[v <= a.v] AND {n}[g = a.g]"]
 
 
 @st.composite
@@ -89,6 +92,35 @@ def test_between_not_reading_earlier_events_equals_reference(
                                                    schema=schema)
             fed += keys(ev.feed(batch))
         assert fed == whole
+
+
+_SEVERAL = [  # a NOT with several conditions between events: one of them finds the runs
+    "A AS a ; NOT (B AS n) ; C AS c FILTER n[v > a.v] AND n[v < a.v + 2]",
+    "A AS a ; NOT (B AS n) ; C AS c FILTER n[v <= a.v] AND n[g = a.g]",
+    "A AS a ; NOT (B AS n) ; C AS c FILTER n[v >= a.v] AND n[g != a.g]",
+    "(A AS a)+ ; NOT (B AS n) ; C AS c FILTER n[v > a.v] AND n[g = a.g] PARTITION BY [g]",
+]
+
+
+@PROFILE
+@given(st.sampled_from(_SEVERAL), st.sampled_from(["ALL", "NEXT", "MAX"]), streams())
+def test_a_not_with_several_conditions_equals_reference(
+        where: str, strategy: str, events: list[dict[str, Any]]) -> None:
+    text = f"SELECT {strategy} * FROM S WHERE {where} WITHIN 8 EVENTS"
+    note(text)
+    q = ceql.compile(text)
+    ast = parse(text)
+    check_against_reference(keys(q.run(events)), reference_matches(ast, events), ast.limit)
+
+
+def test_a_not_with_several_conditions_ends_a_run_only_when_all_hold() -> None:
+    # the B's price is above the A's (the condition its index finds runs by) but not below
+    # the A's plus 2: the run lives, and the C completes it
+    q = ceql.compile("SELECT * FROM S WHERE A AS a ; NOT (B AS n) ; C AS c "
+                     "FILTER n[v > a.v] AND n[v < a.v + 2] WITHIN 5 EVENTS")
+    events = [{"type": "A", "v": 0}, {"type": "B", "v": 3}, {"type": "C", "v": 0},
+              {"type": "B", "v": 1}, {"type": "C", "v": 0}]
+    assert [m.positions for m in q.run(events)] == [(0, 2)]
 
 
 # ---------------------------------------------------------------- worked examples
