@@ -589,14 +589,13 @@ _Runner = Callable[[Any, Mapping[str, Any]], Any]
 
 
 def _compile(prog: _Program) -> _Runner:
-    """:func:`_run` for ``prog`` as one generated function: the attributes the program reads
-    are read (and normalized) once per event into locals, and each condition between two
-    variables without ``PREV`` — all a lowered SPAseq query has — is written out inline
-    (what :func:`_check_new` and the list updates of :func:`_run` do for it, with this
-    move's bindings and kept lists fixed); any other condition calls its op."""
+    """What ``prog`` does to a scope's registers on an event (None if it fails a
+    condition), as one generated function: the attributes the program reads are read (and
+    normalized) once per event into locals, and each condition between two variables without
+    ``PREV`` — all a lowered SPAseq query has — is written out inline (:func:`_check_new` and
+    the list updates, with this move's bindings and kept lists fixed); any other condition
+    calls its op (:func:`_general_op`); then the aggregates step."""
     ops, aggs = prog
-    if aggs:
-        return lambda s, event: _run(prog, s, event)
     names: dict[str, int] = {}
 
     def slots(attrs: tuple[str, ...]) -> tuple[int, ...]:
@@ -640,6 +639,14 @@ def _compile(prog: _Program) -> _Runner:
             lists = ("(*l0, f0)" if k0 else "()", "(*l1, f1)" if k1 else "()")
         body.append(f"out[{ci}] = (({lists[0]}, {lists[1]}), "
                     f"{'last' if keep_prev else 'None'})")
+    if aggs:
+        body.append("acc = list(accs)")
+        for j, (i, f, a) in enumerate(aggs):
+            ns[f"F{j}"] = f
+            arg = "None" if a is None else f"v{slots((a,))[0]}"
+            body.append(f"acc[{i}] = agg_step(F{j}, acc[{i}], {arg})")
+        body.append("accs = tuple(acc)")
+        ns["agg_step"] = agg_step
     head = ["get = event.get"]
     for a, i in names.items():  # names are passed as values, never written into the code
         ns[f"A{i}"] = a
@@ -654,7 +661,8 @@ def _compile(prog: _Program) -> _Runner:
 
 def _general_op(c: Condition, spec: tuple[Any, ...], keep: tuple[bool, ...] | None,
                 keep_prev: bool, slots: Callable[[tuple[str, ...]], tuple[int, ...]]) -> _OpFn:
-    """The op of any condition (what :func:`_run` does for one), over the event's values."""
+    """The op of any condition (checked with every choice of records with a new one, the
+    lists kept as the program says), over the event's values."""
     fresh_spec = tuple(None if sp is None else (slots(sp[0]), sp[1]) for sp in spec)
     prev_slots = slots(c.prev) if any(sp and sp[1] for sp in spec) else ()
     check = c.check
@@ -685,50 +693,6 @@ def _general_op(c: Condition, spec: tuple[Any, ...], keep: tuple[bool, ...] | No
                       for old, f, k in zip(lists, fresh, keep, strict=True))
         return (lists, new_last if keep_prev else None)
     return op
-
-
-def _run(prog: _Program, s: Any, event: Mapping[str, Any]) -> Any:
-    """Scope registers ``s`` after an event; None if it fails a condition."""
-    conds_s, accs = s
-    ops, aggs = prog
-    if ops:
-        out = list(conds_s)
-        get = event.get
-        for ci, c, spec, keep, keep_prev in ops:
-            lists, last = conds_s[ci]
-            fresh: list[tuple[Any, ...] | None] = []
-            new_last = last
-            for sp in spec:
-                if sp is None:
-                    fresh.append(None)
-                    continue
-                attrs, is_prev = sp
-                rec = tuple([norm(get(a)) for a in attrs])
-                if is_prev:
-                    new_last = tuple([norm(get(a)) for a in c.prev])
-                    if last is None:  # the first event of X: exempt, no record
-                        fresh.append(None)
-                        continue
-                    rec = rec + last
-                fresh.append(rec)
-            if keep is None:
-                lists = tuple(old if f is None else (*old, f)
-                              for old, f in zip(lists, fresh, strict=True))
-            else:
-                if not _check_new(c.check, lists, fresh):
-                    return None
-                lists = tuple(() if not k else old if f is None else (*old, f)
-                              for old, f, k in zip(lists, fresh, keep, strict=True))
-                if not keep_prev:
-                    new_last = None
-            out[ci] = (lists, new_last)
-        conds_s = tuple(out)
-    if aggs:
-        acc_l = list(accs)
-        for i, f, a in aggs:
-            acc_l[i] = agg_step(f, acc_l[i], None if a is None else norm(event.get(a)))
-        accs = tuple(acc_l)
-    return (conds_s, accs)
 
 
 def _check_new(check: Callable[[Any, Any], int], lists: tuple[tuple[Any, ...], ...],
