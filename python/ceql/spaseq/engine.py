@@ -25,7 +25,7 @@ from .events import TimeKey
 from .lowering import Leaf, Lowered, scaled
 from .match import Match
 from .plan import Plan
-from .runs import Choice, Runs
+from .runs import Choice, Runs, renamed
 
 __all__ = ["EngineRuns"]
 
@@ -179,8 +179,9 @@ class EngineRuns:
         negatives: list[dict[str, Any]] = []
         keyed: list[tuple[int, dict[str, Any]]] = []
         bounded: list[tuple[int, dict[str, Any], list[_Interval]]] = []
+        t = key if type(key) is int else float(key)  # the engine reads ints or floats
         for leaf in self._leaves:
-            made = self._records(leaf, time, key, choices)
+            made = self._records(leaf, time, key, t, choices)
             j = leaf.element
             for rec in made:
                 if rec is None:
@@ -221,8 +222,8 @@ class EngineRuns:
             if records:
                 records[-1]["kt"] = self._k
             else:
-                records.append({"type": "T", "k": self._k, "kt": self._k,
-                                "t": key if type(key) is int else float(key), "_key": key})
+                records.append({"type": "T", "k": self._k, "kt": self._k, "t": t,
+                                "_key": key})
         return records
 
     def _feed(self, records: list[dict[str, Any]]) -> list[Match]:
@@ -258,16 +259,16 @@ class EngineRuns:
                             "variables: OPTIONAL, UNION)")
         return runs.instant(time, key, self._complete(choices))
 
-    def _records(self, leaf: Leaf, time: Any, key: TimeKey,
+    def _records(self, leaf: Leaf, time: Any, key: TimeKey, t: float,
                  choices: Mapping[str, Sequence[Choice]]) -> list[dict[str, Any] | None]:
-        """The records of ``leaf`` at this instant (``None`` for one that is not safe)."""
+        """The records of ``leaf`` at this instant (``None`` for one that is not safe);
+        ``t``: the time the engine reads (microseconds)."""
         per_gpm = [choices.get(g, ()) for g in leaf.gpms]
         if not all(per_gpm):
             return []
         out: list[dict[str, Any] | None] = []
         template, attrs, strict, keys, last = self._shape[leaf.index]
         k = self._k + 1
-        t = key if type(key) is int else float(key)
         memo = self._scaled
         single = len(per_gpm) == 1
         for combo in ((c,) for c in per_gpm[0]) if single else product(*per_gpm):
@@ -406,8 +407,7 @@ class EngineRuns:
             if el < 0:
                 el = picked[-1][0] + 1 if picked else 0
                 g, rename = self._member[el]
-                src = tuple((g, pos, {rename[v]: t for v, t in m.items()})
-                            for _, pos, m in src)
+                src = renamed(g, rename, src)
             picked.append((el, src))
         if low.post or low.relaxed:
             loose = any(e["u"] for e in events)

@@ -24,7 +24,7 @@ from .events import Event, StreamNames, TimeKey, check_event
 from .lowering import lower_plan
 from .match import Match
 from .plan import Plan
-from .runs import Choice, Runs
+from .runs import Choice, Runs, renamed
 
 __all__ = ["BATCH_EVENTS", "Evaluator"]
 
@@ -175,8 +175,7 @@ class Evaluator:
         for rep, group in self._same.items():
             for g, rename in group:
                 if g not in out and rep in choices:
-                    out[g] = [(g, pos, {rename[v]: t for v, t in m.items()})
-                              for _, pos, m in choices[rep]]
+                    out[g] = renamed(g, rename, choices[rep])
         return out
 
     def _flush(self) -> list[Match]:
@@ -218,10 +217,10 @@ class Evaluator:
                 for rep, mappings in results[i].items():
                     # terms=True: every value is an N-Triples text
                     texts = cast(list[dict[str, str]], mappings)
-                    choices[rep] = [(rep, pos, m) for m in texts]
+                    mine: list[Choice] = [(rep, pos, m) for m in texts]
+                    choices[rep] = mine
                     for g, rename in extra[rep]:
-                        choices[g] = [(g, pos, {rename[v]: t for v, t in m.items()})
-                                      for m in texts]
+                        choices[g] = renamed(g, rename, mine)
                 i += 1
             batch.append((held[0].time, held[0].key, choices))
         if isinstance(self._runs, EngineRuns):

@@ -358,9 +358,14 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
                 alias[leaves[gpms].index] = (leaves[(rep,)].index, r)
         return leaves[gpms]
 
-    def kind(leaf: Leaf) -> int:
-        """The index of the record type ``L``/``N`` that ``leaf``'s records are."""
-        return alias[leaf.index][0] if leaf.index in alias else leaf.index
+    types: set[tuple[str, int]] = set()  # the record types the query reads
+
+    def kind(leaf: Leaf, letter: str = "L") -> str:
+        """The record type ``L<i>`` (or its negative copies' ``N<i>``) of ``leaf``'s
+        records."""
+        i = alias[leaf.index][0] if leaf.index in alias else leaf.index
+        types.add((letter, i))
+        return f"{letter}{i}"
 
     for j, el in enumerate(plan.elements):
         negated = el.op == SKIP_TILL_NEXT
@@ -380,7 +385,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
             primary.cols = {v: vi[back[v]] for v in plan.variables[el.gpms[0]]}
         w.cols[primary.name] = primary.cols
         slots.append([primary])
-        form = " OR ".join(f"L{kind(leaf)}" for leaf in primary.leaves)
+        form = " OR ".join(kind(leaf) for leaf in primary.leaves)
         form = f"({form}) AS e{j}" if len(primary.leaves) > 1 else f"{form} AS e{j}"
         if el.kleene:
             form = f"({form})+"
@@ -392,7 +397,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
             forms.append(f"NOT (({_TICKS}) AS t{j})")
             ticks = True
         if j and negated:
-            negs = " OR ".join(f"N{kind(leaf)}" for leaf in primary.leaves)
+            negs = " OR ".join(kind(leaf, "N") for leaf in primary.leaves)
             forms.append(f"NOT (({negs}) AS n{j})")
         forms.append(form)
         if el.kleene:
@@ -487,8 +492,8 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
                     conds.append(f"{subject}[{flags} OR ({body[:-1]})]")
     where = " ; ".join(forms)
     if ticks:
-        kinds = sorted(set(re.findall(r"\b[LN]\d+\b", where)), key=lambda x: (x[0], int(x[1:])))
-        where = where.replace(_TICKS, " OR ".join([*kinds, "T"]))
+        where = where.replace(_TICKS, " OR ".join([*(f"{c}{i}" for c, i in sorted(types)),
+                                                   "T"]))
     text = f"SELECT * FROM S WHERE ({where})"
     if conds:
         text += " FILTER " + " AND ".join(conds)

@@ -32,6 +32,7 @@ from ..frontends.spaseq import (
     gpm_names,
     to_sparql,
 )
+from .events import MICROS
 
 __all__ = ["Element", "Plan", "alternatives", "certain_variables", "lower"]
 
@@ -73,7 +74,7 @@ class Plan:
     @property
     def span(self) -> int | Fraction:
         """The window in microseconds, the unit of time keys (:func:`.events.time_key`)."""
-        span = self.window * 10 ** 6
+        span = self.window * MICROS
         return span.numerator if span.denominator == 1 else span
 
     @property

@@ -26,7 +26,7 @@ with the same events end at the same instant).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import product
 from typing import Any
 
@@ -37,10 +37,16 @@ from .events import TimeKey
 from .match import Match
 from .plan import Plan
 
-__all__ = ["Choice", "Runs"]
+__all__ = ["Choice", "Runs", "renamed"]
 
 # (GPM, input position, mapping: variable → N-Triples text)
 Choice = tuple[str, int, Mapping[str, str]]
+
+
+def renamed(g: str, rename: Mapping[str, str], choices: Iterable[Choice]) -> list[Choice]:
+    """``choices`` of a GPM as GPM ``g``'s, equal to it up to variable names (``rename``:
+    its variable → ``g``'s)."""
+    return [(g, pos, {rename[v]: t for v, t in m.items()}) for _, pos, m in choices]
 
 
 class _Run:
