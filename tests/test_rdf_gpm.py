@@ -378,15 +378,48 @@ def test_terms_tell_apart_what_values_equate() -> None:
     assert term_text(ox.BlankNode("b")) == "_:b"
 
 
-def test_the_store_keeps_literals_in_canonical_form() -> None:
-    # pyoxigraph's store, not ceql: lexical forms and derived integer types are not kept, so
-    # "05"^^xsd:int and "5"^^xsd:integer are one term (docs/SPASEQ.md wants two)
-    terms = GpmEvaluator({"v": f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}"}, terms=True)
-    event = (f'<{EX}a> <{EX}p> "05"^^<{XSD}int>, "+5"^^<{XSD}integer>, "1.50"^^<{XSD}decimal>, '
-             f'"1"^^<{XSD}boolean>, "x"@EN .')
-    assert terms.evaluate(event) == {"v": [
-        {"o": f'"1.5"^^<{XSD}decimal>'}, {"o": f'"5"^^<{XSD}integer>'},
-        {"o": f'"true"^^<{XSD}boolean>'}, {"o": '"x"@en'}]}
+_SPELLINGS = (f'"05"^^<{XSD}int>', f'"+5"^^<{XSD}integer>', f'"5"^^<{XSD}integer>',
+              f'"1.50"^^<{XSD}decimal>', f'"1.5"^^<{XSD}decimal>', f'"1"^^<{XSD}boolean>',
+              f'"true"^^<{XSD}boolean>', f'"1.0E0"^^<{XSD}double>', '"x"@en')
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_terms_are_kept_exactly_as_written(fast: bool) -> None:
+    # pyoxigraph's store keeps these by value (one term for "05"^^xsd:int, "+5" and "5");
+    # RDF has nine terms here, and so has ceql, on both paths (language tags in lower case)
+    terms = GpmEvaluator({"v": f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}"}, terms=True,
+                         fast=fast)
+    event = "".join(f"<{EX}a> <{EX}p> {t} .\n" for t in _SPELLINGS) + f'<{EX}a> <{EX}p> "x"@EN .'
+    want = sorted(_SPELLINGS)
+    assert sorted(m["o"] for m in terms.evaluate(event)["v"]) == want
+    assert sorted(m["o"] for m in terms.evaluate_many([event])[0]["v"]) == want
+    values = GpmEvaluator({"v": f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}"}, fast=fast)
+    assert sorted(map(repr, (m["o"] for m in values.evaluate_many([event])[0]["v"]))) == sorted(
+        ["5", "5", "5", "1.5", "1.5", "True", "True", "1.0", "'x'"])
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_joins_inside_a_gpm_compare_exact_terms(fast: bool) -> None:
+    # "05" and "5" are two terms: ?v joins each with itself only; FILTERs compare values
+    query = (f"SELECT ?a ?b ?v WHERE {{ ?a <{EX}p> ?v . ?b <{EX}q> ?v FILTER(?v = 5) }}")
+    gpm = GpmEvaluator({"j": query}, terms=True, fast=fast)
+    event = (f'<{EX}a1> <{EX}p> "05"^^<{XSD}integer> .\n<{EX}a2> <{EX}p> 5 .\n'
+             f'<{EX}b1> <{EX}q> "5"^^<{XSD}integer> .\n<{EX}b2> <{EX}q> "+5"^^<{XSD}integer> .\n')
+    got = gpm.evaluate_many([event])[0]["j"]
+    assert got == [{"a": f"<{EX}a2>", "b": f"<{EX}b1>", "v": f'"5"^^<{XSD}integer>'}]
+    gpm = GpmEvaluator({"j": query.replace("?v = 5", "?v != 5")}, terms=True, fast=fast)
+    assert gpm.evaluate_many([event])[0]["j"] == []
+
+
+def test_a_gpm_on_the_store_compares_exact_terms_with_the_dataset() -> None:
+    kb = StaticDataset().load(f'<{EX}k1> <{EX}w> "05"^^<{XSD}integer> .\n'
+                              f'<{EX}k2> <{EX}w> "5"^^<{XSD}integer> .', graph=f"{EX}kb")
+    gpm = GpmEvaluator({"A": f"SELECT ?k ?v WHERE {{ ?s <{EX}p> ?v GRAPH <{EX}kb> {{ ?k <{EX}w> ?v }} "
+                             "FILTER(?v > 4) }"}, kb, terms=True)
+    for v, k in (('"05"^^<' + XSD + 'integer>', "k1"), ("5", "k2"),
+                 ('"5"^^<' + XSD + 'integer>', "k2")):
+        got = gpm.evaluate(f"<{EX}s> <{EX}p> {v} .")["A"]
+        assert [m["k"] for m in got] == [f"<{EX}{k}>"]
 
 
 def test_dataset_blank_nodes_never_meet_an_events() -> None:

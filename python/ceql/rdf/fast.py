@@ -523,9 +523,10 @@ class TripleReader:
 
     @staticmethod
     def _learn(key: tuple[ox.RdfFormat, str | None], texts: list[str], forms: _Forms) -> bool:
-        """Read ``texts`` (one term each) as the format and base IRI of ``key`` do, through a
-        scratch store, and remember the store's form of each; ``False`` if the parser refuses
-        one."""
+        """Read ``texts`` (one term each) as the format and base IRI of ``key`` do, and
+        remember each term's exact text (the parser's: escapes resolved, IRIs made absolute,
+        language tags in lower case; literals as written, not as the store keeps them);
+        ``False`` if the parser refuses one."""
         lines = "".join(f"<{_KEY}{i}> <{_KEY}> {t} .\n" for i, t in enumerate(texts))
         try:
             quads = list(ox.parse(lines, key[0], base_iri=key[1]))
@@ -533,17 +534,10 @@ class TripleReader:
             return False
         if len(quads) != len(texts):
             return False
-        store = ox.Store()
-        store.extend(quads)
-        got: dict[str, str] = {}
-        for q in store.quads_for_pattern(None, None, None):
-            if isinstance(q.subject, ox.NamedNode):
-                got[q.subject.value] = str(q.object)
-        for i, text in enumerate(texts):
-            form = got.get(f"{_KEY}{i}")
-            if form is None:
+        for i, (text, q) in enumerate(zip(texts, quads, strict=True)):
+            if not isinstance(q.subject, ox.NamedNode) or q.subject.value != f"{_KEY}{i}":
                 return False
-            forms.known[text] = form
+            forms.known[text] = str(q.object)
             if text.startswith('"'):
                 forms.tails.add(text[text.rfind('"') + 1:])
         return True

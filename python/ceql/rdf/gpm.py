@@ -55,6 +55,7 @@ import pyoxigraph as ox
 from ceql.errors import CeqlTypeError, caret_snippet
 from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError, RdfInputError
+from ceql.rdf.exact import ExactTerms, filters_on_originals
 from ceql.rdf.fast import (
     Bgp,
     Row,
@@ -69,10 +70,8 @@ from ceql.rdf.reader import (
     EventSource,
     as_python,
     ntriples_text,
-    parse_error,
     rdf_format,
     read_event,
-    sniff_format,
 )
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
 from ceql.rdf.terms import Term, Value, literal_value, term_text, term_value, to_value
@@ -138,6 +137,8 @@ class _Gpm:
     plan: BatchPlan
     ordered: bool
     bgp: Bgp | None  # its basic graph pattern, constants resolved, when it is only that
+    exact_text: str  # text, its FILTERs reading the originals of stand-ins (ceql.rdf.exact)
+    exact_plan: BatchPlan
 
 
 def _rank(v: Value) -> tuple[int, object, str]:
@@ -191,7 +192,10 @@ class GpmEvaluator:
         self._prefixes = dict(prefixes) if prefixes else None
         self._base_iri = base_iri
         self._convert: Callable[[Term], Value] = term_text if terms else to_value
-        self._dataset = dataset.quads if dataset is not None else ()
+        self._exact = ExactTerms()
+        # the dataset as the store holds it: exact terms (ceql.rdf.exact)
+        self._dataset, self._dataset_stand_ins = self._exact.quads(
+            dataset.quads if dataset is not None else ())
         self._named = list(dataset.graph_nodes) if dataset is not None else []
         self.renew_every = (max(RENEW_EVENTS, len(self._dataset) // 4)
                             if renew_every is None else renew_every)
@@ -239,7 +243,8 @@ class GpmEvaluator:
                named_graphs: list[ox.NamedNode | ox.BlankNode] | None = None,
                ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
         return self._store.query(text, prefixes=self._prefixes, base_iri=self._base_iri,
-                                 default_graph=default_graph, named_graphs=named_graphs)
+                                 default_graph=default_graph, named_graphs=named_graphs,
+                                 custom_functions=self._exact.functions)
 
     def _select(self, text: str, default_graph: ox.BlankNode | None = None,
                 named_graphs: list[ox.NamedNode | ox.BlankNode] | None = None,
@@ -270,16 +275,30 @@ class GpmEvaluator:
             raise GpmError(f"GPM {name!r} is {kind} query: a GPM is a SELECT query, whose "
                            "solutions are the mappings events compare")
         variables = tuple(v.value for v in result.variables)
+        plan = self._plan(text)
+        exact_text = filters_on_originals(text)
+        exact_plan = plan
+        if exact_text != text:
+            try:
+                self._query(exact_text)
+            except SyntaxError as e:  # not expected: the rewrite only wraps variables
+                raise GpmError(f"GPM {name!r}: its FILTERs could not be rewritten to read "
+                               f"exact terms ({e}); please report it") from None
+            exact_plan = self._plan(exact_text)
+        bgp = parse_bgp(text)
+        if bgp is not None:
+            bgp = self._resolve(bgp)
+        return _Gpm(name, text, variables, plan, bool(_ORDER_BY.search(text)), bgp,
+                    exact_text, exact_plan)
+
+    def _plan(self, text: str) -> BatchPlan:
         plan = plan_batch(text)
         if not plan.why:
             try:
                 self._query(plan.query)
             except SyntaxError:
                 plan = BatchPlan("", "the library refused the rewritten query")
-        bgp = parse_bgp(text)
-        if bgp is not None:
-            bgp = self._resolve(bgp)
-        return _Gpm(name, text, variables, plan, bool(_ORDER_BY.search(text)), bgp)
+        return plan
 
     def _resolve(self, bgp: Bgp) -> Bgp | None:
         """``bgp`` with its constants as the store's query parser reads them (the GPM's
@@ -345,18 +364,19 @@ class GpmEvaluator:
         mostly bind the same terms of an event)."""
         memo: dict[Term, Value] = {}
         plain = self._convert
+        original = self._exact.original
 
         def convert(term: Term) -> Value:
             v = memo.get(term)
             if v is None:
-                v = memo[term] = plain(term)
+                v = memo[term] = plain(original(term))
             return v
 
         return convert
 
-    def _mappings(self, gpm: _Gpm, node: ox.BlankNode, convert: Callable[[Term], Value]
-                  ) -> list[Solution]:
-        names, rows = self._rows(gpm.text, node, self._named)
+    def _mappings(self, gpm: _Gpm, node: ox.BlankNode, convert: Callable[[Term], Value],
+                  exact: bool) -> list[Solution]:
+        names, rows = self._rows(gpm.exact_text if exact else gpm.text, node, self._named)
         return [{v: convert(t) for v, t in zip(names, row, strict=True) if t is not None}
                 for row in rows]
 
@@ -369,34 +389,27 @@ class GpmEvaluator:
         return results
 
     def _load(self, event: EventSource, node: ox.BlankNode, format: str | None,
-              name: str) -> None:
-        """Put one event's triples into the store's graph ``node``, parsing text once: N-Triples
-        and Turtle straight into the store (which gives blank nodes fresh ids, as
-        :func:`read_event` does), and so lists of triples that :func:`ntriples_text` can
-        write; anything else through :func:`read_event`."""
-        store = self._store
+              name: str) -> bool:
+        """Put one event's triples into the store's graph ``node``, with stand-ins for the
+        literals the store would change (:mod:`ceql.rdf.exact`); whether it needed any.
+        Blank nodes get fresh ids, as :func:`read_event` gives them."""
         event = as_python(event)  # type: ignore[assignment]
+        quads: Iterable[ox.Quad] | None = None
         if format is None:
             text = ntriples_text(event)
             if text is not None:
                 try:
-                    store.load(text, ox.RdfFormat.N_TRIPLES, to_graph=node)
-                    store.add_graph(node)
-                    return
+                    quads = list(ox.parse(text, ox.RdfFormat.N_TRIPLES,
+                                          rename_blank_nodes=True))
                 except SyntaxError:
                     pass  # read_event below names the bad triple
-        if isinstance(event, (str, bytes)):
-            fmt = sniff_format(event) if format is None else rdf_format(format)
-            if fmt is not ox.RdfFormat.JSON_LD:  # JSON-LD could name graphs of its own
-                try:
-                    store.load(event, fmt, base_iri=self._base_iri, to_graph=node)
-                except SyntaxError as e:
-                    raise parse_error(e, event, fmt, name) from None
-                store.add_graph(node)  # an empty event is still a graph
-                return
-        graph = read_event(event, format=format, base_iri=self._base_iri, name=name)
-        store.extend([ox.Quad(q.subject, q.predicate, q.object, node) for q in graph.quads])
-        store.add_graph(node)
+        if quads is None:
+            quads = read_event(event, format=format, base_iri=self._base_iri,
+                               name=name).quads
+        stored, changed = self._exact.quads(quads, node)
+        self._store.extend(stored)
+        self._store.add_graph(node)  # an empty event is still a graph
+        return changed
 
     def evaluate(self, event: EventSource, *, format: str | None = None,
                  name: str = "event") -> GpmResults:
@@ -404,9 +417,9 @@ class GpmEvaluator:
         ``event`` may be; ``name`` is how errors call it)."""
         node = self._node()
         try:
-            self._load(event, node, format, name)
+            exact = self._load(event, node, format, name) or self._dataset_stand_ins
             convert = self._memo()
-            results = {g.name: self._mappings(g, node, convert) for g in self._gpms}
+            results = {g.name: self._mappings(g, node, convert, exact) for g in self._gpms}
         finally:
             self._store.remove_graph(node)
             self._done()
@@ -428,20 +441,22 @@ class GpmEvaluator:
                 return found
         store = self._store
         nodes: list[ox.BlankNode] = []
+        exact = self._dataset_stand_ins
         try:
             for i, event in enumerate(events):
                 nodes.append(self._node())
-                self._load(event, nodes[-1], format,
-                           f"event {i}" if names is None else str(names[i]))
+                exact |= self._load(event, nodes[-1], format,
+                                    f"event {i}" if names is None else str(names[i]))
             results: list[GpmResults] = [{g.name: [] for g in self._gpms} for _ in nodes]
             start, first = len(_EVENT_LABEL), self._events - len(nodes) + 1
             convert = self._memo()
             for g in self._gpms:
-                if g.plan.why:
+                plan = g.exact_plan if exact else g.plan
+                if plan.why:
                     for i, node in enumerate(nodes):
-                        results[i][g.name] = self._mappings(g, node, convert)
+                        results[i][g.name] = self._mappings(g, node, convert, exact)
                     continue
-                columns, rows = self._rows(g.plan.query)
+                columns, rows = self._rows(plan.query)
                 at = columns.index(EVENT_VAR)
                 keep = [(columns.index(v), v) for v in g.variables]
                 for row in rows:

@@ -1,0 +1,144 @@
+"""Exact RDF terms through pyoxigraph's store.
+
+pyoxigraph's store keeps literals of XSD's numeric, boolean and date/time types by value
+(oxigraph issue 526: there is no option to keep them as written): ``"05"^^xsd:integer`` and
+``"+5"^^xsd:integer`` are stored as ``"5"^^xsd:integer``, ``"5"^^xsd:int`` as
+``"5"^^xsd:integer``, ``"1.0"^^xsd:decimal`` as ``"1"``; a graph holding two of them holds
+one triple, and its joins find them equal. RDF and SPARQL compare terms exactly (lexical
+form and datatype; language tags in lower case, as RDF 1.1 allows), and so must ceql
+(``docs/SPASEQ.md``, "Data model").
+
+So every literal the store would change is stored as a **stand-in**: the same lexical form
+with the datatype ``<urn:ceql:exact:DATATYPE>`` (a datatype the store keeps as written), a
+term of its own, equal to no other. Triple patterns and joins then compare exact terms, and
+the mappings give the original back (:meth:`ExactTerms.original`). A FILTER compares values:
+in a query run on a store holding stand-ins, each variable inside a FILTER is read through
+the custom function :data:`ORIGINAL_FN`, which gives the original literal
+(:func:`filters_on_originals`). Literals the store keeps as they are (canonical forms, strings,
+other datatypes) are stored as they are: data written in canonical form costs nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyoxigraph as ox
+
+from ceql.rdf.sparql import Token, tokenize
+
+__all__ = ["ORIGINAL_FN", "STAND_IN", "ExactTerms", "filters_on_originals"]
+
+STAND_IN = "urn:ceql:exact:"
+"""The prefix of a stand-in's datatype (followed by the original datatype IRI)."""
+
+ORIGINAL_FN = "urn:ceql:exact"
+"""The custom function a rewritten FILTER reads each variable through."""
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_KEY = "urn:ceql:k"
+_LIMIT = 200_000  # literals remembered before the memory is cleared
+
+
+class ExactTerms:
+    """Stand-ins for the literals the store would change (see the module's docstring);
+    remembers each literal's verdict. Not thread-safe."""
+
+    def __init__(self) -> None:
+        self._stand_in: dict[ox.Literal, ox.Literal | None] = {}
+        self._functions = {ox.NamedNode(ORIGINAL_FN): self.original}
+
+    @property
+    def functions(self) -> dict[ox.NamedNode, object]:
+        """The custom functions a rewritten query needs (``custom_functions=``)."""
+        return self._functions
+
+    def _learn(self, literals: Iterable[ox.Literal]) -> None:
+        new = list(literals)
+        if len(self._stand_in) + len(new) > _LIMIT:
+            self._stand_in.clear()
+        store = ox.Store()
+        p = ox.NamedNode(_KEY)
+        store.extend(ox.Quad(ox.NamedNode(f"{_KEY}{i}"), p, lit) for i, lit in enumerate(new))
+        kept: dict[str, ox.Term] = {q.subject.value: q.object  # type: ignore[union-attr]
+                                    for q in store.quads_for_pattern(None, None, None)}
+        for i, lit in enumerate(new):
+            if kept.get(f"{_KEY}{i}") == lit:
+                self._stand_in[lit] = None
+            else:
+                self._stand_in[lit] = ox.Literal(
+                    lit.value, datatype=ox.NamedNode(STAND_IN + lit.datatype.value))
+
+    def quads(self, quads: Iterable[ox.Quad], graph: ox.BlankNode | ox.NamedNode | None = None
+              ) -> tuple[list[ox.Quad], bool]:
+        """``quads`` as the store must hold them (stand-ins for the literals it would
+        change), in ``graph`` when given, and whether any stand-in was needed."""
+        quads = list(quads)
+        known = self._stand_in
+        new = {q.object for q in quads if type(q.object) is ox.Literal
+               and q.object not in known and q.object.datatype.value.startswith(_XSD)}
+        if new:
+            self._learn(new)
+            known = self._stand_in
+        changed = False
+        out = []
+        for q in quads:
+            o = q.object
+            if type(o) is ox.Literal:
+                stand_in = known.get(o)
+                if stand_in is not None:
+                    o, changed = stand_in, True
+            out.append(ox.Quad(q.subject, q.predicate, o, q.graph_name if graph is None
+                               else graph))
+        return out, changed
+
+    @staticmethod
+    def original(term: ox.Term) -> ox.Term:
+        """The term a stand-in stands for (any other term as it is)."""
+        if type(term) is ox.Literal and term.datatype.value.startswith(STAND_IN):
+            return ox.Literal(term.value,
+                              datatype=ox.NamedNode(term.datatype.value[len(STAND_IN):]))
+        return term
+
+
+def _extent(tokens: list[Token], k: int) -> int:
+    """The index after the expression that starts at ``tokens[k]``: a bracketed expression,
+    or a function call (a name, then its bracketed arguments)."""
+    if tokens[k].text != "(":
+        k += 1
+        if k >= len(tokens) or tokens[k].text != "(":
+            return k
+    depth = 0
+    for j in range(k, len(tokens)):
+        depth += (tokens[j].text == "(") - (tokens[j].text == ")")
+        if depth == 0:
+            return j + 1
+    return len(tokens)
+
+
+def filters_on_originals(query: str) -> str:
+    """``query`` with each variable inside a FILTER read through :data:`ORIGINAL_FN`
+    (``?x`` → ``<urn:ceql:exact>(?x)``), except the argument of ``BOUND`` and variables in
+    a graph pattern inside the FILTER (``EXISTS { … }``)."""
+    tokens = tokenize(query)
+    parts: list[str] = []
+    at = 0
+    k = 0
+    while k < len(tokens):
+        t = tokens[k]
+        if t.kind != "word" or t.text.upper() != "FILTER" or k + 1 == len(tokens):
+            k += 1
+            continue
+        end = _extent(tokens, k + 1)
+        braces = 0
+        for j in range(k + 1, end):
+            u = tokens[j]
+            braces += (u.text == "{") - (u.text == "}")
+            if (u.kind != "var" or braces
+                    or (j >= 2 and tokens[j - 1].text == "("
+                        and tokens[j - 2].text.upper() == "BOUND")):
+                continue
+            parts += [query[at:u.start], f"<{ORIGINAL_FN}>({u.text})"]
+            at = u.end
+        k = end
+    parts.append(query[at:])
+    return "".join(parts)
