@@ -30,7 +30,7 @@ from ceql.frontends.spaseq import (
     gpm_names,
     to_sparql,
 )
-from ceql.rdf import GpmEvaluator, StaticDataset, term_value
+from ceql.rdf import GpmEvaluator, StaticDataset
 
 __all__ = ["reference_matches"]
 
@@ -53,8 +53,9 @@ def reference_matches(query: SpaseqQuery, events: Sequence[Mapping[str, Any]],
                       dataset: StaticDataset | None = None
                       ) -> set[tuple[tuple[tuple[str, tuple[int, ...]], ...],
                                      tuple[tuple[str, Any], ...]]]:
-    """The set of (sorted (GPM, positions) pairs, (variable, value) pairs) of every match;
-    an iteration-local variable's value is a tuple, one value per iteration."""
+    """The set of (sorted (GPM, positions) pairs, (variable, term) pairs) of every match,
+    terms as N-Triples texts (outputs are RDF terms: ``"x"`` and ``"x"@en`` are two); an
+    iteration-local variable's term is a tuple, one term per iteration."""
     iris = {s.name: s.iri for s in query.streams}
     names = {**{s.iri: s.iri for s in query.streams}, **iris}
     order = [s.iri for s in query.streams]
@@ -149,10 +150,10 @@ def reference_matches(query: SpaseqQuery, events: Sequence[Mapping[str, Any]],
         bindings = []
         for v in (query.select if query.select is not None else query.variables):
             if v in owner:
-                bindings.append((v, tuple(term_value(c[3][v]) for c in chosen
+                bindings.append((v, tuple(c[3][v] for c in chosen
                                           if c[0] == owner[v] and v in c[3])))
             else:
-                bindings.append((v, term_value(shared[v]) if v in shared else None))
+                bindings.append((v, shared.get(v)))
         per_gpm: dict[str, list[int]] = {}
         for g, i, _, _ in chosen:
             per_gpm.setdefault(g, []).append(i)

@@ -23,7 +23,7 @@ from test_spaseq_eval import EX, PREFIX, STREAMS, A, B, as_set, house, query, ra
 
 def run_set(q: sp.Query, events: list[dict[str, Any]], engine: bool) -> set[Any]:
     return {(tuple(sorted(m.events.items())),
-             tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in m.bindings.items()))
+             tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in m.terms.items()))
             for m in q.run(events, engine=engine)}
 
 
@@ -235,7 +235,7 @@ def test_a_value_the_lowering_cannot_compare_hands_over_with_the_window_replayed
     assert ev.engine
     late = ev.feed(events[3:]) + ev.close()
     assert not ev.engine
-    got = {(tuple(sorted(m.events.items())), tuple(m.bindings.items())) for m in early + late}
+    got = {(tuple(sorted(m.events.items())), tuple(m.terms.items())) for m in early + late}
     expected = {(tuple(sorted(e)), b) for e, b in reference_matches(q.ast, events)}
     assert got == expected
     assert any(m.events["A"] == (2,) for m in late)  # begun before the hand-over

@@ -19,11 +19,10 @@ from typing import Any
 
 from ..frontends.spaseq import CrossFilter
 from ..query import compile as compile_ceql
-from ..rdf import term_value
 from .conditions import FilterChecker, joined
 from .events import TimeKey
 from .lowering import Leaf, Lowered, scaled
-from .match import Match
+from .match import Match, Terms
 from .plan import Plan
 from .runs import Choice, Runs, renamed
 
@@ -425,13 +424,9 @@ class EngineRuns:
                 for v, t in m.items():
                     if v not in plan.local[g]:
                         shared[v] = t
-        bindings: dict[str, Any] = {}
+        terms: Terms = {}
         for v in plan.select:
             o = self._owner.get(v)
-            if o is None:
-                term = shared.get(v)
-                bindings[v] = None if term is None else term_value(term)
-            else:
-                bindings[v] = [term_value(m[v]) for _, m in occ.get(o, ()) if v in m]
-        return Match({g: tuple(p for p, _ in cs) for g, cs in occ.items()}, bindings,
+            terms[v] = shared.get(v) if o is None else [m[v] for _, m in occ.get(o, ()) if v in m]
+        return Match({g: tuple(p for p, _ in cs) for g, cs in occ.items()}, terms,
                      first["_time"], last["_time"])

@@ -5,11 +5,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Match"]
+from ..rdf import term_value
+
+__all__ = ["Match", "Terms"]
+
+Terms = dict[str, "str | list[str] | None"]
+"""SELECT variable → its term's N-Triples text (``None``: unbound), or for an
+iteration-local variable the list of its terms, one per iteration."""
 
 
 def _frozen(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
+
+
+def _value(term: str | list[str] | None) -> Any:
+    if term is None:
+        return None
+    if isinstance(term, list):
+        return [term_value(t) for t in term]
+    return term_value(term)
 
 
 class Match:
@@ -17,32 +31,36 @@ class Match:
     (GPM → the indices of its events, in time order: several for a ``+`` GPM), ``bindings``
     (SELECT variable → plain value — IRIs as strings, literals as Python values, ``None``
     when unbound — or, for an iteration-local variable, the list of its values, one per
-    iteration in time order), ``start_time`` and ``end_time`` (times as given).
+    iteration in time order), ``terms`` (the same as RDF terms: N-Triples texts,
+    :data:`Terms`), ``start_time`` and ``end_time`` (times as given).
 
-    Two matches are equal when their events per GPM and their bindings are: outputs form a
-    set (docs/SPASEQ.md).
+    Two matches are equal when their events per GPM and their terms are: outputs form a set
+    of RDF terms (docs/SPASEQ.md), so ``"x"`` and ``"x"@en``, or ``1`` and ``1.0``, make
+    two outputs even though their plain values are equal.
     """
 
-    __slots__ = ("bindings", "end_time", "events", "positions", "start_time")
+    __slots__ = ("bindings", "end_time", "events", "positions", "start_time", "terms")
 
-    def __init__(self, events: Mapping[str, tuple[int, ...]], bindings: dict[str, Any],
+    def __init__(self, events: Mapping[str, tuple[int, ...]], terms: Terms,
                  start_time: Any, end_time: Any) -> None:
         self.events = dict(events)
         self.positions = tuple(sorted({p for ps in events.values() for p in ps}))
-        self.bindings = bindings
+        self.terms = terms
+        self.bindings = {v: _value(t) for v, t in terms.items()}
         self.start_time = start_time
         self.end_time = end_time
 
     def key(self) -> tuple[Any, ...]:
-        """The match's identity: its events per GPM and its bindings."""
+        """The match's identity: its events per GPM and its terms."""
         return (tuple(sorted(self.events.items())),
-                tuple((k, _frozen(v)) for k, v in self.bindings.items()))
+                tuple((k, _frozen(v)) for k, v in self.terms.items()))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly dict (times as given)."""
         return {"positions": list(self.positions),
                 "events": {g: list(ps) for g, ps in self.events.items()},
-                "bindings": dict(self.bindings), "start_time": self.start_time,
+                "bindings": dict(self.bindings), "terms": dict(self.terms),
+                "start_time": self.start_time,
                 "end_time": self.end_time}
 
     def __eq__(self, other: object) -> bool:

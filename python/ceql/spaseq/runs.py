@@ -31,10 +31,9 @@ from itertools import product
 from typing import Any
 
 from ..frontends.spaseq import SKIP_TILL_NEXT, STRICT, CrossFilter
-from ..rdf import term_value
 from .conditions import FilterChecker, compatible, joined
 from .events import TimeKey
-from .match import Match
+from .match import Match, Terms
 from .plan import Plan
 
 __all__ = ["Choice", "Runs", "renamed"]
@@ -320,13 +319,10 @@ class Runs:
 
     def _match(self, r: _Run, end_time: Any) -> Match:
         plan = self.plan
-        bindings: dict[str, Any] = {}
+        terms: Terms = {}
         for v in plan.select:
             g = self._owner.get(v)
-            if g is None:
-                t = r.shared.get(v)
-                bindings[v] = None if t is None else term_value(t)
-            else:
-                bindings[v] = [term_value(m[v]) for _, m in r.occ.get(g, ()) if v in m]
+            terms[v] = (r.shared.get(v) if g is None
+                        else [m[v] for _, m in r.occ.get(g, ()) if v in m])
         events = {g: tuple(p for p, _ in cs) for g, cs in r.occ.items()}
-        return Match(events, bindings, r.first_time, end_time)
+        return Match(events, terms, r.first_time, end_time)
