@@ -13,7 +13,9 @@ streamset), between elements and between iterations; the window. Outputs are the
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from itertools import product
 from typing import Any
 
@@ -35,6 +37,15 @@ from ceql.rdf import GpmEvaluator, StaticDataset
 __all__ = ["reference_matches"]
 
 Choice = tuple[str, int, int, dict[str, str]]  # (GPM, input position, instant, mapping)
+
+
+def _exact(time: Any) -> Fraction:
+    """A time in exact seconds (docs/SPASEQ.md: a float is its binary value, not rounded)."""
+    if isinstance(time, dt.datetime):
+        d = time - (dt.datetime(1970, 1, 1, tzinfo=dt.UTC) if time.utcoffset() is not None
+                    else dt.datetime(1970, 1, 1))
+        return Fraction((d.days * 86400 + d.seconds) * 10 ** 6 + d.microseconds, 10 ** 6)
+    return Fraction(time)
 
 
 def _ask(expr: str, bindings: Mapping[str, str]) -> bool:
@@ -143,7 +154,7 @@ def reference_matches(query: SpaseqQuery, events: Sequence[Mapping[str, Any]],
         if shared_values(chosen) is None:
             return
         first, last = times[blocks[0][1][0][2]], times[blocks[-1][1][0][2]]
-        if last - first > query.window.seconds:
+        if _exact(last) - _exact(first) > query.window.seconds:
             return
         shared = shared_values(chosen)
         assert shared is not None

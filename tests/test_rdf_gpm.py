@@ -414,8 +414,8 @@ def test_joins_inside_a_gpm_compare_exact_terms(fast: bool) -> None:
 def test_a_gpm_on_the_store_compares_exact_terms_with_the_dataset() -> None:
     kb = StaticDataset().load(f'<{EX}k1> <{EX}w> "05"^^<{XSD}integer> .\n'
                               f'<{EX}k2> <{EX}w> "5"^^<{XSD}integer> .', graph=f"{EX}kb")
-    gpm = GpmEvaluator({"A": f"SELECT ?k ?v WHERE {{ ?s <{EX}p> ?v GRAPH <{EX}kb> {{ ?k <{EX}w> ?v }} "
-                             "FILTER(?v > 4) }"}, kb, terms=True)
+    gpm = GpmEvaluator({"A": f"SELECT ?k ?v WHERE {{ ?s <{EX}p> ?v GRAPH <{EX}kb> "
+                             f"{{ ?k <{EX}w> ?v }} FILTER(?v > 4) }}"}, kb, terms=True)
     for v, k in (('"05"^^<' + XSD + 'integer>', "k1"), ("5", "k2"),
                  ('"5"^^<' + XSD + 'integer>', "k2")):
         got = gpm.evaluate(f"<{EX}s> <{EX}p> {v} .")["A"]

@@ -5,6 +5,7 @@ reference of tests/spaseq_reference.py on random sequence expressions and graphs
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,31 @@ def test_example_5_graph(graph: str) -> None:
                 ({"A": (1,)}, {"h": x("H2"), "p": x("Pw2"), "l": x("L2"), "n": x("smith"),
                                "a": x("lyon")})]
     assert results(q, [house(10, 1, 1), house(25, 2, 2)]) == (expected if graph == "kb" else [])
+
+
+def test_the_dataset_as_files_as_spark_takes_it(tmp_path: Path) -> None:
+    """dataset= takes {graph IRI: path} and TriG / N-Quads paths (MATCH_SPASEQ's dataset
+    option), as well as a StaticDataset; anything else is a clear error."""
+    (tmp_path / "kb.ttl").write_text(f"@prefix : <{EX}> . {KB}")
+    (tmp_path / "kb.trig").write_text(f"@prefix : <{EX}> . :kb {{ {KB} }}")
+    gpm = (f"DEFINE GPM A ON S1 {{ ?h :pow ?p . ?h :loc ?l . GRAPH <{x('kb')}> "
+           "{ ?h :owner ?n . ?h :address ?a } }")
+    text = f"{PREFIX}SELECT ?h ?n ?a WITHIN 10 SECONDS\n{STREAMS}WHERE {{ SEQ (A)\n{gpm} }}"
+    want = [({"A": (0,)}, {"h": x("H1"), "n": x("john"), "a": x("paris")}),
+            ({"A": (1,)}, {"h": x("H2"), "n": x("smith"), "a": x("lyon")})]
+    events = [house(10, 1, 1), house(25, 2, 2)]
+    for dataset in ({x("kb"): tmp_path / "kb.ttl"}, {x("kb"): str(tmp_path / "kb.ttl")},
+                    [tmp_path / "kb.trig"], (str(tmp_path / "kb.trig"),),
+                    StaticDataset().load(path=tmp_path / "kb.trig")):
+        assert results(sp.compile(text, dataset=dataset), events) == want
+    for bad, says in ((str(tmp_path / "kb.trig"), "a str is not taken"),
+                      ({1: "kb.ttl"}, "is not graph IRI (str): file path"),
+                      ([3], "3 is not a file path"), (5, "not int")):
+        with pytest.raises(ceql.CeqlTypeError, match=re.escape(says)) as e:
+            sp.compile(text, dataset=bad)
+        assert "a mapping {graph IRI: file path}" in str(e.value)
+    with pytest.raises(ceql.CeqlError, match="cannot read it"):
+        sp.compile(text, dataset={x("kb"): tmp_path / "none.ttl"})
 
 
 EX6 = [{"stream": "S1", "time": 10, "graph": f"@prefix : <{EX}> . :H1 :pow :Pw1 . :H1 :loc :L1 ."

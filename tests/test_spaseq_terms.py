@@ -4,6 +4,7 @@ reference, through the store and without it."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -72,7 +73,7 @@ def test_outputs_are_sets_of_terms_not_of_values() -> None:
     q = query("?l", 60, "A", "DEFINE GPM A ON S1 { ?h :pow ?p . ?h :loc ?l . }")
     want_terms = ['"x"', '"x"@en', f'"1"{INT}', f'"1.0"^^<{XSD}decimal>']
     check_all_paths(q, events, [({"A": (0,)}, {"l": t}) for t in want_terms])
-    got = sorted((repr(m.bindings["l"]) for m in q.run(events)))
+    got = sorted(repr(m.bindings["l"]) for m in q.run(events))
     assert got == sorted(["'x'", "'x'", "1", "1.0"])
 
 
@@ -83,3 +84,80 @@ def test_iteration_local_terms_are_kept_as_written() -> None:
     check_all_paths(q, events, [
         ({"A": (0,), "B": (1,)}, {"h": f"<{EX}H1>", "m": [f'"1"{INT}']}),
         ({"A": (0,), "B": (1, 2)}, {"h": f"<{EX}H1>", "m": [f'"1"{INT}', f'"01"{INT}']})])
+
+
+# ---------------------------------------------------------------- SPARQL 1.1's = and !=
+
+BOOL = f'"true"^^<{XSD}boolean>'
+DATE = f'"2020-01-01"^^<{XSD}date>'
+OBJECTS = ['"abc"', f'"3"{INT}', f"<{EX}L>", '"x"@en', f'"2"{INT}', DATE, f'"02"{INT}', BOOL]
+
+
+@pytest.mark.parametrize(("condition", "kept"), [
+    # a literal that is not a number against 2: a type error, so the FILTER is false
+    ("?l != 2", [f'"3"{INT}', f"<{EX}L>"]),
+    ("?l = 2", [f'"2"{INT}', f'"02"{INT}']),
+    ("!(?l = 2)", [f'"3"{INT}', f"<{EX}L>"]),
+    ("?l NOT IN (2, 4)", [f'"3"{INT}', f"<{EX}L>"]),
+    ('?l IN (2, "abc")', ['"abc"', f'"2"{INT}', f'"02"{INT}']),
+    ('?l != "abc"', [f"<{EX}L>"]),  # strings with strings only: "x"@en is no xsd:string
+    ('?l != "x"@en', [f"<{EX}L>"]),  # two different literals of no compared type: error
+    ("?l != true", [f"<{EX}L>"]),
+    (f"?l != <{EX}M>", OBJECTS),  # an IRI is simply another term: no error
+    (f'?l = "2020-01-01"^^<{XSD}date>', [DATE]),  # the same term
+])
+@pytest.mark.parametrize("where", ["local", "cross"])
+def test_equality_follows_sparql_1_1(condition: str, kept: list[str], where: str) -> None:
+    """The FILTER in B's own pattern, or between events (reading A's ?l)."""
+    if where == "local":
+        events = [ev("S1", 1, "H0", "0")] + [ev("S2", 2 + i, f"W{i}", o)
+                                             for i, o in enumerate(OBJECTS)]
+        gpms = ("DEFINE GPM A ON S1 { ?h :pow ?p . }\n"
+                f"DEFINE GPM B ON S2 {{ ?w :value ?v . ?w :loc ?l . FILTER ({condition}) }}")
+        seq, var = "A : B", "l"
+    else:
+        events = [ev("S1", 2 + i, f"H{i}", o) for i, o in enumerate(OBJECTS)]
+        events.append(ev("S2", 20, "W", "0"))
+        gpms = ("DEFINE GPM A ON S1 { ?h :pow ?p . ?h :loc ?l }\n"
+                f"DEFINE GPM B ON S2 {{ ?w :value ?v . FILTER ({condition}) }}")
+        seq, var = "A ; B", "l"
+    q = query("?l", 60, seq, gpms)
+    got = sorted({str(m.terms[var]) for m in q.run(events)})
+    assert got == sorted(kept)
+    assert got == sorted({str(m.terms[var]) for m in q.run(events, engine=False)})
+    assert as_set(q, events) == reference_matches(q.ast, events)
+
+
+# ---------------------------------------------------------------- float times and the window
+
+def _two(t0: Any, t1: Any) -> list[dict[str, Any]]:
+    return [{**ev("S1", 0, "H1", "1"), "time": t0}, {**ev("S2", 0, "W1", "1"), "time": t1}]
+
+
+@pytest.mark.parametrize(("t0", "t1", "window", "kept"), [
+    # a float time is its exact binary value, never rounded: 0.3 is 0.29999999999999998889…,
+    # 0.1 is 0.10000000000000000555…, so the span is 0.19999999999999998335… s
+    (0.1, 0.3, "200 MILLISECONDS", True),
+    # 0.1 + 0.2 is 0.30000000000000004440…: the span is 0.20000000000000003885… s
+    (0.1, 0.1 + 0.2, "200 MILLISECONDS", False),
+    # 1000.2 − 0.2 is 1000.0 in float arithmetic, but exactly 1000.0000000000000344 s
+    (0.2, 1000.2, "1000 SECONDS", False),
+    (0.25, 1000.25, "1000 SECONDS", True),  # both exact in binary: the span is 1000 s
+    (0, 1, "1000 MILLISECONDS", True),  # the window's edge is in it
+    (dt.datetime(2026, 1, 1), dt.datetime(2026, 1, 1, 0, 0, 0, 200_000), "200 MILLISECONDS",
+     True),
+    (dt.datetime(2026, 1, 1), dt.datetime(2026, 1, 1, 0, 0, 0, 200_001), "200 MILLISECONDS",
+     False),
+])
+def test_float_times_against_a_millisecond_window_are_exact(t0: Any, t1: Any, window: str,
+                                                            kept: bool) -> None:
+    text = (f"PREFIX : <{EX}>\nSELECT ?h WITHIN {window}\n"
+            "FROM STREAM S1 <http://example/power>\nFROM STREAM S2 <http://example/weather>\n"
+            "WHERE { SEQ (A ; B)\nDEFINE GPM A ON S1 { ?h :pow ?p . ?h :loc ?l . }\n"
+            "DEFINE GPM B ON S2 { ?w :value ?v . ?w :loc ?l . } }")
+    q = sp.compile(text)
+    events = _two(t0, t1)
+    for engine in (True, False):
+        assert [m.events for m in q.run(events, engine=engine)] == (
+            [{"A": (0,), "B": (1,)}] if kept else [])
+    assert as_set(q, events) == reference_matches(q.ast, events)

@@ -13,15 +13,16 @@ meet an event's blank nodes (RDF scopes blank nodes per document).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import pyoxigraph as ox
 
+from ceql.errors import CeqlTypeError
 from ceql.rdf.errors import RdfInputError
 from ceql.rdf.reader import DATASET_FORMATS, parse_error, rdf_format, sniff_format
 from ceql.rdf.terms import object_term, predicate_term, subject_term
 
-__all__ = ["StaticDataset"]
+__all__ = ["StaticDataset", "as_dataset"]
 
 
 def _graph_node(graph: str, source: str) -> ox.NamedNode:
@@ -135,3 +136,38 @@ class StaticDataset:
             key = g.value if isinstance(g, ox.NamedNode) else "_:" + g.value
             self._graphs.setdefault(key, g)
         self._quads.extend(quads)
+
+
+_WHAT = ("a ceql.rdf.StaticDataset, a mapping {graph IRI: file path} (each file's triples are "
+         "that named graph) or a list of TriG / N-Quads file paths (their named graphs as "
+         "written)")
+
+
+def as_dataset(dataset: object) -> StaticDataset | None:
+    """``dataset`` as a :class:`StaticDataset`: one as it is, ``{graph IRI: path}`` or a list
+    of paths read from their files (the forms Spark's ``dataset =>`` option takes), ``None``
+    as it is; :class:`ceql.CeqlTypeError` for anything else."""
+    if dataset is None or isinstance(dataset, StaticDataset):
+        return dataset
+    paths = (str, os.PathLike)
+    if isinstance(dataset, Mapping):
+        for iri, path in dataset.items():
+            if not isinstance(iri, str) or not isinstance(path, paths):
+                raise CeqlTypeError(
+                    f"dataset: the item {iri!r}: {path!r} is not graph IRI (str): file path; "
+                    f"dataset must be {_WHAT}")
+        ds = StaticDataset()
+        for iri, path in dataset.items():
+            ds.load(path=path, graph=iri)
+        return ds
+    if isinstance(dataset, (list, tuple)):
+        ds = StaticDataset()
+        for path in dataset:
+            if not isinstance(path, paths):
+                raise CeqlTypeError(f"dataset: {path!r} is not a file path; dataset must be "
+                                    f"{_WHAT}")
+            ds.load(path=path)
+        return ds
+    hint = (" (a str is not taken: for a file write [path] or {graph IRI: path}; for RDF "
+            "text, StaticDataset().load(text, graph=…))") if isinstance(dataset, str) else ""
+    raise CeqlTypeError(f"dataset must be {_WHAT}, not {type(dataset).__name__}{hint}")

@@ -20,7 +20,8 @@ other datatypes) are stored as they are: data written in canonical form costs no
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeAlias
 
 import pyoxigraph as ox
 
@@ -34,6 +35,8 @@ STAND_IN = "urn:ceql:exact:"
 ORIGINAL_FN = "urn:ceql:exact"
 """The custom function a rewritten FILTER reads each variable through."""
 
+Term: TypeAlias = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
+_Function: TypeAlias = Callable[..., Term | None]
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 _KEY = "urn:ceql:k"
 _LIMIT = 200_000  # literals remembered before the memory is cleared
@@ -45,10 +48,11 @@ class ExactTerms:
 
     def __init__(self) -> None:
         self._stand_in: dict[ox.Literal, ox.Literal | None] = {}
-        self._functions = {ox.NamedNode(ORIGINAL_FN): self.original}
+        self._functions: dict[ox.NamedNode, _Function] = {
+            ox.NamedNode(ORIGINAL_FN): self.original}
 
     @property
-    def functions(self) -> dict[ox.NamedNode, object]:
+    def functions(self) -> dict[ox.NamedNode, _Function]:
         """The custom functions a rewritten query needs (``custom_functions=``)."""
         return self._functions
 
@@ -59,8 +63,8 @@ class ExactTerms:
         store = ox.Store()
         p = ox.NamedNode(_KEY)
         store.extend(ox.Quad(ox.NamedNode(f"{_KEY}{i}"), p, lit) for i, lit in enumerate(new))
-        kept: dict[str, ox.Term] = {q.subject.value: q.object  # type: ignore[union-attr]
-                                    for q in store.quads_for_pattern(None, None, None)}
+        kept: dict[str, Term] = {q.subject.value: q.object  # type: ignore[union-attr]
+                                 for q in store.quads_for_pattern(None, None, None)}
         for i, lit in enumerate(new):
             if kept.get(f"{_KEY}{i}") == lit:
                 self._stand_in[lit] = None
@@ -92,7 +96,7 @@ class ExactTerms:
         return out, changed
 
     @staticmethod
-    def original(term: ox.Term) -> ox.Term:
+    def original(term: Term) -> Term:
         """The term a stand-in stands for (any other term as it is)."""
         if type(term) is ox.Literal and term.datatype.value.startswith(STAND_IN):
             return ox.Literal(term.value,

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import CeqlInputError, CeqlTypeError
 from ..frontends.spaseq import SpaseqQuery, parse
 from ..rdf import StaticDataset
+from ..rdf.dataset import as_dataset
 from .evaluator import Evaluator
 from .events import StreamNames, TimeKey, time_key
 from .match import Match
 from .plan import Plan, lower
 
-__all__ = ["Query", "compile"]
+DatasetSource = (StaticDataset | Mapping[str, "str | os.PathLike[str]"]
+                 | Sequence["str | os.PathLike[str]"])
+"""What ``dataset=`` takes (see :func:`compile`)."""
+
+__all__ = ["DatasetSource", "Query", "compile"]
 
 
 class Query:
@@ -84,13 +90,13 @@ def _renamed(row: object, i: int, stream: str, time: str, graph: str) -> object:
     return out
 
 
-def compile(text: str, *, dataset: StaticDataset | None = None) -> Query:
+def compile(text: str, *, dataset: DatasetSource | None = None) -> Query:
     """Parse and check a SPAseq query (``ceql.CeqlSyntaxError`` /
     ``ceql.CeqlValidationError`` with line, column and caret) and lower it for evaluation.
-    ``dataset``: the static named graphs ``GRAPH <iri> { … }`` reads."""
+    ``dataset``: the static named graphs ``GRAPH <iri> { … }`` reads — a
+    :class:`ceql.rdf.StaticDataset`, ``{graph IRI: file path}`` (each file's triples are
+    that named graph, as Spark's ``dataset =>`` option takes them) or a list of TriG /
+    N-Quads file paths (``ceql.CeqlTypeError`` for anything else)."""
     if not isinstance(text, str):
         raise CeqlTypeError(f"a SPAseq query is a str, not {type(text).__name__}")
-    if dataset is not None and not isinstance(dataset, StaticDataset):
-        raise CeqlTypeError(f"dataset must be a ceql.rdf.StaticDataset, not "
-                            f"{type(dataset).__name__}")
-    return Query(text, parse(text), dataset)
+    return Query(text, parse(text), as_dataset(dataset))
