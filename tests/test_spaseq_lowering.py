@@ -45,8 +45,10 @@ def test_engine_path_agrees_with_reference_and_run_loop(
     assert got == run_set(q, events, engine=False)
 
 
-OBJECTS = ["0", "1", "2", '"1.5"^^<http://www.w3.org/2001/XMLSchema#decimal>', "<http://example/a>",
-           '"x"', "1.0e0"]
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+OBJECTS = ["0", "1", "2", f'"1.5"^^<{_XSD}decimal>', "<http://example/a>", '"x"', "1.0e0",
+           # the same values spelt otherwise, and a string with a language tag: other terms
+           f'"01"^^<{_XSD}integer>', f'"1"^^<{_XSD}int>', f'"1.50"^^<{_XSD}decimal>', '"x"@en']
 
 
 @settings(max_examples=PROFILE.max_examples, deadline=None)

@@ -16,14 +16,13 @@ patterns, FILTERs and literals).
 
 What keeps the answers those of the store:
 
-* **terms as the store gives them back.** pyoxigraph's store keeps XSD literals in canonical
-  form (``"26.40"^^xsd:decimal`` comes back as ``"26.4"``, ``"05"^^xsd:int`` as
-  ``"5"^^xsd:integer``) and matches terms in that form. Each term's text is read once through
-  the same parser (format and base IRI) and a scratch store (and remembered): the texts here
-  are those the store path's mappings hold, and equal texts are the terms the store's joins
-  find equal. Only texts the store surely gives back unchanged skip it (plain strings of
-  printable characters without escapes, canonical ``xsd:integer`` and ``xsd:decimal``
-  values, literals of datatypes outside the W3C's namespaces whose ending it took before).
+* **terms exactly as written.** Each term's text is read once through the library's parser
+  (format and base IRI) and remembered: escapes resolved, IRIs made absolute, language tags
+  in lower case, literals as written (``"05"^^xsd:int`` stays itself: the store path keeps
+  it too, :mod:`ceql.rdf.exact`), so equal texts are equal RDF terms. Only texts the parser
+  surely gives back unchanged skip it (plain strings of printable characters without
+  escapes, canonical ``xsd:integer`` and ``xsd:decimal`` values, literals of datatypes
+  outside the W3C's namespaces whose ending it took before).
 * **the same parser, the same errors.** Event text is split into lines of exactly
   ``subject predicate object .`` with single spaces, each term checked to be one N-Triples
   term; any other text (Turtle's abbreviations, comments, other spacing) is read by the
@@ -77,7 +76,7 @@ __all__ = [
 ]
 
 TextTriple = tuple[str, str, str]
-"""A triple as the N-Triples texts of its terms, in the form the store gives them back."""
+"""A triple as the N-Triples texts of its terms, exactly as written (the parser's form)."""
 
 TripleColumns = tuple[Sequence[int], Sequence[str], Sequence[str], Sequence[str]]
 """A batch's triples as columns: each triple's event index, then the texts of its terms."""
@@ -103,7 +102,7 @@ _BETWEEN = f"{_SEPARATOR} {_SEPARATOR} {_SEPARATOR} .\n"  # a line after each ev
 _THREE_FIELDS = operator.methodcaller("split", " ", 2)
 _SPO = operator.itemgetter("s", "p", "o")
 _ANY_LITERAL = re.compile("")  # for texts already known to be one term each
-# xsd:integer literals the store gives back as they are (it keeps integers in 64 bits)
+# xsd:integer literals the parser gives back as they are (canonical, up to 18 digits)
 _CANONICAL_INTEGER = re.compile(
     r'"(?:0|-?[1-9][0-9]{0,17})"\^\^<http://www\.w3\.org/2001/XMLSchema#integer>\Z')
 _CACHE_LIMIT = 500_000  # remembered term texts per format, before the memory is cleared
@@ -311,9 +310,9 @@ def parse_bgp(query: str) -> Bgp | None:
 
 
 def _unchanged(text: str, tails: set[str]) -> bool:
-    """Whether the store surely gives this literal's text back as it is (checked by the
-    tests against the store): ``tails`` are the endings (``""``, ``^^<datatype>``) the
-    parser is known to take."""
+    """Whether the parser surely gives this literal's text back as it is (checked by the
+    tests against it): ``tails`` are the endings (``""``, ``^^<datatype>``) the parser is
+    known to take."""
     end = text.rfind('"')
     if end <= 0:
         return False
@@ -367,7 +366,7 @@ def _plain_literals(texts: Sequence[str], tails: set[str]) -> bool:
 
 @dataclass(slots=True)
 class _Forms:
-    """What a reader learnt of one (format, base IRI): term text → the store's form of it,
+    """What a reader learnt of one (format, base IRI): term text → its exact form (the parser's),
     the literal endings the parser takes, and for each set of predicates kept (``None``:
     all), each predicate text met → its form when kept, else ``False``
     (:data:`_SEPARATOR` → ``None``)."""
@@ -385,7 +384,7 @@ class _Forms:
 
 class TripleReader:
     """Reads events into :data:`TextTriple` lists (see the module's docstring). Remembers
-    the store's form of every term text it met, per format; not thread-safe."""
+    the exact form of every term text it met, per format; not thread-safe."""
 
     def __init__(self, base_iri: str | None = None) -> None:
         self._base_iri = base_iri
@@ -427,7 +426,7 @@ class TripleReader:
 
     def _scan(self, text: str, forms: _Forms, unknown: dict[str, None],
               keep: frozenset[str] | None) -> list[TextTriple] | None:
-        """Lines of exactly ``s p o .``: terms known are given their store form, the others
+        """Lines of exactly ``s p o .``: terms known are given their exact form, the others
         are listed in ``unknown`` (and kept as written until :meth:`_learn`). A triple whose
         predicate is known and not in ``keep`` is only checked, not kept."""
         out = []
@@ -552,7 +551,7 @@ class TripleReader:
     def read_batch(self, events: Sequence[object], format: ox.RdfFormat | None,
                    names: Sequence[str], keep: frozenset[str] | None = None
                    ) -> TripleColumns | None:
-        """The triples of a batch's events in the store's form, as columns (each triple's
+        """The triples of a batch's events in their exact form, as columns (each triple's
         event index, subject, predicate, object; in the events' order, duplicates kept), or
         ``None`` when an event needs the store path; see :meth:`read`. Events of N-Triples
         lines are read all at once."""
@@ -670,13 +669,13 @@ class TripleReader:
         """A batch's term texts, column by column (``events``: each triple's event index, or
         ``None`` when a line of :data:`_SEPARATOR` ends each event, left out): each distinct
         text checked (unless ``checked``: each is known to be one term's text) and put in
-        the store's form, the triples ``keep`` wants."""
+        their exact form, the triples ``keep`` wants."""
         literal = _ANY_LITERAL if checked else _NT_LITERAL
         forms = self._forms(key)
         known = forms.known
         if len(known) > _CACHE_LIMIT:  # here, not later: what it held is read below
             forms.forget()
-        # predicate text → its store form when kept, False when only checked
+        # predicate text → its exact form when kept, False when only checked
         kinds = forms.predicates.setdefault(keep, {_SEPARATOR: None})
         try:
             codes = list(map(kinds.__getitem__, predicates))
@@ -747,10 +746,10 @@ class TripleReader:
     def read(self, events: Sequence[object], format: ox.RdfFormat | None,
              names: Sequence[str], keep: frozenset[str] | None = None
              ) -> list[list[TextTriple]] | None:
-        """Each event's triples in the store's form, or ``None`` when one of them
+        """Each event's triples in their exact form, or ``None`` when one of them
         needs the store path (text this reader does not take as it is, and which the library
         refuses or reads into RDF-star terms). ``format``: the events' text format, ``None``
-        to sniff. ``keep``: the predicates (their store form) of the triples wanted, all
+        to sniff. ``keep``: the predicates (their exact form) of the triples wanted, all
         when ``None``; the others are checked all the same."""
         Key = tuple[ox.RdfFormat, str | None]
         batches: list[tuple[Key, list[TextTriple]]] = []

@@ -5,8 +5,9 @@ pyoxigraph: the event's graph is the query's default graph, the :class:`StaticDa
 its named graphs (see :mod:`ceql.rdf.dataset`). Its answer on an event is a list of
 *mappings*, one per solution: a ``dict`` from variable name (without ``?``) to the plain value
 of :func:`ceql.rdf.terms.to_value` (or, with ``terms=True``, to the term's N-Triples text,
-:func:`ceql.rdf.terms.term_text`: equal texts are equal terms); a variable a solution
-leaves unbound (``OPTIONAL``, ``UNION``) is absent from its dict. The mappings of one event
+:func:`ceql.rdf.terms.term_text`: equal texts are equal terms, kept exactly as written —
+``"05"^^xsd:int`` is not ``"5"^^xsd:integer`` — on every path: :mod:`ceql.rdf.exact`); a
+variable a solution leaves unbound (``OPTIONAL``, ``UNION``) is absent from its dict. The mappings of one event
 are sorted (by the projected variables in order: absent first, then numbers, strings, … — an
 order of no meaning but independent of the store's internals and of the path taken), except
 when the GPM has its own ``ORDER BY``. Duplicate solutions are kept, as SPARQL does without

@@ -32,10 +32,11 @@ and a string literal with the same text, or ``"5"^^xsd:integer`` and ``"05"^^xsd
 equal values. Where terms must be told apart — joins of shared variables are ``sameTerm`` in
 SPAseq (``docs/SPASEQ.md``) — use :func:`term_text`, the term's N-Triples text, one string per
 term (``GpmEvaluator(..., terms=True)`` gives mappings of those), and :func:`term_value` to get
-the value back from it. One limit of pyoxigraph's store: it keeps literals of XSD's numeric,
-boolean and date/time types in canonical form, and derived integer types as ``xsd:integer``,
-so ``"05"^^xsd:int`` comes back as ``"5"^^xsd:integer`` and is the same term as it (SPARQL's
-``sameTerm`` would tell them apart); language tags come back in lower case.
+the value back from it. Terms are kept exactly as written: pyoxigraph's store would keep
+literals of XSD's numeric, boolean and date/time types in canonical form (``"05"^^xsd:int``
+as ``"5"^^xsd:integer``), and :mod:`ceql.rdf.exact` works around it, so ``"05"^^xsd:int``
+and ``"5"^^xsd:integer`` are two terms, as for SPARQL's ``sameTerm``; language tags come
+back in lower case.
 
 Blank nodes are scoped to their event: each reading of an event gives its blank nodes fresh
 ids (:func:`ceql.rdf.read_event`), so two events' ``_:b1`` never compare equal, and the GPMs
