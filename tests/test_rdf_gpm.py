@@ -654,3 +654,21 @@ def test_the_store_is_rebuilt_with_the_dataset_and_answers_stay_the_same() -> No
         assert [often.evaluate(e) for e in EVENTS] == EXPECTED
         assert often.evaluate_many(EVENTS) == EXPECTED
         assert often.evaluate_many(EVENTS[:1]) == EXPECTED[:1]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_literal_constant_of_a_pattern_matches_exactly_that_term(fast: bool) -> None:
+    # the store's query parser reads "05"^^xsd:integer as 5: ceql writes it as its stand-in
+    event = (f'<{EX}a> <{EX}p> "05"^^<{XSD}integer> .\n<{EX}b> <{EX}p> 5 .\n'
+             f'<{EX}c> <{EX}p> "5"^^<{XSD}int> .\n<{EX}d> <{EX}p> "+5"^^<{XSD}integer> .')
+    queries = {"lexical": f'PREFIX xsd: <{XSD}> SELECT ?s {{ ?s <{EX}p> "05"^^xsd:integer }}',
+               "bare": f"SELECT ?s {{ ?s <{EX}p> 05 }}",
+               "canonical": f"SELECT ?s {{ ?s <{EX}p> 5 }}",
+               "int": f'SELECT ?s {{ ?s <{EX}p> "5"^^<{XSD}int> }}',
+               "signed": f"SELECT ?s {{ ?s <{EX}p> +5 . FILTER (?s != 05) }}",
+               "filter": f"SELECT ?s {{ ?s <{EX}p> ?o . FILTER (?o = 05) }}"}
+    gpm = GpmEvaluator(queries, terms=True, fast=fast)
+    want = {"lexical": ["a"], "bare": ["a"], "canonical": ["b"], "int": ["c"], "signed": ["d"],
+            "filter": ["a", "b", "c", "d"]}  # a FILTER compares values
+    for got in (gpm.evaluate(event), gpm.evaluate_many([event])[0]):
+        assert {k: sorted(m["s"][len(EX) + 1:-1] for m in v) for k, v in got.items()} == want

@@ -161,3 +161,13 @@ def test_float_times_against_a_millisecond_window_are_exact(t0: Any, t1: Any, wi
         assert [m.events for m in q.run(events, engine=engine)] == (
             [{"A": (0,), "B": (1,)}] if kept else [])
     assert as_set(q, events) == reference_matches(q.ast, events)
+
+
+@pytest.mark.parametrize("constant", [f'"05"^^<{XSD}integer>', "05"])
+def test_a_pattern_constant_matches_exactly_its_term(constant: str) -> None:
+    events = [ev("S1", 1, "H1", f'"05"{INT}'), ev("S1", 2, "H2", "5"),
+              ev("S1", 3, "H3", f'"5"^^<{XSD}int>')]
+    q = query("?h", 60, "A", f"DEFINE GPM A ON S1 {{ ?h :pow ?p . ?h :loc {constant} . }}")
+    check_all_paths(q, events, [({"A": (0,)}, {"h": f"<{EX}H1>"})])
+    q = query("?h", 60, "A", "DEFINE GPM A ON S1 { ?h :pow ?p . ?h :loc 5 . }")
+    check_all_paths(q, events, [({"A": (1,)}, {"h": f"<{EX}H2>"})])

@@ -20,14 +20,16 @@ other datatypes) are stored as they are: data written in canonical form costs no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeAlias
 
 import pyoxigraph as ox
 
 from ceql.rdf.sparql import Token, tokenize
 
-__all__ = ["ORIGINAL_FN", "STAND_IN", "ExactTerms", "filters_on_originals"]
+__all__ = ["ORIGINAL_FN", "STAND_IN", "ExactTerms", "constants_as_stand_ins",
+           "filters_on_originals"]
 
 STAND_IN = "urn:ceql:exact:"
 """The prefix of a stand-in's datatype (followed by the original datatype IRI)."""
@@ -39,6 +41,9 @@ Term: TypeAlias = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
 _Function: TypeAlias = Callable[..., Term | None]
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 _KEY = "urn:ceql:k"
+# SPARQL's numeric literals (doubles first: their mantissa is a decimal's or an integer's)
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*[eE][+-]?[0-9]+|\.?[0-9]+[eE][+-]?[0-9]+"
+                     r"|[0-9]*\.[0-9]+|[0-9]+)")
 _LIMIT = 200_000  # literals remembered before the memory is cleared
 
 
@@ -71,6 +76,12 @@ class ExactTerms:
             else:
                 self._stand_in[lit] = ox.Literal(
                     lit.value, datatype=ox.NamedNode(STAND_IN + lit.datatype.value))
+
+    def stand_in(self, literal: ox.Literal) -> ox.Literal | None:
+        """The stand-in of ``literal``, or ``None`` when the store keeps it as it is."""
+        if literal not in self._stand_in:
+            self._learn([literal])
+        return self._stand_in.get(literal)
 
     def quads(self, quads: Iterable[ox.Quad], graph: ox.BlankNode | ox.NamedNode | None = None
               ) -> tuple[list[ox.Quad], bool]:
@@ -146,3 +157,61 @@ def filters_on_originals(query: str) -> str:
         k = end
     parts.append(query[at:])
     return "".join(parts)
+
+
+def constants_as_stand_ins(query: str, exact: ExactTerms, prefixes: Mapping[str, str] | None,
+                           base_iri: str | None) -> str:
+    """``query`` with each literal constant of its graph patterns that the store would change
+    (``"05"^^xsd:integer``, ``05``, ``"5"^^xsd:int``) written as its stand-in, so that it
+    matches that term exactly, as in the data (the query parser would read it in canonical
+    form, and match the canonical term instead). A constant inside brackets (FILTER, BIND,
+    function calls, VALUES rows) is an expression's value, not a pattern's term: left as it
+    is. Datatypes given by prefixed names are read with the query's prologue and
+    ``prefixes``."""
+    tokens = tokenize(query)
+    select = next((i for i, t in enumerate(tokens)
+                   if t.kind == "word" and t.text.upper() == "SELECT"), None)
+    if select is None:
+        return query
+    prologue = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in (prefixes or {}).items())
+    prologue += query[:tokens[select].start]
+    parts: list[str] = []
+    at = 0
+    braces = parens = 0
+    k = select
+    while k < len(tokens):
+        t = tokens[k]
+        braces += (t.text == "{") - (t.text == "}")
+        parens += (t.text == "(") - (t.text == ")")
+        end = k + 1
+        text = ""
+        if braces and not parens:
+            if t.kind == "string" and k + 3 < len(tokens) and tokens[k + 1].text == "^" \
+                    and tokens[k + 2].text == "^" and tokens[k + 3].kind in ("iri", "pname"):
+                end = k + 4
+                text = query[t.start:tokens[k + 3].end]
+            elif t.kind == "other" and (t.text.isdigit() or t.text in "+-."):
+                m = _NUMBER.match(query, t.start)
+                if m is not None:
+                    while end < len(tokens) and tokens[end].start < m.end():
+                        end += 1
+                    text = m.group()
+        if text:
+            stand_in = _stand_in_of(text, prologue, base_iri, exact)
+            if stand_in is not None:
+                parts += [query[at:t.start], str(stand_in)]
+                at = tokens[end - 1].end
+        k = end
+    parts.append(query[at:])
+    return "".join(parts)
+
+
+def _stand_in_of(text: str, prologue: str, base_iri: str | None, exact: ExactTerms
+                 ) -> ox.Literal | None:
+    try:
+        (quad,) = ox.parse(f"{prologue}\n<{_KEY}> <{_KEY}> {text} .", ox.RdfFormat.TURTLE,
+                           base_iri=base_iri)
+    except (SyntaxError, ValueError):
+        return None  # the query's parser reports it
+    literal = quad.object
+    return exact.stand_in(literal) if isinstance(literal, ox.Literal) else None

@@ -7,11 +7,12 @@ its named graphs (see :mod:`ceql.rdf.dataset`). Its answer on an event is a list
 of :func:`ceql.rdf.terms.to_value` (or, with ``terms=True``, to the term's N-Triples text,
 :func:`ceql.rdf.terms.term_text`: equal texts are equal terms, kept exactly as written —
 ``"05"^^xsd:int`` is not ``"5"^^xsd:integer`` — on every path: :mod:`ceql.rdf.exact`); a
-variable a solution leaves unbound (``OPTIONAL``, ``UNION``) is absent from its dict. The mappings of one event
-are sorted (by the projected variables in order: absent first, then numbers, strings, … — an
-order of no meaning but independent of the store's internals and of the path taken), except
-when the GPM has its own ``ORDER BY``. Duplicate solutions are kept, as SPARQL does without
-``DISTINCT`` (SPAseq's GPMs are ``SELECT DISTINCT``: ``docs/SPASEQ.md``).
+variable a solution leaves unbound (``OPTIONAL``, ``UNION``) is absent from its dict. The
+mappings of one event are sorted (by the projected variables in order: absent first, then
+numbers, strings, … — an order of no meaning but independent of the store's internals and of
+the path taken), except when the GPM has its own ``ORDER BY``. Duplicate solutions are kept,
+as SPARQL does without ``DISTINCT`` (SPAseq's GPMs are ``SELECT DISTINCT``:
+``docs/SPASEQ.md``).
 
 Three paths give the same answers (the tests check it on random graphs):
 
@@ -56,7 +57,7 @@ import pyoxigraph as ox
 from ceql.errors import CeqlTypeError, caret_snippet
 from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError, RdfInputError
-from ceql.rdf.exact import ExactTerms, filters_on_originals
+from ceql.rdf.exact import ExactTerms, constants_as_stand_ins, filters_on_originals
 from ceql.rdf.fast import (
     Bgp,
     Row,
@@ -276,6 +277,8 @@ class GpmEvaluator:
             raise GpmError(f"GPM {name!r} is {kind} query: a GPM is a SELECT query, whose "
                            "solutions are the mappings events compare")
         variables = tuple(v.value for v in result.variables)
+        # a pattern's literal constant matches exactly that term (ceql.rdf.exact)
+        text = constants_as_stand_ins(text, self._exact, self._prefixes, self._base_iri)
         plan = self._plan(text)
         exact_text = filters_on_originals(text)
         exact_plan = plan
