@@ -20,8 +20,9 @@ other datatypes) are stored as they are: data written in canonical form costs no
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeAlias
 
 import pyoxigraph as ox
@@ -40,11 +41,36 @@ ORIGINAL_FN = "urn:ceql:exact"
 Term: TypeAlias = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
 _Function: TypeAlias = Callable[..., Term | None]
 _XSD = "http://www.w3.org/2001/XMLSchema#"
+_OBJECT = operator.attrgetter("object")
+# lexical forms the store keeps as they are, decided without it (the tests check them): a
+# canonical xsd:integer within 64 bits, a canonical xsd:decimal within 18 + 18 digits
+_INTEGER = re.compile(r"(?:0|-?[1-9][0-9]{0,17})\Z")
+_DECIMAL = re.compile(r"(?:0|-?[1-9][0-9]{0,16})(?:\.[0-9]{0,16}[1-9])?\Z"
+                      r"|-0\.[0-9]{0,16}[1-9]\Z")
+_PLAIN = {_XSD + "string": None, _XSD + "integer": _INTEGER, _XSD + "decimal": _DECIMAL}
+# bare numbers in RDF text (after a space or a separator: not inside a name or an IRI; one
+# inside a string only makes the text parsed)
+_BARE = re.compile(r"[\s,;(\[>]([+-]?\.?[0-9][0-9.eE+-]*)")
 _KEY = "urn:ceql:k"
 # SPARQL's numeric literals (doubles first: their mantissa is a decimal's or an integer's)
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*[eE][+-]?[0-9]+|\.?[0-9]+[eE][+-]?[0-9]+"
                      r"|[0-9]*\.[0-9]+|[0-9]+)")
 _LIMIT = 200_000  # literals remembered before the memory is cleared
+
+
+def _kept(literal: ox.Literal) -> bool:
+    """Whether the store surely keeps ``literal`` as it is, without asking it: a string, a
+    literal of a datatype outside XSD, a canonical integer or decimal, ``true``, ``false``."""
+    return _kept_parts(literal.value, literal.datatype.value)
+
+
+def _kept_parts(lexical: str, datatype: str) -> bool:
+    if not datatype.startswith(_XSD):
+        return True
+    if datatype in _PLAIN:
+        form = _PLAIN[datatype]
+        return form is None or form.match(lexical) is not None
+    return datatype == _XSD + "boolean" and lexical in ("true", "false")
 
 
 class ExactTerms:
@@ -53,6 +79,7 @@ class ExactTerms:
 
     def __init__(self) -> None:
         self._stand_in: dict[ox.Literal, ox.Literal | None] = {}
+        self._scratch = ox.Store()
         self._functions: dict[ox.NamedNode, _Function] = {
             ox.NamedNode(ORIGINAL_FN): self.original}
 
@@ -62,20 +89,26 @@ class ExactTerms:
         return self._functions
 
     def _learn(self, literals: Iterable[ox.Literal]) -> None:
-        new = list(literals)
-        if len(self._stand_in) + len(new) > _LIMIT:
-            self._stand_in.clear()
-        store = ox.Store()
+        known = self._stand_in
+        if len(known) > _LIMIT:
+            known.clear()
+        new = []
+        for lit in literals:
+            if _kept(lit):
+                known[lit] = None
+            else:
+                new.append(lit)
+        if not new:
+            return
+        store = self._scratch
         p = ox.NamedNode(_KEY)
-        store.extend(ox.Quad(ox.NamedNode(f"{_KEY}{i}"), p, lit) for i, lit in enumerate(new))
+        store.extend([ox.Quad(ox.NamedNode(f"{_KEY}{i}"), p, lit) for i, lit in enumerate(new)])
         kept: dict[str, Term] = {q.subject.value: q.object  # type: ignore[union-attr]
                                  for q in store.quads_for_pattern(None, None, None)}
+        store.clear()
         for i, lit in enumerate(new):
-            if kept.get(f"{_KEY}{i}") == lit:
-                self._stand_in[lit] = None
-            else:
-                self._stand_in[lit] = ox.Literal(
-                    lit.value, datatype=ox.NamedNode(STAND_IN + lit.datatype.value))
+            known[lit] = None if kept.get(f"{_KEY}{i}") == lit else ox.Literal(
+                lit.value, datatype=ox.NamedNode(STAND_IN + lit.datatype.value))
 
     def stand_in(self, literal: ox.Literal) -> ox.Literal | None:
         """The stand-in of ``literal``, or ``None`` when the store keeps it as it is."""
@@ -83,28 +116,58 @@ class ExactTerms:
             self._learn([literal])
         return self._stand_in.get(literal)
 
-    def quads(self, quads: Iterable[ox.Quad], graph: ox.BlankNode | ox.NamedNode | None = None
-              ) -> tuple[list[ox.Quad], bool]:
-        """``quads`` as the store must hold them (stand-ins for the literals it would
-        change), in ``graph`` when given, and whether any stand-in was needed."""
-        quads = list(quads)
+    def keeps_text(self, text: str | bytes) -> bool:
+        """Whether the store surely keeps every literal of this RDF text as written, seen on
+        the text alone: each typed literal written in full (``"lex"^^<datatype>``) is one
+        :func:`_kept` takes, and each bare number a canonical integer. ``False`` means: parse
+        it and see (:meth:`changes`)."""
+        if isinstance(text, bytes):
+            return False
+        if "^^" in text:
+            parts = text.split('"^^<')  # string operations: cheaper than a regex here
+            if len(parts) - 1 != text.count("^^"):
+                return False  # a datatype by a prefixed name
+            for k in range(1, len(parts)):  # parts: '…"lexical', 'datatype> …', …
+                before = parts[k - 1]
+                start = before.rfind('"')
+                lexical = before[start + 1:]
+                if (start < 1 or before[start - 1] == "\\" or "\\" in lexical
+                        or not _kept_parts(lexical, parts[k][:parts[k].find(">")])):
+                    return False
+        return all(_INTEGER.match(n) for n in _BARE.findall(text))
+
+    def changes(self, quads: Sequence[ox.Quad]) -> bool:
+        """Whether the store would change a literal of ``quads`` (each new literal is
+        checked once: a regular expression for canonical integers and decimals, else a
+        scratch store)."""
         known = self._stand_in
-        new = {q.object for q in quads if type(q.object) is ox.Literal
-               and q.object not in known and q.object.datatype.value.startswith(_XSD)}
+        literals = [o for o in map(_OBJECT, quads) if type(o) is ox.Literal]
+        new = [o for o in literals if o not in known]
         if new:
             self._learn(new)
-            known = self._stand_in
-        changed = False
+        get = known.get
+        return any(get(o) is not None for o in literals)
+
+    def with_stand_ins(self, quads: Iterable[ox.Quad],
+                       graph: ox.BlankNode | ox.NamedNode | None = None) -> list[ox.Quad]:
+        """``quads`` as the store must hold them (after :meth:`changes` learnt their
+        literals), in ``graph`` when given."""
+        get = self._stand_in.get
         out = []
         for q in quads:
             o = q.object
             if type(o) is ox.Literal:
-                stand_in = known.get(o)
-                if stand_in is not None:
-                    o, changed = stand_in, True
+                o = get(o) or o
             out.append(ox.Quad(q.subject, q.predicate, o, q.graph_name if graph is None
                                else graph))
-        return out, changed
+        return out
+
+    def quads(self, quads: Iterable[ox.Quad]) -> tuple[list[ox.Quad], bool]:
+        """``quads`` as the store must hold them, and whether any stand-in was needed."""
+        quads = list(quads)
+        if not self.changes(quads):
+            return quads, False
+        return self.with_stand_ins(quads), True
 
     @staticmethod
     def original(term: Term) -> Term:

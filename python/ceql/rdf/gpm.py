@@ -57,7 +57,12 @@ import pyoxigraph as ox
 from ceql.errors import CeqlTypeError, caret_snippet
 from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError, RdfInputError
-from ceql.rdf.exact import ExactTerms, constants_as_stand_ins, filters_on_originals
+from ceql.rdf.exact import (
+    ORIGINAL_FN,
+    ExactTerms,
+    constants_as_stand_ins,
+    filters_on_originals,
+)
 from ceql.rdf.fast import (
     Bgp,
     Row,
@@ -72,8 +77,10 @@ from ceql.rdf.reader import (
     EventSource,
     as_python,
     ntriples_text,
+    parse_error,
     rdf_format,
     read_event,
+    sniff_format,
 )
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
 from ceql.rdf.terms import Term, Value, literal_value, term_text, term_value, to_value
@@ -244,9 +251,11 @@ class GpmEvaluator:
     def _query(self, text: str, default_graph: ox.BlankNode | None = None,
                named_graphs: list[ox.NamedNode | ox.BlankNode] | None = None,
                ) -> ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples:
+        # custom functions only for a text that calls them (ceql.rdf.exact)
+        functions = self._exact.functions if ORIGINAL_FN in text else None
         return self._store.query(text, prefixes=self._prefixes, base_iri=self._base_iri,
                                  default_graph=default_graph, named_graphs=named_graphs,
-                                 custom_functions=self._exact.functions)
+                                 custom_functions=functions)
 
     def _select(self, text: str, default_graph: ox.BlankNode | None = None,
                 named_graphs: list[ox.NamedNode | ox.BlankNode] | None = None,
@@ -363,17 +372,20 @@ class GpmEvaluator:
         finally:
             del solutions
 
-    def _memo(self) -> Callable[[Term], Value]:
+    def _memo(self, exact: bool) -> Callable[[Term], Value]:
         """The term → value conversion, remembering within one call (the GPMs of a query
-        mostly bind the same terms of an event)."""
+        mostly bind the same terms of an event); ``exact``: the store holds stand-ins, whose
+        originals are converted."""
         memo: dict[Term, Value] = {}
         plain = self._convert
-        original = self._exact.original
+        if exact:
+            original = self._exact.original
+            plain = lambda term: self._convert(original(term))  # noqa: E731
 
         def convert(term: Term) -> Value:
             v = memo.get(term)
             if v is None:
-                v = memo[term] = plain(original(term))
+                v = memo[term] = plain(term)
             return v
 
         return convert
@@ -395,24 +407,48 @@ class GpmEvaluator:
     def _load(self, event: EventSource, node: ox.BlankNode, format: str | None,
               name: str) -> bool:
         """Put one event's triples into the store's graph ``node``, with stand-ins for the
-        literals the store would change (:mod:`ceql.rdf.exact`); whether it needed any.
-        Blank nodes get fresh ids, as :func:`read_event` gives them."""
+        literals the store would change (:mod:`ceql.rdf.exact`); whether it needed any. Text
+        is parsed to check its literals; when none needs a stand-in, the store loads the text
+        itself (giving blank nodes fresh ids, as :func:`read_event` does)."""
+        store = self._store
         event = as_python(event)  # type: ignore[assignment]
-        quads: Iterable[ox.Quad] | None = None
+        text: str | bytes | None = None
+        fmt = ox.RdfFormat.N_TRIPLES
+        quads: Sequence[ox.Quad] | None = None
         if format is None:
             text = ntriples_text(event)
             if text is not None:
                 try:
-                    quads = list(ox.parse(text, ox.RdfFormat.N_TRIPLES,
-                                          rename_blank_nodes=True))
+                    if self._exact.keeps_text(text):  # no literal to check: load it
+                        store.load(text, fmt, to_graph=node)
+                        store.add_graph(node)
+                        return False
+                    quads = list(ox.parse(text, fmt, rename_blank_nodes=True))
                 except SyntaxError:
-                    pass  # read_event below names the bad triple
+                    text = None  # read_event below names the bad triple
+        if quads is None and isinstance(event, (str, bytes)):
+            fmt = sniff_format(event) if format is None else rdf_format(format)
+            if fmt is not ox.RdfFormat.JSON_LD:  # JSON-LD could name graphs of its own
+                text = event
+                try:
+                    if self._exact.keeps_text(event):
+                        store.load(event, fmt, base_iri=self._base_iri, to_graph=node)
+                        store.add_graph(node)
+                        return False
+                    quads = list(ox.parse(event, fmt, base_iri=self._base_iri,
+                                          rename_blank_nodes=True))
+                except SyntaxError as e:
+                    raise parse_error(e, event, fmt, name) from None
         if quads is None:
+            text = None
             quads = read_event(event, format=format, base_iri=self._base_iri,
                                name=name).quads
-        stored, changed = self._exact.quads(quads, node)
-        self._store.extend(stored)
-        self._store.add_graph(node)  # an empty event is still a graph
+        changed = self._exact.changes(quads)
+        if text is not None and not changed:
+            store.load(text, fmt, base_iri=self._base_iri, to_graph=node)
+        else:
+            store.extend(self._exact.with_stand_ins(quads, node))
+        store.add_graph(node)  # an empty event is still a graph
         return changed
 
     def evaluate(self, event: EventSource, *, format: str | None = None,
@@ -422,7 +458,7 @@ class GpmEvaluator:
         node = self._node()
         try:
             exact = self._load(event, node, format, name) or self._dataset_stand_ins
-            convert = self._memo()
+            convert = self._memo(exact)
             results = {g.name: self._mappings(g, node, convert, exact) for g in self._gpms}
         finally:
             self._store.remove_graph(node)
@@ -453,7 +489,7 @@ class GpmEvaluator:
                                     f"event {i}" if names is None else str(names[i]))
             results: list[GpmResults] = [{g.name: [] for g in self._gpms} for _ in nodes]
             start, first = len(_EVENT_LABEL), self._events - len(nodes) + 1
-            convert = self._memo()
+            convert = self._memo(exact)
             for g in self._gpms:
                 plan = g.exact_plan if exact else g.plan
                 if plan.why:
