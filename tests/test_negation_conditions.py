@@ -20,29 +20,48 @@ from reference import reference_matches
 from strategies import PROFILE
 from test_properties import Key, check_against_reference, keys
 
+# (WHERE, the negated names whose conditions go in the FILTER after it (None: the FILTER is
+# in the shape, ``{cond}``), the positive variables the conditions may read)
 _SHAPES = [
-    ("A AS a ; NOT (B AS n) ; C AS c", "n"),
-    ("(A AS a)+ ; NOT (B AS n) ; C AS c", "n"),
-    ("A AS a ; C ; NOT (B AS n) ; (C AS c)+", "n"),
-    ("(A AS a ; NOT (B AS n) ; C AS c FILTER {cond})+", None),
-    ("A AS a ; NOT (B AS n) ; C AS c ; NOT (B AS m) ; A", "n m"),
-    ("(A AS a OR C AS a) ; NOT (B AS n) ; A", "n"),
+    ("A AS a ; NOT (B AS n) ; C AS c", "n", "a c"),
+    ("(A AS a)+ ; NOT (B AS n) ; C AS c", "n", "a c"),
+    ("A AS a ; C ; NOT (B AS n) ; (C AS c)+", "n", "a c"),
+    ("(A AS a ; NOT (B AS n) ; C AS c FILTER {cond})+", None, "a c"),
+    ("A AS a ; NOT (B AS n) ; C AS c ; NOT (B AS m) ; A", "n m", "a c"),
+    ("(A AS a OR C AS a) ; NOT (B AS n) ; A", "n", "a"),
+    # the NOT under an iteration inside the FILTER: every iteration's a and c are read
+    ("(A AS a ; NOT (B AS n) ; C AS c)+", "n", "a c"),
+    # inside an operand of AND: d's event may come before, inside or after the gap
+    ("(A AS a ; NOT (B AS n) ; C AS c) AND A AS d", "n", "a c d"),
+    ("(A AS a ; NOT (B AS n) ; C AS c FILTER {cond}) AND C AS d", None, "a c"),
+    # two FILTERs around the NOT: one β event must satisfy the conditions of both
+    ("((A AS a ; NOT (B AS n) ; C AS c) FILTER {cond}) ; A AS d", "n", "a c d"),
 ]
-_CONDS = ["{n}[v > a.v]", "{n}[v = a.v]", "{n}[v >= MAX(a.v)]", "{n}[v != COUNT(a)]",
-          "{n}[g = a.g AND v > 0]", "{n}[a.v < v + 1]",
+_CONDS = ["{n}[v > {o}.v]", "{n}[v = {o}.v]", "{n}[v >= MAX({o}.v)]", "{n}[v != COUNT({o})]",
+          "{n}[g = {o}.g AND v > 0]", "{n}[{o}.v < v + 1]",
+          # in the other variable's brackets: a condition on n all the same
+          "{o}[v > {n}.v]", "{o}[v - 1 <= {n}.v AND g = {n}.g]",
           # several conditions between events on one NOT: an index finds the runs through
           # one of them (an equality first), every one decides
-          "{n}[v > a.v] AND {n}[v < a.v + 2]", "{n}[v <= a.v] AND {n}[g = a.g]"]
+          "{n}[v > {o}.v] AND {n}[v < {o}.v + 2]", "{n}[v <= {o}.v] AND {n}[g = {o}.g]"]
+
+
+@st.composite
+def _cond(draw: st.DrawFn, n: str, variables: str) -> str:
+    other = draw(st.sampled_from(variables.split()))
+    return draw(st.sampled_from(_CONDS)).format(n=n, o=other)
 
 
 @st.composite
 def between_queries(draw: st.DrawFn) -> str:
-    shape, names = draw(st.sampled_from(_SHAPES))
-    if names is None:  # the FILTER inside the iteration
-        cond = draw(st.sampled_from(_CONDS)).format(n="n")
-        where = shape.format(cond=cond)
+    shape, names, variables = draw(st.sampled_from(_SHAPES))
+    if "{cond}" in shape:
+        inner = variables if names is None else "a c"
+        shape = shape.format(cond=draw(_cond("n", inner)))
+    if names is None:
+        where = shape
     else:
-        conds = [draw(st.sampled_from(_CONDS)).format(n=n) for n in names.split()]
+        conds = [draw(_cond(n, variables)) for n in names.split()]
         if draw(st.booleans()):
             conds.append(f"n[v >= {draw(st.integers(0, 2))}]")
         where = f"{shape} FILTER {' AND '.join(conds)}"
@@ -67,7 +86,7 @@ def streams(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 @PROFILE
 @given(between_queries(), streams(), st.data())
-def test_between_not_reading_earlier_events_equals_reference(
+def test_between_not_with_conditions_equals_reference(
         text: str, events: list[dict[str, Any]], data: st.DataObject) -> None:
     note(text)
     for i, e in enumerate(events):
