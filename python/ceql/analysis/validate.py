@@ -663,9 +663,13 @@ class _Checker:
         advice = (f"write it in {own}: {rewrite}" if rewrite else
                   f"write it in {own}, with the other variables' attributes qualified, "
                   f"e.g. {format_name(name)}[price > a.price]")
+        why = ("a match condition may not name it (it is checked once per match)"
+               if isinstance(leaf, A.FilterMatch) else
+               "an unnamed NOT has no conditions (a FILTER's B[…] and B.attr are about the "
+               "B events of the match)")
         self.report(NegatedVariableError,
-                    f"{head}: only a condition in its own brackets may name it. To relate "
-                    f"the events the NOT forbids to the match, {advice}", span, width)
+                    f"{head}: {why}. To relate the events the NOT forbids to the match, "
+                    f"{advice}", span, width)
 
     # -- schema checks
 

@@ -828,7 +828,9 @@ def _program(sp: ScopePlan, names: frozenset[str], later: frozenset[str]) -> _Pr
                       for i, v in enumerate(q))
         keep: tuple[bool, ...] | None = None
         keep_prev = True
-        if not c.deferred and ci not in sp.whole:  # records no partner can meet any more are dropped (runs merge)
+        # records no partner can meet any more are dropped (runs merge); a recorded NOT's
+        # conditions keep theirs until the scope completes
+        if not c.deferred and ci not in sp.whole:
             keep = tuple(any(w in later for j, w in enumerate(q) if j != i)
                          for i in range(len(q)))
             keep_prev = c.var in later
