@@ -147,6 +147,8 @@ class RegisterPlan:
                 for i, (k, _, _) in enumerate(ck[3].carriers):
                     finishing[k].append((ck[3], i))
         self.finishing = tuple(tuple(f) for f in finishing)
+        #: whether some scope judges recorded β events when it completes
+        self.recorded_gaps = any(finishing)
         out: list[list[Transition]] = [[] for _ in range(cea.n_states)]
         stays = [False] * cea.n_states
         loops: list[list[Any]] = [[] for _ in range(cea.n_states)]
@@ -175,6 +177,8 @@ class RegisterPlan:
                                if k[3] is not None)
         #: whether a run at the state can still move (else it only accepts, then ends)
         self.has_out = tuple(bool(out[q]) or stays[q] for q in range(cea.n_states))
+        #: whether some marked transition lies in a gap with conditions (:attr:`Move.kills`)
+        self.move_kills = any(t.kills for ts in out for t in ts)
         all_scopes = frozenset(range(self.n_scopes))
         self._out = tuple(tuple((guard_fn(t.guard), self._move(t, all_scopes)) for t in ts)
                           for ts in out)
@@ -524,6 +528,11 @@ class RegisterPlan:
         """Whether a run with ``regs`` that reached a final state completes a valuation whose
         deferred conditions hold."""
         scopes = self.scopes
+        if not self.recorded_gaps:
+            for k, s in enumerate(regs):
+                if s is not None and not self._complete(scopes[k], s):
+                    return False
+            return True
         finishing = self.finishing
         new: list[Any] | None = None
         for k, s in enumerate(regs):
