@@ -274,6 +274,8 @@ class RegisterPlan:
                         if vs is None:
                             continue
                         names |= vs
+                        # a move of one operand of AND while the other waits in such a gap
+                        names.update(g[1] for g in t.kills if any(j == k for j, _ in g[2]))
                         if t.dst not in seen:
                             seen.add(t.dst)
                             todo.append(t.dst)
