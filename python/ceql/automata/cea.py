@@ -186,8 +186,9 @@ class _Neg:
         #: between two elements: how many occurrences of each variable the elements before
         #: it have (an atom on n may read a variable all of whose events come before)
         self.before: dict[str, int] = {}
-        #: per scope holding conditions on n that read earlier events: its index, those
-        #: conditions (checked on the runs waiting in the gap)
+        #: per scope holding conditions on n that read other events: its index, those
+        #: conditions (checked on the runs waiting in the gap, or on the β events recorded
+        #: there when the scope completes)
         self.kill_scopes: list[tuple[int, tuple[A.FilterAtom, ...]]] = []
         #: its gap was copied by an iteration (each copy sees only its own iteration's
         #: events, and a condition reads every iteration's)
@@ -501,9 +502,11 @@ class _Builder:
     def _negated(self, leaf: ScopeLeaf, negs: dict[str, _Neg], formula: A.Formula,
                  reading: dict[str, list[A.FilterAtom]]) -> bool:
         """If ``leaf`` is an atom about a negated variable of the fragment, add it to that
-        negation (True); else False. An atom of a NOT between two elements that reads
-        earlier events stays a condition of the FILTER's scope (its registers keep what it
-        reads) and is noted in ``reading`` (the gap checks it)."""
+        negation (True); else False. An atom of a NOT between two elements that reads other
+        events stays a condition of the FILTER's scope (its registers keep what it reads) and
+        is noted in ``reading`` (the gap checks it, at once or — for a late one, see
+        :meth:`_late`, or one written in another variable's brackets — when the valuation
+        completes)."""
         if not isinstance(leaf, A.FilterAtom):
             return False
         name = leaf.var

@@ -9,7 +9,9 @@ from the events read so far —
   only while a partner variable of the condition can still get an event in this valuation of
   the scope (so ``b[price > a.price]`` holds ``a.price`` until ``b`` comes, then nothing);
 * per ``PREV`` condition, the previous event's ``PREV`` attributes, while ``X`` can come again;
-* per aggregate, an accumulator (count, sum, min, max, first, last), until the scope closes.
+* per aggregate, an accumulator (count, sum, min, max, first, last), until the scope closes;
+* per ``NOT β AS n`` whose conditions on ``n`` are judged when the valuation completes, the
+  β events of its gap (:class:`Recorder`).
 
 A condition without aggregates is checked on each choice of events as soon as its last event
 is read (the *incremental* plan); one with aggregates, and every match condition, when the
@@ -110,7 +112,8 @@ class Move:
     opens: frozenset[int]
     closes: frozenset[int]  # scopes a run leaves by taking it (before it (re)opens any)
     #: the gaps of NOTs with conditions on their β event that the event lies in (a move of
-    #: one side of a conjunction while the other waits in such a gap): see :meth:`passed`
+    #: one side of a conjunction while the other waits in such a gap): see
+    #: :meth:`RegisterPlan.passed`
     kills: tuple[CondKill, ...] = ()
 
 
