@@ -27,8 +27,8 @@ Conjunction and negation (same section):
   leading or trailing NOT, those within the window of the valuation's end or start) blocks the
   valuation when β matches the event at ``k`` and every collected atom holds with β's variable
   bound to ``{k}`` (universally over the other variables, vacuously when one is empty). "Mentions"
-  is SEMANTICS.md's word: ``n[…]``, and also another variable's atom naming ``n.attr`` (which the
-  engine may refuse). β's event types bind nothing: ``B[…]`` is about the positive B events only.
+  is SEMANTICS.md's word: ``n[…]``, and also another variable's atom naming ``n.attr``. β's
+  event types bind nothing: ``B[…]`` is about the positive B events only.
   A complex event is kept when some valuation giving it has no blocked negation; the strategy
   then chooses among the kept ones. The window of a leading or trailing NOT is measured as WITHIN
   measures it (substream positions for EVENTS, the attribute, the time — or the original position

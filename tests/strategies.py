@@ -27,9 +27,10 @@ with ``correlated``) adds conjunction and negation to all of that: ``φ AND ψ``
 OR of them, named ``n``, ``n1``, ... or not; never in a ``:`` chain, never directly under ``+``,
 never two in a row), leading and trailing NOTs at the top level (with a WITHIN; a trailing one
 with CONSUME BY NONE), and atoms about a negated variable as plain conjuncts of FILTERs enclosing
-its NOT (several FILTERs sometimes; correlated: comparing with positive variables,
-``n[a = x.a]``). Negated variables are never SELECTed, aggregated, in a match condition or named
-by another variable's condition; every such query has an AND or a NOT. Without ``conj_neg`` every
+its NOT (several FILTERs sometimes; correlated: comparing with positive variables bound
+before or after the NOT, ``n[a = x.a]``, also written in the other variable's brackets,
+``x[a > n.a]``). Negated variables are never SELECTed, aggregated or in a match condition;
+every such query has an AND or a NOT. Without ``conj_neg`` every
 generator draws exactly what it drew before.
 
 Streams: at most 8 events, mostly of the types the query names, with small non-negative integer
@@ -701,16 +702,22 @@ def negated_atoms(draw: st.DrawFn, var: str, filtered: A.Formula,
                   correlated: bool = False) -> A.FilterAtom:
     """``n[P]`` for the negated variable ``var`` in a FILTER of ``filtered`` (which holds its
     NOT): plain predicates; ``correlated``: also comparisons with the positive variables of
-    ``filtered`` (``n[a = x.a]``, universal over ``x``'s events) and their aggregates. Never
-    ``PREV`` (a negated variable binds one event)."""
-    kind = draw(st.sampled_from(["simple", "plain", "join", "join", "cond"] if correlated
-                                else ["simple", "simple", "plain"]))
+    ``filtered`` (``n[a = x.a]``, universal over ``x``'s events), written in either
+    variable's brackets (``x[a > n.a]``), and their aggregates. Never ``PREV`` (a negated
+    variable binds one event)."""
+    kind = draw(st.sampled_from(["simple", "plain", "join", "join", "cond", "other"]
+                                if correlated else ["simple", "simple", "plain"]))
     if kind == "simple":  # mostly true: the NOT then excludes most β events
         op, value = draw(st.sampled_from(SIMPLE))
         return A.FilterAtom(var, A.Compare(op, draw(_num_attr), A.Literal(value)))
     if kind == "plain":
         return A.FilterAtom(var, draw(weighted((2, atom_preds()), (1, preds(1)))))
     names = _names(filtered)
+    if kind == "other":  # in a positive variable's brackets: a condition on n all the same
+        attr = draw(st.sampled_from(_OPERAND_ATTRS))
+        op = draw(st.sampled_from(("=", "!=", *_REL_OPS)))
+        return A.FilterAtom(draw(st.sampled_from(names)),
+                            A.Compare(op, A.Attr(attr), A.Attr(attr, var=var)))
     if kind == "join":
         attr = draw(st.sampled_from(_OPERAND_ATTRS))
         op = draw(st.sampled_from(("=", "=", *_REL_OPS)))
@@ -740,7 +747,9 @@ def negated_conds(draw: st.DrawFn, names: tuple[str, ...] | list[str], filtered:
 def _negation_chains(draw: st.DrawFn, streams: tuple[str, ...], depth: int, correlated: bool,
                      fresh: list[str] | None, join: bool) -> tuple[A.Formula, Bound]:
     """``φ ; NOT β ; ψ`` (left-nested, as the parser gives ``;`` chains), β maybe named ``n``
-    with atoms about it in one or two FILTERs right around the chain; ``join``:
+    with atoms about it in one or two FILTERs around the chain — right around it, or (when
+    named) around ``(chain)+`` or ``chain AND χ`` (their conditions read every iteration's
+    events, or χ's); ``join``:
     ``φ AS v ; NOT β AS n ; ψ AS w FILTER n[a = v.a]`` (no β like v or w in between)."""
     assert fresh is not None
     # small neighbours mostly (a NOT that decides something needs matches around it)
@@ -753,6 +762,15 @@ def _negation_chains(draw: st.DrawFn, streams: tuple[str, ...], depth: int, corr
         left, right, lb, rb = A.As(left, v), A.As(right, w), lb | {v}, rb | {w}
     neg, name = draw(_negations(streams, fresh, True if join else None, A.Seq(left, right)))
     chain: A.Formula = A.Seq(A.Seq(left, neg), right)
+    around = draw(st.sampled_from(("", "", "plus", "plus", "and"))) if name is not None else ""
+    if around == "plus":  # the NOT under an iteration inside the FILTER
+        chain = A.Plus(chain, False)
+    elif around == "and":  # ... or inside an operand of AND
+        other, ob = draw(formulas(streams, 1, correlated, False))
+        var = draw(st.sampled_from(VARS))
+        other, ob = A.As(other, var), ob | {var}
+        chain = A.And(chain, other) if draw(st.booleans()) else A.And(other, chain)
+        rb = rb | ob
     if join:
         assert name is not None
         attr = draw(st.sampled_from(_OPERAND_ATTRS))

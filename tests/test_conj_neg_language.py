@@ -387,19 +387,37 @@ def test_a_type_only_under_not_has_no_events_to_filter() -> None:
 
 
 def test_a_negated_variable_read_from_elsewhere() -> None:
-    fails(W + "A AS a ; NOT B AS n ; C FILTER a[x > n.y]", NegatedVariableError,
-          "a[x > n.y] reads the negated variable 'n' (NOT B AS n), whose events are in no "
-          "match: only a condition in its own brackets may name it. To relate the events the "
-          "NOT forbids to the match, write it in n[…]: n[y < a.x]", 60, 1)
     fails(W + "A AS a ; NOT B AS n ; C FILTER [n.y > 3 AND a.x > 1]", NegatedVariableError,
           "[n.y > 3 AND a.x > 1] reads the negated variable 'n' (NOT B AS n), whose events are "
-          "in no match: only a condition in its own brackets may name it. To relate the events "
-          "the NOT forbids to the match, write it in n[…], with the other variables' "
-          "attributes qualified, e.g. n[price > a.price]", 55, 1)
+          "in no match: a match condition may not name it (it is checked once per match). To "
+          "relate the events the NOT forbids to the match, write it in n[…], with the other "
+          "variables' attributes qualified, e.g. n[price > a.price]", 55, 1)
     fails(W + "A AS a ; NOT B ; C FILTER a[x > B.y]", NegatedVariableError,
           "a[x > B.y] reads the negated variable 'B' (NOT B), whose events are in no match: "
-          "only a condition in its own brackets may name it. To relate the events the NOT "
-          "forbids to the match, write it in n[…], naming it NOT B AS n: n[y < a.x]", 55, 1)
+          "an unnamed NOT has no conditions (a FILTER's B[…] and B.attr are about the B events "
+          "of the match). To relate the events the NOT forbids to the match, write it in n[…], "
+          "naming it NOT B AS n: n[y < a.x]", 55, 1)
+
+
+def test_a_negated_variable_read_in_another_variables_brackets() -> None:
+    # SEMANTICS.md: c[price > n.price] is the condition n[price < c.price]
+    events = [{"type": t, "x": x, "y": y} for t, x, y in [
+        ("A", 5, 0), ("B", 0, 7), ("C", 0, 0), ("A", 2, 0), ("B", 0, 3), ("C", 0, 0)]]
+    moved = ceql.compile(W + "A AS a ; NOT B AS n ; C FILTER a[x > n.y]")
+    own = ceql.compile(W + "A AS a ; NOT B AS n ; C FILTER n[y < a.x]")
+    # the B at 1 (y 7) is not below the first a's 5: (0, 2) passes; the B at 4 (y 3) is
+    # below 5 but not below the second a's 2: (0, 5) fails, (3, 5) passes
+    assert [m.positions for m in moved.run(events)] == [m.positions for m in own.run(events)] \
+        == [(0, 2), (3, 5)]
+    fails(W + "A AS a ; NOT B AS n ; C FILTER a[x > n.y] OR a[x > 1]", NegatedVariableError,
+          "a[x > n.y] reads the negated variable 'n' (NOT B AS n) under OR: a condition on a "
+          "negated variable says which events the NOT forbids, so it must be a plain condition "
+          "of the FILTER, joined by AND. Join it with AND, or write the alternatives inside its "
+          "brackets: n[…]", 60, 1)
+    fails(W + "(A AS a ; D AS d FILTER d[x > n.y]) ; NOT B AS n ; C", UnsafeVariableError,
+          "d[x > n.y] reads the negated variable 'n' in a FILTER that does not cover NOT B AS "
+          "n: a condition on a negated variable must be in a FILTER applied to a formula that "
+          "holds its NOT. Move it to a FILTER after the sequence that holds the NOT", 53, 1)
     fails(W + "A ; NOT B ; C FILTER [COUNT(B) > 1]", NegatedVariableError,
           "COUNT(B) aggregates the negated variable 'B' (NOT B), whose events are in no match: "
           "aggregate variables of the match instead; a condition on each event the NOT "

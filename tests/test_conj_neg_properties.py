@@ -3,9 +3,11 @@ random queries with ``AND`` and ``NOT`` (``conj_neg`` generators of ``tests/stra
 mixed with every other operator and clause, through the same checks as
 ``tests/test_properties.py`` (row, chunked and Arrow feeds, stream order).
 
-Atoms on a negated variable that read other events are not evaluated yet (compiling one says
-so), so the generated queries lose them before the checks, and SELECT LAST with a leading or
-trailing NOT (also refused) becomes SELECT NEXT. A trailing NOT makes matches wait for time to
+Every atom on a negated variable of a NOT between two elements is kept (reading variables
+bound before or after the NOT, the NOT under ``+`` or in an operand of AND inside the FILTER);
+what ceql still refuses about leading and trailing NOTs (SELECT LAST with one, conditions of one
+that read the match under other strategies) is taken out: LAST becomes NEXT, and those atoms
+are dropped. A trailing NOT makes matches wait for time to
 pass: for those the checks feed in pieces, then ``close()``, and compare everything in order
 with ``Query.run`` (which closes at the end) — where batches are cut must not matter.
 """
@@ -22,7 +24,7 @@ from hypothesis import strategies as st
 
 import ceql
 from ceql.frontends.ceql import format_query
-from ceql.ir import is_correlated, negated_variables, top_sequence
+from ceql.ir import condition_refs, is_correlated, top_sequence
 from ceql.ir import nodes as A
 from ceql.ir.walks import seq_elements
 from reference import reference_matches
@@ -48,7 +50,8 @@ def _chain(elems: list[tuple[A.Formula, bool]]) -> A.Formula:
 
 def _drop_atoms(c: A.FilterExpr, names: set[str], negated: set[str]) -> A.FilterExpr | None:
     if isinstance(c, A.FilterAtom):
-        drop = c.var in names or (c.var in negated and is_correlated(c))
+        about = {c.var} | condition_refs(c.var, c.pred)
+        drop = bool(about & names) or (bool(about & negated) and is_correlated(c))
         return None if drop else c
     if isinstance(c, A.FilterAnd):
         left = _drop_atoms(c.left, names, negated)
@@ -85,9 +88,8 @@ def _compilable(q: A.Query, fallback: A.Query, edges: bool = False) -> A.Query:
 
 
 def _without_edges(q: A.Query) -> A.Query:
-    """``q`` without a leading or trailing NOT (and the atoms about its variable); without
-    atoms on negated variables that read other events too where ceql refuses them."""
-    return _compilable(_strip_edges(q, set()), _strip_edges(q, set(negated_variables(q.where))))
+    """``q`` without a leading or trailing NOT (and the atoms about its variable)."""
+    return _strip_edges(q, set())
 
 
 def _strip_edges(q: A.Query, negated: set[str]) -> A.Query:
@@ -141,8 +143,8 @@ def _evaluable(q: A.Query) -> A.Query:
 
 
 def _evaluable_strict(q: A.Query) -> A.Query:
-    """``q`` without the atoms on negated variables that read other events ceql may refuse."""
-    negated = set(negated_variables(q.where))
+    """``q`` without the atoms on a leading or trailing NOT's variable that read other events
+    (ceql may refuse them)."""
     lead, trail = _edges(q)
     top = top_sequence(q.where)
     edge_names: set[str] = set()
@@ -154,7 +156,7 @@ def _evaluable_strict(q: A.Query) -> A.Query:
     # conditions of a leading or trailing NOT that read the match are evaluated complex event
     # by complex event: under ALL/ANY/STRICT with every variable they read reported
     keep_edges = q.strategy in ("ALL", "ANY", "STRICT") and q.select is None
-    dropped = negated - edge_names if keep_edges else negated
+    dropped = set() if keep_edges else edge_names
     return replace(q, where=_drop_everywhere(q.where, set(), dropped))
 
 

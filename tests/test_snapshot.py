@@ -139,6 +139,10 @@ _SHAPES = [
     "SELECT * FROM S WHERE A ; B PARTITION BY [g] CONSUME BY PARTITION",
     "SELECT * FROM S WHERE A ; B+ LIMIT 2",
     "SELECT b FROM S WHERE (A AS x) ; (B AS b)+ FILTER b[a > 0]",
+    # β events recorded in the registers of the runs waiting in a NOT's gap
+    "SELECT * FROM S WHERE A AS x ; NOT B AS n ; C AS c FILTER n[a < c.a]",
+    "SELECT NEXT * FROM S WHERE (A AS x ; NOT B AS n ; C AS c)+ FILTER n[a >= x.a] "
+    "AND n[g = c.g] WITHIN 12 EVENTS",
 ]
 
 

@@ -116,8 +116,9 @@ class NegationError(CeqlValidationError):
 
 class NegatedVariableError(CeqlValidationError):
     """A negated variable (``n`` of ``NOT B AS n``, or a type written only under NOT) used
-    where only events of the match can be: SELECTed, aggregated, read by another variable's
-    condition or a match condition, or its condition under OR."""
+    where only events of the match can be: SELECTed, aggregated, read by a match condition,
+    read unnamed (a type only under NOT) by another variable's condition, or its condition
+    under OR."""
 
 
 class CeqlResourceError(CeqlError, RuntimeError):

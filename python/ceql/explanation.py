@@ -140,8 +140,9 @@ def _negations(q: Query, cea: CEA) -> list[str]:
     if not nots:
         return lines
     text = q.text
-    kills = [t.kill for t in cea.transitions if t.kill is not None]
-    reading = {id(leaf) for k in kills for _, leaves in k[2] for leaf in leaves}
+    kills = list({id(k): k for t in cea.transitions for k in t.kills}.values())
+    reading = any(not k[3] for k in kills)
+    deferred = any(k[3] for k in kills)
     gated = set()
     if kills:
         plan = RegisterPlan(cea, False)
@@ -157,6 +158,12 @@ def _negations(q: Query, cea: CEA) -> list[str]:
                    "each run waiting there checked")
             lines.append(f"    conditions reading earlier events (kept in the registers): a β "
                          f"event ends only the runs for which they hold ({how})")
+        if deferred:
+            lines.append("    conditions reading events not all before the NOT (later ones, "
+                         "or the NOT iterated or in an operand of AND inside their FILTER): "
+                         "the gap's β events are recorded in the registers (for one order "
+                         "comparison only the extreme value), and a valuation fails when it "
+                         "completes if one satisfies them all")
     if cea.leading is not None:
         lines.append("  leading NOT: per complex event — the β events of its partition are kept "
                      "within the window; it passes when none lies before its start within "

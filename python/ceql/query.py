@@ -11,6 +11,7 @@ from typing import Any, SupportsIndex
 
 from .analysis import compile_warnings, normalize_schema, output_variables, validate
 from .analysis.keys import implied_key, planned
+from .analysis.negated import moved_negated_atoms
 from .automata import CEA, DFA, build_cea
 from .automata.registers import RegisterPlan
 from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
@@ -53,7 +54,7 @@ class Query:
         plan = ast
         if is_correlated_query(ast.where):
             with recursion_for(depth(ast.where)):
-                plan = planned(ast)
+                plan = planned(moved_negated_atoms(ast))
         object.__setattr__(self, "plan", plan)
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "max_states", max_states)

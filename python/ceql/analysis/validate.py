@@ -98,6 +98,8 @@ class _Checker:
         self.leaf: A.FilterAtom | A.FilterMatch | None = None
         self.filter: A.Filter | None = None
         self.inside: set[str] = set()
+        #: the ids of the leaves under OR in the FILTER being checked
+        self.under_or: set[int] = set()
         self.reported: set[tuple[int, str]] = set()  # (leaf, variable) already reported
 
     # -- reporting
@@ -224,7 +226,7 @@ class _Checker:
             # NOT this FILTER covers (for their own conditions)
             self.inside = positive_variables(node.formula) | (
                 bound_variables(node.formula) & self.negated.keys())
-            under_or = _under_or(node.cond)
+            under_or = self.under_or = _under_or(node.cond)
             for leaf in filter_leaves(node.cond):
                 if isinstance(leaf, A.FilterAtom) and not self.check_head(leaf):
                     continue
@@ -639,13 +641,35 @@ class _Checker:
                         f"events of the match, e.g. {format_name(head_var)}[price > a.price]",
                         span, width)
             return
+        if head_var is not None and var in _not_aliases(not_node):
+            # another variable's condition naming n is a condition on n (c[price > n.price]
+            # is n[price < c.price]): a plain conjunct of a FILTER that covers the NOT
+            if id(leaf) in self.under_or:
+                self.report(NegatedVariableError,
+                            f"{self.leaf_text(leaf)} reads the negated variable '{var}' "
+                            f"({not_text}) under OR: a condition on a negated variable says "
+                            "which events the NOT forbids, so it must be a plain condition of "
+                            "the FILTER, joined by AND. Join it with AND, or write the "
+                            f"alternatives inside its brackets: {own}", span, width)
+            elif var not in self.inside:
+                self.report(UnsafeVariableError,
+                            f"{self.leaf_text(leaf)} reads the negated variable '{var}' in a "
+                            f"FILTER that does not cover {not_text}: a condition on a negated "
+                            "variable must be in a FILTER applied to a formula that holds its "
+                            "NOT. Move it to a FILTER after the sequence that holds the NOT",
+                            span, width)
+            return
         rewrite = _moved_to(leaf, var, set(self.negated), name)
         advice = (f"write it in {own}: {rewrite}" if rewrite else
                   f"write it in {own}, with the other variables' attributes qualified, "
                   f"e.g. {format_name(name)}[price > a.price]")
+        why = ("a match condition may not name it (it is checked once per match)"
+               if isinstance(leaf, A.FilterMatch) else
+               "an unnamed NOT has no conditions (a FILTER's B[…] and B.attr are about the "
+               "B events of the match)")
         self.report(NegatedVariableError,
-                    f"{head}: only a condition in its own brackets may name it. To relate "
-                    f"the events the NOT forbids to the match, {advice}", span, width)
+                    f"{head}: {why}. To relate the events the NOT forbids to the match, "
+                    f"{advice}", span, width)
 
     # -- schema checks
 

@@ -52,8 +52,9 @@ __all__ = ["CEA", "Transition", "build_cea"]
 
 #: A FILTER leaf checked between events (see :mod:`ceql.predicates.between`).
 ScopeLeaf = A.FilterAtom | A.FilterMatch
-#: See :attr:`Transition.kill`.
-Kill = tuple[GuardTree, str, tuple[tuple[int, tuple[A.FilterAtom, ...]], ...]]
+#: See :attr:`Transition.kills`.
+Kill = tuple[GuardTree, str, tuple[tuple[int, tuple[A.FilterAtom, ...]], ...], bool]
+_NO_KILLS: tuple[Kill, ...] = ()
 _NO_SCOPES: tuple[tuple[int, frozenset[str]], ...] = ()
 _NO_OPENS: frozenset[int] = frozenset()
 
@@ -77,11 +78,15 @@ class Transition:
     dst: int
     scopes: tuple[tuple[int, frozenset[str]], ...] = _NO_SCOPES
     opens: frozenset[int] = _NO_OPENS
-    #: the gap self-loop of ``NOT β AS n`` with conditions on ``n`` that read earlier events
-    #: of the match: ``(β's guard, the negated name, per scope holding such conditions its
-    #: index and those conditions)``; a run waiting here ends on a β event for which every
-    #: one of them holds with the run's registers (see ``RegisterPlan.killed``)
-    kill: Kill | None = None
+    #: the gaps of ``NOT β AS n`` with conditions on ``n`` that read other events which
+    #: an event taking this transition lies in (the gap's self-loop, and in a conjunction's
+    #: product every move of the other side meanwhile): per gap ``(β's guard, the negated
+    #: name, per scope holding such conditions its index and those conditions, deferred)``.
+    #: Not deferred (they read only variables complete before the NOT): a β event ends the
+    #: runs whose registers make every condition hold (``RegisterPlan.killed``); deferred:
+    #: it is recorded in the registers, and the valuation fails when it completes if a
+    #: recorded one satisfies them all (``RegisterPlan.accepts``)
+    kills: tuple[Kill, ...] = _NO_KILLS
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ class _Tr:
     """A transition under construction (mutable: a union renames the sources of its parts'
     initial transitions in place, AS and FILTER update the parts they wrap)."""
 
-    __slots__ = ("deps", "dst", "guard", "kill", "mark", "opens", "scoped", "src", "vars")
+    __slots__ = ("deps", "dst", "guard", "kills", "mark", "opens", "scoped", "src", "vars")
 
     def __init__(self, src: int, guard: GuardTree, mark: bool, vars: frozenset[str],
                  dst: int) -> None:
@@ -131,9 +136,9 @@ class _Tr:
         self.dst = dst
         self.scoped = _NO_SCOPES
         self.opens = _NO_OPENS
-        self.kill: Kill | None = None
-        #: records whose final guards this one's is ANDed with (a conjunction's product
-        #: reads its operands' guards, which a negation's gap only gets at the end)
+        self.kills = _NO_KILLS
+        #: records whose final guards (and kills) this one's is ANDed with (a conjunction's
+        #: product reads its operands' guards, which a negation's gap only gets at the end)
         self.deps: tuple[_Tr, ...] = ()
 
     def moved(self, src: int | None = None, dst: int | None = None) -> _Tr:
@@ -165,8 +170,8 @@ class _Neg:
     event types) on which every FILTER atom about its name holds. ``loops`` are the gap
     self-loops it guards (none for a leading or trailing one)."""
 
-    __slots__ = ("base", "before", "conds", "edge", "guards", "kill_scopes", "loops", "name",
-                 "node", "shared")
+    __slots__ = ("base", "before", "conds", "deferred", "edge", "guards", "kill_scopes",
+                 "loops", "name", "node", "shared")
 
     def __init__(self, node: A.Not, base: GuardTree, name: str | None) -> None:
         self.node = node
@@ -181,11 +186,17 @@ class _Neg:
         #: between two elements: how many occurrences of each variable the elements before
         #: it have (an atom on n may read a variable all of whose events come before)
         self.before: dict[str, int] = {}
-        #: per scope holding conditions on n that read earlier events: its index, those
-        #: conditions (checked on the runs waiting in the gap)
+        #: per scope holding conditions on n that read other events: its index, those
+        #: conditions (checked on the runs waiting in the gap, or on the β events recorded
+        #: there when the scope completes)
         self.kill_scopes: list[tuple[int, tuple[A.FilterAtom, ...]]] = []
-        #: its gap was copied by an iteration or a conjunction (no per-run check there)
+        #: its gap was copied by an iteration (each copy sees only its own iteration's
+        #: events, and a condition reads every iteration's)
         self.shared = False
+        #: some condition reads a variable not complete before the NOT in its FILTER's
+        #: valuation, or the NOT is under an iteration there: β events are recorded in the
+        #: gap and judged when the valuation completes
+        self.deferred = False
 
     def kill(self) -> GuardTree:
         """The guard of the events this negation forbids."""
@@ -491,64 +502,66 @@ class _Builder:
     def _negated(self, leaf: ScopeLeaf, negs: dict[str, _Neg], formula: A.Formula,
                  reading: dict[str, list[A.FilterAtom]]) -> bool:
         """If ``leaf`` is an atom about a negated variable of the fragment, add it to that
-        negation (True); else False. An atom of a NOT between two elements that reads
-        earlier events stays a condition of the FILTER's scope (its registers keep what it
-        reads) and is noted in ``reading`` (the gap checks it)."""
-        if not isinstance(leaf, A.FilterAtom) or leaf.var not in negs:
+        negation (True); else False. An atom of a NOT between two elements that reads other
+        events stays a condition of the FILTER's scope (its registers keep what it reads) and
+        is noted in ``reading`` (the gap checks it, at once or — for a late one, see
+        :meth:`_late`, or one written in another variable's brackets — when the valuation
+        completes)."""
+        if not isinstance(leaf, A.FilterAtom):
             return False
-        neg = negs[leaf.var]
+        name = leaf.var
+        if name not in negs:  # c[… n.x …] with PREV (the others are written n[…] already)
+            name = next((v for v in sorted(condition_refs(leaf.var, leaf.pred)) if v in negs),
+                        "")
+            if not name:
+                return False
+        neg = negs[name]
         if is_correlated(leaf) and neg.edge:
             neg.conds.append(leaf)
             return True
         if is_correlated(leaf):
-            self._check_reads(leaf, neg, formula)
+            if name != leaf.var or self._late(leaf, neg, formula):
+                neg.deferred = True
             neg.conds.append(leaf)
-            reading.setdefault(leaf.var, []).append(leaf)
+            reading.setdefault(name, []).append(leaf)
             return False
         negs[leaf.var].guards.append(guard_from_pred(leaf.pred, self.atoms))
         return True
 
     @staticmethod
-    def _check_reads(leaf: A.FilterAtom, neg: _Neg, formula: A.Formula) -> None:
-        """A condition on the event a NOT between two elements forbids may read variables
-        whose events all come before the NOT in the FILTER's valuation (a run waiting in the
-        gap holds them): not one bound after it, under an iteration or conjunction around
-        the NOT, or elsewhere in the FILTER's formula."""
-        span = leaf.span
-        refs = sorted(condition_refs(leaf.var, leaf.pred))
-        occurrences = _occurrences(formula)
-        late = [v for v in refs if occurrences.get(v, 0) != neg.before.get(v, 0)]
-        if late:
-            raise CeqlValidationError(
-                f"{leaf.var}[…] reads {', '.join(late)}, whose events do not all come before "
-                f"the NOT: not evaluated yet; a condition on a negated event may read the "
-                "variables of the elements before it (those a run waiting in the gap holds)",
-                line=span.line, column=span.column)
+    def _late(leaf: A.FilterAtom, neg: _Neg, formula: A.Formula) -> bool:
+        """Whether a condition on the event a NOT between two elements forbids reads a
+        variable whose events do not all come before the NOT in the FILTER's valuation (one
+        bound after it, or elsewhere in the FILTER's formula), or the NOT stands under an
+        iteration there: a run waiting in the gap does not hold all it reads yet."""
         if neg.shared:
-            raise CeqlValidationError(
-                f"{leaf.var}[…] reads other events, and its NOT stands under an iteration or "
-                "a conjunction inside the FILTER: not evaluated yet; put the FILTER inside "
-                "the iteration or the operand of AND",
-                line=span.line, column=span.column)
+            return True
+        occurrences = _occurrences(formula)
+        return any(occurrences.get(v, 0) != neg.before.get(v, 0)
+                   for v in condition_refs(leaf.var, leaf.pred) if v != neg.name)
+
     def finish(self, root: _Frag) -> None:
         """Set the gap guards of every negation (their FILTER atoms are all known now), then
         the guards of the records built from others (conjunctions)."""
         for neg in root.negs:
             if neg.loops and neg.kill_scopes:
                 # the loop lets every event by; a β event ends the run if its conditions hold
+                # (or is recorded, to be judged when the valuation is complete)
                 assert neg.name is not None
-                kill: Kill = (neg.kill(), neg.name, tuple(neg.kill_scopes))
+                kill: Kill = (neg.kill(), neg.name, tuple(neg.kill_scopes), neg.deferred)
                 for r in neg.loops:
                     r.guard = _TRUE
-                    r.kill = kill
+                    r.kills = (kill,)
             elif neg.loops:
                 g = GUnless(neg.kill())
                 for r in neg.loops:
                     r.guard = g
         done: dict[int, GuardTree] = {}
+        kills: dict[int, tuple[Kill, ...]] = {}
         for r in _records(root.rope):
             if r.deps:
                 r.guard = _resolved(r, done)
+                r.kills = _resolved_kills(r, kills)
 
     # ------------------------------------------------------------------ conjunction
     def _conj(self, a: _Frag, b: _Frag) -> _Frag:
@@ -599,10 +612,6 @@ class _Builder:
                         loop = _Tr(src, _TRUE, False, frozenset(), src)
                         loop.deps = tuple(x for x in (ga, gb) if x is not None)
                         rope.append(loop)
-        for neg in (*a.negs, *b.negs):
-            neg.shared = True
-            if neg.kill_scopes:
-                raise _shared_error(neg)
         return _Frag(init, {final}, rope, starts, ins, {final}, a.negs + b.negs)
 
 
@@ -679,6 +688,25 @@ def _resolved(r: _Tr, done: dict[int, GuardTree]) -> GuardTree:
     return done[id(r)]
 
 
+def _resolved_kills(r: _Tr, done: dict[int, tuple[Kill, ...]]) -> tuple[Kill, ...]:
+    """``r``'s own kills and those of the records it depends on (the gaps an event taking a
+    product's transition lies in, on either side)."""
+    todo: list[tuple[_Tr, bool]] = [(r, False)]
+    while todo:
+        x, ready = todo.pop()
+        if id(x) in done:
+            continue
+        if ready or not x.deps:
+            ks: dict[int, Kill] = {id(k): k for k in x.kills}
+            for d in x.deps:
+                ks.update((id(k), k) for k in done[id(d)])
+            done[id(x)] = tuple(ks.values())
+        else:
+            todo.append((x, True))
+            todo += [(d, False) for d in x.deps if id(d) not in done]
+    return done[id(r)]
+
+
 def _occurrences(root: A.Formula) -> dict[str, int]:
     """How many event-type leaves (not under NOT) bind each variable of ``root``: type names,
     ``S>T`` names and AS names."""
@@ -695,15 +723,6 @@ def _occurrences(root: A.Formula) -> dict[str, int]:
         elif isinstance(f, A.As | A.Plus | A.Filter):
             todo.append(f.formula)
     return out
-
-
-def _shared_error(neg: _Neg) -> CeqlValidationError:
-    """A NOT whose conditions read other events, inside an operand of AND."""
-    leaf = neg.conds[0]
-    return CeqlValidationError(
-        f"{leaf.var}[…] reads other events, and its NOT stands inside an operand of AND: not "
-        "evaluated yet; conditions on that negated event may read only its own attributes "
-        "there", line=leaf.span.line, column=leaf.span.column)
 
 
 def _edge_error(node: A.Not) -> CeqlValidationError:
@@ -770,9 +789,10 @@ def _frozen(r: _Tr, select: frozenset[str] | None, shown: frozenset[str]) -> Tra
     if not r.mark or select is None:
         vs = r.vars & shown if r.mark else r.vars
         return Transition(r.src, r.guard, r.mark, r.mark, vs or r.vars, r.dst, r.scoped,
-                          r.opens, r.kill)
+                          r.opens, r.kills)
     keep = r.vars & select
-    return Transition(r.src, r.guard, True, bool(keep), keep, r.dst, r.scoped, r.opens)
+    return Transition(r.src, r.guard, True, bool(keep), keep, r.dst, r.scoped, r.opens,
+                      r.kills)
 
 
 def _trim(init: int, finals: set[int], trans: Iterable[Transition],
@@ -791,7 +811,7 @@ def _trim(init: int, finals: set[int], trans: Iterable[Transition],
     num = {q: k for k, q in enumerate(order)}
     kept = tuple(
         Transition(num[t.src], t.guard, t.mark, t.pmark, t.vars, num[t.dst], t.scopes, t.opens,
-                   t.kill)
+                   t.kills)
         for t in trans
         if t.src in live and t.dst in live
     )

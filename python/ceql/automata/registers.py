@@ -9,7 +9,9 @@ from the events read so far —
   only while a partner variable of the condition can still get an event in this valuation of
   the scope (so ``b[price > a.price]`` holds ``a.price`` until ``b`` comes, then nothing);
 * per ``PREV`` condition, the previous event's ``PREV`` attributes, while ``X`` can come again;
-* per aggregate, an accumulator (count, sum, min, max, first, last), until the scope closes.
+* per aggregate, an accumulator (count, sum, min, max, first, last), until the scope closes;
+* per ``NOT β AS n`` whose conditions on ``n`` are judged when the valuation completes, the
+  β events of its gap (:class:`Recorder`).
 
 A condition without aggregates is checked on each choice of events as soon as its last event
 is read (the *incremental* plan); one with aggregates, and every match condition, when the
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any, cast
 
+from ..ir import expr_nodes
 from ..ir import nodes as N
 from ..predicates import GTrue, guard_fn
 from ..predicates.between import (
@@ -42,15 +45,18 @@ from ..predicates.between import (
 from ..predicates.values import TRUE, norm
 from .cea import CEA, Kill, Transition
 
-__all__ = ["NEVER", "VACUOUS", "CondKill", "Gate", "Move", "RegisterPlan", "Registers",
-           "ScopePlan", "gate_key"]
+__all__ = ["NEVER", "VACUOUS", "CondKill", "Gate", "Move", "Recorder", "RegisterPlan",
+           "Registers", "ScopePlan", "gate_key"]
 
 #: A run's registers: per scope, None (closed) or (per condition (records per quantified
 #: variable, previous PREV record), aggregate accumulators).
 Registers = tuple[Any, ...]
-#: The gap of a NOT whose conditions read earlier events: (β's test on an event class, the
-#: negated name, per scope (its index, the indices of those conditions)).
-CondKill = tuple[Callable[[int], bool], str, tuple[tuple[int, tuple[int, ...]], ...]]
+#: The gap of a NOT whose conditions read other events: (β's test on an event class, the
+#: negated name, per scope (its index, the indices of those conditions), None when a β event
+#: is judged at once (the conditions read only variables complete before the NOT), else how
+#: β events are recorded to be judged when the valuation completes).
+CondKill = tuple[Callable[[int], bool], str, tuple[tuple[int, tuple[int, ...]], ...],
+                 "Recorder | None"]
 
 
 def _killing(guards: list[Any]) -> Callable[[int], bool] | None:
@@ -75,6 +81,12 @@ class ScopePlan:
     aggs: tuple[AggSpec, ...]
     #: the attributes read of an event, by variable (records, PREV and aggregates)
     reads: frozenset[str]
+    #: the conditions on a negated variable (of a NOT between two elements): never checked
+    #: as the others are (a negated variable binds no event); see :class:`Recorder`
+    negated: frozenset[int] = frozenset()
+    #: those whose NOT records its β events: their records are all kept until the scope
+    #: completes
+    whole: frozenset[int] = frozenset()
 
     def initial(self) -> Any:
         """The registers of a fresh valuation of the scope (immutable, built once)."""
@@ -99,6 +111,10 @@ class Move:
     scopes: tuple[tuple[int, frozenset[str]], ...]
     opens: frozenset[int]
     closes: frozenset[int]  # scopes a run leaves by taking it (before it (re)opens any)
+    #: the gaps of NOTs with conditions on their β event that the event lies in (a move of
+    #: one side of a conjunction while the other waits in such a gap): see
+    #: :meth:`RegisterPlan.passed`
+    kills: tuple[CondKill, ...] = ()
 
 
 class RegisterPlan:
@@ -111,21 +127,42 @@ class RegisterPlan:
     def __init__(self, cea: CEA, full_d: bool) -> None:
         self.cea = cea
         self.full_d = full_d
-        self.scopes = tuple(self._scope(k, leaves) for k, leaves in enumerate(cea.scopes))
+        gaps = {id(k): k for t in cea.transitions for k in t.kills}
+        negated: dict[int, set[int]] = {}
+        whole: dict[int, set[int]] = {}
+        for _, _, per_scope, deferred in gaps.values():
+            for k, leaves in per_scope:
+                cis = {cea.scopes[k].index(leaf) for leaf in leaves}
+                negated.setdefault(k, set()).update(cis)
+                if deferred:
+                    whole.setdefault(k, set()).update(cis)
+        self.scopes = tuple(self._scope(k, leaves, negated.get(k, set()), whole.get(k, set()))
+                            for k, leaves in enumerate(cea.scopes))
         self.n_scopes = len(self.scopes)
         self.empty: Registers = (None,) * self.n_scopes
+        #: per gap (by id of its Kill), its CondKill; per scope, the recorders whose β
+        #: events are judged when it completes (with their place in :attr:`Recorder.carriers`)
+        self._gaps: dict[int, CondKill] = {}
+        finishing: list[list[tuple[Recorder, int]]] = [[] for _ in range(self.n_scopes)]
+        for key, kill in gaps.items():
+            ck = self._gaps[key] = self._condkill(kill)
+            if ck[3] is not None:
+                for i, (k, _, _) in enumerate(ck[3].carriers):
+                    finishing[k].append((ck[3], i))
+        self.finishing = tuple(tuple(f) for f in finishing)
+        #: whether some scope judges recorded β events when it completes
+        self.recorded_gaps = any(finishing)
         out: list[list[Transition]] = [[] for _ in range(cea.n_states)]
         stays = [False] * cea.n_states
         loops: list[list[Any]] = [[] for _ in range(cea.n_states)]
-        condkills: list[CondKill | None] = [None] * cea.n_states
+        condkills: list[tuple[CondKill, ...]] = [()] * cea.n_states
         for t in cea.transitions:
             if t.mark:
                 out[t.src].append(t)
             elif t.src == t.dst:
                 stays[t.src] = True
                 loops[t.src].append(t.guard)
-                if t.kill is not None:
-                    condkills[t.src] = self._condkill(t.kill)
+                condkills[t.src] += tuple(self._gaps[id(k)] for k in t.kills)
         self.stays = tuple(stays)
         #: per state, None, or whether an event class ends the runs waiting there (the gap
         #: of ``NOT β``: a β event between the two elements)
@@ -133,12 +170,18 @@ class RegisterPlan:
         self.kills = tuple(kills)
         #: the states with such a gap, with their test
         self.killing = tuple((q, k) for q, k in enumerate(kills) if k is not None)
-        #: per state, None, or the gap of ``NOT β AS n`` whose conditions on ``n`` read the
-        #: run's registers: a β event ends the runs there for which they all hold
+        #: per state, the gaps of ``NOT β AS n`` whose conditions on ``n`` read other events
+        #: (see :data:`CondKill`): a β event ends the runs there for which they all hold, or
+        #: is recorded in their registers
         self.condkills = tuple(condkills)
-        self.condkilling = tuple((q, k) for q, k in enumerate(condkills) if k is not None)
+        self.condkilling = tuple((q, k) for q, ks in enumerate(condkills) for k in ks
+                                 if k[3] is None)
+        self.recording = tuple((q, k) for q, ks in enumerate(condkills) for k in ks
+                               if k[3] is not None)
         #: whether a run at the state can still move (else it only accepts, then ends)
         self.has_out = tuple(bool(out[q]) or stays[q] for q in range(cea.n_states))
+        #: whether some marked transition lies in a gap with conditions (:attr:`Move.kills`)
+        self.move_kills = any(t.kills for ts in out for t in ts)
         all_scopes = frozenset(range(self.n_scopes))
         self._out = tuple(tuple((guard_fn(t.guard), self._move(t, all_scopes)) for t in ts)
                           for ts in out)
@@ -149,7 +192,8 @@ class RegisterPlan:
         self.move_cache: list[dict[int, tuple[Move, ...]]] = [{} for _ in range(cea.n_states)]
         self._progs: dict[int, tuple[tuple[int, _Program], ...]] = {}
         self._kills_on: dict[int, tuple[tuple[tuple[int, Callable[[int], bool]], ...],
-                                        tuple[tuple[int, CondKill], ...]]] = {}
+                                        tuple[tuple[int, CondKill], ...],
+                                        tuple[tuple[int, tuple[CondKill, ...]], ...]]] = {}
         self._killers: dict[int, Callable[[Registers, Mapping[str, Any]], bool]] = {}
         self._advancers: dict[int, Callable[[Registers, Mapping[str, Any]],
                                             Registers | None]] = {}
@@ -167,12 +211,13 @@ class RegisterPlan:
         self.kill_gates: dict[int, Gate] = {}
         for q, ck in self.condkilling:
             g = self._kill_gate(ck)
-            if g is not None:
+            if g is not None and sum(1 for k in condkills[q] if k[3] is None) == 1:
                 self.kill_gates[q] = self._canon.setdefault(g.fields(), g)
 
     # ------------------------------------------------------------------ construction
     @staticmethod
-    def _scope(k: int, leaves: tuple[Any, ...]) -> ScopePlan:
+    def _scope(k: int, leaves: tuple[Any, ...], negated: set[int], whole: set[int]
+               ) -> ScopePlan:
         conds = tuple(compile_condition(leaf) for leaf in leaves)
         aggs: dict[AggSpec, None] = {}
         reads: set[str] = set()
@@ -184,25 +229,30 @@ class RegisterPlan:
             for a in c.attrs:
                 reads.update(a)
             reads.update(c.prev)
-        return ScopePlan(k, conds, tuple(aggs), frozenset(reads))
+        return ScopePlan(k, conds, tuple(aggs), frozenset(reads), frozenset(negated),
+                         frozenset(whole))
 
     def _move(self, t: Transition, all_scopes: frozenset[int]) -> Move:
         inside = frozenset(k for k, _ in t.scopes)
         output = t.pmark or self.full_d
         label = t.vars if t.pmark else None
         return Move(t.dst, t.dst in self.cea.finals, output, label, t.scopes, t.opens,
-                    (all_scopes - inside) | t.opens)
+                    (all_scopes - inside) | t.opens, tuple(self._gaps[id(k)] for k in t.kills))
 
     def _condkill(self, kill: Kill) -> CondKill:
-        """:attr:`Transition.kill` with its conditions as indices into their scopes."""
-        guard, name, per_scope = kill
+        """A gap of :attr:`Transition.kills` with its conditions as indices into their
+        scopes (and its recorder when deferred)."""
+        guard, name, per_scope, deferred = kill
         specs = tuple((k, tuple(self.cea.scopes[k].index(leaf) for leaf in leaves))
                       for k, leaves in per_scope)
-        return guard_fn(guard), name, specs
+        rec = Recorder(name, [(k, [self.scopes[k].conditions[i] for i in cis])
+                              for k, cis in specs], [cis for _, cis in specs]) \
+            if deferred else None
+        return guard_fn(guard), name, specs, rec
 
     @staticmethod
     def _later(cea: CEA, out: list[list[Transition]],
-               condkills: list[CondKill | None]) -> tuple[dict[int, frozenset[str]], ...]:
+               condkills: list[tuple[CondKill, ...]]) -> tuple[dict[int, frozenset[str]], ...]:
         """Per state, per scope: the variables an event can still join in the same valuation
         of the scope (through transitions inside it that do not open it again); a negated
         name counts where its gap can still be reached (its conditions read the registers
@@ -217,9 +267,9 @@ class RegisterPlan:
                 names: set[str] = set()
                 while todo:
                     r = todo.pop()
-                    ck = condkills[r]
-                    if ck is not None and any(j == k for j, _ in ck[2]):
-                        names.add(ck[1])
+                    for ck in condkills[r]:
+                        if any(j == k for j, _ in ck[2]):
+                            names.add(ck[1])
                     for t in out[r]:
                         if k in t.opens:
                             continue
@@ -227,6 +277,8 @@ class RegisterPlan:
                         if vs is None:
                             continue
                         names |= vs
+                        # a move of one operand of AND while the other waits in such a gap
+                        names.update(g[1] for g in t.kills if any(j == k for j, _ in g[2]))
                         if t.dst not in seen:
                             seen.add(t.dst)
                             todo.append(t.dst)
@@ -256,7 +308,9 @@ class RegisterPlan:
         complete = self._complete
         closes = tuple(sorted(m.closes))
         progs = tuple((k, _compile(prog), scopes[k].initial()) for k, prog in self._programs(m))
-        if self.n_scopes == 1 and len(progs) == 1:
+        finish = self._finish
+        finishing = self.finishing
+        if self.n_scopes == 1 and len(progs) == 1 and not finishing[0]:
             _, run, init = progs[0]
             closing = closes == (0,)
             sp0 = scopes[0]
@@ -278,7 +332,9 @@ class RegisterPlan:
             for k in closes:
                 s = new[k]
                 if s is not None:
-                    if not complete(scopes[k], s):
+                    if finishing[k] and not finish(k, new):
+                        return None
+                    if not complete(scopes[k], new[k]):
                         return None
                     new[k] = None
             for k, run, init in progs:
@@ -291,15 +347,56 @@ class RegisterPlan:
         return advance
 
     def kills_on(self, c: int) -> tuple[tuple[tuple[int, Callable[[int], bool]], ...],
-                                        tuple[tuple[int, CondKill], ...]]:
+                                        tuple[tuple[int, CondKill], ...],
+                                        tuple[tuple[int, tuple[CondKill, ...]], ...]]:
         """The gaps where an event of class ``c`` ends the runs waiting (of
-        :attr:`killing`), and those where it ends the runs its NOT's conditions hold for (of
-        :attr:`condkilling`) (cached per class)."""
+        :attr:`killing`), those where it ends the runs its NOT's conditions hold for (of
+        :attr:`condkilling`), and per state the gaps where it is recorded in the runs'
+        registers (of :attr:`recording`) (cached per class)."""
         r = self._kills_on.get(c)
         if r is None:
+            rec: dict[int, list[CondKill]] = {}
+            for q, ck in self.recording:
+                if ck[0](c):
+                    rec.setdefault(q, []).append(ck)
             r = self._kills_on[c] = (tuple((q, k) for q, k in self.killing if k(c)),
-                                     tuple((q, ck) for q, ck in self.condkilling if ck[0](c)))
+                                     tuple((q, ck) for q, ck in self.condkilling if ck[0](c)),
+                                     tuple((q, tuple(cks)) for q, cks in rec.items()))
         return r
+
+    def passed(self, m: Move, c: int, regs: Registers,
+               event: Mapping[str, Any]) -> Registers | None:
+        """The registers of a run that took ``m`` on an event of class ``c`` lying in the
+        gaps of :attr:`Move.kills`: None when a β event there ends the run, else with the β
+        event recorded where it is judged later."""
+        for ck in m.kills:
+            if ck[0](c):
+                if ck[3] is None:
+                    if self.killed(ck, regs, event):
+                        return None
+                else:
+                    regs = ck[3].record(regs, event)
+        return regs
+
+    def recorded(self, cks: tuple[CondKill, ...], regs: Registers,
+                 event: Mapping[str, Any]) -> Registers:
+        """The registers of a run waiting in deferred gaps ``cks`` after a β event (the
+        same object when nothing changed)."""
+        for ck in cks:
+            rec = ck[3]
+            assert rec is not None
+            regs = rec.record(regs, event)
+        return regs
+
+    def _finish(self, k: int, regs: list[Any]) -> bool:
+        """Judge the β events recorded for scope ``k``, which completes, with its valuation:
+        False when one satisfies every condition on its negated variable (the valuation
+        fails); those that do are handed to the next FILTER around the NOT holding such
+        conditions (``regs`` updated), where there is one."""
+        for rec, i in self.finishing[k]:
+            if not rec.judge(i, self.scopes[k], regs):
+                return False
+        return True
 
     def state_gates(self, q: int) -> tuple[Gate, ...]:
         """The gates of the moves out of state ``q`` (cached)."""
@@ -360,7 +457,7 @@ class RegisterPlan:
         """The gate of a gap's only condition when it compares n's attribute with one earlier
         value (``n[price > a.price]``): the runs a β event may end are those a move with
         that condition could take."""
-        _, name, specs = ck
+        _, name, specs, _ = ck
         if len(specs) != 1 or len(specs[0][1]) != 1:
             return None
         k, (ci,) = specs[0]
@@ -380,7 +477,7 @@ class RegisterPlan:
 
     def _killer(self, ck: CondKill) -> Callable[[Registers, Mapping[str, Any]], bool]:
         """:meth:`killed` for one gap (built once per gap): a test per condition."""
-        _, name, specs = ck
+        _, name, specs, _ = ck
         tests = [self._kill_test(k, ci, name) for k, cis in specs for ci in cis]
         if len(tests) == 1:
             return tests[0]
@@ -436,8 +533,23 @@ class RegisterPlan:
         """Whether a run with ``regs`` that reached a final state completes a valuation whose
         deferred conditions hold."""
         scopes = self.scopes
+        if not self.recorded_gaps:
+            for k, s in enumerate(regs):
+                if s is not None and not self._complete(scopes[k], s):
+                    return False
+            return True
+        finishing = self.finishing
+        new: list[Any] | None = None
         for k, s in enumerate(regs):
-            if s is not None and not self._complete(scopes[k], s):
+            if s is None:
+                continue
+            if finishing[k]:
+                if new is None:
+                    new = list(regs)
+                if not self._finish(k, new):
+                    return False
+                s = new[k]
+            if not self._complete(scopes[k], s):
                 return False
         return True
 
@@ -446,8 +558,9 @@ class RegisterPlan:
         """Whether the deferred conditions hold of the scope's complete valuation."""
         conds_s, accs = s
         values: dict[AggSpec, Any] | None = None
-        for c, (lists, _) in zip(sp.conditions, conds_s, strict=True):
-            if not c.deferred:
+        negated = sp.negated
+        for ci, (c, (lists, _)) in enumerate(zip(sp.conditions, conds_s, strict=True)):
+            if not c.deferred or ci in negated:
                 continue
             if values is None:
                 values = {spec: aggregate(spec[0], acc)
@@ -458,6 +571,163 @@ class RegisterPlan:
                 if check(recs, av) != TRUE:
                     return False
         return True
+
+
+class Recorder:
+    """The β events of the gap of ``NOT β AS n`` whose conditions on ``n`` cannot be judged
+    while a run waits there (they read a variable with events after the NOT, or the NOT is
+    iterated or in a conjunction's operand inside their FILTER): each β event of the gap is
+    recorded in the run's registers — the attributes of ``n`` the conditions read — and when
+    the valuation of a FILTER holding such conditions completes, the records that satisfy all
+    of them (each universal over the other variables' events) go on to the next FILTER around
+    the NOT that holds some (``carriers``, innermost first); past the last, one left fails the
+    valuation (SEMANTICS.md: some β event of the gap satisfies every atom on ``n``).
+
+    A scope's records sit in the ``n`` slot of one of its conditions on ``n`` (its
+    *carrier*; a negated variable never binds an event, so the slot is otherwise empty),
+    without duplicates. A NOT with one condition, an order comparison of one attribute of
+    ``n`` with values of other events (``n[open < c.open]``), keeps only its numbers' extreme
+    (the smallest for ``<``: if any β event satisfies it, that one does), so runs merge."""
+
+    __slots__ = ("attrs", "carriers", "checks", "smallest")
+
+    def __init__(self, name: str, per_scope: list[tuple[int, list[Condition]]],
+                 indices: list[tuple[int, ...]]) -> None:
+        order = sorted(range(len(per_scope)), key=lambda i: per_scope[i][0])
+        attrs: dict[str, None] = {}
+        for _, conds in per_scope:
+            for c in conds:
+                for a in c.attrs[c.quantified.index(name)]:
+                    attrs.setdefault(a)
+        #: the attributes of a β event recorded
+        self.attrs = tuple(attrs)
+        at = {a: i for i, a in enumerate(self.attrs)}
+        #: per scope holding conditions on n, innermost first: (scope, carrier condition,
+        #: n's slot in it)
+        self.carriers: list[tuple[int, int, int]] = []
+        #: per carrier, its scope's conditions on n: (index, n's slot, n's record from a
+        #: recorded one)
+        self.checks: list[tuple[tuple[int, int, tuple[int, ...]], ...]] = []
+        for i in order:
+            k, conds = per_scope[i]
+            slots = [c.quantified.index(name) for c in conds]
+            self.carriers.append((k, indices[i][0], slots[0]))
+            self.checks.append(tuple((ci, sl, tuple(at[a] for a in c.attrs[sl]))
+                                     for ci, sl, c in zip(indices[i], slots, conds,
+                                                          strict=True)))
+        #: None, or whether only the smallest number is kept (else the largest)
+        self.smallest: bool | None = None
+        if len(per_scope) == 1 and len(per_scope[0][1]) == 1:
+            self.smallest = _extreme(per_scope[0][1][0], name)
+
+    def record(self, regs: Registers, event: Mapping[str, Any]) -> Registers:
+        """``regs`` with the β ``event`` recorded (the same object when it adds nothing)."""
+        k, ci, slot = self.carriers[0]
+        s = regs[k]
+        if s is None:  # not inside the FILTER (cannot happen in the gap; be safe)
+            return regs
+        get = event.get
+        rec = tuple([norm(get(a)) for a in self.attrs])
+        conds, accs = s
+        lists, last = conds[ci]
+        old = lists[slot]
+        new = self._added(old, rec)
+        if new is old:
+            return regs
+        lists = (*lists[:slot], new, *lists[slot + 1:])
+        conds = (*conds[:ci], (lists, last), *conds[ci + 1:])
+        return _Regs((*regs[:k], (conds, accs), *regs[k + 1:]))
+
+    def _added(self, old: tuple[Any, ...], rec: tuple[Any, ...]) -> tuple[Any, ...]:
+        if rec in old:
+            return old
+        smallest = self.smallest
+        if smallest is not None and _number(rec[0]):
+            v = rec[0]
+            for i, r in enumerate(old):
+                if _number(r[0]):
+                    if (v < r[0]) if smallest else (v > r[0]):
+                        return (*old[:i], rec, *old[i + 1:])
+                    return old
+        return (*old, rec)
+
+    def judge(self, i: int, sp: ScopePlan, regs: list[Any]) -> bool:
+        """Carrier ``i``'s scope (``sp``) completes: False if a record satisfies all its
+        conditions and this is the last carrier, else those records are handed on."""
+        k, ci, slot = self.carriers[i]
+        s = regs[k]
+        recs = s[0][ci][0][slot]
+        if not recs:
+            return True
+        checks = self.checks[i]
+        passing = [r for r in recs
+                   if all(_holds(sp, s, cj, sl, tuple([r[p] for p in proj]))
+                          for cj, sl, proj in checks)]
+        if not passing:
+            return True
+        if i + 1 == len(self.carriers):
+            return False
+        k2, ci2, slot2 = self.carriers[i + 1]
+        s2 = regs[k2]
+        conds, accs = s2
+        lists, last = conds[ci2]
+        kept = lists[slot2]
+        for r in passing:
+            kept = self._added(kept, r)
+        lists = (*lists[:slot2], kept, *lists[slot2 + 1:])
+        regs[k2] = ((*conds[:ci2], (lists, last), *conds[ci2 + 1:]), accs)
+        return True
+
+
+def _number(v: Any) -> bool:
+    t = type(v)
+    return (t is int or t is float) and v == v
+
+
+def _extreme(c: Condition, name: str) -> bool | None:
+    """For a condition ``n[attr op E]`` (``op`` one of ``< <= > >=``, ``E`` not reading
+    ``n``): whether a smaller ``attr`` satisfies it whenever a larger one does (True), or
+    the reverse (False); None for any other condition."""
+    p = c.leaf.pred
+    if c.var != name or c.prev or not (isinstance(p, N.Compare) and p.op in _FLIP) \
+            or p.op == "=":
+        return None
+
+    def own(e: N.Expr) -> bool:
+        return isinstance(e, N.Attr) and e.var in (None, name)
+
+    def reads_n(e: N.Expr) -> bool:
+        return any(own(x) for x in expr_nodes(N.Compare("=", e, e)))
+
+    if own(p.left) and not reads_n(p.right):
+        op = p.op
+    elif own(p.right) and not reads_n(p.left):
+        op = _FLIP[p.op]
+    else:
+        return None
+    return op[0] == "<"
+
+
+def _holds(sp: ScopePlan, s: Any, ci: int, slot: int, rec: tuple[Any, ...]) -> bool:
+    """Whether condition ``ci`` of scope registers ``s`` holds with its variable at ``slot``
+    (a negated one) bound to the event of record ``rec``, for every choice of the other
+    variables' events (vacuously when one has none)."""
+    c = sp.conditions[ci]
+    conds, accs = s
+    pools: list[Any] = []
+    for j, recs in enumerate(conds[ci][0]):
+        if j == slot:
+            pools.append((rec,))
+        elif not recs:
+            return True
+        else:
+            pools.append(recs)
+    av: tuple[Any, ...] = ()
+    if c.aggs:
+        values = dict(zip(sp.aggs, accs, strict=True))
+        av = tuple(aggregate(spec[0], values[spec]) for spec in c.aggs)
+    check = c.check
+    return all(check(recs, av) == TRUE for recs in product(*pools))
 
 
 class _Regs(tuple[Any, ...]):
@@ -572,7 +842,9 @@ def _program(sp: ScopePlan, names: frozenset[str], later: frozenset[str]) -> _Pr
                       for i, v in enumerate(q))
         keep: tuple[bool, ...] | None = None
         keep_prev = True
-        if not c.deferred:  # records no partner can meet any more are dropped (runs merge)
+        # records no partner can meet any more are dropped (runs merge); a recorded NOT's
+        # conditions keep theirs until the scope completes
+        if not c.deferred and ci not in sp.whole:
             keep = tuple(any(w in later for j, w in enumerate(q) if j != i)
                          for i in range(len(q)))
             keep_prev = c.var in later

@@ -23,7 +23,16 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from ..automata.registers import NEVER, VACUOUS, Gate, Move, RegisterPlan, Registers, gate_key
+from ..automata.registers import (
+    NEVER,
+    VACUOUS,
+    CondKill,
+    Gate,
+    Move,
+    RegisterPlan,
+    Registers,
+    gate_key,
+)
 from ..constants import CONSUME_ANY, CONSUME_NONE
 from ..errors import CeqlResourceError
 from ..predicates.values import norm
@@ -554,6 +563,7 @@ class RegisterRuns:
         accs, event = self._start(c, pos, sub, wkey, tkey, new)
         T2: dict[_Key, list[Node]] = {}
         advance = plan.advance
+        move_kills = plan.move_kills
         stays = plan.stays
         kills = plan.kills
         condkills = plan.condkills
@@ -567,19 +577,24 @@ class RegisterRuns:
                     ul.pop()
             q, regs = key
             kill = kills[q]
-            ck = condkills[q]
-            if ck is not None and ck[0](c):  # a β event: the NOT's conditions decide
-                if event is None:
-                    event = self._event(pos)
-                dies = plan.killed(ck, regs, event)
-            else:
-                dies = kill is not None and kill(c)
+            dies = kill is not None and kill(c)
+            stay = key
+            for ck in condkills[q]:
+                if ck[0](c):  # a β event: the NOT's conditions decide, now or later
+                    if event is None:
+                        event = self._event(pos)
+                    if ck[3] is None:
+                        if plan.killed(ck, regs, event):
+                            dies = True
+                            break
+                    else:
+                        stay = (q, ck[3].record(stay[1], event))
             if stays[q] and not dies:
-                if key in T2:
+                if stay in T2:
                     for n in ul:
-                        _put(T2, key, n, fifo, wkey, chain)
+                        _put(T2, stay, n, fifo, wkey, chain)
                 else:
-                    T2[key] = ul
+                    T2[stay] = ul
             ms = caches[q].get(c)
             if ms is None:
                 ms = plan.moves(q, c)
@@ -590,6 +605,8 @@ class RegisterRuns:
             n = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
             for m in ms:
                 regs2 = advance(regs, m, event)
+                if move_kills and regs2 is not None and m.kills:
+                    regs2 = plan.passed(m, c, regs2, event)
                 if regs2 is None:
                     continue
                 node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
@@ -683,6 +700,7 @@ class RegisterRuns:
         else:  # the event starts no run
             accs = event = None
         advance = plan.advance
+        move_kills = plan.move_kills
         at = index.at
         for q, at_q in list(at.items()):
             if not at_q:
@@ -711,11 +729,13 @@ class RegisterRuns:
                                 ul.pop()
                         n = merged[regs] = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
                     regs2 = advance(regs, m, event)
+                    if move_kills and regs2 is not None and m.kills:
+                        regs2 = plan.passed(m, c, regs2, event)
                     if regs2 is None:
                         continue
                     node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
                     accs = self._keep(new, m, regs2, node, accs)
-        killing, condkilling = plan.kills_on(c)
+        killing, condkilling, recording = plan.kills_on(c)
         for q, _ in killing:  # a negated event ends the runs waiting in its gap
             if at.get(q):
                 index.drop(plan, [(q, regs) for regs in at[q]])
@@ -728,6 +748,8 @@ class RegisterRuns:
                 dead += [(q, regs) for regs in maybe if plan.killed(ck, regs, event)]
                 if dead:
                     index.drop(plan, dead)
+        if recording:  # ... or record it, to be judged when the valuation completes
+            self._record(plan, states, index, recording, pos, event, new)
         for key, node in new:
             ul = states.get(key)
             if ul is None:
@@ -751,6 +773,33 @@ class RegisterRuns:
         if accs is None and not self.ranked:
             return None
         return self._leave(P, states, accs, wkey, eps)
+
+    def _record(self, plan: RegisterPlan, states: dict[_Key, list[Node]], index: _Index,
+                recording: tuple[tuple[int, tuple[CondKill, ...]], ...], pos: int,
+                event: Mapping[str, Any] | None, new: list[tuple[_Key, Node]]) -> None:
+        """A β event of deferred gaps: recorded in the registers of the runs waiting there
+        (a run whose registers change moves to its new key, merging with a run there through
+        ``new``)."""
+        at = index.at
+        relocated: list[tuple[_Key, list[Node]]] = []
+        for q, cks in recording:
+            if at.get(q):
+                if event is None:
+                    event = self._event(pos)
+                for regs in list(at[q]):
+                    regs2 = plan.recorded(cks, regs, event)
+                    if regs2 is not regs and regs2 != regs:
+                        ul = states.pop((q, regs))
+                        index.remove(plan, q, regs)
+                        relocated.append(((q, regs2), ul))
+        for key, ul in relocated:
+            if key not in states:
+                states[key] = ul
+                dead = index.add(plan, key[0], key[1])
+                if dead:
+                    index.drop(plan, dead)
+            else:
+                new += [(key, node) for node in ul]
 
     def _drop_expired(self, states: dict[_Key, list[Node]], index: _Index, wkey: Any,
                       eps: Any) -> None:
@@ -818,7 +867,7 @@ class RegisterInertness:
         r = not plan.moves(0, c) and all(
             plan.stays[q] and not plan.moves(q, c)
             and (plan.kills[q] is None or not plan.kills[q](c))
-            and (plan.condkills[q] is None or not plan.condkills[q][0](c))
+            and not any(ck[0](c) for ck in plan.condkills[q])
             for q in states)
         if self.size >= 1 << 18:
             self.clear()
