@@ -641,7 +641,8 @@ def _compile(prog: _Program) -> _Runner:
                      f"    if C{j}((f0, r), ()) != TRUE:", "        return None",
                      "for r in l0:",
                      f"    if C{j}((r, f1), ()) != TRUE:", "        return None"]
-            lists = (_append(red, j, 0, "l0", "f0") if k0 else "()", _append(red, j, 1, "l1", "f1") if k1 else "()")
+            lists = (_append(red, j, 0, "l0", "f0") if k0 else "()",
+                     _append(red, j, 1, "l1", "f1") if k1 else "()")
         body.append(f"out[{ci}] = (({lists[0]}, {lists[1]}), "
                     f"{'last' if keep_prev else 'None'})")
     if aggs:

@@ -25,7 +25,20 @@ from ..ir import expr_nodes
 from ..ir import nodes as N
 from .atoms import norm_op
 from .between import Condition
-from .values import K_BOOL, K_OTHER, K_DATE, K_DT, K_DTZ, K_DUR, K_NUM, K_STR, arith, kind, neg, norm
+from .values import (
+    K_BOOL,
+    K_DATE,
+    K_DT,
+    K_DTZ,
+    K_DUR,
+    K_NUM,
+    K_OTHER,
+    K_STR,
+    arith,
+    kind,
+    neg,
+    norm,
+)
 
 __all__ = ["Reducer", "record_reducer"]
 
