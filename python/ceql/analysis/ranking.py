@@ -61,16 +61,17 @@ def exponential_choice_message(query: A.Query) -> str | None:
         return None
     s = query.strategy
     shown = ", ".join(_agg_text(e) for e in aggs)
-    var = aggs[0].var
+    first = aggs[0]
+    var = first.var
     why = ("the sets of one size are not subsets of each other" if s == "MAX"
            and all(e.func == "COUNT" for e in aggs) else "its value differs per subset")
+    each = (f"a condition every {var} event must pass ({var}[{first.attr} > …]) where that is "
+            "what is meant, " if first.attr else "")
     return (f"SELECT {s} must rank every partial match, and {shown} is an aggregate over "
             f"{var}, which an iteration (+) binds to any subset of its events: {why}, so "
             f"the partial matches {s} keeps and ranks grow exponentially with the events of "
             "a partition (the evaluation stops with CeqlResourceError past "
-            "ceql.runtime.correlated.RANKED_RUNS or RANKED_MATCHES). Instead: state the "
-            f"condition on each event ({var}[price > a.price] rather than "
-            "[AVG(b.price) > a.price]-like aggregates), use COUNT, MIN, MAX, FIRST or LAST "
-            "(few distinct values"
+            "ceql.runtime.correlated.RANKED_RUNS or RANKED_MATCHES). Instead: " + each
+            + "COUNT, MIN, MAX, FIRST or LAST (few distinct values"
             + ("; not COUNT under MAX" if s == "MAX" else "")
             + "), or SELECT ALL or ANY with WITHIN (runs then expire with the window).")
