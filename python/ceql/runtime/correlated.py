@@ -168,6 +168,29 @@ def _maximal(chains: list[Node], node: Node) -> None:
     chains[:] = keep
 
 
+def _marks_in_a_cycle(plan: RegisterPlan) -> bool:
+    """Whether some state reaches itself through marked transitions (an iteration)."""
+    succ = [{m.dst for _, m in moves} for moves in plan.out_moves]
+    state = [0] * len(succ)  # 0 new, 1 on the path, 2 done
+    for root in range(len(succ)):
+        if state[root]:
+            continue
+        stack = [(root, iter(succ[root]))]
+        state[root] = 1
+        while stack:
+            q, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[q] = 2
+                stack.pop()
+            elif state[nxt] == 1:
+                return True
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                stack.append((nxt, iter(succ[nxt])))
+    return False
+
+
 class _Chains(list[Node]):
     """The chains of one MAX run, extended each on its own (a union node is a list too)."""
 
@@ -582,8 +605,12 @@ class RegisterRuns:
         #: common continuation cannot change; so each run keeps one chain, the one its
         #: strategy prefers (the rest can never win), and the accepting chains are ranked
         #: before enumeration. MAX (3) keeps per run the chains whose sets no other chain of
-        #: the run holds (several maximal sets can survive; a subset can never become one).
-        self.chain = {"NEXT": 1, "LAST": 2, "MAX": 3}.get(strategy_name, 0) if ranked else 0
+        #: the run holds (several maximal sets can survive; a subset can never become one) —
+        #: when a run can mark events in a cycle (an iteration), the only way a run's
+        #: subsets become exponentially many; otherwise union-lists, ranked at the end.
+        self.chain = {"NEXT": 1, "LAST": 2}.get(strategy_name, 0) if ranked else 0
+        if ranked and strategy_name == "MAX" and _marks_in_a_cycle(plan):
+            self.chain = 3
         self.on_full: Callable[[], None] | None = None
         #: the row being read (row feeds), else None
         self.event: Mapping[str, Any] | None = None
@@ -712,12 +739,7 @@ class RegisterRuns:
                                 self.strategy_name)
         if accs is None:
             return None
-        if self.chain == 3 and len(accs) > 1:
-            top: list[Node] = []
-            for a in accs:
-                _maximal(top, a)
-            accs = top
-        elif self.chain and len(accs) > 1:
+        if self.chain in (1, 2) and len(accs) > 1:
             best = accs[0]
             for a in accs[1:]:
                 if a is not best:
