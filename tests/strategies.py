@@ -568,7 +568,8 @@ def correlated_filter_conds(draw: st.DrawFn, filtered: A.Formula,
 Bound = frozenset[str]
 _FORMULA_KINDS = ("seq", "seq", "cseq", "or", "plus", "cplus", "as", "filter", "filter",
                   "optional")
-_CORRELATED_KINDS = (*_FORMULA_KINDS, "filter", "rising", "rising", "chain", "chain")
+_CORRELATED_KINDS = (*_FORMULA_KINDS, "filter", "rising", "rising", "chain", "chain",
+                     "iterjoin", "iterjoin", "iterjoin")
 _CONJ_NEG_KINDS = ("and", "and", "neg", "neg")
 _CONJ_NEG_CORRELATED_KINDS = ("and", "andchain", "neg", "negjoin")
 
@@ -633,6 +634,27 @@ def formulas(draw: st.DrawFn, streams: tuple[str, ...] = ("S",),
         if kind == "or":
             return A.Or(left, right), lb | rb
         return A.Seq(left, right, kind == "cseq"), lb | rb
+    if kind == "iterjoin":
+        # (φ1 AS v)+ ; φ2 AS w FILTER w[a > v.a] (either side first, or AND; the condition
+        # headed by either variable, one or two comparisons): an iterated variable another
+        # one reads, whose records the engine summarizes
+        left, lb = draw(formulas(streams, depth - 2, correlated, conj_neg, fresh))
+        right, rb = draw(formulas(streams, depth - 2, correlated, conj_neg, fresh))
+        v, w = draw(st.permutations(VARS))[:2]
+        it: A.Formula = A.Plus(A.As(left, v), draw(st.booleans()))
+        other: A.Formula = A.As(right, w)
+        shape = draw(st.sampled_from(["seq", "seq", "rseq", "and"])) if conj_neg \
+            else draw(st.sampled_from(["seq", "rseq"]))
+        both = (A.Seq(it, other) if shape == "seq" else A.Seq(other, it) if shape == "rseq"
+                 else A.And(it, other))
+        head, read = (w, v) if draw(st.booleans()) else (v, w)
+        cmps = [A.Compare(draw(st.sampled_from(_REL_OPS)), A.Attr(a), A.Attr(a, var=read))
+                for a in draw(st.lists(st.sampled_from(NUM_ATTRS), min_size=1, max_size=2))]
+        pred: A.Pred = cmps[0] if len(cmps) == 1 else A.PAnd(cmps[0], cmps[1])
+        link: A.FilterExpr = A.FilterAtom(head, pred)
+        if draw(st.integers(0, 3)) == 0:
+            link = A.FilterAnd(link, draw(correlated_filter_conds(both, 1)))
+        return A.Filter(both, link), lb | rb | {v, w}
     if kind == "chain":
         # φ1 AS v ; φ2 AS w FILTER w[a = v.a] (a condition between consecutive parts)
         left, lb = draw(formulas(streams, depth - 1, correlated, conj_neg, fresh))

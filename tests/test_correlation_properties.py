@@ -11,6 +11,7 @@ compared as multisets, the LIMIT rule, time windows over positions without a tim
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 from hypothesis import example, given, note
@@ -18,7 +19,14 @@ from hypothesis import strategies as st
 
 from ceql.frontends.ceql import format_query, parse
 from ceql.ir import nodes as A
-from strategies import PROFILE, Case, MultiCase, cases, correlated_queries, multi_cases
+from strategies import (
+    PROFILE,
+    Case,
+    MultiCase,
+    cases,
+    correlated_queries,
+    multi_cases,
+)
 from test_properties import (
     check_arrow_feed_equals_reference,
     check_chunked_feed_equals_run,
@@ -119,3 +127,53 @@ def test_correlated_format_roundtrip(q: A.Query) -> None:
     note(text)
     assert parse(text) == q
     assert format_query(parse(text)) == text
+
+
+@st.composite
+def _iterated_join_cases(draw: st.DrawFn) -> Case:
+    """``(A AS x)+`` and ``B AS y`` in sequence (either first) or AND, a condition of either
+    variable reading the other (one or two comparisons of any operator, arithmetic on one
+    side sometimes), under every strategy, on dense streams of A and B: the records of an
+    iterated variable another reads, which the engine summarizes (and MAX's maximal chains
+    of one run)."""
+    x = A.Plus(A.As(A.EventType("A"), "x"), draw(st.integers(0, 3)) == 0)
+    y = A.As(A.EventType(draw(st.sampled_from(["B", "A"]))), "y")
+    shape = draw(st.sampled_from(["seq", "rseq", "and"]))
+    both = A.Seq(x, y) if shape == "seq" else A.Seq(y, x) if shape == "rseq" else A.And(x, y)
+    head, read = draw(st.sampled_from([("x", "y"), ("y", "x")]))
+    cmps: list[A.Pred] = []
+    for attr in draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=2)):
+        own: A.Expr = A.Attr(attr)
+        if draw(st.integers(0, 3)) == 0:
+            own = A.Arith("+", own, A.Literal(1))
+        cmps.append(A.Compare(draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">=", "<", ">"])),
+                              own,
+                              A.Attr(attr, var=read)))
+    pred = cmps[0] if len(cmps) == 1 else A.PAnd(cmps[0], cmps[1])
+    strategy = draw(st.sampled_from(["ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"]))
+    within = draw(st.sampled_from([None, None, A.Within("events", Fraction(4)),
+                                       A.Within("events", Fraction(7))]))
+    q = _q(A.Filter(both, A.FilterAtom(head, pred)), strategy=strategy, within=within)
+    value = st.one_of(*[st.integers(0, 5)] * 7, st.none())
+    events: list[dict[str, Any]] = []
+    ts = 0
+    for _ in range(draw(st.integers(2, 10))):
+        ts += draw(st.sampled_from([0, 1, 1]))
+        events.append({"type": draw(st.sampled_from("AAB")), "ts": ts,
+                       **{k: draw(value) for k in ("a", "b", "c")}})
+    return q, events, draw(st.sampled_from([None, "ts"]))
+
+
+@PROFILE
+@given(st.lists(_iterated_join_cases(), min_size=1, max_size=3))
+@example([(_q(A.Filter(A.And(A.Plus(A.As(A.EventType("A"), "x")), A.Seq(
+    A.As(A.EventType("B"), "l"), A.As(A.EventType("C"), "p"))), A.FilterAtom(
+    "x", A.Compare(">", A.Attr("ts"), A.Attr("ts", var="l")))), strategy=s),
+    _stream("A B A A C A"), "ts") for s in ("LAST", "MAX", "ALL")])
+@example([(_q(A.Filter(A.Seq(A.Plus(_X), _Y), A.FilterAtom(h, A.Compare(op, A.Attr("a"), A.Attr(
+    "a", var=r)))), strategy=s), _stream("A A A B A B", a=[1, 3, 1, 2, 0, 3]), None)
+    for s in ("ALL", "NEXT", "LAST", "MAX") for h, r in (("x", "y"), ("y", "x"))
+    for op in (">", "<=", "=")])
+def test_iterated_variable_read_by_another_equals_reference(batch: list[Case]) -> None:
+    """The clicks shape of issue 27 and its relatives."""
+    check_engine_equals_reference([(q, [events], time) for q, events, time in batch])

@@ -20,7 +20,8 @@ Warnings (for answers that are probably not what the user meant, but may be)::
     ├── UnseenNameWarning      an event type or stream of the query never occurred in the input
     ├── LikePatternWarning     a LIKE pattern written with SQL wildcards (LIKE is a regex here)
     ├── ValueTypeWarning       a comparison between a string and a number in the events
-    └── UnboundedOutputWarning neither WITHIN nor PARTITION BY: output may grow without limit
+    ├── UnboundedOutputWarning neither WITHIN nor PARTITION BY: output may grow without limit
+    └── ExponentialChoiceWarning NEXT/LAST/MAX must rank a partial match per subset (an aggregate)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "CeqlTypeError",
     "CeqlValidationError",
     "CeqlWarning",
+    "ExponentialChoiceWarning",
     "LikePatternWarning",
     "NegatedVariableError",
     "NegationError",
@@ -161,3 +163,8 @@ class ValueTypeWarning(CeqlWarning):
 
 class UnboundedOutputWarning(CeqlWarning):
     """A query with neither WITHIN nor PARTITION BY, whose output can grow without limit."""
+
+
+class ExponentialChoiceWarning(CeqlWarning):
+    """NEXT, LAST or MAX with an aggregate over an iteration's events: the strategy must rank
+    a partial match per subset of them, exponentially many in the events of a partition."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .analysis.ranking import exponential_choices
 from .automata import CEA
 from .automata.registers import RegisterPlan
 from .display import automaton_picture, describe, explanation_html, mandatory_lines, to_dot
@@ -18,6 +19,7 @@ from .ir import (
     recursion_for,
 )
 from .predicates import AtomTable
+from .predicates.summary import record_reducer
 from .query import Query, compile
 
 __all__ = ["Explanation", "describe", "explain", "to_dot"]
@@ -93,6 +95,13 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
     if not cea.scopes:
         return lines
     plan = RegisterPlan(cea, False)
+    exponential = exponential_choices(q.ast)
+    if exponential:
+        shown = ", ".join(f"{e.func}({e.var}{'.' + e.attr if e.attr else ''})"
+                          for e in exponential)
+        lines.append(f"exponential choice: SELECT {q.ast.strategy} ranks a partial match per "
+                     f"subset of an iteration's events for {shown} (see the "
+                     "ExponentialChoiceWarning)")
     lines += ["conditions between events: runs keyed by (state, registers), not determinized; "
               "a FILTER conjunction holding them is a scope s<k> (transitions 'in s<k>'); "
               + ("runs wait in place (only those an event can move are visited)"
@@ -117,8 +126,10 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
             else:
                 how = "incremental: checked on each new choice of events as its last one arrives"
             lines.append(f"    {shown}{where} — {how}")
-            regs = [f"{v}: {', '.join(a)}" for v, a in zip(c.quantified, c.attrs, strict=True)
-                    if a]
+            regs = [f"{v}: {', '.join(a)}"
+                    + (" (summarized: only the records the comparison needs)"
+                       if record_reducer(c, v) is not None else "")
+                    for v, a in zip(c.quantified, c.attrs, strict=True) if a]
             if c.prev:
                 regs.append(f"previous {c.var}: {', '.join(c.prev)}")
             regs += [f"{f}({v}{'.' + a if a else ''})" for f, v, a in c.aggs]

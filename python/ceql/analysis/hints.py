@@ -8,17 +8,25 @@
   a regular expression with a literal ``%`` writes it ``\\%`` (no warning).
 * A query with neither WITHIN nor PARTITION BY whose output can grow faster than its input
   (:func:`~ceql.analysis.growth.output_growth`).
+* NEXT, LAST or MAX ranking a partial match per subset of an iteration's events
+  (:func:`~ceql.analysis.ranking.exponential_choices`).
 """
 
 from __future__ import annotations
 
 import re
 
-from ..errors import CeqlWarning, LikePatternWarning, UnboundedOutputWarning
+from ..errors import (
+    CeqlWarning,
+    ExponentialChoiceWarning,
+    LikePatternWarning,
+    UnboundedOutputWarning,
+)
 from ..ir import nodes as A
 from ..ir.walks import filter_leaves, formula_nodes, pred_leaves
 from .growth import output_growth
 from .keys import implied_key
+from .ranking import exponential_choice_message
 
 __all__ = ["compile_warnings", "sql_like_patterns", "sql_like_to_regex", "unbounded_output"]
 
@@ -100,7 +108,8 @@ def unbounded_output(query: A.Query) -> str | None:
 
 def compile_warnings(query: A.Query) -> tuple[tuple[type[CeqlWarning], str], ...]:
     """The warnings compiling ``query`` gives: (category, message) pairs, at most one each of
-    :class:`~ceql.errors.LikePatternWarning` and :class:`~ceql.errors.UnboundedOutputWarning`."""
+    :class:`~ceql.errors.LikePatternWarning`, :class:`~ceql.errors.UnboundedOutputWarning` and
+    :class:`~ceql.errors.ExponentialChoiceWarning`."""
     out: list[tuple[type[CeqlWarning], str]] = []
     likes = sql_like_patterns(query)
     if likes:
@@ -108,4 +117,7 @@ def compile_warnings(query: A.Query) -> tuple[tuple[type[CeqlWarning], str], ...
     unbounded = unbounded_output(query)
     if unbounded is not None:
         out.append((UnboundedOutputWarning, unbounded))
+    exponential = exponential_choice_message(query)
+    if exponential is not None:
+        out.append((ExponentialChoiceWarning, exponential))
     return tuple(out)

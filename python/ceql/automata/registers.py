@@ -42,6 +42,7 @@ from ..predicates.between import (
     aggregate,
     compile_condition,
 )
+from ..predicates.summary import Reducer, record_reducer
 from ..predicates.values import TRUE, norm
 from .cea import CEA, Kill, Transition
 
@@ -890,17 +891,21 @@ def _compile(prog: _Program) -> _Runner:
         ns[f"C{j}"] = c.check
         s0, s1 = spec
         k0, k1 = keep
+        red = _reducers(c)
+        for i, r in enumerate(red):
+            if r is not None:
+                ns[f"R{j}_{i}"] = r
         body.append(f"(l0, l1), last = conds[{ci}]")
         if s1 is None:  # X bound: checked with every Y record
             body += [f"f = {record(slots(s0[0]))}",
                      "for r in l1:",
                      f"    if C{j}((f, r), ()) != TRUE:", "        return None"]
-            lists = ("(*l0, f)" if k0 else "()", "l1" if k1 else "()")
+            lists = (_append(red, j, 0, "l0", "f") if k0 else "()", "l1" if k1 else "()")
         elif s0 is None:  # Y bound: checked with every X record
             body += [f"f = {record(slots(s1[0]))}",
                      "for r in l0:",
                      f"    if C{j}((r, f), ()) != TRUE:", "        return None"]
-            lists = ("l0" if k0 else "()", "(*l1, f)" if k1 else "()")
+            lists = ("l0" if k0 else "()", _append(red, j, 1, "l1", "f") if k1 else "()")
         else:  # both: X's new record with every Y one, then Y's with the old X ones
             body += [f"f0 = {record(slots(s0[0]))}",
                      f"f1 = {record(slots(s1[0]))}",
@@ -908,7 +913,8 @@ def _compile(prog: _Program) -> _Runner:
                      f"    if C{j}((f0, r), ()) != TRUE:", "        return None",
                      "for r in l0:",
                      f"    if C{j}((r, f1), ()) != TRUE:", "        return None"]
-            lists = ("(*l0, f0)" if k0 else "()", "(*l1, f1)" if k1 else "()")
+            lists = (_append(red, j, 0, "l0", "f0") if k0 else "()",
+                     _append(red, j, 1, "l1", "f1") if k1 else "()")
         body.append(f"out[{ci}] = (({lists[0]}, {lists[1]}), "
                     f"{'last' if keep_prev else 'None'})")
     if aggs:
@@ -938,6 +944,7 @@ def _general_op(c: Condition, spec: tuple[Any, ...], keep: tuple[bool, ...] | No
     fresh_spec = tuple(None if sp is None else (slots(sp[0]), sp[1]) for sp in spec)
     prev_slots = slots(c.prev) if any(sp and sp[1] for sp in spec) else ()
     check = c.check
+    red = _reducers(c)
 
     def op(cond: Any, vals: list[Any]) -> Any:
         lists, last = cond
@@ -961,10 +968,24 @@ def _general_op(c: Condition, spec: tuple[Any, ...], keep: tuple[bool, ...] | No
                           for old, f in zip(lists, fresh, strict=True)), new_last)
         if not _check_new(check, lists, fresh):
             return None
-        lists = tuple(() if not k else old if f is None else (*old, f)
-                      for old, f, k in zip(lists, fresh, keep, strict=True))
+        lists = tuple(() if not k else old if f is None else (*old, f) if r is None or not old
+                      else r(old, f)
+                      for old, f, k, r in zip(lists, fresh, keep, red, strict=True))
         return (lists, new_last if keep_prev else None)
     return op
+
+
+def _append(red: tuple[Reducer | None, ...], j: int, i: int, old: str, rec: str) -> str:
+    """The code of list ``old`` with record ``rec`` added (cut by its reducer, if any)."""
+    if red[i] is None:
+        return f"(*{old}, {rec})"
+    return f"(R{j}_{i}({old}, {rec}) if {old} else ({rec},))"
+
+
+def _reducers(c: Condition) -> tuple[Reducer | None, ...]:
+    """Per quantified variable of ``c``, how its records are cut to the few the condition
+    needs (:mod:`ceql.predicates.summary`), so runs whose sets agree there merge."""
+    return tuple(record_reducer(c, v) for v in c.quantified)
 
 
 def _check_new(check: Callable[[Any, Any], int], lists: tuple[tuple[Any, ...], ...],

@@ -125,13 +125,98 @@ def _best(a: Node, b: Node, last: bool) -> Node:
     return union(a, b, None, None)
 
 
+def _differ(a: Node, b: Node) -> int:
+    """How the sets ``D`` of two chains differ: bit 1 when ``a`` has a position ``b`` lacks,
+    bit 2 when ``b`` has one ``a`` lacks (0: equal sets, 3: neither holds the other)."""
+    r = 0
+    while True:
+        while a[KIND_POS] < 0:
+            a = a[LEFT]
+        while b[KIND_POS] < 0:
+            b = b[LEFT]
+        if a is b:
+            return r
+        na = a[NEXT]
+        nb = b[NEXT]
+        pa = -1 if na is None else a[KIND_POS]
+        pb = -1 if nb is None else b[KIND_POS]
+        if pa == pb:
+            if pa < 0:
+                return r
+            a = na
+            b = nb
+        elif pa > pb:
+            r |= 1
+            if r == 3:
+                return r
+            a = na
+        else:
+            r |= 2
+            if r == 3:
+                return r
+            b = nb
+
+
+def _maximal(chains: list[Node], node: Node) -> None:
+    """Add ``node`` to ``chains``, the ⊆-maximal chains of one MAX run (an antichain): a
+    chain whose set another holds cannot be maximal whatever follows, since every
+    continuation of the run extends both alike; equal sets are joined."""
+    keep: list[Node] = []
+    for i, c in enumerate(chains):
+        r = _differ(node, c)
+        if r == 0:
+            chains[i] = union(c, node, None, None)
+            return
+        if r == 2:  # node ⊂ c
+            return
+        if r == 3:
+            keep.append(c)
+    keep.append(node)
+    if len(keep) > RANKED_MATCHES:
+        raise _ranked_error("maximal partial matches in one run", len(keep), "MAX")
+    chains[:] = keep
+
+
+def _marks_in_a_cycle(plan: RegisterPlan) -> bool:
+    """Whether some state reaches itself through marked transitions (an iteration)."""
+    succ = [{m.dst for _, m in moves} for moves in plan.out_moves]
+    state = [0] * len(succ)  # 0 new, 1 on the path, 2 done
+    for root in range(len(succ)):
+        if state[root]:
+            continue
+        stack = [(root, iter(succ[root]))]
+        state[root] = 1
+        while stack:
+            q, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[q] = 2
+                stack.pop()
+            elif state[nxt] == 1:
+                return True
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                stack.append((nxt, iter(succ[nxt])))
+    return False
+
+
+class _Chains(list[Node]):
+    """The chains of one MAX run, extended each on its own (a union node is a list too)."""
+
+    __slots__ = ()
+
+
 def _put(T2: dict[_Key, list[Node]], key: _Key, node: Node, fifo: Any, wkey: Any,
          chain: int = 0) -> None:
     """Add ``node`` to the union-list of ``key`` in ``T2`` (kept sorted by max start); in
-    chain mode (NEXT 1, LAST 2) keep only the preferred chain."""
+    chain mode (NEXT 1, LAST 2) keep only the preferred chain, for MAX (3) the maximal
+    ones."""
     t = T2.get(key)
     if t is None:
         T2[key] = [node]
+        return
+    if chain == 3:
+        _maximal(t, node)
         return
     if chain:
         T2[key] = [_best(t[0], node, chain == 2)]
@@ -403,7 +488,8 @@ class _Index:
             for g in plan.state_gates(q):
                 entry = self.by_gate[(q, g)] = (
                     _Hashed() if g.op == "=" else
-                    _Stair(g, q, self.ref, self.chain == 2) if self.chain and g.prev >= 0 else
+                    _Stair(g, q, self.ref, self.chain == 2) if self.chain in (1, 2) and g.prev >= 0
+                    else
                     _Sorted(g.op))
                 found.append((g, entry))
             ents = self.entries[q] = tuple(found)
@@ -527,8 +613,13 @@ class RegisterRuns:
         #: these orders compare two complex events by a position where they differ, which a
         #: common continuation cannot change; so each run keeps one chain, the one its
         #: strategy prefers (the rest can never win), and the accepting chains are ranked
-        #: before enumeration. MAX keeps union-lists (several maximal sets can survive).
+        #: before enumeration. MAX (3) keeps per run the chains whose sets no other chain of
+        #: the run holds (several maximal sets can survive; a subset can never become one) —
+        #: when a run can mark events in a cycle (an iteration), the only way a run's
+        #: subsets become exponentially many; otherwise union-lists, ranked at the end.
         self.chain = {"NEXT": 1, "LAST": 2}.get(strategy_name, 0) if ranked else 0
+        if ranked and strategy_name == "MAX" and _marks_in_a_cycle(plan):
+            self.chain = 3
         self.on_full: Callable[[], None] | None = None
         #: the row being read (row feeds), else None
         self.event: Mapping[str, Any] | None = None
@@ -602,6 +693,9 @@ class RegisterRuns:
                 continue
             if event is None:
                 event = self._event(pos)
+            if chain == 3 and len(ul) > 1:
+                accs = self._extend_each(new, ms, regs, ul, event, pos, accs)
+                continue
             n = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
             for m in ms:
                 regs2 = advance(regs, m, event)
@@ -662,7 +756,7 @@ class RegisterRuns:
                                 self.strategy_name)
         if accs is None:
             return None
-        if self.chain and len(accs) > 1:
+        if self.chain in (1, 2) and len(accs) > 1:
             best = accs[0]
             for a in accs[1:]:
                 if a is not best:
@@ -727,11 +821,15 @@ class RegisterRuns:
                                 continue
                             while wkey - ul[-1][MAX_START_KEY] > eps:
                                 ul.pop()
-                        n = merged[regs] = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
+                        n = merged[regs] = (ul[0] if len(ul) == 1 else _Chains(ul) if chain == 3
+                                            else merge(ul, fifo, wkey))
                     regs2 = advance(regs, m, event)
                     if move_kills and regs2 is not None and m.kills:
                         regs2 = plan.passed(m, c, regs2, event)
                     if regs2 is None:
+                        continue
+                    if type(n) is _Chains:  # MAX: each maximal chain of the run on its own
+                        accs = self._extend_each(new, (m,), regs2, n, None, pos, accs)
                         continue
                     node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
                     accs = self._keep(new, m, regs2, node, accs)
@@ -757,6 +855,8 @@ class RegisterRuns:
                 dead = index.add(plan, key[0], key[1])
                 if dead:
                     index.drop(plan, dead)
+            elif chain == 3:
+                _maximal(ul, node)
             elif chain:
                 old = ul[0]
                 ul[0] = _best(old, node, chain == 2)
@@ -809,6 +909,20 @@ class RegisterRuns:
             del states[key]
             index.remove(plan, key[0], key[1])
         index.since = 0
+
+    def _extend_each(self, new: list[tuple[_Key, Node]], ms: tuple[Move, ...],
+                     regs: Registers, chains: list[Node], event: Mapping[str, Any] | None,
+                     pos: int, accs: list[Node] | None) -> list[Node] | None:
+        """MAX: the moves ``ms`` from a run on each of its chains apart (``event`` None:
+        ``regs`` are already the registers after the move)."""
+        for m in ms:
+            regs2 = regs if event is None else self.plan.advance(regs, m, event)
+            if regs2 is None:
+                continue
+            for n in chains:
+                node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
+                accs = self._keep(new, m, regs2, node, accs)
+        return accs
 
     def _keep(self, new: list[tuple[_Key, Node]], m: Move, regs: Registers, node: Node,
               accs: list[Node] | None) -> list[Node] | None:
