@@ -250,6 +250,7 @@ class Evaluator:
                     continue
                 for start in range(0, rb.num_rows, ARROW_SLICE):
                     yield from feed_arrow(ev, rb.slice(start, ARROW_SLICE))
+            WATCH.between = None
         else:
             wrong = not_events(batch)
             if wrong is not None:
@@ -267,7 +268,7 @@ class Evaluator:
                     raise
                 raise err from exc
             finally:
-                WATCH.hook = None
+                WATCH.hook = WATCH.between = None
         if ev.kept is not None:
             ev.kept.forget(self.oldest_live_position())
         if not arrow and ev.names.missing_mask:
