@@ -177,3 +177,19 @@ def test_with_a_schema_text_compared_between_variables_is_warned_of() -> None:
     assert "compared as text" in str(w.message), str(w.message)
     assert caught(lambda: ceql.compile(text, schema={"amount": "number"}),
                   ceql.ValueTypeWarning) == []
+
+
+def test_a_misspelt_partition_key_is_warned_of_and_unread_batches_say_nothing() -> None:
+    rows = [{"type": "A", "user": 1}, {"type": "B", "user": 1}]
+    q = ceql.compile("SELECT * FROM S WHERE A ; B PARTITION BY [usr]")
+    [w] = caught(lambda: list(q.run(rows)), ceql.UnseenNameWarning)
+    assert "attribute 'usr' never occurred" in str(w.message)
+    assert "did you mean 'user'?" in str(w.message)
+    ev = q.evaluator()
+    ev.feed(iter(rows))  # a batch that cannot be read twice: the search ends, nothing is said
+    assert ev.unseen().attributes == ()
+    ev = q.evaluator()
+    ev.feed(rows)
+    assert ev.unseen().attributes == ("usr",)
+    restored = q.restore(ev.snapshot())
+    assert restored.unseen().attributes == ()

@@ -25,7 +25,16 @@ import pyarrow.compute as pc
 
 from ..errors import ValueTypeWarning
 from ..frontends.ceql.formatter import format_expr, format_pred
-from ..ir import depth, filter_atoms, formula_nodes, is_correlated, pred_leaves, recursion_for
+from ..ir import (
+    depth,
+    expr_nodes,
+    filter_atoms,
+    filter_leaves,
+    formula_nodes,
+    is_correlated,
+    pred_leaves,
+    recursion_for,
+)
 from ..ir import nodes as N
 from ..predicates import AtomTable
 from ..predicates.atoms import Atom, norm_op, structural_key
@@ -34,8 +43,9 @@ from ..predicates.row import compile_row_expr
 from ..predicates.values import PY_CMP
 from .times import column, show_event
 
-__all__ = ["NAMES_CAP", "SAMPLE", "SEEN_SHOWN", "TEXT_CHECKS", "BetweenValues", "NameSet",
-           "Names", "ValueTypes", "filtered_types", "unseen_names_message", "warn"]
+__all__ = ["NAMES_CAP", "SAMPLE", "SEEN_SHOWN", "TEXT_CHECKS", "Attributes", "BetweenValues",
+           "NameSet", "Names", "ValueTypes", "filtered_types", "query_attributes",
+           "unseen_names_message", "warn"]
 
 #: Distinct type values (and, apart, stream values) an evaluation remembers, at most.
 NAMES_CAP = 1000
@@ -64,10 +74,11 @@ def warn(message: str, category: type[Warning]) -> None:
 # ---------------------------------------------------------------------- names never seen
 
 class NameSet(NamedTuple):
-    """Event types and stream names, each sorted."""
+    """Event types, stream names and attribute names, each sorted."""
 
     types: tuple[Any, ...]
     streams: tuple[Any, ...]
+    attributes: tuple[Any, ...] = ()
 
 
 def _sorted(values: Iterable[Any]) -> tuple[Any, ...]:
@@ -206,6 +217,80 @@ def _note_column(col: pa.Array, missing: set[str], seen: set[Any]) -> None:
         pass  # a column of values Arrow cannot list or compare: none is a name
 
 
+def query_attributes(ast: N.Query) -> frozenset[str]:
+    """The attributes ``ast`` reads of events: in FILTER conditions (plain, qualified, PREV,
+    aggregated), PARTITION BY and WITHIN ``[attr]``."""
+    out: set[str] = set(ast.partition_by)
+    if ast.within is not None and ast.within.attr is not None:
+        out.add(ast.within.attr)
+    for f in formula_nodes(ast.where):
+        if not isinstance(f, N.Filter):
+            continue
+        for leaf in filter_leaves(f.cond):
+            for e in expr_nodes(leaf.pred):
+                if isinstance(e, N.Attr | N.Prev):
+                    out.add(e.name)
+                elif isinstance(e, N.Agg) and e.attr is not None:
+                    out.add(e.attr)
+    return frozenset(out)
+
+
+class Attributes:
+    """The query's attributes no event has carried yet (a misspelling gives no match and no
+    error), and the attribute names seen, for messages.
+
+    Looked for only while one is missing: each row batch (a list or tuple; any other iterable
+    cannot be read twice, and ends the search, which then reports nothing) after it was
+    evaluated, and the column names of each Arrow batch. Names seen are collected from the
+    first :data:`SAMPLE` events, at most :data:`NAMES_CAP` of them.
+    """
+
+    __slots__ = ("missing", "sampling", "seen")
+
+    def __init__(self, names: Collection[str]) -> None:
+        self.missing: set[str] = set(names)
+        self.seen: set[str] = set()
+        self.sampling = SAMPLE
+
+    def give_up(self) -> None:
+        """Stop looking: nothing is reported missing."""
+        self.missing.clear()
+
+    def note_rows(self, rows: Any) -> None:
+        """The events of a row batch were read."""
+        if not isinstance(rows, list | tuple):
+            self.give_up()
+            return
+        missing, seen = self.missing, self.seen
+        for e in rows:
+            try:
+                for name in [m for m in missing if m in e]:
+                    missing.discard(name)
+                if self.sampling:
+                    self.sampling -= 1
+                    if len(seen) < NAMES_CAP:
+                        seen.update(k for k in e.keys() if isinstance(k, str))
+            except (TypeError, AttributeError):
+                continue  # not a mapping: refused where events are read
+            if not missing:
+                return
+
+    def note_names(self, names: Iterable[str]) -> None:
+        """A batch's columns are ``names``."""
+        names = list(names)
+        self.missing.difference_update(names)
+        if len(self.seen) < NAMES_CAP:
+            self.seen.update(names)
+
+    def unseen(self) -> tuple[str, ...]:
+        """The query's attributes no event carried, sorted."""
+        return tuple(sorted(self.missing))
+
+    def seen_names(self) -> tuple[str, ...]:
+        """The attribute names seen, sorted (at most :data:`NAMES_CAP`)."""
+        return tuple(sorted(self.seen)[:NAMES_CAP])
+
+
 def _is_text(t: pa.DataType) -> bool:
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t)
                 or pa.types.is_string_view(t))
@@ -236,7 +321,8 @@ def unseen_names_message(unseen: NameSet, seen: NameSet, events: int) -> str | N
     n = f"{events:,}"
     parts = []
     for kind, names, values in (("event type", unseen.types, seen.types),
-                                ("stream", unseen.streams if seen.streams else (), seen.streams)):
+                                ("stream", unseen.streams if seen.streams else (), seen.streams),
+                                ("attribute", unseen.attributes, seen.attributes)):
         if not names:
             continue
         shown = _sorted(values)[:SEEN_SHOWN]
@@ -247,9 +333,11 @@ def unseen_names_message(unseen: NameSet, seen: NameSet, events: int) -> str | N
         plural = "s" if len(names) > 1 else ""
         them = "them" if len(names) > 1 else "it"
         hints = "".join(_closest(name, values, len(names) > 1) for name in names)
+        what = ("A misspelt attribute is missing from every event, so the conditions that "
+                "read it never hold" if kind == "attribute" else "A misspelt name matches "
+                "nothing")
         parts.append(f"The query's {kind}{plural} {_names(names)} never occurred in the {n} "
-                     f"events; {listed}{hints}. A misspelt name matches nothing: check "
-                     f"{them} against the data.")
+                     f"events; {listed}{hints}. {what}: check {them} against the data.")
     return " ".join(parts) or None
 
 

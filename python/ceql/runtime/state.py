@@ -37,7 +37,7 @@ from .edges import EdgeEnumerator, Edges
 from .enumeration import Enumerator
 from .kept import KeptEvents
 from .lazy import Lazy, plan_lazy
-from .notices import BetweenValues, Names, ValueTypes
+from .notices import Attributes, BetweenValues, Names, ValueTypes, query_attributes
 from .partitions import Partitions
 from .skipping import Inertness
 from .times import Clock, exact
@@ -66,8 +66,8 @@ class Compiled(Protocol):
 class Evaluation:
     """The settings and state of one evaluation of one query."""
 
-    __slots__ = ("atoms", "between", "clock", "closed", "consume", "dfa", "edges", "enum", "inert",
-                 "kept",
+    __slots__ = ("atoms", "attrs", "between", "clock", "closed", "consume", "dfa", "edges",
+                 "enum", "inert", "kept",
                  "lazy", "mixed", "names", "offset", "parts", "pkeys", "plan", "query",
                  "query_streams", "query_types", "runs",
                  "since_sweep", "stream_key", "streams", "strip", "sweep_floor", "sweep_key",
@@ -155,6 +155,9 @@ class Evaluation:
             self.inert.on_new = self.new_class
         #: strings compared with numbers: the first such event is warned of
         self.mixed = ValueTypes(self.atoms, ast.where, getattr(query, "text", None), type_key)
+        #: the query's attributes no event carried yet (of the query as written: an implied
+        #: partition key reads what the FILTER does)
+        self.attrs = Attributes(query_attributes(query.ast))
         #: conditions between events: values that never compare, numbers held as text
         self.between = BetweenValues(getattr(query, "text", None))
         #: the events later matches can include (with ``keep_events``)
