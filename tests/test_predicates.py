@@ -492,7 +492,8 @@ def test_temporal_columns() -> None:
     assert both(cmp("=", attr("a"), "2024-01-01"), rows, table) == [False, False]
     assert both(cmp("=", attr("a"), "2024-01-01T12:00"), rows, table) == [True, True]
     assert both(cmp("<", attr("z"), "2024-01-01T13:00+01:00"), rows, table) == [False, None]
-    assert both(cmp("=", attr("z"), "2024-01-01"), rows, table) == [None, None]
+    assert both(cmp("=", attr("z"), "2024-01-01T12:00"), rows, table) == [True, None]  # UTC
+    assert both(cmp("=", attr("a"), "2024-01-01T12:00Z"), rows, table) == [None, None]
     assert both(cmp("=", attr("d"), "2024-01-01"), rows, table) == [True, None]
     assert both(cmp("=", attr("d"), "2024-01-01 00:00"), rows, table) == [None, None]
     assert both(cmp("<", attr("a"), "soon"), rows, table) == [None, None]

@@ -193,14 +193,17 @@ def seconds(d: _dt.timedelta) -> Fraction:
 @functools.lru_cache(maxsize=4096)
 def time_of_text(text: str, k: int) -> Any:
     """The time of kind ``k`` (a date, naive or aware datetime) written ``text`` in ISO 8601,
-    ``None`` if it writes none of that kind."""
+    ``None`` if it writes none of that kind. Against a time with a zone, a text without an
+    offset is in UTC; against one without, a text with an offset writes none."""
     try:
         if k == K_DATE:
             return _dt.date.fromisoformat(text)
         t = _dt.datetime.fromisoformat(text)
     except ValueError:
         return None
-    return t if (t.utcoffset() is not None) == (k == K_DTZ) else None
+    if t.utcoffset() is None:
+        return t.replace(tzinfo=_dt.UTC) if k == K_DTZ else t
+    return t if k == K_DTZ else None
 
 
 def clash(a: Any, b: Any) -> bool:
