@@ -14,6 +14,7 @@ import pytest
 
 import ceql
 from ceql.errors import TypeClashError
+from reference import reference_matches
 
 T0 = dt.datetime(2020, 1, 1)
 PAIR = [{"type": "A", "ts": T0, "amount": 5},
@@ -36,9 +37,12 @@ def rows_and_arrow(q: ceql.Query, rows: list[dict[str, Any]], **kw: Any) -> list
 
 
 def both(query: str, rows: list[dict[str, Any]], **kw: Any) -> list[Any]:
-    """Matches of ``query`` on rows and Arrow, which must agree."""
-    got_rows, got_arrow = rows_and_arrow(ceql.compile(query), rows, **kw)
+    """Matches of ``query`` on rows and Arrow, which must agree, and with the reference."""
+    q = ceql.compile(query)
+    got_rows, got_arrow = rows_and_arrow(q, rows, **kw)
     assert got_rows == got_arrow
+    ref = reference_matches(q.ast, rows, time=kw.get("time"))
+    assert sorted(m.positions for m in ref) == got_rows
     return got_rows
 
 
