@@ -24,7 +24,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ValueTypeWarning
-from ..frontends.ceql.formatter import format_expr, format_pred
 from ..ir import (
     depth,
     expr_nodes,
@@ -618,7 +617,9 @@ class BetweenValues:
         span = getattr(e, "span", None)
         if self.text is not None and span is not None and span.end > span.start:
             return self.text[span.start:span.end]
-        return format_pred(e) if isinstance(e, N.Compare) else format_expr(e)
+        if isinstance(e, N.Attr):
+            return e.name if e.var is None else f"{e.var}.{e.name}"
+        return "a comparison" if isinstance(e, N.Compare) else "an operand"
 
     def text_message(self, node: N.Compare, a: str, b: str) -> str:
         """The warning for two strings that write numbers, compared in order."""
