@@ -143,7 +143,7 @@ def compile_condition(leaf: N.FilterAtom | N.FilterMatch) -> Condition:
                     if t is str and ordered and WATCH.between is not None:
                         report_between(node, a, b)  # text order: numbers held as text?
                     return TRUE if pyop(a, b) else FALSE
-                if WATCH.between is not None and mixes(a, b):
+                if type(b) is not t and WATCH.between is not None and mixes(a, b):
                     report_between(node, a, b)
                 return cmp3(op, a, b)
             return compare
