@@ -172,12 +172,16 @@ def pred_value(e: A.Expr, event: Mapping[str, Any], ctx: Context | None = None) 
         return _clean(e.value)
     if isinstance(e, A.Neg):
         v = pred_value(e.operand, event, ctx)
+        if isinstance(v, dt.timedelta):
+            return -v
         return -v if _is_number(v) else UNKNOWN  # type: ignore[operator]
     if isinstance(e, A.Arith):
         left = pred_value(e.left, event, ctx)
         right = pred_value(e.right, event, ctx)
-        if not (_is_number(left) and _is_number(right)):
+        if left is UNKNOWN or right is UNKNOWN:
             return UNKNOWN
+        if not (_is_number(left) and _is_number(right)):
+            return _moment_arith(e.op, left, right)
         lv: Any = left
         rv: Any = right
         if e.op == "+":
@@ -244,12 +248,96 @@ def _kind(v: object) -> str:
     return type(v).__name__
 
 
+def _moment(v: object) -> object:
+    """A time as a datetime (a date is its midnight), else UNKNOWN."""
+    if isinstance(v, dt.datetime):
+        return v
+    if isinstance(v, dt.date):
+        return dt.datetime(v.year, v.month, v.day)
+    return UNKNOWN
+
+
+def _span(v: object) -> object:
+    """A duration, or a number of seconds as one (to the microsecond), else UNKNOWN."""
+    if isinstance(v, dt.timedelta):
+        return v
+    if _is_number(v):
+        try:
+            return dt.timedelta(seconds=v)  # type: ignore[arg-type]
+        except (OverflowError, ValueError):
+            return UNKNOWN
+    return UNKNOWN
+
+
+def _moment_arith(op: str, left: object, right: object) -> object:
+    """SEMANTICS.md's arithmetic on times: time - time is a duration; time ± duration or
+    seconds a time; duration ± duration or seconds a duration; duration * or / a number a
+    duration; duration / duration a number. Anything else is NULL."""
+    try:
+        lt, rt = _moment(left), _moment(right)
+        if lt is not UNKNOWN:
+            if op == "-" and rt is not UNKNOWN:
+                return lt - rt  # type: ignore[operator]
+            d = _span(right)
+            if op in "+-" and d is not UNKNOWN:
+                return lt + d if op == "+" else lt - d  # type: ignore[operator]
+            return UNKNOWN
+        if op == "+" and rt is not UNKNOWN:
+            d = _span(left)
+            return UNKNOWN if d is UNKNOWN else rt + d  # type: ignore[operator]
+        if isinstance(left, dt.timedelta) or isinstance(right, dt.timedelta):
+            if op in "+-":
+                a, b = _span(left), _span(right)
+                if a is UNKNOWN or b is UNKNOWN:
+                    return UNKNOWN
+                return a + b if op == "+" else a - b  # type: ignore[operator]
+            if op == "*":
+                d, k = (left, right) if isinstance(left, dt.timedelta) else (right, left)
+                return d * k if _is_number(k) else UNKNOWN  # type: ignore[operator]
+            if op == "/" and isinstance(left, dt.timedelta) and (
+                    _is_number(right) or isinstance(right, dt.timedelta)):
+                return _clean(left / right)  # type: ignore[operator]
+    except (OverflowError, ValueError, TypeError, ZeroDivisionError):
+        return UNKNOWN
+    return UNKNOWN
+
+
+def _text_time(text: str, like: object) -> object:
+    """The time ``text`` writes in ISO 8601, of ``like``'s kind, else UNKNOWN."""
+    try:
+        if not isinstance(like, dt.datetime):
+            return dt.date.fromisoformat(text)
+        t = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return UNKNOWN
+    if (t.tzinfo is None) == (like.tzinfo is None):
+        return t
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else UNKNOWN
+
+
 def _compare(op: str, left: object, right: object) -> bool | None:
     """A comparison in 3-valued logic: None is unknown."""
     if left is UNKNOWN or right is UNKNOWN:
         return None
     if _kind(left) != _kind(right):
-        return None
+        # across kinds: a duration with seconds, a time with ISO 8601 text
+        if isinstance(left, dt.timedelta) and _is_number(right):
+            left = _seconds(left)
+        elif isinstance(right, dt.timedelta) and _is_number(left):
+            right = _seconds(right)
+        elif isinstance(left, dt.date) and isinstance(right, str):
+            right = _text_time(right, left)
+        elif isinstance(right, dt.date) and isinstance(left, str):
+            left = _text_time(left, right)
+        else:
+            return None
+        if left is UNKNOWN or right is UNKNOWN:
+            return None
+        try:
+            return _compare(op, left, right) if _kind(left) == _kind(right) or (
+                _is_number(left) and _is_number(right)) else None
+        except TypeError:
+            return None
     lv: Any = left
     rv: Any = right
     if op in ("=", "=="):

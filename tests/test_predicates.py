@@ -488,7 +488,22 @@ def test_temporal_columns() -> None:
     assert both(cmp("<", attr("a"), attr("b")), rows, table) == [True, False]
     assert both(cmp("=", attr("z"), attr("w")), rows, table) == [True, None]
     assert both(cmp("=", attr("a"), attr("z")), rows, table) == [None, None]
-    assert both(cmp("=", attr("a"), "2024-01-01"), rows, table) == [None, None]
+    # a time compares with ISO 8601 text of its kind (a date with a date's), else unknown
+    assert both(cmp("=", attr("a"), "2024-01-01"), rows, table) == [False, False]
+    assert both(cmp("=", attr("a"), "2024-01-01T12:00"), rows, table) == [True, True]
+    assert both(cmp("<", attr("z"), "2024-01-01T13:00+01:00"), rows, table) == [False, None]
+    assert both(cmp("=", attr("z"), "2024-01-01T12:00"), rows, table) == [True, None]  # UTC
+    assert both(cmp("=", attr("a"), "2024-01-01T12:00Z"), rows, table) == [None, None]
+    assert both(cmp("=", attr("d"), "2024-01-01"), rows, table) == [True, None]
+    assert both(cmp("=", attr("d"), "2024-01-01 00:00"), rows, table) == [None, None]
+    assert both(cmp("<", attr("a"), "soon"), rows, table) == [None, None]
+    # times subtract to a duration, which compares with seconds; ± seconds shifts a time
+    assert both(cmp("=", A.Arith("-", attr("b"), attr("a")), 1), rows, table) == [True, False]
+    assert both(cmp("<", A.Arith("-", attr("e"), attr("d")), 86400.5), rows, table) == [
+        True, None]
+    assert both(cmp("=", A.Arith("+", attr("a"), lit(1)), attr("b")), rows, table) == [True, False]
+    assert both(cmp("=", A.Arith("-", attr("a"), attr("z")), 0), rows, table) == [None, None]
+    assert both(cmp("=", A.Arith("+", attr("a"), attr("b")), 0), rows, table) == [None, None]
 
 
 def test_odd_columns() -> None:
@@ -693,6 +708,7 @@ _STRS = st.sampled_from(["", "a", "ab", "b", "ba", "é", "aaa", "A"])
 _T0 = dt.datetime(2024, 1, 1)
 _DTS = st.integers(0, 4).map(lambda i: _T0 + dt.timedelta(hours=i))
 _DATES = st.integers(0, 4).map(lambda i: dt.date(2024, 1, 1 + i))
+_DURS = st.sampled_from([0, 1, -1, 3600, 86400, 0.5, 1e-6]).map(lambda s: dt.timedelta(seconds=s))
 _DECS = st.integers(-10**6, 10**6).map(lambda i: decimal.Decimal(i).scaleb(-2))
 _F32 = st.floats(-1e6, 1e6, width=32)
 
@@ -707,7 +723,9 @@ _COLUMNS: dict[str, tuple[st.SearchStrategy[Any], pa.DataType, bool]] = {
     "b": (st.booleans(), pa.bool_(), False),
     "n": (st.none(), pa.null(), False),
     "t": (_DTS, pa.timestamp("us"), False),
+    "tz": (_DTS.map(lambda t: t.replace(tzinfo=dt.UTC)), pa.timestamp("ms", "UTC"), False),
     "d": (_DATES, pa.date32(), False),
+    "du": (_DURS, pa.duration("us"), False),
     "dec": (_DECS, pa.decimal128(12, 2), False),
     "f32": (_F32, pa.float32(), False),
 }
@@ -715,6 +733,7 @@ _NAMES = [*_COLUMNS, "missing"]
 
 _LITS = st.one_of(
     _INTS, _FLOATS, _STRS, st.booleans(), st.sampled_from([2**64, -(2**70), 10**400]),
+    _DURS, st.sampled_from(["2024-01-01", "2024-01-01T02:00", "2024-01-02T00:00+00:00"]),
 ).map(A.Literal)
 
 
@@ -801,6 +820,37 @@ def test_batch_classes_equal_row_classes(data: tuple[list[dict[str, Any]], pa.Ta
     for rb in table.to_batches():  # a single RecordBatch too
         assert [int(c) for c in t.batch_classes(rb)] == expected[:rb.num_rows]
         break
+
+
+_TIME_NAMES = st.sampled_from(["t", "tz", "d", "du"]).map(A.Attr)
+_SECONDS = st.one_of(st.sampled_from([0, 1, -1, 3600, 7200.5, 86400, 1e-6, 2**70, math.inf]),
+                     _DURS).map(A.Literal)
+_TIME_EXPRS = st.one_of(
+    st.builds(A.Arith, st.sampled_from("-+"), _TIME_NAMES, st.one_of(_TIME_NAMES, _SECONDS)),
+    st.builds(A.Arith, st.sampled_from("+-*/%"), _SECONDS, _TIME_NAMES),
+    st.builds(A.Arith, st.sampled_from("*/"), _TIME_NAMES, _SECONDS),
+    _TIME_NAMES.map(A.Neg),
+)
+_TIME_ATOMS = st.one_of(
+    st.builds(A.Compare, st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), _TIME_EXPRS,
+              st.one_of(_SECONDS, _TIME_NAMES, _TIME_EXPRS, _LITS)),
+    st.builds(A.InRange, _TIME_EXPRS, _SECONDS, st.one_of(_SECONDS, _TIME_NAMES)),
+)
+
+
+@_SETTINGS
+@given(data=_tables(), atoms=st.lists(_TIME_ATOMS, min_size=1, max_size=4),
+       cuts=st.lists(st.integers(0, 10), max_size=3))
+def test_time_arithmetic_batch_equals_row(data: tuple[list[dict[str, Any]], pa.Table],
+                                          atoms: list[Any], cuts: list[int]) -> None:
+    """Times subtract to durations, shift by seconds or durations: both paths alike."""
+    rows, table = data
+    t = AtomTable()
+    for a in atoms:
+        t.add(a)
+    expected = [t.row_class(r) for r in rows]
+    assert [int(c) for c in t.batch_classes(table)] == expected
+    assert [int(c) for c in t.batch_classes(_split(table, cuts))] == expected
 
 
 _MIXED = st.one_of(st.integers(-50, 50), st.floats(-50, 50).map(lambda f: round(f, 2)),

@@ -313,8 +313,10 @@ def compile(text: str, *, schema: Any = None, max_states: int = DEFAULT_MAX_STAT
 @functools.lru_cache(maxsize=256)
 def _compile_warnings(text: str, schema: tuple[tuple[str, str], ...] | None,
                       max_states: int) -> tuple[tuple[type[Warning], str], ...]:
-    """The LIKE and unbounded-output warnings of a compiled query (computed once)."""
-    return compile_warnings(_compile_cached(text, schema, max_states).ast)
+    """The LIKE, unbounded-output and (with a schema) text-order warnings of a compiled query
+    (computed once)."""
+    kinds = dict(schema) if schema is not None else None
+    return compile_warnings(_compile_cached(text, schema, max_states).ast, kinds)
 
 
 def _checked_max_states(n: object) -> int:

@@ -10,25 +10,31 @@
   (:func:`~ceql.analysis.growth.output_growth`).
 * NEXT, LAST or MAX ranking a partial match per subset of an iteration's events
   (:func:`~ceql.analysis.ranking.exponential_choices`).
+* With a schema: two attributes the schema says are strings compared with ``<``, ``>``, ...
+  (text order: ``'9' > '10'``), most often numbers read as text.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from ..errors import (
     CeqlWarning,
     ExponentialChoiceWarning,
     LikePatternWarning,
     UnboundedOutputWarning,
+    ValueTypeWarning,
 )
+from ..frontends.ceql.formatter import format_pred
 from ..ir import nodes as A
 from ..ir.walks import filter_leaves, formula_nodes, pred_leaves
 from .growth import output_growth
 from .keys import implied_key
 from .ranking import exponential_choice_message
 
-__all__ = ["compile_warnings", "sql_like_patterns", "sql_like_to_regex", "unbounded_output"]
+__all__ = ["compile_warnings", "sql_like_patterns", "sql_like_to_regex", "text_order",
+           "unbounded_output"]
 
 _UNESCAPED_PERCENT = re.compile(r"(?<!\\)(?:\\\\)*%")
 _REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
@@ -106,11 +112,42 @@ def unbounded_output(query: A.Query) -> str | None:
             "CONSUME BY ANY (later matches start after the last one's end).")
 
 
-def compile_warnings(query: A.Query) -> tuple[tuple[type[CeqlWarning], str], ...]:
+_ORDER = frozenset({"<", "<=", ">", ">="})
+
+
+def text_order(query: A.Query, schema: Mapping[str, str]) -> str | None:
+    """The warning for comparisons with ``<``, ``>``, ... of two attributes that ``schema``
+    (``{attribute: kind}``) says are strings, or None."""
+    found: list[str] = []
+    for node in formula_nodes(query.where):
+        if not isinstance(node, A.Filter):
+            continue
+        for leaf in filter_leaves(node.cond):
+            for pred in pred_leaves(leaf.pred):
+                if (isinstance(pred, A.Compare) and pred.op in _ORDER
+                        and isinstance(pred.left, A.Attr) and isinstance(pred.right, A.Attr)
+                        and schema.get(pred.left.name) == schema.get(pred.right.name)
+                        == "string"):
+                    found.append(f"`{format_pred(pred)}`")
+    if not found:
+        return None
+    names = ", ".join(dict.fromkeys(found))
+    return (f"{names}: the schema says these attributes are strings, so they are compared as "
+            "text, character by character ('9' > '10', '100' < '20'). If they hold numbers, "
+            "read them as numbers (give the schema 'number' for them; in Spark, CAST the "
+            "columns to a number).")
+
+
+def compile_warnings(query: A.Query, schema: Mapping[str, str] | None = None,
+                     ) -> tuple[tuple[type[CeqlWarning], str], ...]:
     """The warnings compiling ``query`` gives: (category, message) pairs, at most one each of
-    :class:`~ceql.errors.LikePatternWarning`, :class:`~ceql.errors.UnboundedOutputWarning` and
-    :class:`~ceql.errors.ExponentialChoiceWarning`."""
+    :class:`~ceql.errors.LikePatternWarning`, :class:`~ceql.errors.UnboundedOutputWarning`,
+    :class:`~ceql.errors.ExponentialChoiceWarning` and (with a ``schema``, ``{attribute:
+    kind}``) :class:`~ceql.errors.ValueTypeWarning`."""
     out: list[tuple[type[CeqlWarning], str]] = []
+    text = text_order(query, schema) if schema is not None else None
+    if text is not None:
+        out.append((ValueTypeWarning, text))
     likes = sql_like_patterns(query)
     if likes:
         out.append((LikePatternWarning, _like_message(likes)))

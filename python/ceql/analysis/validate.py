@@ -10,6 +10,7 @@ All walks over the AST use explicit stacks, so arbitrarily deep queries are fine
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import difflib
 import functools
 import itertools
@@ -852,8 +853,17 @@ class _Checker:
         lk, rk = self.expr_kind(node.left), self.expr_kind(node.right)
         if "other" in (lk, rk):
             return
-        self.clash(f"comparison {self.show(node.left)} {node.op} {self.show(node.right)}",
-                   node.left, lk, node.right, rk, node.span)
+        what = f"comparison {self.show(node.left)} {node.op} {self.show(node.right)}"
+        if self.clash(what, node.left, lk, node.right, rk, node.span):
+            return
+        for e, k, other in ((node.left, lk, rk), (node.right, rk, lk)):
+            if other == "timestamp" and k == "string" and isinstance(e, A.Literal) \
+                    and isinstance(e.value, str) and not _writes_time(e.value):
+                self.report(TypeClashError,
+                            f"Type clash in {what}: a timestamp compares with a string only "
+                            f"when it writes a time in ISO 8601 (such as '2024-05-01 "
+                            f"09:00:00'), and {self.show(e)} does not", node.span)
+                return
 
     def check_like(self, node: A.Like) -> None:
         kind = self.expr_kind(node.expr)
@@ -941,7 +951,7 @@ class _Checker:
         return out[0]
 
     def neg_kind(self, node: A.Neg, kind: str | None) -> str | None:
-        if kind in (None, "number", "other"):
+        if kind in (None, "number", "duration", "other"):
             return kind
         self.report(TypeClashError,
                     f"Type clash in unary minus: {self.show(node.operand)} is {kind}, not a "
@@ -957,11 +967,14 @@ class _Checker:
             return "other"
         if lk in (None, "number") and rk in (None, "number"):
             return "number" if lk == rk == "number" else None
-        if "timestamp" in (lk, rk) and node.op in ("+", "-") \
-                and lk in (None, "number", "timestamp") and rk in (None, "number", "timestamp"):
-            return None  # date arithmetic: left to the engine
+        timed = _time_arith_kind(node.op, lk, rk)
+        if timed is not None:
+            return timed or None
+        times = (" (or times and durations: time - time, time ± seconds or INTERVAL, "
+                 "duration * or / number)" if {lk, rk} & {"timestamp", "duration"} else "")
         self.report(TypeClashError,
-                    f"Type clash in arithmetic {self.show(node)}: '{node.op}' needs numbers, but "
+                    f"Type clash in arithmetic {self.show(node)}: '{node.op}' needs "
+                    f"numbers{times}, but "
                     f"{self.show(node.left)} is {lk or 'of unknown type'} and "
                     f"{self.show(node.right)} is {rk or 'of unknown type'}", node.span)
         return None
@@ -1251,14 +1264,48 @@ def _literal_kind(lit: A.Literal) -> str:
         return "bool"
     if isinstance(lit.value, str):
         return "string"
-    return "number"
+    return "duration" if isinstance(lit.value, dt.timedelta) else "number"
 
 
 def _comparable(a: str | None, b: str | None) -> bool:
     if a is None or b is None or a == b or "other" in (a, b):
         return True
-    # A timestamp may be compared with a string ('2024-01-02 10:00') or a number (epoch).
-    return {a, b} in ({"timestamp", "string"}, {"timestamp", "number"})
+    # A timestamp compares with a string that writes one (checked on literals by the caller);
+    # a duration with a number of seconds.
+    return {a, b} in ({"timestamp", "string"}, {"duration", "number"})
+
+
+def _writes_time(text: str) -> bool:
+    try:
+        dt.datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+# Arithmetic on times (docs/language.md): the kind of ``l op r``, given the kinds of ``l`` and
+# ``r`` (None unknown); "" when unknown; None when it has no value (a clash).
+_TIME_ARITH: dict[tuple[str, str, str], str] = {
+    ("-", "timestamp", "timestamp"): "duration",
+    ("+", "timestamp", "number"): "timestamp", ("-", "timestamp", "number"): "timestamp",
+    ("+", "timestamp", "duration"): "timestamp", ("-", "timestamp", "duration"): "timestamp",
+    ("+", "number", "timestamp"): "timestamp", ("+", "duration", "timestamp"): "timestamp",
+    ("+", "duration", "duration"): "duration", ("-", "duration", "duration"): "duration",
+    ("+", "duration", "number"): "duration", ("-", "duration", "number"): "duration",
+    ("+", "number", "duration"): "duration", ("-", "number", "duration"): "duration",
+    ("*", "duration", "number"): "duration", ("*", "number", "duration"): "duration",
+    ("/", "duration", "number"): "duration", ("/", "duration", "duration"): "number",
+}
+
+
+def _time_arith_kind(op: str, lk: str | None, rk: str | None) -> str | None:
+    if lk not in (None, "number", "timestamp", "duration") or \
+            rk not in (None, "number", "timestamp", "duration"):
+        return None
+    if lk is None or rk is None:
+        known = lk or rk
+        return "" if any(known in (k[1], k[2]) for k in _TIME_ARITH if k[0] == op) else None
+    return _TIME_ARITH.get((op, lk, rk))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -9,6 +9,7 @@ no part in equality (nor in ``repr``), so two parses of equivalent text compare 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from fractions import Fraction
 from typing import Union
 
@@ -87,9 +88,9 @@ class Attr:
 
 @dataclass(frozen=True)
 class Literal:
-    """A number, single-quoted string or boolean."""
+    """A number, single-quoted string, boolean or duration (an INTERVAL literal)."""
 
-    value: int | float | str | bool
+    value: int | float | str | bool | timedelta
     span: Span = _span()
 
 

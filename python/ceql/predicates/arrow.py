@@ -38,6 +38,7 @@ from .values import (
     K_TIME,
     NOT3,
     PY_CMP,
+    TIMES,
     TRUE,
     UNKNOWN,
     InSetSpec,
@@ -102,6 +103,7 @@ class Fallback(Exception):
 # Batch kinds (the row kinds, plus numeric representations and NULL).
 _B_NULL, _B_INT, _B_FLOAT, _B_BIG = -1, 10, 11, 12
 _B_NUMERIC = frozenset({_B_INT, _B_FLOAT, _B_BIG})
+_MOMENTS = frozenset({K_DT, K_DTZ, K_DATE, K_DUR})
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 _EXACT = 2**53
 _FLOAT_MAX = float.fromhex("0x1.fffffffffffffp+1023")
@@ -334,7 +336,11 @@ def _b_compare(op: str, a: _BV, b: _BV, n: int) -> Codes:
     if a.const and b.const:
         return _full(n, cmp3(op, a.py, b.py))
     fam = _family(a.kind)
-    if fam != _family(b.kind) or fam == K_OTHER:
+    if fam != _family(b.kind):
+        if _across(fam, _family(b.kind)):
+            raise Fallback  # a duration and seconds, a time and ISO text: the row path's rules
+        return _full(n, UNKNOWN)
+    if fam == K_OTHER:
         return _full(n, UNKNOWN)
     if fam == K_NUM:
         res, valid = _num_cmp(op, a, b, n)
@@ -344,6 +350,12 @@ def _b_compare(op: str, a: _BV, b: _BV, n: int) -> Codes:
     if fam == K_STR:
         return _str_cmp(op, a, b)
     return _temporal_cmp(op, a.data, b.data)
+
+
+def _across(fa: int, fb: int) -> bool:
+    """Whether values of families ``fa`` and ``fb`` compare though they differ."""
+    pair = {fa, fb}
+    return pair == {K_DUR, K_NUM} or (K_STR in pair and bool(pair & TIMES))
 
 
 def _str_cmp(op: str, a: _BV, b: _BV) -> Codes:
@@ -526,6 +538,8 @@ def _b_neg(a: _BV) -> _BV:
         return _NULL_BV
     if a.const:
         return _const_bv(neg(a.py))
+    if a.kind == K_DUR:
+        raise Fallback
     if a.kind == _B_FLOAT:
         return _BV(_B_FLOAT, -a.data, a.valid)
     if a.kind != _B_INT:
@@ -550,6 +564,8 @@ def _b_arith(op: str, a: _BV, b: _BV) -> _BV:
     if a.const and b.const:
         return _const_bv(arith(op, a.py, b.py))
     if a.kind not in _B_NUMERIC or b.kind not in _B_NUMERIC:
+        if a.kind in _MOMENTS or b.kind in _MOMENTS:
+            raise Fallback  # times and durations: the row path's rules (values.time_arith)
         return _NULL_BV
     if _B_BIG in (a.kind, b.kind):
         raise Fallback

@@ -22,6 +22,7 @@ from typing import Any
 from ..ir import expr_nodes
 from ..ir import nodes as N
 from .atoms import norm_op
+from .mixing import WATCH, mixes, report_between
 from .row import like_matcher
 from .values import (
     FALSE,
@@ -132,12 +133,18 @@ def compile_condition(leaf: N.FilterAtom | N.FilterMatch) -> Condition:
         if isinstance(p, N.Compare):
             fl, fr, op = leaf_value(p.left), leaf_value(p.right), norm_op(p.op)
             pyop = PY_CMP[op]
+            ordered = op not in ("=", "!=")
+            node = p
 
             def compare(recs: tuple[tuple[Any, ...], ...], av: tuple[Any, ...]) -> int:
                 a, b = fl(recs, av), fr(recs, av)
                 t = type(a)
                 if t is type(b) and (t is int or t is float or t is str):
+                    if t is str and ordered and WATCH.between is not None:
+                        report_between(node, a, b)  # text order: numbers held as text?
                     return TRUE if pyop(a, b) else FALSE
+                if type(b) is not t and WATCH.between is not None and mixes(a, b):
+                    report_between(node, a, b)
                 return cmp3(op, a, b)
             return compare
         if isinstance(p, N.InRange):

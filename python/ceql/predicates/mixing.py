@@ -6,36 +6,46 @@ input read without types (a CSV's ``'7'``) silently matches nothing. Both paths 
 * the column path knows its column types per batch: :func:`batch_mixes` says, from them alone,
   which parts of an atom meet a string and a number, and on which columns.
 
-Mixing means: a comparison (``=``, ``<``, …, ``IN RANGE``) of a string with a number, ``IN``
-with a string against numbers only (or a number against strings only), and arithmetic on a
-string.
+Mixing means: a comparison (``=``, ``<``, …, ``IN RANGE``) of values of kinds that never
+compare (a string with a number; a time with a number, a duration, or a string that writes no
+time; a duration with a string: :func:`~.values.clash`), ``IN`` with a string against numbers
+only (or a number against strings only), arithmetic on a string, and arithmetic on times that
+has no value (``ts + ts``, ``ts * 2``).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from datetime import timedelta as _timedelta
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 
 from ..ir import nodes as _ast
 from .atoms import Atom, attr_names
+from .values import K_DATE, K_DT, K_DTZ, K_DUR, K_NUM, K_STR, TIMES, clash, time_of_text
+from .values import kind as value_kind
 
-__all__ = ["WATCH", "Hook", "Mix", "batch_mixes", "column_kind", "mixes", "report"]
+__all__ = ["WATCH", "BetweenHook", "Hook", "Mix", "bad_arith", "batch_mixes", "column_kind",
+           "mixes", "report", "report_between"]
 
 #: Hears of one mix on the row path: ``(atom, node, event)``; ``node`` is the comparison,
 #: ``IN``, ``IN RANGE`` or arithmetic inside ``atom`` that met a string and a number.
 Hook = Callable[[Atom, Any, Mapping[str, Any]], None]
+#: Hears of one comparison in a condition between events (:mod:`.between`) that meets values
+#: of kinds that never compare, or two strings in order (``<``, ``>``...): ``(node, a, b)``.
+BetweenHook = Callable[[Any, Any, Any], None]
 
-# Kinds of a batch value (enough to tell strings from numbers).
-_NULL, _NUM, _STR, _OTHER = 0, 1, 2, 3
+# Kinds of a batch value (enough to tell strings, numbers, times and durations apart).
+_NULL, _NUM, _STR, _OTHER, _TIME, _DUR = 0, 1, 2, 3, 4, 5
 
 
 class _Watch(threading.local):
-    """The hook of the evaluation running on this thread (None: nobody listens)."""
+    """The hooks of the evaluation running on this thread (None: nobody listens)."""
 
     hook: Hook | None = None
+    between: BetweenHook | None = None
 
 
 WATCH = _Watch()
@@ -48,10 +58,32 @@ def report(atom: Atom, node: Any, event: Mapping[str, Any]) -> None:
         hook(atom, node, event)
 
 
+def report_between(node: Any, a: Any, b: Any) -> None:
+    """Tell this thread's hook that comparison ``node`` of a condition between events met the
+    values ``a`` and ``b`` (of kinds that never compare, or two strings in order)."""
+    hook = WATCH.between
+    if hook is not None:
+        hook(node, a, b)
+
+
 def mixes(a: Any, b: Any) -> bool:
-    """Whether two normalized values are a string and a number (in either order)."""
+    """Whether two normalized values are of kinds that never compare (a string and a number,
+    a time and a number, ...: :func:`~.values.clash`)."""
     ta, tb = type(a), type(b)
-    return (ta is str and (tb is int or tb is float)) or (tb is str and (ta is int or ta is float))
+    if ta is tb or a is None or b is None:
+        return False
+    if (ta is str and (tb is int or tb is float)) or (tb is str and (ta is int or ta is float)):
+        return True
+    return clash(a, b)
+
+
+def bad_arith(a: Any, b: Any) -> bool:
+    """Whether arithmetic on two non-NULL values that gave no value did so because it involves
+    a time or a duration with a number, string, time or duration it cannot take."""
+    ka, kb = value_kind(a), value_kind(b)
+    moments = (*TIMES, K_DUR)
+    return (ka in moments and kb in (*moments, K_NUM, K_STR)) or (
+        kb in moments and ka in (*moments, K_NUM, K_STR))
 
 
 class Mix(NamedTuple):
@@ -72,6 +104,10 @@ def column_kind(t: pa.DataType) -> int:
         return _STR
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         return _NUM
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return _TIME
+    if pa.types.is_duration(t):
+        return _DUR
     return _NULL if pa.types.is_null(t) else _OTHER
 
 
@@ -79,7 +115,46 @@ def _literal_kind(v: Any) -> int:
     t = type(v)
     if t is int or t is float:
         return _NUM
-    return _STR if t is str else _OTHER
+    if t is str:
+        return _STR
+    return _DUR if isinstance(v, _timedelta) else _OTHER
+
+
+def _writes_time(e: _ast.Expr) -> bool:
+    """Whether ``e`` is a string literal that writes a time in ISO 8601 (of some kind)."""
+    return isinstance(e, _ast.Literal) and isinstance(e.value, str) and any(
+        time_of_text(e.value, k) is not None for k in (K_DT, K_DTZ, K_DATE))
+
+
+def _arith_kind(op: str, kl: int, kr: int) -> int | None:
+    """The kind of ``l op r`` with a time or duration among them; None: it has no value."""
+    if kl == _TIME:
+        if kr == _TIME:
+            return _DUR if op == "-" else None
+        return _TIME if op in "+-" and kr in (_DUR, _NUM) else None
+    if kl == _DUR:
+        if kr == _TIME:
+            return _TIME if op == "+" else None
+        if kr in (_DUR, _NUM):
+            return _DUR if op in "+-" or (op == "*" and kr == _NUM) else (
+                (_NUM if kr == _DUR else _DUR) if op == "/" else None)
+        return None
+    if kl == _NUM and kr == _TIME:
+        return _TIME if op == "+" else None
+    if kl == _NUM and kr == _DUR:
+        return _DUR if op in "+-*" else None
+    return None
+
+
+def _never_compare(kx: int, ky: int, x: _ast.Expr, y: _ast.Expr) -> bool:
+    if kx == ky or _NULL in (kx, ky) or _OTHER in (kx, ky):
+        return False
+    pair = {kx, ky}
+    if pair == {_DUR, _NUM}:
+        return False
+    if pair == {_TIME, _STR}:
+        return not (_writes_time(x) or _writes_time(y))
+    return True
 
 
 def batch_mixes(atom: Atom, kind_of: Callable[[str], int]) -> list[Mix]:
@@ -105,21 +180,27 @@ def batch_mixes(atom: Atom, kind_of: Callable[[str], int]) -> list[Mix]:
                 k = kinds[id(n.operand)]
                 if k == _STR:
                     out.append(Mix(atom, n, tuple(sorted(attr_names(n)))))
-                kinds[id(n)] = _NUM if k == _NUM else _NULL
+                kinds[id(n)] = k if k in (_NUM, _DUR) else _NULL
             elif isinstance(n, _ast.Arith):
                 if not ready:
                     todo += [(n, True), (n.right, False), (n.left, False)]
                     continue
                 kl, kr = kinds[id(n.left)], kinds[id(n.right)]
-                if _STR in (kl, kr) and _NULL not in (kl, kr):
+                if _NULL in (kl, kr) or (_OTHER in (kl, kr) and _STR not in (kl, kr)):
+                    kinds[id(n)] = _NULL
+                    continue
+                timed = _TIME in (kl, kr) or _DUR in (kl, kr)
+                got = _arith_kind(n.op, kl, kr) if timed else (
+                    _NUM if kl == kr == _NUM else None)
+                if got is None:
                     out.append(Mix(atom, n, tuple(sorted(attr_names(n)))))
-                kinds[id(n)] = _NUM if kl == kr == _NUM else _NULL
+                kinds[id(n)] = _NULL if got is None else got
             else:
                 kinds[id(n)] = _OTHER
         return kinds[id(e)]
 
     def compare(node: Any, x: _ast.Expr, y: _ast.Expr, kx: int, ky: int) -> None:
-        if {kx, ky} == {_STR, _NUM}:
+        if _never_compare(kx, ky, x, y):
             out.append(Mix(atom, node, tuple(sorted(attr_names(x) | attr_names(y)))))
 
     if isinstance(atom, _ast.Compare):

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from ..errors import CeqlValidationError
 from ..ir import nodes as _ast
 from .atoms import FLIP, Atom, StreamIs, TypeIs, norm_op
-from .mixing import mixes, report
+from .mixing import bad_arith, mixes, report
 from .programs import is_deep, stack_program
 from .values import (
     FALSE,
@@ -32,7 +32,9 @@ from .values import (
     cmp3,
     norm,
     norm_slow,
+    time_arith,
 )
+from .values import neg as neg_value
 
 __all__ = [
     "LIKE_CACHE_CHARS",
@@ -73,7 +75,9 @@ def _row_leaf(e: _ast.Expr) -> _ValFn | None:
 
 def _neg_value(a: Any) -> Any:
     t = type(a)
-    return -a if t is int or t is float else None
+    if t is int or t is float:
+        return -a
+    return None if a is None or t is str else neg_value(a)
 
 
 def _arith_value(op: str, a: Any, b: Any) -> Any:
@@ -84,7 +88,9 @@ def _arith_value(op: str, a: Any, b: Any) -> Any:
         except (ZeroDivisionError, OverflowError):
             return None
         return r if r == r else None
-    return None
+    if a is None or b is None or ta is str or tb is str:
+        return None
+    return time_arith(op, a, b)
 
 
 def _closure_expr(e: _ast.Expr, atom: Atom | None = None) -> _ValFn:
@@ -114,7 +120,7 @@ def _closure_expr(e: _ast.Expr, atom: Atom | None = None) -> _ValFn:
                 return -a
             if t is str and atom is not None:
                 report(atom, e, ev)
-            return None
+            return None if a is None or t is str else neg_value(a)
         return neg
     if isinstance(e, _ast.Arith):
         pyop = PY_ARITH.get(e.op)
@@ -131,9 +137,16 @@ def _closure_expr(e: _ast.Expr, atom: Atom | None = None) -> _ValFn:
                 except (ZeroDivisionError, OverflowError):
                     return None
                 return r if r == r else None  # NaN (e.g. inf - inf) is NULL
-            if (ta is str or tb is str) and a is not None and b is not None and atom is not None:
+            if a is None or b is None:
+                return None
+            if ta is str or tb is str:
+                if atom is not None:
+                    report(atom, e, ev)
+                return None
+            r = time_arith(e.op, a, b)  # times and durations
+            if r is None and atom is not None and bad_arith(a, b):
                 report(atom, e, ev)
-            return None
+            return r
         return arith
     raise TypeError(f"not an expression: {e!r}")
 
@@ -151,8 +164,7 @@ def _compile_row_compare(atom: _ast.Compare) -> RowFn:
                 if type(v) is str:
                     return TRUE if pyop(v, lit) else FALSE
                 v = norm(v)
-                t = type(v)
-                if t is int or t is float:
+                if v is not None and mixes(v, lit):
                     report(atom, atom, ev)
                 return cmp3(op, v, lit)
             return cmp_str
@@ -165,7 +177,7 @@ def _compile_row_compare(atom: _ast.Compare) -> RowFn:
                         return UNKNOWN
                     return TRUE if pyop(v, lit) else FALSE
                 v = norm(v)
-                if type(v) is str:
+                if v is not None and mixes(v, lit):
                     report(atom, atom, ev)
                 return cmp3(op, v, lit)
             return cmp_num

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import functools
 import operator
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -32,17 +34,22 @@ __all__ = [
     "PY_ARITH",
     "PY_CMP",
     "TEMPORAL",
+    "TIMES",
     "TRUE",
     "UNKNOWN",
     "InSetSpec",
     "and3",
     "arith",
+    "clash",
     "cmp3",
     "is_num",
     "kind",
     "neg",
     "norm",
     "norm_slow",
+    "seconds",
+    "time_arith",
+    "time_of_text",
 ]
 
 # Per-atom result codes; ``code << 2k`` sets atom k's bits of a class.
@@ -53,6 +60,8 @@ NOT3 = (UNKNOWN, FALSE, TRUE)
 K_OTHER, K_NUM, K_STR, K_BOOL = 0, 1, 2, 3
 K_DT, K_DTZ, K_DATE, K_TIME, K_TIMETZ, K_DUR = 4, 5, 6, 7, 8, 9
 TEMPORAL = frozenset({K_DT, K_DTZ, K_DATE, K_TIME, K_TIMETZ, K_DUR})
+#: Kinds of points in time: they subtract to durations (K_DUR).
+TIMES = frozenset({K_DT, K_DTZ, K_DATE})
 
 _KIND_BY_TYPE: dict[type, int] = {
     int: K_NUM, float: K_NUM, str: K_STR, bool: K_BOOL,
@@ -133,11 +142,17 @@ PY_ARITH: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def cmp3(op: str, a: Any, b: Any) -> int:
-    """3-valued comparison of two normalized values, as a code."""
+    """3-valued comparison of two normalized values, as a code.
+
+    Values compare within one kind, and across two: a duration with a number of seconds, a
+    time with a string that writes one in ISO 8601 (:func:`time_of_text`).
+    """
     if a is None or b is None:
         return UNKNOWN
-    ka = kind(a)
-    if ka != kind(b) or ka == K_OTHER:
+    ka, kb = kind(a), kind(b)
+    if ka != kb:
+        return _cmp_across(op, a, ka, b, kb)
+    if ka == K_OTHER:
         return UNKNOWN
     if ka in TEMPORAL:
         try:
@@ -149,10 +164,70 @@ def cmp3(op: str, a: Any, b: Any) -> int:
     return TRUE if r else FALSE
 
 
-def arith(op: str, a: Any, b: Any) -> Any:
-    """``a op b`` on normalized values; NULL unless both are numbers and the result is one."""
-    if not (is_num(a) and is_num(b)):
+def _cmp_across(op: str, a: Any, ka: int, b: Any, kb: int) -> int:
+    if ka == K_DUR and kb == K_NUM:
+        a = seconds(a)
+    elif ka == K_NUM and kb == K_DUR:
+        b = seconds(b)
+    elif ka in TIMES and kb == K_STR:
+        b = time_of_text(b, ka)
+    elif ka == K_STR and kb in TIMES:
+        a = time_of_text(a, kb)
+    else:
+        return UNKNOWN
+    if a is None or b is None:
+        return UNKNOWN
+    try:
+        return TRUE if PY_CMP[op](a, b) else FALSE
+    except TypeError:
+        return UNKNOWN
+
+
+def seconds(d: _dt.timedelta) -> Fraction:
+    """A duration in seconds, exactly (nanoseconds too, for pandas' Timedelta)."""
+    whole = Fraction(d.days * 86400 + d.seconds) + Fraction(d.microseconds, 10**6)
+    ns = getattr(d, "nanoseconds", 0)
+    return whole + Fraction(ns, 10**9) if ns else whole
+
+
+@functools.lru_cache(maxsize=4096)
+def time_of_text(text: str, k: int) -> Any:
+    """The time of kind ``k`` (a date, naive or aware datetime) written ``text`` in ISO 8601,
+    ``None`` if it writes none of that kind. Against a time with a zone, a text without an
+    offset is in UTC; against one without, a text with an offset writes none."""
+    try:
+        if k == K_DATE:
+            return _dt.date.fromisoformat(text)
+        t = _dt.datetime.fromisoformat(text)
+    except ValueError:
         return None
+    if t.utcoffset() is None:
+        return t.replace(tzinfo=_dt.UTC) if k == K_DTZ else t
+    return t if k == K_DTZ else None
+
+
+def clash(a: Any, b: Any) -> bool:
+    """Whether two non-NULL normalized values are of kinds that never compare (a string and a
+    number, a time and a number, a time and a string that writes no time, ...): a comparison
+    of them is unknown, which the caller may want to say. Booleans and other values are not
+    counted (they are never meant as numbers or times)."""
+    ka, kb = kind(a), kind(b)
+    if ka == kb or ka in (K_BOOL, K_OTHER) or kb in (K_BOOL, K_OTHER):
+        return False
+    if {ka, kb} == {K_DUR, K_NUM}:
+        return False
+    if ka in TIMES and kb == K_STR:
+        return time_of_text(b, ka) is None
+    if kb in TIMES and ka == K_STR:
+        return time_of_text(a, kb) is None
+    return True
+
+
+def arith(op: str, a: Any, b: Any) -> Any:
+    """``a op b`` on normalized values; NULL unless both are numbers and the result is one, or
+    times and durations (:func:`time_arith`)."""
+    if not (is_num(a) and is_num(b)):
+        return None if a is None or b is None else time_arith(op, a, b)
     try:
         r = PY_ARITH[op](a, b)
     except (ZeroDivisionError, OverflowError):
@@ -162,9 +237,65 @@ def arith(op: str, a: Any, b: Any) -> Any:
     return r
 
 
+def _as_datetime(v: Any) -> Any:
+    # a date is its midnight: it adds and subtracts as that datetime
+    if type(v) is _dt.date:
+        return _dt.datetime(v.year, v.month, v.day)
+    return v
+
+
+def time_arith(op: str, a: Any, b: Any) -> Any:
+    """``a op b`` where ``a`` and ``b`` are not both numbers (``None`` = NULL).
+
+    time - time is a duration; time ± duration and time ± number (seconds) a time; duration ±
+    duration or number (seconds) a duration; duration * or / number a duration; duration /
+    duration a number. Results round to the microsecond as Python's ``datetime`` does.
+    """
+    ka, kb = kind(a), kind(b)
+    try:
+        if ka in TIMES:
+            a = _as_datetime(a)
+            if kb in TIMES and op == "-":
+                return a - _as_datetime(b)
+            if op in ("+", "-") and kb in (K_DUR, K_NUM):
+                d = b if kb == K_DUR else _dt.timedelta(seconds=b)
+                return a + d if op == "+" else a - d
+            return None
+        if ka == K_DUR:
+            if kb in (K_DUR, K_NUM) and op in ("+", "-"):
+                d = b if kb == K_DUR else _dt.timedelta(seconds=b)
+                return a + d if op == "+" else a - d
+            if kb in TIMES and op == "+":
+                return _as_datetime(b) + a
+            if op == "*" and kb == K_NUM:
+                return a * b
+            if op == "/" and kb in (K_NUM, K_DUR):
+                r = a / b
+                return None if type(r) is float and r != r else r
+            return None
+        if ka == K_NUM:
+            if kb in TIMES and op == "+":
+                return _as_datetime(b) + _dt.timedelta(seconds=a)
+            if kb == K_DUR and op in ("+", "-"):
+                d = _dt.timedelta(seconds=a)
+                return d + b if op == "+" else d - b
+            if kb == K_DUR and op == "*":
+                return b * a
+        return None
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+        return None
+
+
 def neg(a: Any) -> Any:
-    """``-a`` on a normalized value (NULL unless a number)."""
-    return -a if is_num(a) else None
+    """``-a`` on a normalized value (NULL unless a number or a duration)."""
+    if is_num(a):
+        return -a
+    if isinstance(a, _dt.timedelta):
+        try:
+            return -a
+        except OverflowError:
+            return None
+    return None
 
 
 def and3(a: int, b: int) -> int:

@@ -134,7 +134,9 @@ class Evaluator:
         return Live(len(parts), states, lists, fifo)
 
     def unseen(self) -> NameSet:
-        """The query's event types and streams (FROM) that no event fed so far carried.
+        """The query's event types, streams (FROM) and attributes that no event fed so far
+        carried (attributes: looked for in row batches given as lists or tuples, and in Arrow
+        batches' columns; a batch of another kind ends the search).
 
         A type counts when an event the query reads (of its FROM streams, with a PARTITION BY
         value) carries it; a stream when any event names it in its stream attribute, so
@@ -142,7 +144,8 @@ class Evaluator:
         all streams) were read. :func:`ceql.runtime.unseen_names_message` says what matters.
         """
         ev = self._ev
-        return ev.names.unseen(ev.query_types, ev.query_streams)
+        return ev.names.unseen(ev.query_types, ev.query_streams)._replace(
+            attributes=ev.attrs.unseen())
 
     def seen(self) -> NameSet:
         """Type and stream values the events carried, for messages: the types of the first
@@ -150,7 +153,7 @@ class Evaluator:
         occurred (row batches given as lists, and Arrow batches), the streams until every
         stream of the query had occurred; at most :data:`~ceql.runtime.notices.NAMES_CAP`
         of each."""
-        return self._ev.names.seen()
+        return self._ev.names.seen()._replace(attributes=self._ev.attrs.seen_names())
 
     def lazy_report(self) -> LazyReport | None:
         """What lazy evaluation did with the last Arrow batch: whether it chose rows, the
@@ -245,11 +248,14 @@ class Evaluator:
             # Zero-copy slices bound the per-batch working arrays: a few MB however big the
             # batch, instead of tens of MB that fragment the C heap over a long stream.
             for rb in (batch.to_batches() if isinstance(batch, pa.Table) else (batch,)):
+                if ev.attrs.missing:
+                    ev.attrs.note_names(rb.schema.names)
                 if rb.num_rows <= ARROW_SLICE:
                     yield from feed_arrow(ev, rb)
                     continue
                 for start in range(0, rb.num_rows, ARROW_SLICE):
                     yield from feed_arrow(ev, rb.slice(start, ARROW_SLICE))
+            WATCH.between = None
         else:
             wrong = not_events(batch)
             if wrong is not None:
@@ -267,11 +273,13 @@ class Evaluator:
                     raise
                 raise err from exc
             finally:
-                WATCH.hook = None
+                WATCH.hook = WATCH.between = None
         if ev.kept is not None:
             ev.kept.forget(self.oldest_live_position())
         if not arrow and ev.names.missing_mask:
             ev.sample_types(batch)
+        if not arrow and ev.attrs.missing:
+            ev.attrs.note_rows(batch)
 
     # ------------------------------------------------------------------ progress
     def advance(self, time: Any) -> list[Match]:

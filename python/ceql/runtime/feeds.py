@@ -45,6 +45,7 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
     and a partition with no run and the initial strategy state starts over like a new one.
     """
     WATCH.hook = hook  # set again after each yield: another evaluation may run meanwhile
+    WATCH.between = between = ev.between_hook()
     streams = ev.streams
     skey = ev.stream_key
     names = ev.names  # (types are noticed by class, where inertness is computed)
@@ -135,10 +136,13 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                     yield chunk
             if hook is not None:
                 WATCH.hook = hook
+            if between is not None:
+                WATCH.between = ev.between_hook()
     ev.since_sweep = since
     if hand is not None:
         hand.event = None  # type: ignore[union-attr]
     WATCH.hook = None
+    WATCH.between = None
 
 
 def not_events(rows: Any) -> CeqlTypeError | None:
@@ -324,6 +328,7 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
     if not ev.mixed.done:
         ev.mixed.check_batch(rb, idx, base)
     WATCH.hook = None  # the row path's listener (the row fallback runs row closures)
+    WATCH.between = ev.between_hook()  # conditions between events read Python values
     if ev.plan is not None:
         ev.runs.load_batch(rb, base)  # type: ignore[union-attr]
     classes = ev.atoms.batch_classes(rb)

@@ -10,7 +10,9 @@ column types.
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
+import re
 import sys
 import warnings
 import weakref
@@ -22,15 +24,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ValueTypeWarning
-from ..ir import depth, filter_atoms, formula_nodes, is_correlated, pred_leaves, recursion_for
+from ..ir import (
+    depth,
+    expr_nodes,
+    filter_atoms,
+    filter_leaves,
+    formula_nodes,
+    is_correlated,
+    pred_leaves,
+    recursion_for,
+)
 from ..ir import nodes as N
 from ..predicates import AtomTable
-from ..predicates.atoms import Atom, structural_key
-from ..predicates.mixing import Mix, batch_mixes, column_kind
+from ..predicates.atoms import Atom, norm_op, structural_key
+from ..predicates.mixing import WATCH, Mix, batch_mixes, column_kind
 from ..predicates.row import compile_row_expr
+from ..predicates.values import PY_CMP
 from .times import column, show_event
 
-__all__ = ["NAMES_CAP", "SAMPLE", "SEEN_SHOWN", "NameSet", "Names", "ValueTypes", "filtered_types",
+__all__ = ["NAMES_CAP", "SAMPLE", "SEEN_SHOWN", "TEXT_CHECKS", "Attributes", "BetweenValues",
+           "NameSet", "Names", "ValueTypes", "filtered_types", "query_attributes",
            "unseen_names_message", "warn"]
 
 #: Distinct type values (and, apart, stream values) an evaluation remembers, at most.
@@ -39,6 +52,9 @@ NAMES_CAP = 1000
 SEEN_SHOWN = 10
 #: Events whose type values are collected (for messages) while a type of the query is missing.
 SAMPLE = 10_000
+#: Ordered comparisons of two strings, not both numbers, after which conditions between events
+#: stop being watched for numbers held as text (they compare text that is meant as text).
+TEXT_CHECKS = 1000
 
 def _ours(module: object) -> bool:
     return isinstance(module, str) and (module == "ceql" or module.startswith("ceql."))
@@ -57,10 +73,11 @@ def warn(message: str, category: type[Warning]) -> None:
 # ---------------------------------------------------------------------- names never seen
 
 class NameSet(NamedTuple):
-    """Event types and stream names, each sorted."""
+    """Event types, stream names and attribute names, each sorted."""
 
     types: tuple[Any, ...]
     streams: tuple[Any, ...]
+    attributes: tuple[Any, ...] = ()
 
 
 def _sorted(values: Iterable[Any]) -> tuple[Any, ...]:
@@ -199,6 +216,80 @@ def _note_column(col: pa.Array, missing: set[str], seen: set[Any]) -> None:
         pass  # a column of values Arrow cannot list or compare: none is a name
 
 
+def query_attributes(ast: N.Query) -> frozenset[str]:
+    """The attributes ``ast`` reads of events: in FILTER conditions (plain, qualified, PREV,
+    aggregated), PARTITION BY and WITHIN ``[attr]``."""
+    out: set[str] = set(ast.partition_by)
+    if ast.within is not None and ast.within.attr is not None:
+        out.add(ast.within.attr)
+    for f in formula_nodes(ast.where):
+        if not isinstance(f, N.Filter):
+            continue
+        for leaf in filter_leaves(f.cond):
+            for e in expr_nodes(leaf.pred):
+                if isinstance(e, N.Attr | N.Prev):
+                    out.add(e.name)
+                elif isinstance(e, N.Agg) and e.attr is not None:
+                    out.add(e.attr)
+    return frozenset(out)
+
+
+class Attributes:
+    """The query's attributes no event has carried yet (a misspelling gives no match and no
+    error), and the attribute names seen, for messages.
+
+    Looked for only while one is missing: each row batch (a list or tuple; any other iterable
+    cannot be read twice, and ends the search, which then reports nothing) after it was
+    evaluated, and the column names of each Arrow batch. Names seen are collected from the
+    first :data:`SAMPLE` events, at most :data:`NAMES_CAP` of them.
+    """
+
+    __slots__ = ("missing", "sampling", "seen")
+
+    def __init__(self, names: Collection[str]) -> None:
+        self.missing: set[str] = set(names)
+        self.seen: set[str] = set()
+        self.sampling = SAMPLE
+
+    def give_up(self) -> None:
+        """Stop looking: nothing is reported missing."""
+        self.missing.clear()
+
+    def note_rows(self, rows: Any) -> None:
+        """The events of a row batch were read."""
+        if not isinstance(rows, list | tuple):
+            self.give_up()
+            return
+        missing, seen = self.missing, self.seen
+        for e in rows:
+            try:
+                for name in [m for m in missing if m in e]:
+                    missing.discard(name)
+                if self.sampling:
+                    self.sampling -= 1
+                    if len(seen) < NAMES_CAP:
+                        seen.update(k for k in e.keys() if isinstance(k, str))
+            except (TypeError, AttributeError):
+                continue  # not a mapping: refused where events are read
+            if not missing:
+                return
+
+    def note_names(self, names: Iterable[str]) -> None:
+        """A batch's columns are ``names``."""
+        names = list(names)
+        self.missing.difference_update(names)
+        if len(self.seen) < NAMES_CAP:
+            self.seen.update(names)
+
+    def unseen(self) -> tuple[str, ...]:
+        """The query's attributes no event carried, sorted."""
+        return tuple(sorted(self.missing))
+
+    def seen_names(self) -> tuple[str, ...]:
+        """The attribute names seen, sorted (at most :data:`NAMES_CAP`)."""
+        return tuple(sorted(self.seen)[:NAMES_CAP])
+
+
 def _is_text(t: pa.DataType) -> bool:
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t)
                 or pa.types.is_string_view(t))
@@ -229,7 +320,8 @@ def unseen_names_message(unseen: NameSet, seen: NameSet, events: int) -> str | N
     n = f"{events:,}"
     parts = []
     for kind, names, values in (("event type", unseen.types, seen.types),
-                                ("stream", unseen.streams if seen.streams else (), seen.streams)):
+                                ("stream", unseen.streams if seen.streams else (), seen.streams),
+                                ("attribute", unseen.attributes, seen.attributes)):
         if not names:
             continue
         shown = _sorted(values)[:SEEN_SHOWN]
@@ -240,9 +332,11 @@ def unseen_names_message(unseen: NameSet, seen: NameSet, events: int) -> str | N
         plural = "s" if len(names) > 1 else ""
         them = "them" if len(names) > 1 else "it"
         hints = "".join(_closest(name, values, len(names) > 1) for name in names)
+        what = ("A misspelt attribute is missing from every event, so the conditions that "
+                "read it never hold" if kind == "attribute" else "A misspelt name matches "
+                "nothing")
         parts.append(f"The query's {kind}{plural} {_names(names)} never occurred in the {n} "
-                     f"events; {listed}{hints}. A misspelt name matches nothing: check "
-                     f"{them} against the data.")
+                     f"events; {listed}{hints}. {what}: check {them} against the data.")
     return " ".join(parts) or None
 
 
@@ -384,26 +478,23 @@ class ValueTypes:
         warn(self.message(node, event, pos), ValueTypeWarning)
 
     def message(self, node: Any, event: Mapping[str, Any], pos: int) -> str:
-        """What the warning says about ``node`` meeting a string and a number in ``event``."""
+        """What the warning says about ``node`` meeting values that never compare in ``event``."""
         span = getattr(node, "span", None)
         text = (f" `{self.text[span.start:span.end]}`"
                 if self.text is not None and span is not None and span.end > span.start else "")
         if isinstance(node, N.Arith | N.Neg):
-            what = f"does arithmetic on a string in{text or ' a condition'}"
             sides: list[N.Expr] = [node.left, node.right] if isinstance(node, N.Arith) else [
                 node.operand]
+        elif isinstance(node, N.Compare):
+            sides = [node.left, node.right]
+        elif isinstance(node, N.InRange):
+            sides = [node.expr, node.lo, node.hi]
         else:
-            what = f"compares a string with a number in{text or ' a condition'}"
-            if isinstance(node, N.Compare):
-                sides = [node.left, node.right]
-            elif isinstance(node, N.InRange):
-                sides = [node.expr, node.lo, node.hi]
-            else:
-                sides = [node.expr]
+            sides = [node.expr]
+        values = [compile_row_expr(e)(event) for e in sides]
         said = []
         strings = []
-        for e in sides:
-            v = compile_row_expr(e)(event)
+        for e, v in zip(sides, values, strict=True):
             if isinstance(e, N.Attr):
                 said.append(f"attribute {e.name!r} is {_value(v)}")
                 if isinstance(v, str):
@@ -412,6 +503,15 @@ class ValueTypes:
                 said.append(f"`{self.text[e.span.start:e.span.end]}` is {_value(v)}"
                             if self.text is not None and e.span.end > e.span.start
                             else f"an operand is {_value(v)}")
+        details = f": {'; '.join(said)}" if said else ""
+        where = text or " a condition"
+        timed = [w for w in (_moment(v) for v in values) if w]
+        if timed and not (isinstance(node, N.Arith | N.Neg) and strings):
+            return self.time_message(node, values, timed, where, details, event, pos)
+        if isinstance(node, N.Arith | N.Neg):
+            what = f"does arithmetic on a string in{where}"
+        else:
+            what = f"compares a string with a number in{where}"
         them = "them" if len(strings) > 1 else "it"
         if strings:
             fix = (f"If {' and '.join(strings)} should hold numbers, read {them} as numbers: "
@@ -423,15 +523,136 @@ class ValueTypes:
             fix = (f"{' and '.join(numbers) or 'The attribute'} holds numbers here: compare "
                    f"{them} with a number (no quotes), or, if {them} should hold strings, give "
                    "the reader a schema or cast the column (str(...)).")
-        details = f": {'; '.join(said)}" if said else ""
         return (f"Event {pos} {what}{details}. A string and a number never compare (nor add "
                 "up): the condition is unknown, so it does not hold, and such events silently "
                 f"match nothing. {fix} The event: {show_event(event)}. (Said once per "
                 "evaluation.)")
 
+    @staticmethod
+    def time_message(node: Any, values: list[Any], timed: list[str], where: str,
+                     details: str, event: Mapping[str, Any], pos: int) -> str:
+        """The warning for a time or duration that meets a value it cannot mean."""
+        if isinstance(node, N.Arith | N.Neg):
+            what = f"does arithmetic that has no value on {timed[0]} in{where}"
+        else:
+            others = [_kind_word(v) for v in values if v is not None and not _moment(v)]
+            other = others[0] if others else timed[-1] if len(timed) > 1 else "another value"
+            what = f"compares {timed[0]} with {other} in{where}"
+        return (f"Event {pos} {what}{details}. A time compares with a time, or with a string "
+                "that writes one in ISO 8601 ('2024-05-01 09:00:00'; with an offset for a "
+                "time with a zone); times subtract to a duration, which compares with a "
+                "number of seconds or an INTERVAL (b[ts - a.ts >= 60], b[ts > a.ts + INTERVAL "
+                "1 MINUTE]); a time plus or minus a number of seconds, or an INTERVAL, is a "
+                "time. Anything else is unknown: the condition does not hold, and such events "
+                "silently match nothing. If the attribute holds something else than meant, "
+                "give the reader a schema or cast the column. The event: "
+                f"{show_event(event)}. (Said once per evaluation.)")
+
+
+def _moment(v: Any) -> str:
+    """'a time' or 'a duration' for such a value, else ''."""
+    if isinstance(v, dt.timedelta):
+        return "a duration"
+    return "a time" if isinstance(v, dt.date | dt.datetime) else ""
+
+
+def _kind_word(v: Any) -> str:
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, bool):
+        return "a boolean"
+    return "a number" if isinstance(v, int | float) else f"a {type(v).__name__}"
+
 
 def _value(v: Any) -> str:
     if v is None:
         return "NULL"
+    if isinstance(v, dt.timedelta):
+        secs = v / dt.timedelta(seconds=1)
+        return f"{secs:g} seconds (a duration)"
     shown = show_event({"": v})[len("{'': "):-1]
     return f"{shown} ({type(v).__name__})"
+
+
+# ---------------------------------------------------------------------- between events
+
+_NUMBER_TEXT = re.compile(r"\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*")
+
+
+class BetweenValues:
+    """Conditions between events (:mod:`ceql.predicates.between`): the first comparison of
+    values that never compare (a string and a number, a time and a number, ...), or of two
+    strings that both write numbers with ``<``, ``>``, ... (compared as text: ``'9' > '10'``),
+    is warned of once (:class:`ValueTypeWarning`)."""
+
+    __slots__ = ("done", "text", "texts")
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+        self.done = False
+        self.texts = 0  # ordered comparisons of strings that were not both numbers
+
+    def hook(self, node: Any, a: Any, b: Any) -> None:
+        """Comparison ``node`` met ``a`` and ``b`` (see ``mixing.report_between``)."""
+        if self.done:
+            return
+        if type(a) is str and type(b) is str:
+            if not (_NUMBER_TEXT.fullmatch(a) and _NUMBER_TEXT.fullmatch(b)):
+                self.texts += 1
+                if self.texts >= TEXT_CHECKS:
+                    self.stop()
+                return
+            message = self.text_message(node, a, b)
+        else:
+            message = self.clash_message(node, a, b)
+        self.stop()
+        warn(message, ValueTypeWarning)
+
+    def stop(self) -> None:
+        """Listen no more."""
+        self.done = True
+        WATCH.between = None
+
+    def shown(self, e: Any) -> str:
+        span = getattr(e, "span", None)
+        if self.text is not None and span is not None and span.end > span.start:
+            return self.text[span.start:span.end]
+        if isinstance(e, N.Attr):
+            return e.name if e.var is None else f"{e.var}.{e.name}"
+        return "a comparison" if isinstance(e, N.Compare) else "an operand"
+
+    def text_message(self, node: N.Compare, a: str, b: str) -> str:
+        """The warning for two strings that write numbers, compared in order."""
+        op = norm_op(node.op)
+        as_text = PY_CMP[op](a, b)
+        as_numbers = PY_CMP[op](float(a), float(b))
+        though = (f", though {a.strip()} {op} {b.strip()} is {str(as_numbers).lower()} as numbers"
+                  if as_text != as_numbers else "")
+        names = [repr(e.name) for e in (node.left, node.right) if isinstance(e, N.Attr)]
+        what = " and ".join(dict.fromkeys(names)) or "the values"
+        return (f"A condition between events, `{self.shown(node)}`, compares strings that "
+                f"write numbers: {what} is compared as text, character by character, and "
+                f"{a!r} {op} {b!r} is {str(as_text).lower()} as text{though}. If they are "
+                "numbers, read them as numbers: give the reader a schema, or cast the column "
+                "(float(...) on each event; pyarrow.compute.cast for Arrow; CAST in Spark). "
+                "(Said once per evaluation.)")
+
+    def clash_message(self, node: N.Compare, a: Any, b: Any) -> str:
+        """The warning for values of kinds that never compare."""
+        timed = [w for w in (_moment(a), _moment(b)) if w]
+        if timed:
+            other = _moment(b) if _moment(a) else _moment(a)
+            other = other or _kind_word(b if _moment(a) else a)
+            what = f"compares {timed[0]} with {other}"
+            why = ("A time compares with a time, or with a string that writes one in ISO 8601; "
+                   "times subtract to a duration, which compares with a number of seconds or "
+                   "an INTERVAL (b[ts - a.ts >= 60]).")
+        else:
+            what = "compares a string with a number"
+            why = "A string and a number never compare."
+        return (f"A condition between events compares values that never compare: "
+                f"`{self.shown(node)}` {what} (`{self.shown(node.left)}` is {_value(a)}, "
+                f"`{self.shown(node.right)}` is {_value(b)}). {why} Such a comparison is "
+                "unknown: the condition does not hold, and such events silently match "
+                "nothing. Give the reader a schema or cast the column so that each attribute "
+                "holds what the condition means. (Said once per evaluation.)")

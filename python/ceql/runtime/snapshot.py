@@ -333,3 +333,4 @@ def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
         ev.mixed.done = ev.mixed.done or bool(payload["mixed_done"])
         if ev.kept is not None and payload["kept"] is not None:
             ev.kept.load(payload["kept"])
+    ev.attrs.give_up()  # the events before the snapshot are not known: say nothing

@@ -37,7 +37,7 @@ from .edges import EdgeEnumerator, Edges
 from .enumeration import Enumerator
 from .kept import KeptEvents
 from .lazy import Lazy, plan_lazy
-from .notices import Names, ValueTypes
+from .notices import Attributes, BetweenValues, Names, ValueTypes, query_attributes
 from .partitions import Partitions
 from .skipping import Inertness
 from .times import Clock, exact
@@ -66,7 +66,8 @@ class Compiled(Protocol):
 class Evaluation:
     """The settings and state of one evaluation of one query."""
 
-    __slots__ = ("atoms", "clock", "closed", "consume", "dfa", "edges", "enum", "inert", "kept",
+    __slots__ = ("atoms", "attrs", "between", "clock", "closed", "consume", "dfa", "edges",
+                 "enum", "inert", "kept",
                  "lazy", "mixed", "names", "offset", "parts", "pkeys", "plan", "query",
                  "query_streams", "query_types", "runs",
                  "since_sweep", "stream_key", "streams", "strip", "sweep_floor", "sweep_key",
@@ -154,6 +155,11 @@ class Evaluation:
             self.inert.on_new = self.new_class
         #: strings compared with numbers: the first such event is warned of
         self.mixed = ValueTypes(self.atoms, ast.where, getattr(query, "text", None), type_key)
+        #: the query's attributes no event carried yet (of the query as written: an implied
+        #: partition key reads what the FILTER does)
+        self.attrs = Attributes(query_attributes(query.ast))
+        #: conditions between events: values that never compare, numbers held as text
+        self.between = BetweenValues(getattr(query, "text", None))
         #: the events later matches can include (with ``keep_events``)
         # a NOT's conditions on the match read its events: keep them (and do not report them
         # unless asked: ``strip``)
@@ -201,6 +207,10 @@ class Evaluation:
                 continue
             left -= 1
         names.sampling = left
+
+    def between_hook(self) -> Any:
+        """The listener for conditions between events (None: none is due)."""
+        return None if self.between.done else self.between.hook
 
     def mixed_hook(self, atom: Atom, node: Any, event: Any) -> None:
         """The row path met a string and a number in ``event`` (the event being read)."""

@@ -112,7 +112,7 @@ def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = Non
         raise MatchCeqlError(
             "match: watermark, late_view, buckets and metrics are for streaming DataFrames "
             "(spark.readStream…); a table is complete, so drop them.")
-    compile_on_driver(query, stacklevel=3)  # ← match ← caller
+    compile_on_driver(query, stacklevel=3, schema=df.schema)  # ← match ← caller
     parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
     call = CallInfo(partition_by=parts)
     return _call(df, query, call, time=time, type_col=type_col, rows=rows,

@@ -17,6 +17,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping
+from datetime import timedelta
 
 from pyspark.sql.types import (
     ByteType,
@@ -209,7 +210,9 @@ class _Writer:
         if not isinstance(a.expr, N.Attr) or not a.values:
             return None
         t = self.types.get(a.expr.name)
-        vals = [v.value for v in a.values]
+        vals = [v.value for v in a.values if not isinstance(v.value, timedelta)]
+        if len(vals) != len(a.values):
+            return None
         c = quote_identifier(a.expr.name)
         if all(type(v) is str for v in vals) and t is not None and _binary_string(t):
             items = ", ".join(_string(str(v)) for v in vals)
@@ -233,7 +236,7 @@ def _join(parts: list[str], op: str) -> str:
 
 def _literal(e: N.Expr) -> int | float | str | bool | None:
     if isinstance(e, N.Literal):
-        return e.value
+        return None if isinstance(e.value, timedelta) else e.value  # an INTERVAL: not pushed
     if isinstance(e, N.Neg) and isinstance(e.operand, N.Literal):
         v = e.operand.value
         if isinstance(v, (int, float)) and not isinstance(v, bool):

@@ -24,6 +24,8 @@ the literal ``-1`` (the same value).
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import math
 import re
 from decimal import Decimal
@@ -115,6 +117,10 @@ def _literal(lit: A.Literal) -> str:
         return _float(value)
     if isinstance(value, str):
         return _string(value)
+    if isinstance(value, dt.timedelta):
+        micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
+        text = format(decimal.Decimal(micros).scaleb(-6).normalize(), "f")
+        return f"INTERVAL '{text}' SECOND"
     raise TypeError(f"unexpected literal {value!r}")
 
 

@@ -12,6 +12,7 @@ tokens that would have been accepted, in plain words.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from collections.abc import Callable
@@ -438,6 +439,16 @@ def _b_number(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
 @_rule("e_string")
 def _b_string(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
     return A.Literal(_string_value(_is(a[0], Token)), span=_meta_span(t.meta))
+
+
+@_rule("e_interval")
+def _b_interval(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
+    span = _meta_span(t.meta)
+    total = sum((x for x in a if isinstance(x, Fraction)), Fraction(0))
+    micros = total * 1_000_000
+    if micros.denominator != 1:
+        b.error("An INTERVAL counts whole microseconds at the finest", span)
+    return A.Literal(dt.timedelta(microseconds=int(micros)), span=span)
 
 
 @_rule("e_bool")
