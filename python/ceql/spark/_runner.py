@@ -31,8 +31,10 @@ from ceql.constants import (
     TIME_UNIT_PER_SECOND,
 )
 
-from ._errors import MatchCeqlError
+from ._errors import MatchCeqlError, TieOrderWarning
+from ._notices import key_of, said, say
 from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
+from ._ties import TieWatch, tie_message
 from ._times import read_times, shown_row, spark_shape
 
 __all__ = ["MatchRunner", "match_id", "partition_starts"]
@@ -99,6 +101,10 @@ class MatchRunner:
         # partition key: (seed, next ordinal); given when a stream's idle key starts afresh
         self._ordinals: dict[tuple[Any, ...], tuple[int, int]] = dict(ordinals or {})
         self._where = ""
+        # rows of equal time that nothing orders: said once per query (see _notices)
+        self._tie_key = key_of(repr(spec), TieOrderWarning.__name__)
+        self._ties = (TieWatch(spec.engine_time, spec.tie_columns)
+                      if spec.tie_columns is not None and not said(self._tie_key) else None)
         if spec.window_seconds is not None:
             per_s = 1_000_000 if spec.time_is_temporal else TIME_UNIT_PER_SECOND[spec.time_unit]
             self._horizon: float | None = spec.window_seconds * per_s
@@ -159,6 +165,8 @@ class MatchRunner:
         rb = self._prepare(rb)
         if rb.num_rows == 0:
             return None
+        if self._ties is not None:
+            self._watch_ties(rb)
         try:
             # A few rows (a partition key with few events: one runner each) cost less as rows
             # than the Arrow path's fixed cost per batch; both give the same matches.
@@ -170,6 +178,18 @@ class MatchRunner:
         out = self._assemble(matches) if matches else None
         self._forget()
         return out
+
+    def _watch_ties(self, rb: pa.RecordBatch) -> None:
+        assert self._ties is not None
+        spec = self._spec
+        tied = self._ties.find(rb)
+        if tied is None:
+            return
+        self._ties = None
+        assert spec.tie_columns is not None
+        say(self._tie_key, TieOrderWarning,
+            tie_message(self._where, spec.time, tied[0].get(spec.engine_time),
+                        spec.tie_columns, tied, (*spec.partition, spec.engine_time)))
 
     def close(self) -> pa.RecordBatch | None:
         """The partition's rows ended: the output rows of the matches that waited for time
