@@ -54,6 +54,16 @@ def test_the_log4j_file_logs_errors_and_ceqls_warnings() -> None:
     assert p["appender.stderr.target"] == "SYSTEM_ERR"
 
 
+def test_a_failed_task_is_the_actions_error_alone() -> None:
+    """The executor's ERROR line with the task's JVM stack trace, and the scheduler's
+    "aborting job", repeat the error the action raises: shown only at a level asked for."""
+    p = properties()
+    for name in ("org.apache.spark.executor.Executor",
+                 "org.apache.spark.scheduler.TaskSetManager"):
+        logger = next(k[:-5] for k, v in p.items() if v == name)
+        assert p[logger + ".level"] == "${sys:" + _quiet.LEVEL_PROPERTY + ":-fatal}"
+
+
 # ------------------------------------------------------------------- java_options
 
 def test_java_options_add_ceqls_log4j_file(env: dict[str, str]) -> None:

@@ -47,5 +47,6 @@ def quiet_worker(worker: Worker) -> Worker:
 
 
 if __name__ == "__main__":
-    pyspark.daemon.worker = quiet_worker(pyspark.daemon.worker)  # manager() looks it up
+    # manager() looks the function up in its module when it forks a worker
+    pyspark.daemon.worker = quiet_worker(pyspark.daemon.worker)  # type: ignore[assignment]
     manager()
