@@ -223,3 +223,25 @@ def test_a_worker_whose_reader_went_away_ends_quietly(capfd: pytest.CaptureFixtu
 
     with pytest.raises(ValueError):
         quiet_worker(broken)(None, True)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ a stream's key
+
+@pytest.mark.parametrize("tie_break", [(), ("seq",)])
+def test_a_streams_equal_times_are_said_unless_tie_break_orders_them(
+        capsys: pytest.CaptureFixture[str], tie_break: tuple[str, ...]) -> None:
+    """A stream's key releases rows of equal time as they arrived: the same ambiguity."""
+    from ceql.spark._keystate import TIME_US, KeyState, stream_plan
+
+    options = {"query": "SELECT * FROM S WHERE A ; B WITHIN 9 SECONDS -- a stream",
+               "time": "ts", **({"tie_break": "seq"} if tie_break else {})}
+    plan = stream_plan(plan_match(SCHEMA, options, CallInfo()), "ALL", timestamp=False,
+                       tie_break=tie_break, delay_ms=1000)
+    ks = KeyState()
+    rows = [{"seq": s, "type": t, "k": "x", "ts": ts, TIME_US: int(ts * 10**6)}
+            for s, t, ts in ((1, "A", 1.0), (2, "B", 1.0), (3, "A", 2.0))]
+    ks.accept(plan, pa.RecordBatch.from_pylist(rows), 0)
+    ks.saw(10 * 10**6)
+    ks.release(plan, 0)
+    notices = said(capsys.readouterr().err)
+    assert [n[0] for n in notices] == ([] if tie_break else ["TieOrderWarning"])

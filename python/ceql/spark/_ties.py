@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ceql.constants import INTERNAL_PREFIX, OPTION_TIE_BREAK
 
@@ -32,32 +31,39 @@ class TieWatch:
 
     def __init__(self, time: str, tie_columns: Sequence[str]) -> None:
         self._keys = (time, *tie_columns)
-        self._last: dict[str, Any] | None = None  # the previous batch's last row
+        self._last: pa.RecordBatch | None = None  # the previous batch's last row
 
     def find(self, rb: pa.RecordBatch) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """Two rows of ``rb`` (the first may be the previous batch's last) that are equal in
-        every sort key and differ in some column, or None."""
+        every sort key and differ in some column, or None.
+
+        One comparison of the batch's times (no NULLs: the runner refused them) per batch;
+        rows are read as Python values only where two times are equal.
+        """
         n = rb.num_rows
         if n == 0:
             return None
-        last, self._last = self._last, rb.slice(n - 1, 1).to_pylist()[0]
-        if last is not None:
-            first = rb.slice(0, 1).to_pylist()[0]
-            if _tied(last, first, self._keys) and last != first:
-                return last, first
+        last, self._last = self._last, rb.slice(n - 1, 1)
+        times = rb.column(self._keys[0])
+        if last is not None and last.column(self._keys[0])[0].as_py() == times[0].as_py():
+            pair = _differing(last.to_pylist()[0], rb.slice(0, 1).to_pylist()[0], self._keys)
+            if pair is not None:
+                return pair
         if n < 2:
             return None
-        same: Any = True
-        for k in self._keys:
-            a, b = rb.column(k).slice(1), rb.column(k).slice(0, n - 1)
-            eq = pc.or_(pc.fill_null(pc.equal(a, b), False),
-                        pc.and_(pc.is_null(a), pc.is_null(b)))
-            same = pc.and_(same, eq)
-        for i in np.flatnonzero(same.to_numpy(zero_copy_only=False))[:LOOKED_PAST]:
-            pair = rb.slice(int(i), 2).to_pylist()
-            if pair[0] != pair[1]:
-                return pair[0], pair[1]
+        t = times.to_numpy(zero_copy_only=False)
+        for i in np.flatnonzero(t[1:] == t[:-1])[:LOOKED_PAST]:
+            a, b = rb.slice(int(i), 2).to_pylist()
+            pair = _differing(a, b, self._keys)
+            if pair is not None:
+                return pair
         return None
+
+
+def _differing(a: dict[str, Any], b: dict[str, Any],
+               keys: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``(a, b)`` if they are equal in every key (NULL equal to NULL) but not identical."""
+    return (a, b) if a != b and _tied(a, b, keys) else None
 
 
 def _tied(a: dict[str, Any], b: dict[str, Any], keys: Sequence[str]) -> bool:
