@@ -86,6 +86,10 @@ def test_ties_across_batches_are_found_and_identical_rows_are_not_ties(
     same = [(1, "A", "x", 1.0), (1, "A", "x", 1.0), (2, "B", "x", 2.0)]
     feed("SELECT * FROM S WHERE A ; B WITHIN 5 SECONDS -- identical", [same])
     assert said(capsys.readouterr().err) == []
+    keys = [(1, "A", "x", 1.0), (2, "A", "y", 1.0), (3, "B", "x", 2.0)]
+    feed("SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 5 SECONDS -- one task",
+         [keys], CallInfo(single_partition=True))
+    assert said(capsys.readouterr().err) == []  # the engine orders rows of two keys
     feed("SELECT * FROM S WHERE A ; B WITHIN 5 SECONDS -- across",
          [[(1, "A", "x", 1.0)], [(2, "B", "x", 1.0)]])
     assert [n[0] for n in said(capsys.readouterr().err)] == ["TieOrderWarning"]

@@ -9,6 +9,7 @@ one — and builds Arrow batches in the output schema that :mod:`ceql.spark._spe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import warnings
@@ -80,6 +81,12 @@ def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
     return [int(i) + 1 for i in np.flatnonzero(changed.to_numpy(zero_copy_only=False))]
 
 
+@functools.lru_cache(maxsize=64)
+def _tie_key(spec: MatchSpec) -> str:
+    """The key of the query's tie warning (one runner per partition key: computed once)."""
+    return key_of(repr(spec), TieOrderWarning.__name__)
+
+
 #: batches of at most this many rows are evaluated row by row
 SMALL_BATCH = 16
 
@@ -101,9 +108,10 @@ class MatchRunner:
         # partition key: (seed, next ordinal); given when a stream's idle key starts afresh
         self._ordinals: dict[tuple[Any, ...], tuple[int, int]] = dict(ordinals or {})
         self._where = ""
-        # rows of equal time that nothing orders: said once per query (see _notices)
-        self._tie_key = key_of(repr(spec), TieOrderWarning.__name__)
-        self._ties = (TieWatch(spec.engine_time, spec.tie_columns)
+        # rows of equal time that nothing orders: said once per query (see _notices); rows
+        # of two partition keys (one task reading several) are ordered by the engine's keys
+        self._tie_key = _tie_key(spec)
+        self._ties = (TieWatch(spec.engine_time, (*spec.partition, *spec.tie_columns))
                       if spec.tie_columns is not None and not said(self._tie_key) else None)
         if spec.window_seconds is not None:
             per_s = 1_000_000 if spec.time_is_temporal else TIME_UNIT_PER_SECOND[spec.time_unit]
