@@ -1,6 +1,7 @@
 """``ceql run --engine spark`` says ceql's lines only: no JVM start-up warning, no Spark log
 lines, even when the query fails once Spark has read the input; ``--spark-log LEVEL`` brings
-Spark's log back."""
+Spark's log back. A ``local_session()`` is as quiet: a failed task, ``show(3)`` and ceql's
+warnings from Spark's workers (issue 27)."""
 
 from __future__ import annotations
 
@@ -92,3 +93,49 @@ def test_spark_log_needs_the_spark_engine(small: Path) -> None:
                  timeout=60)
     assert r.returncode == 2
     assert "invalid choice: 'LOUD'" in r.stderr
+
+
+#: A quiet session's user: a task that fails on bad data, show(3) of a long answer, a query
+#: whose partitions hold equal times, a LIKE written for SQL (each through spark.sql).
+SESSION_SCRIPT = """
+import time
+import ceql.spark
+spark = ceql.spark.local_session()
+spark.createDataFrame([("BUY", "2020"), ("SELL", "20x1")], "type string, ts string"
+                      ).createOrReplaceTempView("u")
+try:
+    spark.sql("SELECT * FROM MATCH_CEQL(TABLE(u), query => 'SELECT * FROM u WHERE BUY ; SELL "
+              "WITHIN 1 SECONDS', time_format => 'yyyy')").collect()
+except Exception as e:
+    print("failed:", ceql.spark.unwrap(e))
+spark.range(200000).selectExpr("CAST(id % 7 AS STRING) AS k", "CAST(id AS DOUBLE) AS ts",
+                               "IF(id % 2 = 0, 'BUY', 'SELL') AS type"
+                               ).createOrReplaceTempView("b")
+spark.sql("SELECT * FROM MATCH_CEQL(TABLE(b), query => 'SELECT * FROM b WHERE BUY ; SELL "
+          "PARTITION BY [k] WITHIN 100 SECONDS')").show(3)
+spark.range(40).selectExpr("id AS seq", "CAST(id % 5 AS STRING) AS k",
+                           "CAST(FLOOR(id / 10) AS DOUBLE) AS ts",
+                           "IF(id % 2 = 0, 'BUY', 'SELL') AS type").createOrReplaceTempView("t")
+spark.sql("SELECT * FROM MATCH_CEQL(TABLE(t), query => 'SELECT * FROM t WHERE BUY AS a ; SELL "
+          "FILTER a[k LIKE ''1%''] PARTITION BY [k] WITHIN 100 SECONDS')").collect()
+time.sleep(3)  # the workers' last lines reach the console
+spark.stop()
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.e2e
+def test_a_quiet_session_says_ceqls_words_once() -> None:
+    pytest.importorskip("pyspark")
+    r = subprocess.run([sys.executable, "-c", SESSION_SCRIPT], cwd=ROOT, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    assert "failed: MATCH_CEQL: the time column 'ts' holds '20x1'" in r.stdout, r.stdout
+    assert "only showing top 3 rows" in r.stdout
+    # no executor's stack trace of the failed task, no traceback of show(3)'s closed socket
+    assert not jvm_lines(r.stderr), r.stderr
+    assert not re.search(r"^\tat |Traceback|BrokenPipeError|Exception in task", r.stderr,
+                         re.M), r.stderr
+    said = [ln.split(":")[1].strip() for ln in r.stderr.splitlines() if ln.startswith("ceql: ")]
+    assert sorted(said) == ["LikePatternWarning", "TieOrderWarning"], r.stderr
+    assert "tie_break => 'seq'" in r.stderr

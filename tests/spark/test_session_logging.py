@@ -54,6 +54,16 @@ def test_the_log4j_file_logs_errors_and_ceqls_warnings() -> None:
     assert p["appender.stderr.target"] == "SYSTEM_ERR"
 
 
+def test_a_failed_task_is_the_actions_error_alone() -> None:
+    """The executor's ERROR line with the task's JVM stack trace, and the scheduler's
+    "aborting job", repeat the error the action raises: shown only at a level asked for."""
+    p = properties()
+    for name in ("org.apache.spark.executor.Executor",
+                 "org.apache.spark.scheduler.TaskSetManager"):
+        logger = next(k[:-5] for k, v in p.items() if v == name)
+        assert p[logger + ".level"] == "${sys:" + _quiet.LEVEL_PROPERTY + ":-fatal}"
+
+
 # ------------------------------------------------------------------- java_options
 
 def test_java_options_add_ceqls_log4j_file(env: dict[str, str]) -> None:
@@ -309,8 +319,10 @@ def test_a_local_session_prints_errors_only(env: dict[str, str]) -> None:
     assert not [ln for ln in err if re.search(r" (WARN|INFO) \w+: ", ln)], r.stderr
     for chatter in ("incubator", "log4j", "log level", "SQLQueryContextLogger", '{"ts"'):
         assert chatter not in r.stderr, r.stderr
-    # real errors still show: the failed task, with its stack trace
-    assert any(re.search(r" ERROR Executor: Exception in task ", ln) for ln in err), r.stderr
+    # the failed task's error is the exception the action raised (ceql's message, above),
+    # not the executor's copy of it with the JVM's stack trace as well (issue 27)
+    assert not [ln for ln in err if re.search(r" ERROR (Executor|TaskSetManager): ", ln)
+                or ln.startswith("\tat ")], r.stderr
 
 
 @pytest.mark.spark

@@ -27,7 +27,7 @@ from ceql.constants import EXTENSION_CLASS
 from ._api import match, run
 from ._check import check
 from ._connect import late_rows
-from ._errors import MatchCeqlError, unwrap
+from ._errors import MatchCeqlError, TieOrderWarning, unwrap
 from ._runner import match_id
 from ._session import configure, enable, jar_path, local_session, server_conf
 from ._spaseq import match_spaseq
@@ -41,6 +41,7 @@ __all__ = [
     "METRICS",
     "ConfEntry",
     "MatchCeqlError",
+    "TieOrderWarning",
     "check",
     "configure",
     "enable",

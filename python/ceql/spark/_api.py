@@ -33,7 +33,7 @@ from ceql.constants import (
 from ._compiling import compile_on_driver
 from ._connect import apply, has_extension, is_connect
 from ._errors import MatchCeqlError
-from ._spec import CallInfo
+from ._spec import WARNED_ARGUMENT, CallInfo
 from ._stream import match_stream
 
 __all__ = ["match", "run"]
@@ -49,7 +49,9 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
     Both run the same ``analyze`` and engine; the shim's plan also splits partitions with
     Arrow compute rather than Spark's row-by-row check.
     """
-    options: dict[str, str] = {OPTION_QUERY: query, OPTION_ROWS: rows, OPTION_TIME_UNIT: time_unit}
+    # both callers compiled the query here first, and warned
+    options: dict[str, str] = {OPTION_QUERY: query, OPTION_ROWS: rows, OPTION_TIME_UNIT: time_unit,
+                               WARNED_ARGUMENT: "1"}
     if time is not None:
         options[OPTION_TIME] = time
     if type_col is not None:

@@ -3,14 +3,22 @@
 Spark forks every Python worker from one daemon process; with this module as the daemon
 (``spark.python.daemon.module``, which :func:`ceql.spark.configure` sets unless it is set
 already) each forked worker inherits ceql, pyarrow and numpy instead of importing them again
-for every task. Only the imports differ from ``pyspark.daemon``; if they fail, the daemon
-still starts and workers import what they need as usual.
+for every task. If the imports fail, the daemon still starts and workers import what they need
+as usual.
+
+One more difference from ``pyspark.daemon``: a worker whose reader went away (``show(3)``
+needs three rows, so the JVM stops reading a MATCH_CEQL task's output and closes the socket)
+ends quietly. PySpark's daemon prints that worker's ``BrokenPipeError`` traceback, from its
+last flush of the dead socket, on the console; the worker's result was no longer wanted.
 """
 
 from __future__ import annotations
 
 import importlib
+import socket
+from collections.abc import Callable
 
+import pyspark.daemon
 from pyspark.daemon import manager
 
 # warm-up only: a worker that needs these imports them itself otherwise (MATCH_SPASEQ's needs
@@ -21,7 +29,24 @@ for _module in ("ceql.spark._udtf", "ceql.spark._spaseq_udtf"):
     except Exception:  # pragma: no cover - depends on the worker's environment
         pass
 
-__all__: list[str] = []
+__all__ = ["quiet_worker"]
+
+Worker = Callable[[socket.socket, bool], int]
+
+
+def quiet_worker(worker: Worker) -> Worker:
+    """``worker`` (``pyspark.daemon.worker``: one task's work in a forked process, its exit
+    code) ending with a non-zero code, and no traceback, when the JVM closed the socket."""
+    def run(sock: socket.socket, authenticated: bool) -> int:
+        try:
+            return worker(sock, authenticated)
+        except (BrokenPipeError, ConnectionResetError):
+            return 1  # the daemon's child then exits: its socket is dead
+
+    return run
+
 
 if __name__ == "__main__":
+    # manager() looks the function up in its module when it forks a worker
+    pyspark.daemon.worker = quiet_worker(pyspark.daemon.worker)  # type: ignore[assignment]
     manager()

@@ -3,18 +3,24 @@ find it inside the exceptions Spark wraps it in."""
 
 from __future__ import annotations
 
-from ceql import CeqlError
+from ceql import CeqlError, CeqlWarning
 from ceql.constants import TABLE_FUNCTIONS
 
-__all__ = ["MatchCeqlError", "unwrap"]
+__all__ = ["MatchCeqlError", "TieOrderWarning", "unwrap"]
 
 
 class MatchCeqlError(CeqlError):
     """A MATCH_CEQL call, its options or its input rows cannot be used as given."""
 
 
+class TieOrderWarning(CeqlWarning):
+    """Rows of one partition have equal times and nothing orders them (no ``tie_break``), so
+    the matches can depend on the order Spark happens to read them in."""
+
+
 # Spark prints a task's error as "<module>.<class>: <message>": the public name reads better
 MatchCeqlError.__module__ = "ceql.spark"
+TieOrderWarning.__module__ = "ceql.spark"
 
 _MARKERS = (f"{MatchCeqlError.__module__}.{MatchCeqlError.__name__}: ",
             f"{MatchCeqlError.__name__}: ")

@@ -32,9 +32,12 @@ import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from ._notices import Notices
+
 __all__ = [
     "LOG4J2",
     "LOG_LEVELS",
+    "NOTICES",
     "hides_errors",
     "is_jvm_noise",
     "java_options",
@@ -44,6 +47,8 @@ __all__ = [
     "user_log_config",
 ]
 
+#: ceql's notices the filter of this process's JVM standard error has printed (once each).
+NOTICES = Notices()
 #: ceql's log4j2 configuration of Spark (package data).
 LOG4J2 = Path(__file__).resolve().with_name("log4j2.properties")
 #: The system property ``log4j2.properties`` reads the level from (default: ERROR).
@@ -191,17 +196,22 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _pass_on(source: int, target: int) -> None:
-    """Copy lines from ``source`` to ``target`` without :func:`is_jvm_noise` lines, until every
-    writer has closed ``source``."""
+    """Copy lines from ``source`` to ``target`` without :func:`is_jvm_noise` lines and with
+    each of ceql's notices once (:data:`NOTICES`), until every writer has closed ``source``."""
     try:
         with os.fdopen(source, "rb") as lines:
             after = False  # the last line was noise: the blank line printed with it goes too
             for raw in lines:
-                if is_jvm_noise(raw.decode("utf-8", "replace")):
+                text = raw.decode("utf-8", "replace")
+                if is_jvm_noise(text):
                     after = True
                     continue
                 if not (after and raw.strip() == b""):
-                    _write_all(target, raw)
+                    said = NOTICES.line(text)
+                    if said is text:
+                        _write_all(target, raw)
+                    elif said is not None:
+                        _write_all(target, said.encode("utf-8"))
                 after = False
     except OSError:
         pass

@@ -9,6 +9,7 @@ one — and builds Arrow batches in the output schema that :mod:`ceql.spark._spe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import warnings
@@ -31,8 +32,10 @@ from ceql.constants import (
     TIME_UNIT_PER_SECOND,
 )
 
-from ._errors import MatchCeqlError
+from ._errors import MatchCeqlError, TieOrderWarning
+from ._notices import key_of, said, say
 from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
+from ._ties import TieWatch, tie_message
 from ._times import read_times, shown_row, spark_shape
 
 __all__ = ["MatchRunner", "match_id", "partition_starts"]
@@ -78,6 +81,12 @@ def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
     return [int(i) + 1 for i in np.flatnonzero(changed.to_numpy(zero_copy_only=False))]
 
 
+@functools.lru_cache(maxsize=64)
+def _tie_key(spec: MatchSpec) -> str:
+    """The key of the query's tie warning (one runner per partition key: computed once)."""
+    return key_of(repr(spec), TieOrderWarning.__name__)
+
+
 #: batches of at most this many rows are evaluated row by row
 SMALL_BATCH = 16
 
@@ -99,6 +108,11 @@ class MatchRunner:
         # partition key: (seed, next ordinal); given when a stream's idle key starts afresh
         self._ordinals: dict[tuple[Any, ...], tuple[int, int]] = dict(ordinals or {})
         self._where = ""
+        # rows of equal time that nothing orders: said once per query (see _notices); rows
+        # of two partition keys (one task reading several) are ordered by the engine's keys
+        self._tie_key = _tie_key(spec)
+        self._ties = (TieWatch(spec.engine_time, (*spec.partition, *spec.tie_columns))
+                      if spec.tie_columns is not None and not said(self._tie_key) else None)
         if spec.window_seconds is not None:
             per_s = 1_000_000 if spec.time_is_temporal else TIME_UNIT_PER_SECOND[spec.time_unit]
             self._horizon: float | None = spec.window_seconds * per_s
@@ -159,6 +173,8 @@ class MatchRunner:
         rb = self._prepare(rb)
         if rb.num_rows == 0:
             return None
+        if self._ties is not None:
+            self._watch_ties(rb)
         try:
             # A few rows (a partition key with few events: one runner each) cost less as rows
             # than the Arrow path's fixed cost per batch; both give the same matches.
@@ -170,6 +186,18 @@ class MatchRunner:
         out = self._assemble(matches) if matches else None
         self._forget()
         return out
+
+    def _watch_ties(self, rb: pa.RecordBatch) -> None:
+        assert self._ties is not None
+        spec = self._spec
+        tied = self._ties.find(rb)
+        if tied is None:
+            return
+        self._ties = None
+        assert spec.tie_columns is not None
+        say(self._tie_key, TieOrderWarning,
+            tie_message(self._where, spec.time, tied[0].get(spec.engine_time),
+                        spec.tie_columns, tied, (*spec.partition, spec.engine_time)))
 
     def close(self) -> pa.RecordBatch | None:
         """The partition's rows ended: the output rows of the matches that waited for time

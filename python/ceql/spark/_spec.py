@@ -73,6 +73,7 @@ from ._times import has_zone, to_strptime
 
 __all__ = [
     "INTERNAL_TIME_COLUMN",
+    "WARNED_ARGUMENT",
     "CallInfo",
     "MatchSpec",
     "bound_columns",
@@ -84,6 +85,9 @@ __all__ = [
 
 #: The column a task adds with the times read from text (option time_format); Python only.
 INTERNAL_TIME_COLUMN = INTERNAL_PREFIX + "time"
+#: The named argument ``ceql.spark.match``/``run`` add: the query's compile-time warnings
+#: were issued in the caller's process already, so ``analyze`` does not say them again.
+WARNED_ARGUMENT = "_warned"
 
 
 def quote_identifier(name: str) -> str:
@@ -169,6 +173,9 @@ class MatchSpec:
     request_partition_by: tuple[str, ...] = ()
     request_order_by: tuple[str, ...] = ()
     output_names: tuple[str, ...] = field(default=())
+    #: the columns after the time that order the rows (None: an ORDER BY expression that is
+    #: not a column orders them too); rows equal in all of them come in any order
+    tie_columns: tuple[str, ...] | None = ()
 
     @property
     def engine_time(self) -> str:
@@ -362,6 +369,18 @@ def _check_from(q: ceql.Query, call: CallInfo, names: Sequence[str]) -> None:
             "ceql.spark.run(spark, query)).")
 
 
+def _order_column(sql: str, schema: StructType) -> str | None:
+    """The column an ORDER BY expression (its SQL text) is, or None for anything else."""
+    text = sql.strip()
+    if len(text) > 1 and text[0] == text[-1] == "`":
+        text = text[1:-1].replace("``", "`")
+    names = [f.name for f in schema.fields]
+    if text in names:
+        return text
+    folded = [n for n in names if n.lower() == text.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
 def _windows(q: ceql.Query, one_substream: bool) -> tuple[float | None, int | None]:
     """The WITHIN bound a task may use to forget old rows: (seconds, events)."""
     w = q.ast.within
@@ -432,11 +451,14 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
             "cannot be PARTITION BY; drop it (the query's own PARTITION BY still applies)."
         )
     spark_partitioned = bool(partition) and not consume_any and not call.single_partition
-    order = [_time_order(time, pattern, fmt), *call.order_by[1:]]
-    order += [quote_identifier(c)
-              for c in _columns(_option(options, OPTION_TIE_BREAK), schema, OPTION_TIE_BREAK)]
+    ties = _columns(_option(options, OPTION_TIE_BREAK), schema, OPTION_TIE_BREAK)
     if INTERNAL_FROM_ORDER_COLUMN in names:
-        order.append(quote_identifier(INTERNAL_FROM_ORDER_COLUMN))
+        ties.append(INTERNAL_FROM_ORDER_COLUMN)
+    order = [_time_order(time, pattern, fmt), *call.order_by[1:],
+             *(quote_identifier(c) for c in ties)]
+    by_call = [_order_column(e, schema) for e in call.order_by[1:]]
+    tie_columns = (None if None in by_call
+                   else tuple(dict.fromkeys([c for c in by_call if c is not None] + ties)))
     events = tuple(n for n in names if not n.startswith(INTERNAL_PREFIX))
     seconds, n_events = _windows(q, spark_partitioned or not partition)
     spec = MatchSpec(
@@ -452,7 +474,7 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
         request_partition_by=tuple(quote_identifier(c) for c in partition)
         if spark_partitioned else (),
         request_order_by=tuple(order),
-        time_format=fmt, time_pattern=pattern,
+        time_format=fmt, time_pattern=pattern, tie_columns=tie_columns,
     )
     out = output_schema(spec, schema)
     return replace(spec, output_names=tuple(f.name for f in out.fields))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import pickle
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -186,7 +187,9 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
             f"match: over a stream the time column is a TIMESTAMP or a number; {time!r} holds "
             f"text. Convert it first, e.g. .withColumn({time!r}, to_timestamp({time!r}, "
             "'yyyy-MM-dd HH:mm:ss')).")
-    spec = plan_match(schema, options, CallInfo(partition_by=parts))
+    with warnings.catch_warnings():  # compile_on_driver has issued them
+        warnings.simplefilter("ignore", ceql.CeqlWarning)
+        spec = plan_match(schema, options, CallInfo(partition_by=parts))
     time_field = next(f for f in schema.fields if f.name == spec.time)
     kind = time_field.dataType
     if not isinstance(kind, TimestampType) and not (

@@ -32,9 +32,10 @@ from ceql.constants import (
 )
 
 from ._errors import MatchCeqlError
+from ._notices import key_of, say
 from ._pushdown import prefilter
 from ._runner import MatchRunner, partition_starts
-from ._spec import CallInfo, MatchSpec, output_schema, plan_match
+from ._spec import WARNED_ARGUMENT, CallInfo, MatchSpec, output_schema, plan_match
 
 __all__ = ["MatchAnalysis", "MatchCeql"]
 
@@ -50,7 +51,7 @@ class MatchAnalysis(AnalyzeResult):
 
 def _table_and_options(args: tuple[AnalyzeArgument, ...],
                        kwargs: Mapping[str, AnalyzeArgument]
-                       ) -> tuple[StructType, dict[str, Any], CallInfo]:
+                       ) -> tuple[StructType, dict[str, Any], CallInfo, bool]:
     tables = [a for a in (*args, *kwargs.values()) if a.isTable]
     if len(tables) != 1:
         raise MatchCeqlError(
@@ -73,9 +74,27 @@ def _table_and_options(args: tuple[AnalyzeArgument, ...],
     call = CallInfo.from_json(options.pop(CALL_ARGUMENT, None))
     if options.pop(PREFILTER_ARGUMENT, None) == PREFILTER_ON:
         call = replace(call, prefilter=True)
+    warned = options.pop(WARNED_ARGUMENT, None) is not None
     schema = tables[0].dataType
     assert isinstance(schema, StructType)
-    return schema, options, call
+    return schema, options, call, warned
+
+
+def _planned(schema: StructType, options: dict[str, Any], call: CallInfo,
+             warned: bool) -> MatchSpec:
+    """:func:`plan_match`, its warnings said once per query to the session's console
+    (:mod:`ceql.spark._notices`) rather than printed by this worker — or not at all when the
+    caller's process has issued them already (``warned``: ``ceql.spark.match``, ``run``)."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", ceql.CeqlWarning)
+        spec = plan_match(schema, options, call)
+    for w in said:
+        if not issubclass(w.category, ceql.CeqlWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif not warned:
+            message = str(w.message)
+            say(key_of(spec.query, w.category.__name__, message), w.category, message)
+    return spec
 
 
 def _with_prefilter(out: StructType, spec: MatchSpec, schema: StructType) -> StructType:
@@ -114,8 +133,8 @@ class MatchCeql:
     def analyze(*args: AnalyzeArgument, **kwargs: AnalyzeArgument) -> AnalyzeResult:
         """Compile the query, derive the output schema, request partitioning and ordering."""
         try:
-            schema, options, call = _table_and_options(args, kwargs)
-            spec = plan_match(schema, options, call)
+            schema, options, call, warned = _table_and_options(args, kwargs)
+            spec = _planned(schema, options, call, warned)
         except MatchCeqlError as e:
             raise PySparkValueError(str(e)) from None
         except ceql.CeqlError as e:
