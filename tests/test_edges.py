@@ -200,6 +200,42 @@ def test_last_with_an_edge_is_refused_with_a_caret() -> None:
     assert e.value.line == 1 and e.value.column == 32
 
 
+_READ_DROPPED = [{"type": "B", "x": 1}, {"type": "A", "x": 1}, {"type": "A", "x": 2},
+                 {"type": "C", "x": 0}, {"type": "B", "x": 2}, {"type": "C", "x": 5}]
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    # trailing: the B at 4 (x = 2) forbids only what starts with the A at 2 and ends before it
+    ("A AS a ; C AS c ; NOT B AS n", [(3, 1, (3,)), (5, 2, (5,)), (5, 1, (5,))]),
+    # leading: the B at 0 (x = 1) forbids what starts with the A at 1 (within 5 events)
+    ("NOT B AS n ; A AS a ; C AS c", [(3, 2, (3,)), (5, 2, (5,))]),
+])
+def test_an_edge_condition_reads_a_variable_the_select_list_leaves_out(
+        where: str, expected: list[tuple[int, int, tuple[int, ...]]]) -> None:
+    text = f"SELECT c FROM S WHERE {where} FILTER n[x = a.x] WITHIN 5 EVENTS"
+    q = ceql.compile(text)
+    got = [(m.end_position, m.start_position, m.positions) for m in q.run(_READ_DROPPED)]
+    assert got == expected
+    assert all(m.variables == {"c": (m.positions[0],)} for m in q.run(_READ_DROPPED))
+    ref = reference_matches(parse(text), _READ_DROPPED)
+    check_against_reference(keys(q.run(_READ_DROPPED)), ref, None)
+
+
+def test_an_edge_projection_gives_each_output_once() -> None:
+    """Two complex events that differ only in a left-out variable are one output (and LIMIT
+    counts outputs)."""
+    rows = [{"type": "A", "x": 1}, {"type": "A", "x": 1}, {"type": "C", "x": 0},
+            {"type": "B", "x": 2}]
+    text = ("SELECT c FROM S WHERE (A AS a)+ ; C AS c ; NOT B AS n FILTER n[x = a.x] "
+            "WITHIN 5 EVENTS")
+    got = [(m.end_position, m.start_position, m.positions)
+           for m in ceql.compile(text).run(rows)]
+    # starts 0 ({0,2}, {0,1,2}) and 1 ({1,2}); the B at 3 has x = 2: nothing is forbidden
+    assert got == [(2, 1, (2,)), (2, 0, (2,))]
+    limited = ceql.compile(text + " LIMIT 1").run(rows)
+    assert [(m.start_position, m.positions) for m in limited] == [(1, (2,))]
+
+
 def test_keep_events_on_waiting_matches() -> None:
     q = ceql.compile("SELECT * FROM S WHERE A ; NOT B WITHIN 2 EVENTS")
     ev = q.evaluator(keep_events=True)

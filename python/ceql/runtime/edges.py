@@ -7,11 +7,14 @@ positions). The automaton is built without them (:attr:`ceql.automata.CEA.leadin
 ``trailing``), and this stage filters what its enumerator gives.
 
 Both checks read only the interval (a NOT's atoms read only β's own attributes), and both
-pass more often the earlier ``i`` is. So NEXT (whose choice has the earliest start of all) and
-MAX (a superset starts no later) choose among the passing complex events exactly when they
-choose among all and the choice is checked after; LAST would not, and is refused at compile
-time. LIMIT and CONSUME BY count only passing complex events, so the enumerator runs without
-them and they are applied here.
+pass more often the earlier ``i`` is (a leading NOT's β events that count lie in
+``[key(j) − ε, i)``, which only grows with ``i``). So NEXT (whose choice has the earliest start
+of all) and MAX (a superset starts no later) choose among the passing complex events exactly
+when they choose among all and the choice is checked after; LAST would not, and is refused at
+compile time. Where the NOT's conditions read a variable the SELECT list leaves out, the
+automaton is unprojected and this stage projects (:attr:`Edges.project`) after the check.
+LIMIT and CONSUME BY count only passing complex events, so the enumerator runs without them and
+they are applied here.
 
 A trailing check waits: a complex event is final once the input has passed ``key(i) + ε`` —
 an event with a larger key (of any partition for a time or attribute window, of its own for a
@@ -28,6 +31,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from itertools import product
 from typing import Any, NamedTuple
 
@@ -161,6 +165,7 @@ class Edges:
         "lead_fn",
         "limit",
         "parts",
+        "project",
         "released",
         "row",
         "ticks",
@@ -173,12 +178,18 @@ class Edges:
                  events: bool, limit: int | None, consume: str | None,
                  lead_conds: tuple[N.FilterAtom, ...] = (),
                  trail_conds: tuple[N.FilterAtom, ...] = (),
-                 query: N.Query | None = None) -> None:
+                 query: N.Query | None = None,
+                 project: frozenset[str] | None = None) -> None:
         self.lead_fn: Callable[[int], bool] | None = (
             guard_fn(leading) if leading is not None else None)
         self.trail_fn: Callable[[int], bool] | None = (
             guard_fn(trailing) if trailing is not None else None)
         #: conditions on the NOT's name that read the match: (its name, compiled), or None
+        #: the SELECT list when this stage projects (the automaton kept every variable, as
+        #: the NOT's conditions read one the list leaves out); None: nothing to project
+        self.project = project
+        if query is not None and project is not None:
+            query = replace(query, select=None)
         shown = _shown_as(query) if query is not None else {}
         self.lead_conds = _compiled(lead_conds, shown)
         self.trail_conds = _compiled(trail_conds, shown)
@@ -387,7 +398,7 @@ class Edges:
                 # each is released by the first event with a later key
                 at = positions[np.searchsorted(wkeys, [e[0] for e in due], side="right")]
                 at_l = at.tolist()
-                out = [(at_l[i], due[i][5]) for i in self._survivors(due)]
+                out = [(at_l[i], m) for i, m in self._survivors(due)]
             self._prune_time(last)
         self.released = out
 
@@ -424,6 +435,8 @@ class Edges:
             return
         out: list[Match] = []
         enough = max(limit, 1) if limit >= 0 else -1  # LIMIT 0 still consumes
+        project = self.project
+        seen: dict[tuple[int, tuple[int, ...]], Match] = {}
         for chunk in chunks:
             for m in chunk:
                 start = m._start
@@ -431,6 +444,11 @@ class Edges:
                     continue
                 if lead is not None and _led(lead, floor, lconds, m, value):
                     continue
+                if project is not None:
+                    pm = _projected(m, project, seen)
+                    if pm is None:
+                        continue  # an output already given (its labels joined)
+                    m = pm
                 out.append(m)
                 if len(out) == enough:
                     break
@@ -476,18 +494,22 @@ class Edges:
 
     def _release_sorted(self, due: list[_Entry]) -> list[Match]:
         """The survivors among ``due`` (in order; an end position's entries together)."""
-        return [due[i][5] for i in self._survivors(due)]
+        return [m for _, m in self._survivors(due)]
 
-    def _survivors(self, due: list[_Entry]) -> list[int]:
-        """The indices of :meth:`_release_sorted`'s survivors in ``due``."""
-        out: list[int] = []
+    def _survivors(self, due: list[_Entry]) -> list[tuple[int, Match]]:
+        """:meth:`_release_sorted`'s survivors, each with its index in ``due`` (projected
+        when this stage projects)."""
+        out: list[tuple[int, Match]] = []
         limit = self.limit
         tconds = self.trail_conds
+        project = self.project
+        seen: dict[tuple[int, tuple[int, ...]], Match] = {}
         count = 0
         last_end = -1
         for i, (_, j, _, d, key, m) in enumerate(due):
             if j != last_end:
                 last_end, count = j, 0
+                seen = {}
             p = self.parts[key]
             trail = p.trail
             assert trail is not None
@@ -497,11 +519,16 @@ class Edges:
                     continue
             elif _blocked(trail, trail.after(j, d), tconds, m, self.value):
                 continue
+            if project is not None:
+                pm = _projected(m, project, seen)
+                if pm is None:
+                    continue  # an output already given (its labels joined)
+                m = pm
             if limit is not None:
                 if count >= limit:
                     continue
                 count += 1
-            out.append(i)
+            out.append((i, m))
         return out
 
     def advance(self, key: Any) -> list[Match]:
@@ -766,6 +793,32 @@ def _holds(c: Condition, name: str, beta: Any, events: tuple[Any, ...],
     av = tuple(aggs)
     check = c.check
     return all(check(combo, av) == TRUE for combo in product(*choices))
+
+
+def _projected(m: Match, select: frozenset[str],
+               seen: dict[tuple[int, tuple[int, ...]], Match]) -> Match | None:
+    """``m`` with only the positions of the SELECT list's variables (its interval kept);
+    None when ``seen`` (the outputs of its end so far) holds it already — its labels are then
+    joined there, as one output shows every binding."""
+    keep = [k for k, lab in enumerate(m._labels) if lab is not None and lab & select]
+    positions = tuple([m.positions[k] for k in keep])
+    labels = tuple([m._labels[k] & select for k in keep])
+    key = (m._start[2], positions)
+    old = seen.get(key)
+    if old is not None:
+        if old._labels != labels:
+            old._labels = tuple([a | b for a, b in zip(old._labels, labels, strict=True)])
+        return None
+    pm = object.__new__(Match)
+    pm._start = m._start
+    pm._end = m._end
+    pm.positions = positions
+    pm._labels = labels
+    events = getattr(m, "_events", None)
+    if events is not None:
+        pm._events = tuple([events[k] for k in keep])
+    seen[key] = pm
+    return pm
 
 
 def _end_rank(e: _Entry) -> tuple[int, int]:

@@ -114,7 +114,7 @@ class Evaluation:
         if cea.leading is not None or cea.trailing is not None:
             self.edges = Edges(cea.leading, cea.trailing, w is not None and
                                w.kind == WITHIN_EVENTS, limit, consume,
-                               cea.leading_conds, cea.trailing_conds, ast)
+                               cea.leading_conds, cea.trailing_conds, ast, cea.edge_select)
             self.edges.eps = eps
             limit, consume = None, CONSUME_NONE
         if cea.scopes:  # (conditions of a leading or trailing NOT are not scopes)
