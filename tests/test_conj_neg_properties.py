@@ -133,11 +133,14 @@ def _drop_everywhere(f: A.Formula, names: set[str], negated: set[str]) -> A.Form
 
 
 def _evaluable(q: A.Query) -> A.Query:
-    """``q`` with NEXT for LAST with a leading or trailing NOT; where ceql refuses one, without
-    the atoms on negated variables that read other events it refuses."""
+    """``q``; where ceql refuses it, without the atoms on negated variables that read other
+    events it refuses, and then, for SELECT LAST with a leading or trailing NOT that ceql
+    still refuses (a trailing one; a leading one with conditions between events), NEXT."""
+    strict = _evaluable_strict(q)
+    fallback = strict
     if q.strategy == "LAST" and _edges(q) != (False, False):
-        q = replace(q, strategy="NEXT")
-    return _compilable(q, _evaluable_strict(q), edges=True)
+        fallback = _compilable(strict, replace(strict, strategy="NEXT"), edges=True)
+    return _compilable(q, fallback, edges=True)
 
 
 def _evaluable_strict(q: A.Query) -> A.Query:

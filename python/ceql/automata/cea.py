@@ -108,6 +108,10 @@ class CEA:
     #: out: the automaton then marks every variable (as ``SELECT *``, the list's names among
     #: the labels) and the edge stage projects after its check (None: projected here)
     edge_select: frozenset[str] | None = None
+    #: SELECT LAST with a leading NOT: the automaton is determinized under ALL and keeps
+    #: every run whatever its start, and the edge stage picks the last complex event that
+    #: passes (``runtime/edges.py``)
+    edge_last: bool = False
 
     @property
     def initial(self) -> int:
@@ -823,7 +827,12 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     edges = builder.edges
     for neg in edges.values():
         _check_edge_conds(neg, query)
-    dropped = _dropped_reads(edges, query)
+    edge_last = bool(edges) and query.strategy == "LAST"
+    if edge_last:
+        _check_edge_last(edges, builder.scopes)
+    # the edge stage projects where it needs the events a SELECT list leaves out: those its
+    # conditions read, or (LAST) every event, as LAST compares D before the projection
+    dropped = _dropped_reads(edges, query) or (edge_last and query.select is not None)
     select = frozenset(query.select) if query.select is not None and not dropped else None
     shown = frozenset(output_variables(query if not dropped else replace(query, select=None)))
     if dropped:  # the edge stage projects: the list's names are labels too
@@ -836,19 +845,31 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     cea = replace(cea, mandatory=mandatory_elements(query.where, atoms))
     if not edges:
         return cea
-    if query.strategy == "LAST":
-        span = next(iter(edges.values())).node.span
-        raise CeqlValidationError(
-            "SELECT LAST with a leading or trailing NOT is not evaluated yet (the last "
-            "complex event that passes the NOT need not be LAST's choice among all); use "
-            "SELECT NEXT, MAX or ALL, or a NOT between two elements",
-            line=span.line, column=span.column)
     lead, trail = edges.get("leading"), edges.get("trailing")
     return replace(cea, leading=None if lead is None else lead.kill(),
                    trailing=None if trail is None else trail.kill(),
                    leading_conds=tuple(lead.conds) if lead is not None else (),
                    trailing_conds=tuple(trail.conds) if trail is not None else (),
-                   edge_select=frozenset(query.select or ()) if dropped else None)
+                   edge_select=frozenset(query.select or ()) if dropped else None,
+                   edge_last=edge_last)
+
+
+def _check_edge_last(edges: dict[str, _Neg], scopes: list[tuple[ScopeLeaf, ...]]) -> None:
+    """SELECT LAST with a leading or trailing NOT: evaluated for a leading one on an
+    automaton without conditions between events."""
+    for where in ("trailing", "leading"):
+        neg = edges.get(where)
+        if neg is None:
+            continue
+        if where == "trailing" or scopes:
+            span = neg.node.span
+            why = ("a trailing NOT" if where == "trailing"
+                   else "a leading NOT and conditions between events")
+            raise CeqlValidationError(
+                f"SELECT LAST with {why} is not evaluated yet (the last complex event that "
+                "passes the NOT need not be LAST's choice among all); use SELECT NEXT, MAX or "
+                "ALL, or a NOT between two elements",
+                line=span.line, column=span.column)
 
 
 def _check_edge_conds(neg: _Neg, query: A.Query) -> None:

@@ -46,7 +46,7 @@ from ..predicates.guards import GuardTree, guard_fn
 from ..predicates.values import PY_CMP, TRUE, cmp3, is_num, norm
 from .match import Match
 from .partitions import Partition
-from .tecs import MAX_START_KEY, Node
+from .tecs import KIND_POS, LABEL, LEFT, MAX_START, MAX_START_KEY, NEXT, RIGHT, Node
 
 __all__ = ["EdgeEnumerator", "Edges"]
 
@@ -161,6 +161,7 @@ class Edges:
         "events",
         "heap",
         "keeps",
+        "last",
         "lead_conds",
         "lead_fn",
         "limit",
@@ -179,7 +180,7 @@ class Edges:
                  lead_conds: tuple[N.FilterAtom, ...] = (),
                  trail_conds: tuple[N.FilterAtom, ...] = (),
                  query: N.Query | None = None,
-                 project: frozenset[str] | None = None) -> None:
+                 project: frozenset[str] | None = None, last: bool = False) -> None:
         self.lead_fn: Callable[[int], bool] | None = (
             guard_fn(leading) if leading is not None else None)
         self.trail_fn: Callable[[int], bool] | None = (
@@ -188,6 +189,9 @@ class Edges:
         #: the SELECT list when this stage projects (the automaton kept every variable, as
         #: the NOT's conditions read one the list leaves out); None: nothing to project
         self.project = project
+        #: SELECT LAST with a leading NOT: this stage chooses (:meth:`last_chain`) among the
+        #: complex events of an automaton determinized under ALL that keeps every start
+        self.last = last
         if query is not None and project is not None:
             query = replace(query, select=None)
         shown = _shown_as(query) if query is not None else {}
@@ -403,9 +407,12 @@ class Edges:
         self.released = out
 
     # ------------------------------------------------------------------ matches
-    def admit(self, P: Partition, chunks: Iterator[list[Match]], pos: int,
-              wkey: Any) -> Iterator[list[Match]]:
-        """The complex events ending at ``pos`` that pass (those that must wait are kept)."""
+    def admit(self, P: Partition, chunks: Iterator[list[Match]] | None, pos: int,
+              wkey: Any, chosen: Callable[[Node | None], Iterator[list[Match]]] | None = None,
+              accs: list[Node] | None = None) -> Iterator[list[Match]]:
+        """The complex events ending at ``pos`` that pass (those that must wait are kept).
+        Under SELECT LAST (:attr:`last`), ``chunks`` is None: ``chosen`` enumerates the chain
+        :func:`last_chain` picks among ``accs``."""
         if self.events:  # substream positions in this stage's own frame
             p, sub = self._sub(P.key, pos)
             off = sub - wkey
@@ -415,6 +422,11 @@ class Edges:
         eps = self.eps
         lead = p.lead
         floor = jkey - eps
+        if chunks is None:
+            assert chosen is not None and accs is not None and lead is not None
+            # (None: LAST's choice starts outside the window, nothing at this end)
+            chain = last_chain(accs, lead, floor, wkey - eps, off)
+            chunks = chosen(chain)
         trail = p.trail
         limit = self.limit if self.limit is not None else -1
         consumed = max(self.consumed, p.consumed)
@@ -821,6 +833,91 @@ def _projected(m: Match, select: frozenset[str],
     return pm
 
 
+def last_chain(accs: list[Node], lead: _Betas, floor: Any, window: Any,
+               off: Any = 0) -> Node | None:
+    """SELECT LAST among the complex events below ``accs`` (one path each: the automaton is
+    deterministic) that pass a leading NOT without conditions on the match — those that
+    start before every β event of key ``floor`` or later —, as a new chain; None when none
+    passes or the choice starts before ``window`` (a start key: outside WITHIN, so nothing
+    is output). ``off`` turns the tECS's window keys into ``lead``'s (a window in events
+    counts this stage's own substream positions).
+
+    LAST compares two sets by the largest position in one only, so the walk goes down from
+    the end keeping the nodes that agree so far, takes the largest next position among those
+    from which a passing start can still be reached, and stops at a start only where no such
+    position is left (a longer set wins over its subset). Each node is looked at a bounded
+    number of times, and the walk stops once every node it keeps starts before ``window`` (the
+positions it takes only go down, and a start outside the window passes): polynomial, never
+the ALL set."""
+    i = bisect_left(lead.keys, floor, lead.lo)
+    if i == len(lead.pos):
+        limit = None  # no β within the window: every start passes
+    else:
+        limit = lead.pos[i]  # the latest start that passes: the first such β
+        below = lead.keys[i] - off  # a start with a smaller key (this frame) is before it
+    fails: set[int] = set()  # nodes below which no start passes
+
+    def ok(n: Node) -> bool:
+        """Whether a start that passes lies below ``n`` (iterative; failures memoized)."""
+        if limit is None:
+            return True
+        todo = [n]
+        seen: list[int] = []
+        while todo:
+            x = todo.pop()
+            k = id(x)
+            if x[MAX_START_KEY] < below:  # every start below comes before the β
+                fails.difference_update(seen)
+                return True
+            if k in fails:
+                continue
+            fails.add(k)
+            seen.append(k)
+            if x[KIND_POS] < 0:
+                todo += [c for c in (x[LEFT], x[RIGHT]) if c is not None]  # right first
+            elif x[NEXT] is None:
+                if x[KIND_POS] <= limit:
+                    fails.difference_update(seen)
+                    return True
+            else:
+                todo.append(x[NEXT])
+        return False
+
+    # frontier: the nodes reached with the positions chosen so far, each with the labels
+    # of the path that reached it (latest first, linked)
+    frontier: list[tuple[Node, Any]] = [(a, None) for a in accs]
+    while True:
+        leaves: list[tuple[Node, Any]] = []
+        seen: set[int] = set()
+        todo = frontier[::-1]
+        while todo:
+            x, back = todo.pop()
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            if x[KIND_POS] < 0:
+                todo += [(c, back) for c in (x[RIGHT], x[LEFT]) if c is not None]
+            else:
+                leaves.append((x, back))
+        outs = [(x, b) for x, b in leaves if x[NEXT] is not None and ok(x[NEXT])]
+        if all(x[MAX_START_KEY] < window for x, _ in outs) and not any(
+                x[MAX_START_KEY] >= window and ok(x) for x, _ in leaves if x[NEXT] is None):
+            # every path left starts outside the window: the choice does too, or none passes
+            return None
+        if outs:
+            top = max(x[KIND_POS] for x, _ in outs)
+            frontier = [(x[NEXT], (x, b)) for x, b in outs if x[KIND_POS] == top]
+            continue
+        starts = [(x, b) for x, b in leaves if x[NEXT] is None and ok(x)]
+        if not starts:
+            return None
+        node, back = starts[0]
+        while back is not None:  # rebuilt bottom-up over the start
+            x, back = back
+            node = (node[MAX_START], node[MAX_START_KEY], x[KIND_POS], node, x[LABEL])
+        return node
+
+
 def _end_rank(e: _Entry) -> tuple[int, int]:
     return e[1], e[2]
 
@@ -853,4 +950,11 @@ class EdgeEnumerator:
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
              tkey: Any) -> Iterator[list[Match]]:
+        if self.edges.last:
+            def chosen(chain: Node | None) -> Iterator[list[Match]]:
+                if chain is None:
+                    return iter(())
+                return self.inner.emit(P, [chain], pos, wkey, tkey)  # type: ignore[no-any-return]
+
+            return self.edges.admit(P, None, pos, wkey, chosen, accs)
         return self.edges.admit(P, self.inner.emit(P, accs, pos, wkey, tkey), pos, wkey)
