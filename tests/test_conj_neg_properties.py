@@ -3,11 +3,12 @@ random queries with ``AND`` and ``NOT`` (``conj_neg`` generators of ``tests/stra
 mixed with every other operator and clause, through the same checks as
 ``tests/test_properties.py`` (row, chunked and Arrow feeds, stream order).
 
-Atoms on a negated variable that read other events are not evaluated yet (compiling one says
-so), so the generated queries lose them before the checks, and SELECT LAST with a leading or
-trailing NOT (also refused) becomes SELECT NEXT. A trailing NOT makes matches wait for time to
-pass: for those the checks feed in pieces, then ``close()``, and compare everything in order
-with ``Query.run`` (which closes at the end) — where batches are cut must not matter.
+Atoms on a negated variable that ceql does not evaluate yet (compiling one says so) are
+dropped from the generated queries before the checks, and SELECT LAST with a leading or
+trailing NOT and conditions between events (also refused) becomes SELECT NEXT. A trailing
+NOT makes matches wait for time to pass: for those the checks feed in pieces, then
+``close()``, and compare everything in order with ``Query.run`` (which closes at the end) —
+where batches are cut must not matter.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def _drop_everywhere(f: A.Formula, names: set[str], negated: set[str]) -> A.Form
 def _evaluable(q: A.Query) -> A.Query:
     """``q``; where ceql refuses it, without the atoms on negated variables that read other
     events it refuses, and then, for SELECT LAST with a leading or trailing NOT that ceql
-    still refuses (a trailing one; a leading one with conditions between events), NEXT."""
+    still refuses (with conditions between events), NEXT."""
     strict = _evaluable_strict(q)
     fallback = strict
     if q.strategy == "LAST" and _edges(q) != (False, False):

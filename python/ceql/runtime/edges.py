@@ -44,6 +44,7 @@ from ..ir import output_variables, variable_leaves
 from ..predicates.between import Condition, agg_start, agg_step, aggregate, compile_condition
 from ..predicates.guards import GuardTree, guard_fn
 from ..predicates.values import PY_CMP, TRUE, cmp3, is_num, norm
+from .edge_last import last_prefers
 from .match import Match
 from .partitions import Partition
 from .tecs import KIND_POS, LABEL, LEFT, MAX_START, MAX_START_KEY, NEXT, RIGHT, Node
@@ -51,8 +52,9 @@ from .tecs import KIND_POS, LABEL, LEFT, MAX_START, MAX_START_KEY, NEXT, RIGHT, 
 __all__ = ["EdgeEnumerator", "Edges"]
 
 # A pending complex event: (release deadline, end position, rank at its end, its own
-# deadline, partition key, the match). The first three are unique, so matches never compare.
-_Entry = tuple[Any, int, int, Any, tuple[Any, ...], Match]
+# deadline, partition key, the match — or under SELECT LAST the choices waiting for the NOT).
+# The first three are unique, so matches never compare.
+_Entry = tuple[Any, int, int, Any, tuple[Any, ...], "Match | _LastWait"]
 _PRUNE_ROWS = 4096  #: rows between two prunings on the row path
 
 
@@ -422,12 +424,16 @@ class Edges:
         eps = self.eps
         lead = p.lead
         floor = jkey - eps
+        trail = p.trail
         if chunks is None:
-            assert chosen is not None and accs is not None and lead is not None
+            assert chosen is not None and accs is not None
+            if trail is not None:  # the choice waits for the first β after the end
+                self._wait_last(p, P.key, pos, accs, floor, wkey - eps, off, chosen)
+                return
+            assert lead is not None
             # (None: LAST's choice starts outside the window, nothing at this end)
             chain = last_chain(accs, lead, floor, wkey - eps, off)
             chunks = chosen(chain)
-        trail = p.trail
         limit = self.limit if self.limit is not None else -1
         consumed = max(self.consumed, p.consumed)
         lconds = self.lead_conds
@@ -475,6 +481,37 @@ class Edges:
             if limit == 0:
                 return
             yield out
+
+    def _wait_last(self, p: _Part, key: tuple[Any, ...], pos: int, accs: list[Node],
+                   floor: Any, window: Any, off: Any,
+                   chosen: Callable[[Node | None], Iterator[list[Match]]]) -> None:
+        """SELECT LAST with a trailing NOT: the complex events ending at ``pos`` (chains, one
+        per start, :mod:`.edge_last`) that pass a leading NOT are those with a start key
+        below the first β after the end minus ε: LAST's choice for each such bound (the
+        best of a prefix by start) waits until the best of all is final, then the first β
+        after the end says which bound holds (:meth:`_survivors`)."""
+        lead = p.lead
+        if lead is not None:  # a start after a β within the window of the end fails
+            i = bisect_left(lead.keys, floor, lead.lo)
+            if i < len(lead.pos):
+                limit, below = lead.pos[i], lead.keys[i] - off
+                accs = [c for c in accs
+                        if c[MAX_START_KEY] < below or _start_of(c) <= limit]
+        best: Node | None = None
+        answers: list[tuple[Any, Match | None]] = []  # (start key, the best up to it)
+        for c in sorted(accs, key=_start_key):
+            if best is not None and not last_prefers(c, best):
+                continue
+            best = c
+            m: Match | None = None
+            if c[MAX_START_KEY] >= window:
+                m = next(m for chunk in chosen(c) for m in chunk)
+            answers.append((c[MAX_START_KEY] + off, m))
+        if best is None or answers[-1][1] is None:
+            return  # no choice, or it starts outside the window: nothing at this end
+        d = answers[-1][0] + self.eps
+        heap = p.pending if self.events else self.heap
+        heapq.heappush(heap, (d, pos, 0, d, key, _LastWait(tuple(answers))))
 
     def _wait(self, p: _Part, key: tuple[Any, ...], pos: int,
               waiting: list[tuple[Any, Match]]) -> None:
@@ -525,7 +562,12 @@ class Edges:
             p = self.parts[key]
             trail = p.trail
             assert trail is not None
-            if tconds is None:
+            if isinstance(m, _LastWait):
+                chosen = m.pick(trail.first_after(j), self.eps)
+                if chosen is None:
+                    continue
+                m = chosen
+            elif tconds is None:
                 b = trail.first_after(j)
                 if b is not None and b <= d:
                     continue
@@ -916,6 +958,50 @@ the ALL set."""
             x, back = back
             node = (node[MAX_START], node[MAX_START_KEY], x[KIND_POS], node, x[LABEL])
         return node
+
+
+class _LastWait:
+    """SELECT LAST with a trailing NOT: the choices at one end for each bound on the start
+    key (ascending; None where the choice starts outside the window), waiting for the NOT."""
+
+    __slots__ = ("answers",)
+
+    def __init__(self, answers: tuple[tuple[Any, Match | None], ...]) -> None:
+        self.answers = answers
+
+    def __getstate__(self) -> tuple[tuple[Any, Match | None], ...]:
+        return self.answers
+
+    def __setstate__(self, state: tuple[tuple[Any, Match | None], ...]) -> None:
+        self.answers = state
+
+    @property
+    def start_position(self) -> int:
+        """The earliest start it may output."""
+        return min(m.start_position for _, m in self.answers if m is not None)
+
+    def pick(self, beta: Any, eps: Any) -> Match | None:
+        """The output once the first β after the end has key ``beta`` (None: none within
+        the window): LAST's choice among the starts with a key below ``beta − ε``."""
+        if beta is None:
+            return self.answers[-1][1]
+        out = None
+        for k, m in self.answers:
+            if k >= beta - eps:
+                break
+            out = m
+        return out
+
+
+def _start_of(chain: Node) -> int:
+    """The start position of a chain without unions."""
+    while chain[NEXT] is not None:
+        chain = chain[NEXT]
+    return chain[KIND_POS]  # type: ignore[no-any-return]
+
+
+def _start_key(chain: Node) -> Any:
+    return chain[MAX_START_KEY]
 
 
 def _end_rank(e: _Entry) -> tuple[int, int]:
