@@ -10,9 +10,11 @@ Both checks read only the interval (a NOT's atoms read only β's own attributes)
 pass more often the earlier ``i`` is (a leading NOT's β events that count lie in
 ``[key(j) − ε, i)``, which only grows with ``i``). So NEXT (whose choice has the earliest start
 of all) and MAX (a superset starts no later) choose among the passing complex events exactly
-when they choose among all and the choice is checked after; LAST would not, and is refused at
-compile time. Where the NOT's conditions read a variable the SELECT list leaves out, the
-automaton is unprojected and this stage projects (:attr:`Edges.project`) after the check.
+when they choose among all and the choice is checked after. LAST would not: its automaton
+keeps runs apart by start (:mod:`.edge_last`) and :func:`last_chain` (a trailing NOT:
+:class:`_LastWait`) chooses among those that pass. Where the NOT's conditions read a variable
+the SELECT list leaves out, the automaton is unprojected and this stage projects
+(:attr:`Edges.project`) after the check.
 LIMIT and CONSUME BY count only passing complex events, so the enumerator runs without them and
 they are applied here.
 
@@ -191,8 +193,8 @@ class Edges:
         #: the SELECT list when this stage projects (the automaton kept every variable, as
         #: the NOT's conditions read one the list leaves out); None: nothing to project
         self.project = project
-        #: SELECT LAST with a leading NOT: this stage chooses (:meth:`last_chain`) among the
-        #: complex events of an automaton determinized under ALL that keeps every start
+        #: SELECT LAST with a leading or trailing NOT: this stage chooses (:func:`last_chain`,
+        #: :class:`_LastWait`) among the chains of :mod:`.edge_last`
         self.last = last
         if query is not None and project is not None:
             query = replace(query, select=None)
