@@ -1,17 +1,18 @@
-"""SELECT LAST with a leading NOT: Algorithm 1 with runs kept apart by their start.
+"""SELECT LAST with a leading or trailing NOT: Algorithm 1 with runs kept apart by start.
 
-A leading NOT passes a complex event ``[i, j]`` iff no β event lies in ``[key(j) − ε, i)``:
-whether it passes depends only on its start (and end). LAST must pick the last complex event
-among those that pass, so the automaton (determinized under ALL) keeps, per state, the chain
-LAST prefers **per start** — two runs in one state with one start share their future and
-their fate under the NOT, and LAST compares two sets by the largest position in one only,
-which a common continuation does not change — and one chain for every start outside the
-window together: such complex events are never output but compete (the strategy comes before
-WITHIN), and they all pass (no β can lie within ε of their end before their start). So a
-state holds at most one chain per start within the window, plus one; the edge stage
-(:func:`ceql.runtime.edges.last_chain`) picks among the accepting ones. Chains are tECS nodes
-without unions, held as a union-list (sorted by start, latest first), so snapshots, sweeps
-and ``oldest_start`` read them as any other.
+A leading NOT passes a complex event ``[i, j]`` iff no β event lies in ``[key(j) − ε, i)``, a
+trailing one iff none lies after ``j`` with a key of at most ``key(i) + ε``: whether it passes
+depends only on its start (and end). LAST must pick the last complex event among those that
+pass, so the automaton (determinized under ALL) keeps, per state, the chain LAST prefers
+**per start** — two runs in one state with one start share their future and their fate
+under the NOT, and LAST compares two sets by the largest position in one only, which a common
+continuation does not change — and one chain for every start outside the window together:
+such complex events are never output but compete (the strategy comes before WITHIN), and they
+all pass (no β can lie within ε of both ends). So a state holds at most one chain per start
+within the window, plus one; the edge stage (:func:`ceql.runtime.edges.last_chain`, or for a
+trailing NOT the choices it keeps per bound on the start) picks among the accepting ones.
+Chains are tECS nodes without unions, held as a union-list (sorted by start, latest first),
+so snapshots, sweeps and ``oldest_start`` read them as any other.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ def last_prefers(a: Node, b: Node) -> bool:
 
 
 class LastRuns(Runs):
-    """:class:`~ceql.runtime.algorithm.Runs` for SELECT LAST with a leading NOT (see the
-    module docstring): no unions, one chain per (state, start within the window), one per
+    """:class:`~ceql.runtime.algorithm.Runs` for SELECT LAST with a leading or trailing NOT
+    (see the module docstring): no unions, one chain per (state, start within the window), one per
     state for every older start; nothing expires. CONSUME BY is the edge stage's."""
 
     __slots__ = ()

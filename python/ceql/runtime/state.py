@@ -101,7 +101,7 @@ class Evaluation:
         self.clock = Clock(time, w.attr if w is not None and w.kind == WITHIN_ATTR else None,
                            time_format)
         _, cea = query.automaton(type_key, stream_key)
-        # (SELECT LAST with a leading NOT: runs hold no window, so no FIFO cuts them)
+        # (SELECT LAST with an edge NOT: runs hold no unions, so no FIFO cuts them)
         self.parts = Partitions(self.dfa.g0, eps is not None and not cea.edge_last)
         self.runs: Runs | RegisterRuns
         self.enum: Enumerator | EdgeEnumerator
@@ -129,7 +129,7 @@ class Evaluation:
                                            plan.full_d, self.parts, consume)
             self.inert = RegisterInertness(plan, self.dfa.g0)
         else:
-            # SELECT LAST with a leading NOT: runs kept apart by start, none expires (the edge
+            # SELECT LAST with an edge NOT: runs kept apart by start, none expires (the edge
             # stage chooses)
             self.runs = (LastRuns if cea.edge_last else Runs)(self.dfa, self.parts, eps,
                                                              consume)
@@ -222,7 +222,7 @@ class Evaluation:
     def prune_eps(self) -> Any:
         """The window bound runs expire by (None: they do not; NEXT, LAST and MAX over
         conditions between events rank every start before WITHIN cuts, and so does SELECT
-        LAST with a leading NOT, whose runs hold no window)."""
+        LAST with a leading or trailing NOT, whose old starts compete)."""
         runs = self.runs
         if isinstance(runs, LastRuns) or (isinstance(runs, RegisterRuns) and runs.ranked):
             return None
