@@ -4,12 +4,14 @@ mixed with every other operator and clause, through the same checks as
 ``tests/test_properties.py`` (row, chunked and Arrow feeds, stream order).
 
 Every atom on a negated variable of a NOT between two elements is kept (reading variables
-bound before or after the NOT, the NOT under ``+`` or in an operand of AND inside the FILTER);
-what ceql still refuses about leading and trailing NOTs (SELECT LAST with one, conditions of one
-that read the match under other strategies) is taken out: LAST becomes NEXT, and those atoms
-are dropped. A trailing NOT makes matches wait for time to
-pass: for those the checks feed in pieces, then ``close()``, and compare everything in order
-with ``Query.run`` (which closes at the end) — where batches are cut must not matter.
+bound before or after the NOT, the NOT under ``+`` or in an operand of AND inside the FILTER),
+and so are the conditions of a leading or trailing NOT under ALL/ANY/STRICT (SELECT lists
+leaving out what they read too). What ceql still refuses (SELECT LAST with a leading or
+trailing NOT and conditions between events; conditions of an edge NOT that read the match
+under NEXT, LAST or MAX) is taken out: such a LAST becomes NEXT, and those atoms are dropped.
+A trailing NOT makes matches wait for time to pass: for those the checks feed in pieces, then
+``close()``, and compare everything in order with ``Query.run`` (which closes at the end) —
+where batches are cut must not matter.
 """
 
 from __future__ import annotations
@@ -135,11 +137,14 @@ def _drop_everywhere(f: A.Formula, names: set[str], negated: set[str]) -> A.Form
 
 
 def _evaluable(q: A.Query) -> A.Query:
-    """``q`` with NEXT for LAST with a leading or trailing NOT; where ceql refuses one, without
-    the atoms on negated variables that read other events it refuses."""
+    """``q``; where ceql refuses it, without the atoms on negated variables that read other
+    events it refuses, and then, for SELECT LAST with a leading or trailing NOT that ceql
+    still refuses (with conditions between events), NEXT."""
+    strict = _evaluable_strict(q)
+    fallback = strict
     if q.strategy == "LAST" and _edges(q) != (False, False):
-        q = replace(q, strategy="NEXT")
-    return _compilable(q, _evaluable_strict(q), edges=True)
+        fallback = _compilable(strict, replace(strict, strategy="NEXT"), edges=True)
+    return _compilable(q, fallback, edges=True)
 
 
 def _evaluable_strict(q: A.Query) -> A.Query:
@@ -154,8 +159,8 @@ def _evaluable_strict(q: A.Query) -> A.Query:
             if flag:
                 edge_names |= _negated_names(elems[i][0])  # type: ignore[arg-type]
     # conditions of a leading or trailing NOT that read the match are evaluated complex event
-    # by complex event: under ALL/ANY/STRICT with every variable they read reported
-    keep_edges = q.strategy in ("ALL", "ANY", "STRICT") and q.select is None
+    # by complex event: under ALL/ANY/STRICT (SELECT lists leaving out what they read too)
+    keep_edges = q.strategy in ("ALL", "ANY", "STRICT")
     dropped = set() if keep_edges else edge_names
     return replace(q, where=_drop_everywhere(q.where, set(), dropped))
 
@@ -260,6 +265,24 @@ def test_pieces_and_close_equal_run_with_leading_and_trailing_not(
         case: Case, data: st.DataObject) -> None:
     """Rows in pieces, Arrow in pieces, then close(): the same matches in the same order as
     ``Query.run``; a match is never output before its end was fed."""
+    _check_pieces(case, data)
+
+
+@PROFILE
+@given(cases(mixed=False, correlated=True, conj_neg=True).map(_edge_case), st.data())
+def test_pieces_and_close_equal_run_with_edges_and_conditions_between_events(
+        case: Case, data: st.DataObject) -> None:
+    """As above, with conditions of the NOTs that read the match (SELECT lists leaving out
+    what they read included), and ``Query.run`` against the reference."""
+    q, events, time = case
+    note(f"query: {format_query(q)}\nevents: {events}\ntime={time!r}")
+    ref = reference_matches(q, events, time=time)
+    check_against_reference(keys(ceql.compile(format_query(q)).run(events, time=time)), ref,
+                            q.limit)
+    _check_pieces(case, data)
+
+
+def _check_pieces(case: Case, data: st.DataObject) -> None:
     q, events, time = case
     text = format_query(q)
     note(f"query: {text}\nevents: {events}\ntime={time!r}")

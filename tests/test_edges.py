@@ -36,7 +36,7 @@ def edge_queries(draw: st.DrawFn) -> str:
     body = draw(st.sampled_from(_BODIES))
     where = f"{lead}{body}{trail}"
     conds = []
-    strategy = draw(st.sampled_from(["ALL", "ANY", "NEXT", "MAX", "STRICT"]))
+    strategy = draw(st.sampled_from(["ALL", "ANY", "NEXT", "MAX", "STRICT", "LAST", "LAST"]))
     # conditions that read the match: judged complex event by complex event (ALL/ANY/STRICT)
     between = strategy in ("ALL", "ANY", "STRICT")
     if "AS n" in lead:
@@ -193,11 +193,116 @@ def test_leading_not_no_quote_before_a_trade() -> None:
     assert [m.start_time for m in q.run(rows, time="t")] == [6, 13]
 
 
-def test_last_with_an_edge_is_refused_with_a_caret() -> None:
+def test_last_with_an_edge_and_conditions_between_events_is_refused_with_a_caret() -> None:
     with pytest.raises(ceql.CeqlValidationError) as e:
-        ceql.compile("SELECT LAST * FROM S WHERE A ; NOT B WITHIN 3 EVENTS").cea()
-    assert "SELECT LAST with a leading or trailing NOT is not evaluated yet" in str(e.value)
-    assert e.value.line == 1 and e.value.column == 32
+        ceql.compile("SELECT LAST * FROM S WHERE A AS a ; A AS b ; NOT B "
+                     "FILTER b[x > a.x] WITHIN 3 EVENTS").cea()
+    assert "SELECT LAST with a leading or trailing NOT and conditions between events is not " \
+           "evaluated yet" in str(e.value)
+    assert e.value.line == 1 and e.value.column == 46
+
+
+def test_last_with_a_trailing_not_waits_and_chooses_among_those_that_pass() -> None:
+    q = ceql.compile("SELECT LAST * FROM S WHERE A ; C ; NOT B WITHIN 2 EVENTS")
+    rows = [{"type": t} for t in "AACB"]
+    # ending at 2: {0,2} and {1,2}; the B at 3 is within 2 events of the start 1 only, so
+    # LAST's choice among all, {1,2}, fails and {0,2} is output — once the input has passed
+    # the window of {1,2} (here: at the end)
+    ev = q.evaluator()
+    assert ev.feed(rows[:3]) == []
+    assert ev.feed(rows[3:]) == []
+    assert [m.positions for m in ev.close()] == [(0, 2)]
+    ev = q.evaluator()
+    assert [m.positions for m in ev.feed([*rows, {"type": "D"}])] == [(0, 2)]
+    # without the B, {1,2} passes: final once the input ends
+    ev = q.evaluator()
+    assert ev.feed(rows[:3]) == []
+    assert [m.positions for m in ev.close()] == [(1, 2)]
+    for events in (rows, rows[:3]):
+        check_against_reference(keys(q.run(events)),
+                                reference_matches(parse("SELECT LAST * FROM S WHERE A ; C ; "
+                                                        "NOT B WITHIN 2 EVENTS"), events), None)
+
+
+_AABAAC = [{"type": t} for t in "AABAAC"]
+_XZYBZC = [{"type": t} for t in ["X", "Z", "Y", "B", "Z", "C"]]
+
+
+@pytest.mark.parametrize(("text", "events", "expected"), [
+    # ending at 5: {0,5} {1,5} {3,5} {4,5}; the B at 2 forbids the starts 3 and 4, so LAST
+    # chooses {1,5} among the two that pass (its choice among all, {4,5}, fails)
+    ("SELECT LAST * FROM S WHERE NOT B ; A ; C WITHIN 5 EVENTS", _AABAAC, [(5, 1, (1, 5))]),
+    # {0,5} starts outside the window (it passes: no β can be within WITHIN of 5 before 0)
+    # but loses to {1,5}
+    ("SELECT LAST * FROM S WHERE NOT B ; A ; C WITHIN 4 EVENTS", _AABAAC, [(5, 1, (1, 5))]),
+    # A+: {0,1,5} is the last that passes (every set with 3 or 4 starts after the B)
+    ("SELECT LAST * FROM S WHERE NOT B ; A+ ; C WITHIN 5 EVENTS", _AABAAC,
+     [(5, 0, (0, 1, 3, 4, 5))]),
+    # ending at 5: {0,2,5} (outside 4 events), {1,5}, {4,5} (the B at 3 forbids it); LAST
+    # prefers {0,2,5} to {1,5} (2 is the largest position in one only): it starts outside
+    # the window, so nothing — not {1,5}
+    ("SELECT LAST * FROM S WHERE NOT B ; ((X ; Y ; C) OR (Z ; C)) WITHIN 4 EVENTS", _XZYBZC,
+     []),
+    ("SELECT LAST * FROM S WHERE NOT B ; ((X ; Y ; C) OR (Z ; C)) WITHIN 5 EVENTS", _XZYBZC,
+     [(5, 0, (0, 2, 5))]),
+    # LAST compares D before the projection: {0,2,5} wins, then shows only its C
+    ("SELECT LAST C FROM S WHERE NOT B ; ((X ; Y ; C) OR (Z ; C)) WITHIN 5 EVENTS", _XZYBZC,
+     [(5, 0, (5,))]),
+])
+def test_last_with_a_leading_not_chooses_among_the_complex_events_that_pass(
+        text: str, events: list[dict[str, Any]],
+        expected: list[tuple[int, int, tuple[int, ...]]]) -> None:
+    q = ceql.compile(text)
+    assert [(m.end_position, m.start_position, m.positions) for m in q.run(events)] == expected
+    check_against_reference(keys(q.run(events)), reference_matches(parse(text), events), None)
+    batch = pa.RecordBatch.from_pydict({"type": [e["type"] for e in events]})
+    ev = q.evaluator()
+    assert keys(ev.feed(batch) + ev.close()) == keys(q.run(events))
+
+
+def test_last_with_a_leading_not_per_partition_and_in_time() -> None:
+    rows = [{"type": t, "k": k, "t": i} for i, (t, k) in enumerate(
+        [("A", 1), ("A", 2), ("A", 1), ("B", 1), ("A", 2), ("A", 1), ("C", 1), ("C", 2)])]
+    q = ceql.compile("SELECT LAST * FROM S WHERE NOT B ; A ; C PARTITION BY [k] "
+                     "WITHIN 10 SECONDS")
+    # k=1: A 0, A 2, B 3, A 5, C 6 — the B forbids the start 5: {2,6}; k=2: no B: {4,7}
+    assert [m.positions for m in q.run(rows, time="t")] == [(2, 6), (4, 7)]
+
+
+_READ_DROPPED = [{"type": "B", "x": 1}, {"type": "A", "x": 1}, {"type": "A", "x": 2},
+                 {"type": "C", "x": 0}, {"type": "B", "x": 2}, {"type": "C", "x": 5}]
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    # trailing: the B at 4 (x = 2) forbids only what starts with the A at 2 and ends before it
+    ("A AS a ; C AS c ; NOT B AS n", [(3, 1, (3,)), (5, 2, (5,)), (5, 1, (5,))]),
+    # leading: the B at 0 (x = 1) forbids what starts with the A at 1 (within 5 events)
+    ("NOT B AS n ; A AS a ; C AS c", [(3, 2, (3,)), (5, 2, (5,))]),
+])
+def test_an_edge_condition_reads_a_variable_the_select_list_leaves_out(
+        where: str, expected: list[tuple[int, int, tuple[int, ...]]]) -> None:
+    text = f"SELECT c FROM S WHERE {where} FILTER n[x = a.x] WITHIN 5 EVENTS"
+    q = ceql.compile(text)
+    got = [(m.end_position, m.start_position, m.positions) for m in q.run(_READ_DROPPED)]
+    assert got == expected
+    assert all(m.variables == {"c": (m.positions[0],)} for m in q.run(_READ_DROPPED))
+    ref = reference_matches(parse(text), _READ_DROPPED)
+    check_against_reference(keys(q.run(_READ_DROPPED)), ref, None)
+
+
+def test_an_edge_projection_gives_each_output_once() -> None:
+    """Two complex events that differ only in a left-out variable are one output (and LIMIT
+    counts outputs)."""
+    rows = [{"type": "A", "x": 1}, {"type": "A", "x": 1}, {"type": "C", "x": 0},
+            {"type": "B", "x": 2}]
+    text = ("SELECT c FROM S WHERE (A AS a)+ ; C AS c ; NOT B AS n FILTER n[x = a.x] "
+            "WITHIN 5 EVENTS")
+    got = [(m.end_position, m.start_position, m.positions)
+           for m in ceql.compile(text).run(rows)]
+    # starts 0 ({0,2}, {0,1,2}) and 1 ({1,2}); the B at 3 has x = 2: nothing is forbidden
+    assert got == [(2, 1, (2,)), (2, 0, (2,))]
+    limited = ceql.compile(text + " LIMIT 1").run(rows)
+    assert [(m.start_position, m.positions) for m in limited] == [(1, (2,))]
 
 
 def test_keep_events_on_waiting_matches() -> None:

@@ -128,7 +128,8 @@ class Query:
         hit = dfas.get(key)
         if hit is None:
             atoms, cea = self.automaton(type_key, stream_key)
-            hit = dfas[key] = (atoms, DFA(cea, self.plan.strategy, self.max_states))
+            hit = dfas[key] = (atoms, DFA(cea, "ALL" if cea.edge_last else self.plan.strategy,
+                                      self.max_states))
         return hit
 
     def register_plan(self, type_key: str, stream_key: str, full_d: bool) -> RegisterPlan:

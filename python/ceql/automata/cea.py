@@ -109,6 +109,14 @@ class CEA:
     trailing_conds: tuple[A.FilterAtom, ...] = ()
     #: row conditions every match has an event for (:mod:`.mandatory`; lazy evaluation)
     mandatory: tuple[Mandatory, ...] = ()
+    #: the SELECT list when a leading or trailing NOT's conditions read a variable it leaves
+    #: out: the automaton then marks every variable (as ``SELECT *``, the list's names among
+    #: the labels) and the edge stage projects after its check (None: projected here)
+    edge_select: frozenset[str] | None = None
+    #: SELECT LAST with a leading or trailing NOT: the automaton is determinized under ALL, keeps
+    #: runs apart by start (none expires), and the edge stage picks the last complex event that
+    #: passes (``runtime/edges.py``)
+    edge_last: bool = False
 
     @property
     def initial(self) -> int:
@@ -836,36 +844,52 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     builder = _Builder(atoms, top_sequence(query.where))
     fr = builder.build(query.where)
     builder.finish(fr)
-    select = frozenset(query.select) if query.select is not None else None
-    shown = frozenset(output_variables(query))
+    edges = builder.edges
+    for neg in edges.values():
+        _check_edge_conds(neg, query)
+    edge_last = bool(edges) and query.strategy == "LAST"
+    if edge_last:
+        _check_edge_last(edges, builder.scopes)
+    # the edge stage projects where it needs the events a SELECT list leaves out: those its
+    # conditions read, or (LAST) every event, as LAST compares D before the projection
+    dropped = _dropped_reads(edges, query) or (edge_last and query.select is not None)
+    select = frozenset(query.select) if query.select is not None and not dropped else None
+    shown = frozenset(output_variables(query if not dropped else replace(query, select=None)))
+    if dropped:  # the edge stage projects: the list's names are labels too
+        shown |= frozenset(query.select or ())
     trans: Iterable[Transition] = (_frozen(r, select, shown) for r in _records(fr.rope))
     if query.strategy == "STRICT":
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
         trans = [t for t in trans if t.mark]
     cea = _trim(fr.init, fr.finals, trans, tuple(builder.scopes))
     cea = replace(cea, mandatory=mandatory_elements(query.where, atoms))
-    edges = builder.edges
     if not edges:
         return cea
-    if query.strategy == "LAST":
-        span = next(iter(edges.values())).node.span
-        raise CeqlValidationError(
-            "SELECT LAST with a leading or trailing NOT is not evaluated yet (the last "
-            "complex event that passes the NOT need not be LAST's choice among all); use "
-            "SELECT NEXT, MAX or ALL, or a NOT between two elements",
-            line=span.line, column=span.column)
     lead, trail = edges.get("leading"), edges.get("trailing")
-    for neg in edges.values():
-        _check_edge_conds(neg, query)
     return replace(cea, leading=None if lead is None else lead.kill(),
                    trailing=None if trail is None else trail.kill(),
                    leading_conds=tuple(lead.conds) if lead is not None else (),
-                   trailing_conds=tuple(trail.conds) if trail is not None else ())
+                   trailing_conds=tuple(trail.conds) if trail is not None else (),
+                   edge_select=frozenset(query.select or ()) if dropped else None,
+                   edge_last=edge_last)
+
+
+def _check_edge_last(edges: dict[str, _Neg], scopes: list[tuple[ScopeLeaf, ...]]) -> None:
+    """SELECT LAST with a leading or trailing NOT: evaluated on an automaton without
+    conditions between events (runs kept apart by start, ``runtime/edge_last.py``)."""
+    if not scopes:
+        return
+    span = next(iter(edges.values())).node.span
+    raise CeqlValidationError(
+        "SELECT LAST with a leading or trailing NOT and conditions between events is not "
+        "evaluated yet (the last complex event that passes the NOT need not be LAST's choice "
+        "among all); use SELECT NEXT, MAX or ALL, or a NOT between two elements",
+        line=span.line, column=span.column)
 
 
 def _check_edge_conds(neg: _Neg, query: A.Query) -> None:
     """Conditions of a leading or trailing NOT that read the match: checked on its complex
-    events, so only where those are judged one by one, and with the events they read."""
+    events, so only where those are judged one by one."""
     if not neg.conds:
         return
     leaf = neg.conds[0]
@@ -876,14 +900,16 @@ def _check_edge_conds(neg: _Neg, query: A.Query) -> None:
             f"the match ({leaf.var}[…]) is not evaluated yet (whether a complex event passes "
             "then depends on its events, not only on where it starts); use SELECT ALL",
             line=span.line, column=span.column)
-    if query.select is not None:
-        read: set[str] = set()
+
+
+def _dropped_reads(edges: dict[str, _Neg], query: A.Query) -> bool:
+    """Whether a leading or trailing NOT's conditions read a variable the SELECT list leaves
+    out (the check needs its events, so the automaton keeps them)."""
+    if query.select is None:
+        return False
+    read: set[str] = set()
+    for neg in edges.values():
         for c in neg.conds:
             read |= condition_refs(c.var, c.pred)
-        dropped = sorted(read - set(query.select))
-        if dropped:
-            raise CeqlValidationError(
-                f"{leaf.var}[…] reads {', '.join(dropped)}, which the SELECT list leaves out: "
-                "not evaluated yet; SELECT it too (or SELECT *)",
-                line=span.line, column=span.column)
-
+        read.discard(neg.name or "")
+    return bool(read - set(query.select))

@@ -7,11 +7,16 @@ positions). The automaton is built without them (:attr:`ceql.automata.CEA.leadin
 ``trailing``), and this stage filters what its enumerator gives.
 
 Both checks read only the interval (a NOT's atoms read only β's own attributes), and both
-pass more often the earlier ``i`` is. So NEXT (whose choice has the earliest start of all) and
-MAX (a superset starts no later) choose among the passing complex events exactly when they
-choose among all and the choice is checked after; LAST would not, and is refused at compile
-time. LIMIT and CONSUME BY count only passing complex events, so the enumerator runs without
-them and they are applied here.
+pass more often the earlier ``i`` is (a leading NOT's β events that count lie in
+``[key(j) − ε, i)``, which only grows with ``i``). So NEXT (whose choice has the earliest start
+of all) and MAX (a superset starts no later) choose among the passing complex events exactly
+when they choose among all and the choice is checked after. LAST would not: its automaton
+keeps runs apart by start (:mod:`.edge_last`) and :func:`last_chain` (a trailing NOT:
+:class:`_LastWait`) chooses among those that pass. Where the NOT's conditions read a variable
+the SELECT list leaves out, the automaton is unprojected and this stage projects
+(:attr:`Edges.project`) after the check.
+LIMIT and CONSUME BY count only passing complex events, so the enumerator runs without them and
+they are applied here.
 
 A trailing check waits: a complex event is final once the input has passed ``key(i) + ε`` —
 an event with a larger key (of any partition for a time or attribute window, of its own for a
@@ -28,6 +33,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from itertools import product
 from typing import Any, NamedTuple
 
@@ -40,15 +46,17 @@ from ..ir import output_variables, variable_leaves
 from ..predicates.between import Condition, agg_start, agg_step, aggregate, compile_condition
 from ..predicates.guards import GuardTree, guard_fn
 from ..predicates.values import PY_CMP, TRUE, cmp3, is_num, norm
+from .edge_last import last_prefers
 from .match import Match
 from .partitions import Partition
-from .tecs import MAX_START_KEY, Node
+from .tecs import KIND_POS, LABEL, LEFT, MAX_START, MAX_START_KEY, NEXT, RIGHT, Node
 
 __all__ = ["EdgeEnumerator", "Edges"]
 
 # A pending complex event: (release deadline, end position, rank at its end, its own
-# deadline, partition key, the match). The first three are unique, so matches never compare.
-_Entry = tuple[Any, int, int, Any, tuple[Any, ...], Match]
+# deadline, partition key, the match — or under SELECT LAST the choices waiting for the NOT).
+# The first three are unique, so matches never compare.
+_Entry = tuple[Any, int, int, Any, tuple[Any, ...], "Match | _LastWait"]
 _PRUNE_ROWS = 4096  #: rows between two prunings on the row path
 
 
@@ -157,10 +165,12 @@ class Edges:
         "events",
         "heap",
         "keeps",
+        "last",
         "lead_conds",
         "lead_fn",
         "limit",
         "parts",
+        "project",
         "released",
         "row",
         "ticks",
@@ -173,12 +183,21 @@ class Edges:
                  events: bool, limit: int | None, consume: str | None,
                  lead_conds: tuple[N.FilterAtom, ...] = (),
                  trail_conds: tuple[N.FilterAtom, ...] = (),
-                 query: N.Query | None = None) -> None:
+                 query: N.Query | None = None,
+                 project: frozenset[str] | None = None, last: bool = False) -> None:
         self.lead_fn: Callable[[int], bool] | None = (
             guard_fn(leading) if leading is not None else None)
         self.trail_fn: Callable[[int], bool] | None = (
             guard_fn(trailing) if trailing is not None else None)
         #: conditions on the NOT's name that read the match: (its name, compiled), or None
+        #: the SELECT list when this stage projects (the automaton kept every variable, as
+        #: the NOT's conditions read one the list leaves out); None: nothing to project
+        self.project = project
+        #: SELECT LAST with a leading or trailing NOT: this stage chooses (:func:`last_chain`,
+        #: :class:`_LastWait`) among the chains of :mod:`.edge_last`
+        self.last = last
+        if query is not None and project is not None:
+            query = replace(query, select=None)
         shown = _shown_as(query) if query is not None else {}
         self.lead_conds = _compiled(lead_conds, shown)
         self.trail_conds = _compiled(trail_conds, shown)
@@ -387,14 +406,17 @@ class Edges:
                 # each is released by the first event with a later key
                 at = positions[np.searchsorted(wkeys, [e[0] for e in due], side="right")]
                 at_l = at.tolist()
-                out = [(at_l[i], due[i][5]) for i in self._survivors(due)]
+                out = [(at_l[i], m) for i, m in self._survivors(due)]
             self._prune_time(last)
         self.released = out
 
     # ------------------------------------------------------------------ matches
-    def admit(self, P: Partition, chunks: Iterator[list[Match]], pos: int,
-              wkey: Any) -> Iterator[list[Match]]:
-        """The complex events ending at ``pos`` that pass (those that must wait are kept)."""
+    def admit(self, P: Partition, chunks: Iterator[list[Match]] | None, pos: int,
+              wkey: Any, chosen: Callable[[Node | None], Iterator[list[Match]]] | None = None,
+              accs: list[Node] | None = None) -> Iterator[list[Match]]:
+        """The complex events ending at ``pos`` that pass (those that must wait are kept).
+        Under SELECT LAST (:attr:`last`), ``chunks`` is None: ``chosen`` enumerates the chain
+        :func:`last_chain` picks among ``accs``."""
         if self.events:  # substream positions in this stage's own frame
             p, sub = self._sub(P.key, pos)
             off = sub - wkey
@@ -405,6 +427,15 @@ class Edges:
         lead = p.lead
         floor = jkey - eps
         trail = p.trail
+        if chunks is None:
+            assert chosen is not None and accs is not None
+            if trail is not None:  # the choice waits for the first β after the end
+                self._wait_last(p, P.key, pos, accs, floor, wkey - eps, off, chosen)
+                return
+            assert lead is not None
+            # (None: LAST's choice starts outside the window, nothing at this end)
+            chain = last_chain(accs, lead, floor, wkey - eps, off)
+            chunks = chosen(chain)
         limit = self.limit if self.limit is not None else -1
         consumed = max(self.consumed, p.consumed)
         lconds = self.lead_conds
@@ -424,6 +455,8 @@ class Edges:
             return
         out: list[Match] = []
         enough = max(limit, 1) if limit >= 0 else -1  # LIMIT 0 still consumes
+        project = self.project
+        seen: dict[tuple[int, tuple[int, ...]], Match] = {}
         for chunk in chunks:
             for m in chunk:
                 start = m._start
@@ -431,6 +464,11 @@ class Edges:
                     continue
                 if lead is not None and _led(lead, floor, lconds, m, value):
                     continue
+                if project is not None:
+                    pm = _projected(m, project, seen)
+                    if pm is None:
+                        continue  # an output already given (its labels joined)
+                    m = pm
                 out.append(m)
                 if len(out) == enough:
                     break
@@ -445,6 +483,37 @@ class Edges:
             if limit == 0:
                 return
             yield out
+
+    def _wait_last(self, p: _Part, key: tuple[Any, ...], pos: int, accs: list[Node],
+                   floor: Any, window: Any, off: Any,
+                   chosen: Callable[[Node | None], Iterator[list[Match]]]) -> None:
+        """SELECT LAST with a trailing NOT: the complex events ending at ``pos`` (chains, one
+        per start, :mod:`.edge_last`) that pass a leading NOT are those with a start key
+        below the first β after the end minus ε: LAST's choice for each such bound (the
+        best of a prefix by start) waits until the best of all is final, then the first β
+        after the end says which bound holds (:meth:`_survivors`)."""
+        lead = p.lead
+        if lead is not None:  # a start after a β within the window of the end fails
+            i = bisect_left(lead.keys, floor, lead.lo)
+            if i < len(lead.pos):
+                limit, below = lead.pos[i], lead.keys[i] - off
+                accs = [c for c in accs
+                        if c[MAX_START_KEY] < below or _start_of(c) <= limit]
+        best: Node | None = None
+        answers: list[tuple[Any, Match | None]] = []  # (start key, the best up to it)
+        for c in sorted(accs, key=_start_key):
+            if best is not None and not last_prefers(c, best):
+                continue
+            best = c
+            m: Match | None = None
+            if c[MAX_START_KEY] >= window:
+                m = next(m for chunk in chosen(c) for m in chunk)
+            answers.append((c[MAX_START_KEY] + off, m))
+        if best is None or answers[-1][1] is None:
+            return  # no choice, or it starts outside the window: nothing at this end
+        d = answers[-1][0] + self.eps
+        heap = p.pending if self.events else self.heap
+        heapq.heappush(heap, (d, pos, 0, d, key, _LastWait(tuple(answers))))
 
     def _wait(self, p: _Part, key: tuple[Any, ...], pos: int,
               waiting: list[tuple[Any, Match]]) -> None:
@@ -476,32 +545,46 @@ class Edges:
 
     def _release_sorted(self, due: list[_Entry]) -> list[Match]:
         """The survivors among ``due`` (in order; an end position's entries together)."""
-        return [due[i][5] for i in self._survivors(due)]
+        return [m for _, m in self._survivors(due)]
 
-    def _survivors(self, due: list[_Entry]) -> list[int]:
-        """The indices of :meth:`_release_sorted`'s survivors in ``due``."""
-        out: list[int] = []
+    def _survivors(self, due: list[_Entry]) -> list[tuple[int, Match]]:
+        """:meth:`_release_sorted`'s survivors, each with its index in ``due`` (projected
+        when this stage projects)."""
+        out: list[tuple[int, Match]] = []
         limit = self.limit
         tconds = self.trail_conds
+        project = self.project
+        seen: dict[tuple[int, tuple[int, ...]], Match] = {}
         count = 0
         last_end = -1
         for i, (_, j, _, d, key, m) in enumerate(due):
             if j != last_end:
                 last_end, count = j, 0
+                seen = {}
             p = self.parts[key]
             trail = p.trail
             assert trail is not None
-            if tconds is None:
+            if isinstance(m, _LastWait):
+                chosen = m.pick(trail.first_after(j), self.eps)
+                if chosen is None:
+                    continue
+                m = chosen
+            elif tconds is None:
                 b = trail.first_after(j)
                 if b is not None and b <= d:
                     continue
             elif _blocked(trail, trail.after(j, d), tconds, m, self.value):
                 continue
+            if project is not None:
+                pm = _projected(m, project, seen)
+                if pm is None:
+                    continue  # an output already given (its labels joined)
+                m = pm
             if limit is not None:
                 if count >= limit:
                     continue
                 count += 1
-            out.append(i)
+            out.append((i, m))
         return out
 
     def advance(self, key: Any) -> list[Match]:
@@ -768,6 +851,161 @@ def _holds(c: Condition, name: str, beta: Any, events: tuple[Any, ...],
     return all(check(combo, av) == TRUE for combo in product(*choices))
 
 
+def _projected(m: Match, select: frozenset[str],
+               seen: dict[tuple[int, tuple[int, ...]], Match]) -> Match | None:
+    """``m`` with only the positions of the SELECT list's variables (its interval kept);
+    None when ``seen`` (the outputs of its end so far) holds it already — its labels are then
+    joined there, as one output shows every binding."""
+    keep = [k for k, lab in enumerate(m._labels) if lab is not None and lab & select]
+    positions = tuple([m.positions[k] for k in keep])
+    labels = tuple([m._labels[k] & select for k in keep])
+    key = (m._start[2], positions)
+    old = seen.get(key)
+    if old is not None:
+        if old._labels != labels:
+            old._labels = tuple([a | b for a, b in zip(old._labels, labels, strict=True)])
+        return None
+    pm = object.__new__(Match)
+    pm._start = m._start
+    pm._end = m._end
+    pm.positions = positions
+    pm._labels = labels
+    events = getattr(m, "_events", None)
+    if events is not None:
+        pm._events = tuple([events[k] for k in keep])
+    seen[key] = pm
+    return pm
+
+
+def last_chain(accs: list[Node], lead: _Betas, floor: Any, window: Any,
+               off: Any = 0) -> Node | None:
+    """SELECT LAST among the complex events below ``accs`` (one path each: the automaton is
+    deterministic) that pass a leading NOT without conditions on the match — those that
+    start before every β event of key ``floor`` or later —, as a new chain; None when none
+    passes or the choice starts before ``window`` (a start key: outside WITHIN, so nothing
+    is output). ``off`` turns the tECS's window keys into ``lead``'s (a window in events
+    counts this stage's own substream positions).
+
+    LAST compares two sets by the largest position in one only, so the walk goes down from
+    the end keeping the nodes that agree so far, takes the largest next position among those
+    from which a passing start can still be reached, and stops at a start only where no such
+    position is left (a longer set wins over its subset). Each node is looked at a bounded
+    number of times, and the walk stops once every node it keeps starts before ``window`` (the
+positions it takes only go down, and a start outside the window passes): polynomial, never
+the ALL set."""
+    i = bisect_left(lead.keys, floor, lead.lo)
+    if i == len(lead.pos):
+        limit = None  # no β within the window: every start passes
+    else:
+        limit = lead.pos[i]  # the latest start that passes: the first such β
+        below = lead.keys[i] - off  # a start with a smaller key (this frame) is before it
+    fails: set[int] = set()  # nodes below which no start passes
+
+    def ok(n: Node) -> bool:
+        """Whether a start that passes lies below ``n`` (iterative; failures memoized)."""
+        if limit is None:
+            return True
+        todo = [n]
+        seen: list[int] = []
+        while todo:
+            x = todo.pop()
+            k = id(x)
+            if x[MAX_START_KEY] < below:  # every start below comes before the β
+                fails.difference_update(seen)
+                return True
+            if k in fails:
+                continue
+            fails.add(k)
+            seen.append(k)
+            if x[KIND_POS] < 0:
+                todo += [c for c in (x[LEFT], x[RIGHT]) if c is not None]  # right first
+            elif x[NEXT] is None:
+                if x[KIND_POS] <= limit:
+                    fails.difference_update(seen)
+                    return True
+            else:
+                todo.append(x[NEXT])
+        return False
+
+    # frontier: the nodes reached with the positions chosen so far, each with the labels
+    # of the path that reached it (latest first, linked)
+    frontier: list[tuple[Node, Any]] = [(a, None) for a in accs]
+    while True:
+        leaves: list[tuple[Node, Any]] = []
+        seen: set[int] = set()
+        todo = frontier[::-1]
+        while todo:
+            x, back = todo.pop()
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            if x[KIND_POS] < 0:
+                todo += [(c, back) for c in (x[RIGHT], x[LEFT]) if c is not None]
+            else:
+                leaves.append((x, back))
+        outs = [(x, b) for x, b in leaves if x[NEXT] is not None and ok(x[NEXT])]
+        if all(x[MAX_START_KEY] < window for x, _ in outs) and not any(
+                x[MAX_START_KEY] >= window and ok(x) for x, _ in leaves if x[NEXT] is None):
+            # every path left starts outside the window: the choice does too, or none passes
+            return None
+        if outs:
+            top = max(x[KIND_POS] for x, _ in outs)
+            frontier = [(x[NEXT], (x, b)) for x, b in outs if x[KIND_POS] == top]
+            continue
+        starts = [(x, b) for x, b in leaves if x[NEXT] is None and ok(x)]
+        if not starts:
+            return None
+        node, back = starts[0]
+        while back is not None:  # rebuilt bottom-up over the start
+            x, back = back
+            node = (node[MAX_START], node[MAX_START_KEY], x[KIND_POS], node, x[LABEL])
+        return node
+
+
+class _LastWait:
+    """SELECT LAST with a trailing NOT: the choices at one end for each bound on the start
+    key (ascending; None where the choice starts outside the window), waiting for the NOT."""
+
+    __slots__ = ("answers",)
+
+    def __init__(self, answers: tuple[tuple[Any, Match | None], ...]) -> None:
+        self.answers = answers
+
+    def __getstate__(self) -> tuple[tuple[Any, Match | None], ...]:
+        return self.answers
+
+    def __setstate__(self, state: tuple[tuple[Any, Match | None], ...]) -> None:
+        self.answers = state
+
+    @property
+    def start_position(self) -> int:
+        """The earliest start it may output."""
+        return min(m.start_position for _, m in self.answers if m is not None)
+
+    def pick(self, beta: Any, eps: Any) -> Match | None:
+        """The output once the first β after the end has key ``beta`` (None: none within
+        the window): LAST's choice among the starts with a key below ``beta − ε``."""
+        if beta is None:
+            return self.answers[-1][1]
+        out = None
+        for k, m in self.answers:
+            if k >= beta - eps:
+                break
+            out = m
+        return out
+
+
+def _start_of(chain: Node) -> int:
+    """The start position of a chain without unions."""
+    while chain[NEXT] is not None:
+        chain = chain[NEXT]
+    return chain[KIND_POS]  # type: ignore[no-any-return]
+
+
+def _start_key(chain: Node) -> Any:
+    return chain[MAX_START_KEY]
+
+
 def _end_rank(e: _Entry) -> tuple[int, int]:
     return e[1], e[2]
 
@@ -800,4 +1038,11 @@ class EdgeEnumerator:
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
              tkey: Any) -> Iterator[list[Match]]:
+        if self.edges.last:
+            def chosen(chain: Node | None) -> Iterator[list[Match]]:
+                if chain is None:
+                    return iter(())
+                return self.inner.emit(P, [chain], pos, wkey, tkey)  # type: ignore[no-any-return]
+
+            return self.edges.admit(P, None, pos, wkey, chosen, accs)
         return self.edges.admit(P, self.inner.emit(P, accs, pos, wkey, tkey), pos, wkey)

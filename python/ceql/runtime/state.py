@@ -33,6 +33,7 @@ from ..predicates.atoms import Atom, TypeIs
 from ..predicates.mixing import WATCH
 from .algorithm import Runs
 from .correlated import RegisterEnumerator, RegisterInertness, RegisterRuns
+from .edge_last import LastRuns
 from .edges import EdgeEnumerator, Edges
 from .enumeration import Enumerator
 from .kept import KeptEvents
@@ -100,13 +101,14 @@ class Evaluation:
             eps = exact(w.amount)
         self.clock = Clock(time, w.attr if w is not None and w.kind == WITHIN_ATTR else None,
                            time_format)
-        self.parts = Partitions(self.dfa.g0, eps is not None)
+        _, cea = query.automaton(type_key, stream_key)
+        # (SELECT LAST with an edge NOT: runs hold no unions, so no FIFO cuts them)
+        self.parts = Partitions(self.dfa.g0, eps is not None and not cea.edge_last)
         self.runs: Runs | RegisterRuns
         self.enum: Enumerator | EdgeEnumerator
         self.inert: Inertness | RegisterInertness
         #: the register plan of a query with conditions between events (else None)
         self.plan: RegisterPlan | None = None
-        _, cea = query.automaton(type_key, stream_key)
         #: a leading or trailing NOT's checks (else None); LIMIT and CONSUME BY count only
         #: the complex events that pass them, so the enumerator then does neither
         self.edges: Edges | None = None
@@ -115,7 +117,8 @@ class Evaluation:
         if cea.leading is not None or cea.trailing is not None:
             self.edges = Edges(cea.leading, cea.trailing, w is not None and
                                w.kind == WITHIN_EVENTS, limit, consume,
-                               cea.leading_conds, cea.trailing_conds, ast)
+                               cea.leading_conds, cea.trailing_conds, ast, cea.edge_select,
+                               cea.edge_last)
             self.edges.eps = eps
             limit, consume = None, CONSUME_NONE
         if cea.scopes:  # (conditions of a leading or trailing NOT are not scopes)
@@ -127,7 +130,10 @@ class Evaluation:
                                            plan.full_d, self.parts, consume)
             self.inert = RegisterInertness(plan, self.dfa.g0)
         else:
-            self.runs = Runs(self.dfa, self.parts, eps, consume)
+            # SELECT LAST with an edge NOT: runs kept apart by start, none expires (the edge
+            # stage chooses)
+            self.runs = (LastRuns if cea.edge_last else Runs)(self.dfa, self.parts, eps,
+                                                             consume)
             self.enum = Enumerator(self.clock, eps, limit)
             self.inert = Inertness(self.dfa)
         if self.edges is not None:
@@ -225,15 +231,19 @@ class Evaluation:
     @property
     def prune_eps(self) -> Any:
         """The window bound runs expire by (None: they do not; NEXT, LAST and MAX over
-        conditions between events rank every start before WITHIN cuts)."""
+        conditions between events rank every start before WITHIN cuts, and so does SELECT
+        LAST with a leading or trailing NOT, whose old starts compete)."""
         runs = self.runs
-        return None if isinstance(runs, RegisterRuns) and runs.ranked else runs.eps
+        if isinstance(runs, LastRuns) or (isinstance(runs, RegisterRuns) and runs.ranked):
+            return None
+        return runs.eps
 
     def set_eps(self, eps: Any) -> None:
         """Set the window bound everywhere it is read."""
         self.runs.eps = eps
         self.enum.eps = eps
-        self.parts.windowed = eps is not None  # partitions made from now on keep a FIFO
+        # partitions made from now on keep a FIFO (not needed where runs hold no unions)
+        self.parts.windowed = eps is not None and not isinstance(self.runs, LastRuns)
 
     def times_decided(self) -> None:
         """The first timed event said whether times are timestamps: fix a time window's unit."""
