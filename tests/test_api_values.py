@@ -100,6 +100,18 @@ def test_a_time_compares_with_an_iso_string() -> None:
     assert caught(lambda: both(q, rows), ceql.ValueTypeWarning)
 
 
+def test_a_time_in_a_list_of_iso_strings() -> None:
+    rows = [{**e, "type": "A"} for e in PAIR]
+    q = "SELECT * FROM S WHERE A FILTER A[ts IN {'2020-01-01 00:01:40', '2021-01-01'}]"
+    assert both(q, rows) == [(1,)]
+    assert both("SELECT * FROM S WHERE A FILTER A[ts NOT IN {'2020-01-01'}]", rows) == [(1,)]
+    q = "SELECT * FROM S WHERE A FILTER A[ts IN {'soon'}]"
+    said = caught(lambda: both(q, rows), ceql.ValueTypeWarning)  # rows, then Arrow
+    assert len(said) == 2
+    assert all("compares a time with strings that write no time" in str(w.message)
+               for w in said), said
+
+
 def test_a_time_compared_with_a_number_is_warned_of() -> None:
     q = ceql.compile("SELECT * FROM S WHERE A FILTER A[ts > 5]")
     for feed in (PAIR, pa.Table.from_pylist(PAIR)):

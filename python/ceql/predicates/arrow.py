@@ -757,6 +757,8 @@ def _b_inset(spec: InSetSpec, x: _BV, n: int) -> Codes:
     if x.const:
         return _full(n, spec.row_code(x.py))
     fam = _family(x.kind)
+    if fam in TIMES and spec.strs:
+        raise Fallback  # a time among ISO 8601 texts: the row path's rules
     if fam == K_STR and spec.strs:
         codes = _str_in_codes(x.data, sorted(spec.strs))
     elif x.kind == _B_INT and spec.nums:

@@ -214,7 +214,9 @@ def batch_mixes(atom: Atom, kind_of: Callable[[str], int]) -> list[Mix]:
     elif isinstance(atom, _ast.InSet):
         kx = kind(atom.expr)
         kinds = {_literal_kind(v.value) for v in atom.values}
-        if (kx == _STR and kinds == {_NUM}) or (kx == _NUM and kinds == {_STR}):
+        if (kx == _STR and kinds == {_NUM}) or (kx == _NUM and kinds == {_STR}) or (
+                kx == _TIME and _STR in kinds
+                and not any(_writes_time(v) for v in atom.values)):
             out.append(Mix(atom, atom, tuple(sorted(attr_names(atom.expr)))))
     elif isinstance(atom, _ast.Like):
         kind(atom.expr)

@@ -7,6 +7,7 @@ to the general value model, because they run once per event and atom.
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -306,7 +307,8 @@ def _compile_row_inset(atom: _ast.InSet) -> RowFn:
     def inset(ev: Mapping[str, Any]) -> int:
         x = fx(ev)
         code = code_of(x)
-        if code == UNKNOWN and type(x) is not bool and isinstance(x, other):
+        if code == UNKNOWN and type(x) is not bool and (isinstance(x, other) or (
+                isinstance(x, _dt.date) and spec.strs and not spec.times_of(x))):
             report(atom, atom, ev)
         return NOT3[code] if negated else code
     return inset

@@ -330,8 +330,27 @@ class InSetSpec:
         if x is None:
             return UNKNOWN
         k = kind(x)
+        if k in TIMES and self.strs:
+            return self.time_code(x, k)
         s = self.nums if k == K_NUM else self.strs if k == K_STR else (
             self.bools if k == K_BOOL else None)
         if s and x in s:
             return TRUE
         return FALSE if self.only == k else UNKNOWN
+
+    def times_of(self, x: Any) -> bool:
+        """Whether some string of the list writes a time of ``x``'s kind."""
+        k = kind(x)
+        return any(time_of_text(v, k) is not None for v in self.strs)
+
+    def time_code(self, x: Any, k: int) -> int:
+        """The code of ``x IN values`` for a time ``x`` (of kind ``k``): the strings that
+        write a time of its kind in ISO 8601 are those times."""
+        times = [time_of_text(v, k) for v in self.strs]
+        try:
+            if any(t is not None and t == x for t in times):
+                return TRUE
+        except TypeError:
+            return UNKNOWN
+        every = self.only == K_STR and all(t is not None for t in times)
+        return FALSE if every else UNKNOWN

@@ -536,7 +536,8 @@ class ValueTypes:
             what = f"does arithmetic that has no value on {timed[0]} in{where}"
         else:
             others = [_kind_word(v) for v in values if v is not None and not _moment(v)]
-            other = others[0] if others else timed[-1] if len(timed) > 1 else "another value"
+            other = others[0] if others else timed[-1] if len(timed) > 1 else (
+                "strings that write no time" if isinstance(node, N.InSet) else "another value")
             what = f"compares {timed[0]} with {other} in{where}"
         return (f"Event {pos} {what}{details}. A time compares with a time, or with a string "
                 "that writes one in ISO 8601 ('2024-05-01 09:00:00'; with an offset for a "
