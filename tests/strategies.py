@@ -15,7 +15,7 @@ divisor, no empty literal RANGE.
 ``correlated_queries()`` (``cases(correlated=True)``, ``multi_cases(correlated=True)``) adds
 conditions between events to all of that: qualified attributes ``Y.attr`` over variables bound
 in the filtered formula (universal over every choice of events), ``PREV(attr)`` inside ``X[...]``
-(only where X can bind two events, else the validator refuses it), aggregates in ``X[...]`` and
+(where X can bind two events, and where it binds at most one: vacuous), aggregates in ``X[...]`` and
 in match conditions ``[P]`` (aggregates, qualified attributes and literals only), ``S>T`` as a
 variable (FILTER heads, SELECT lists, qualified attributes, aggregates), FILTERs inside
 iterations (checked per block). Without ``correlated`` every generator draws exactly what it
@@ -323,8 +323,9 @@ class Scope(NamedTuple):
     condition ``[P]``, which tests no event); ``names`` are the variables bound inside the
     filtered formula, which ``Y.attr`` and aggregates may name (``S>T`` ones too: the
     formatter writes them in backquotes);
-    ``prev``: whether ``PREV`` may appear (X can bind two events of one valuation there: else
-    the validator refuses ``PREV``, which could never reject anything)."""
+    ``prev``: whether ``PREV`` may appear (X a positive variable: where it binds at most one
+    event of a valuation the condition never rejects — valid, with a warning — and is drawn
+    too)."""
 
     var: str | None
     names: tuple[str, ...]
@@ -351,9 +352,27 @@ def _most_events(f: A.Formula) -> tuple[dict[str, int], int]:
     return counts, n
 
 
-def _runs(f: A.Formula) -> frozenset[str]:
-    """The variables that can bind two or more events of one valuation of ``f``."""
-    return frozenset(v for v, k in _most_events(f)[0].items() if k >= 2)
+def prev_on_one_event(q: A.Query) -> bool:
+    """True when some ``X[…PREV…]`` of ``q`` tests a variable that binds at most one event in
+    the formula its FILTER applies to (a condition that never rejects: drawn on purpose)."""
+    todo: list[A.Formula] = [q.where]
+    while todo:
+        f = todo.pop()
+        if isinstance(f, A.Filter):
+            counts = _most_events(f.formula)[0]
+            stack: list[A.FilterExpr] = [f.cond]
+            while stack:
+                c = stack.pop()
+                if isinstance(c, A.FilterAnd | A.FilterOr):
+                    stack += [c.left, c.right]
+                elif isinstance(c, A.FilterAtom) and counts.get(c.var, 0) <= 1 and any(
+                        isinstance(e, A.Prev) for e in expr_nodes(c.pred)):
+                    return True
+        if isinstance(f, A.Seq | A.Or | A.And):
+            todo += [f.left, f.right]
+        elif isinstance(f, A.As | A.Plus | A.Filter | A.Not):
+            todo.append(f.formula)
+    return False
 
 
 _AGG_FUNCS = ("COUNT", "COUNT", "SUM", "SUM", "AVG", "AVG", "MIN", "MAX", "FIRST", "LAST")
@@ -527,7 +546,7 @@ def _names(f: A.Formula) -> tuple[str, ...]:
 @st.composite
 def correlated_atoms(draw: st.DrawFn, var: str, filtered: A.Formula) -> A.FilterAtom:
     """``var[P]`` in a FILTER of the formula ``filtered``, ``P`` reading its variables."""
-    scope = Scope(var, _names(filtered), var in _runs(filtered))
+    scope = Scope(var, _names(filtered), True)
     return A.FilterAtom(var, draw(correlated_preds(scope)))
 
 
@@ -553,8 +572,8 @@ def _correlated_leaves(draw: st.DrawFn, filtered: A.Formula) -> A.FilterAtom | A
 def correlated_filter_conds(draw: st.DrawFn, filtered: A.Formula,
                             depth: int = 2) -> A.FilterExpr:
     """A FILTER condition for the formula ``filtered`` with conditions between its variables
-    (``Y.attr``), ``PREV`` (on variables that can bind two events there), aggregates and match
-    conditions ``[P]``, mixed with plain atoms."""
+    (``Y.attr``), ``PREV`` (on any positive variable: vacuous where it binds one event),
+    aggregates and match conditions ``[P]``, mixed with plain atoms."""
     if depth <= 0 or draw(st.booleans()):
         return draw(_correlated_leaves(filtered))
     left = draw(correlated_filter_conds(filtered, depth - 1))

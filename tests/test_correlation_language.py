@@ -11,8 +11,11 @@ validate, so it holds whatever the engine does.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
+import ceql
 from ceql.analysis import validate
 from ceql.errors import (
     CeqlSyntaxError,
@@ -21,6 +24,7 @@ from ceql.errors import (
     UnknownAttributeError,
     UnknownVariableError,
     UnsafeVariableError,
+    VacuousConditionWarning,
 )
 from ceql.frontends.ceql import format_query, parse
 from ceql.frontends.ceql.formatter import format_expr
@@ -297,19 +301,40 @@ def test_prev_in_a_match_condition() -> None:
           50, 11)
 
 
+def _vacuous(text: str) -> str:
+    """The one VacuousConditionWarning compiling ``text`` gives (it compiles)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ceql.compile(text)
+    found = [str(w.message) for w in caught if w.category is VacuousConditionWarning]
+    assert len(found) == 1, [str(w.message) for w in caught]
+    return found[0]
+
+
 def test_prev_of_a_variable_with_at_most_one_event() -> None:
-    fails("SELECT * FROM S WHERE A AS a ; B AS b FILTER b[price > PREV(price)]",
-          UnsafeVariableError,
-          "b[price > PREV(price)] can never reject anything: 'b' binds at most one event in the "
-          "formula this FILTER applies to, so no b event has a previous one for PREV(price) to "
-          "read (a condition with PREV exempts the first event). To compare with a's event "
-          "write a.price; for a run of b events, iterate it: (B AS b)+", 56, 11)
-    fails("SELECT * FROM S WHERE A ; B FILTER A[price > PREV(price)]",
-          UnsafeVariableError,
-          "A[price > PREV(price)] can never reject anything: 'A' binds at most one event in the "
-          "formula this FILTER applies to, so no A event has a previous one for PREV(price) to "
-          "read (a condition with PREV exempts the first event). For a run of A events, iterate "
-          "it: A+", 46, 11)
+    """Valid and always true (SEMANTICS.md: the first event of X is exempt), with a warning
+    that keeps the advice: another variable's event, or a run."""
+    text = "SELECT * FROM S WHERE A AS a ; B AS b FILTER b[price > PREV(price)]"
+    assert validate(parse(text), text) is not None
+    assert _vacuous(text) == (
+        "b[price > PREV(price)] (line 1, column 56) never rejects anything: 'b' binds at most "
+        "one event in the formula this FILTER applies to, so no b event has a previous one for "
+        "PREV(price) to read, and a condition with PREV exempts the first event: it always "
+        "holds. To compare with a's event write a.price; for a run of b events, iterate it: "
+        "(B AS b)+")
+    assert _vacuous("SELECT * FROM S WHERE A ; B FILTER A[price > PREV(price)]") == (
+        "A[price > PREV(price)] (line 1, column 46) never rejects anything: 'A' binds at most "
+        "one event in the formula this FILTER applies to, so no A event has a previous one for "
+        "PREV(price) to read, and a condition with PREV exempts the first event: it always "
+        "holds. For a run of A events, iterate it: A+")
+
+
+def test_prev_of_a_variable_with_two_events_gives_no_warning() -> None:
+    for text in ("SELECT * FROM S WHERE (B AS b)+ FILTER b[price > PREV(price)] WITHIN 9 EVENTS",
+                 "SELECT * FROM S WHERE A ; A FILTER A[price > PREV(price)] WITHIN 9 EVENTS"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ceql.compile(text)
 
 
 def test_plain_names_in_a_match_condition() -> None:

@@ -13,12 +13,20 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import example, given, note
+from hypothesis import example, find, given, note
 from hypothesis import strategies as st
 
 from ceql.frontends.ceql import format_query, parse
 from ceql.ir import nodes as A
-from strategies import PROFILE, Case, MultiCase, cases, correlated_queries, multi_cases
+from strategies import (
+    PROFILE,
+    Case,
+    MultiCase,
+    cases,
+    correlated_queries,
+    multi_cases,
+    prev_on_one_event,
+)
 from test_properties import (
     check_arrow_feed_equals_reference,
     check_chunked_feed_equals_run,
@@ -65,6 +73,10 @@ _QUALIFIED = _q(A.Filter(A.Seq(A.EventType("A", "S"), _Y), A.FilterAtom(
 _JOINED = _q(A.Filter(A.Seq(_X, A.As(A.EventType("A"), "y")), A.FilterAtom("y", A.Compare(
     "=", A.Attr("a"), A.Attr("a", var="x")))))
 
+# A AS x ; B AS y FILTER y[a > PREV(a) AND a > 100]: y binds one event, exempt from all of it
+_LONE_PREV = _q(A.Filter(A.Seq(_X, _Y), A.FilterAtom("y", A.PAnd(
+    A.Compare(">", A.Attr("a"), A.Prev("a")), A.Compare(">", A.Attr("a"), A.Literal(100))))))
+
 _RUN = _stream("A A B A A A B", a=[1, 2, 3, 0, 2, None, 5])
 # S>A is 0 and 2 (2 has no stream: it belongs to both); 1 is T's
 _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
@@ -78,12 +90,18 @@ _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
 @example([(_BLOCKS, [_stream("A B A B", a=[5, 6, 0, 1])], None),
           (_TOTAL, [_RUN, _stream("A A B", a=[1, None, 1])], None),
           (_QUALIFIED, [_MIXED], None)])
+@example([(_LONE_PREV, [_RUN], None), (replace(_LONE_PREV, strategy="NEXT"), [_RUN], "ts")])
 @example([(_JOINED, [_stream("A A B A", a=[0, 0, 1, 1])], None),
           (replace(_JOINED, strategy="MAX", select=("x",)), [_RUN], "ts")])
 def test_correlated_engine_equals_reference(batch: list[MultiCase]) -> None:
     """Each query (and two variants of it: its bare WHERE; without CONSUME BY and LIMIT) on up
     to three streams."""
     check_engine_equals_reference(batch)
+
+
+def test_the_generator_draws_prev_on_a_variable_with_one_event() -> None:
+    """``PREV`` where its variable binds at most one event (valid, vacuous) is drawn."""
+    assert prev_on_one_event(find(correlated_queries(), prev_on_one_event))
 
 
 @PROFILE

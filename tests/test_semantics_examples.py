@@ -309,6 +309,16 @@ def test_events_of_other_streams_take_no_position() -> None:
     assert per_end(run("SELECT * FROM S, T WHERE A ; S>B", ev)) == {2: {(0, 2)}}
 
 
+def test_prev_of_a_variable_with_at_most_one_event_never_rejects() -> None:
+    """The first event of X is exempt from a predicate with PREV, its parts without PREV
+    included; where X binds at most one event nothing is tested (valid, with a warning)."""
+    ev = [{"type": "A", "price": 5}, {"type": "B", "price": 1}, {"type": "B", "price": 9}]
+    with pytest.warns(ceql.VacuousConditionWarning):
+        out = run("SELECT * FROM S WHERE A AS a ; B AS b "
+                  "FILTER b[price > PREV(price) AND price > 100] WITHIN 5 EVENTS", ev)
+    assert per_end(out) == {1: {(0, 1)}, 2: {(0, 2)}}
+
+
 def test_datetime_times() -> None:
     t0 = dt.datetime(2024, 1, 2, 14, 30)
     ev = [{"type": "A", "ts": t0},

@@ -27,6 +27,7 @@ from .errors import (
     UnknownVariableError,
     UnsafeVariableError,
     UnseenNameWarning,
+    VacuousConditionWarning,
     ValueTypeWarning,
 )
 from .explanation import Explanation, explain
@@ -58,6 +59,7 @@ __all__ = [
     "UnknownVariableError",
     "UnsafeVariableError",
     "UnseenNameWarning",
+    "VacuousConditionWarning",
     "ValueTypeWarning",
     "compile",
     "explain",

@@ -20,7 +20,9 @@ Warnings (for answers that are probably not what the user meant, but may be)::
     ├── UnseenNameWarning      an event type or stream of the query never occurred in the input
     ├── LikePatternWarning     a LIKE pattern written with SQL wildcards (LIKE is a regex here)
     ├── ValueTypeWarning       a comparison between a string and a number in the events
-    └── UnboundedOutputWarning neither WITHIN nor PARTITION BY: output may grow without limit
+    ├── UnboundedOutputWarning neither WITHIN nor PARTITION BY: output may grow without limit
+    └── VacuousConditionWarning a FILTER condition that can never reject anything (PREV of a
+                               variable that binds at most one event)
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "UnknownVariableError",
     "UnsafeVariableError",
     "UnseenNameWarning",
+    "VacuousConditionWarning",
     "ValueTypeWarning",
     "caret_snippet",
 ]
@@ -160,3 +163,8 @@ class ValueTypeWarning(CeqlWarning):
 
 class UnboundedOutputWarning(CeqlWarning):
     """A query with neither WITHIN nor PARTITION BY, whose output can grow without limit."""
+
+
+class VacuousConditionWarning(CeqlWarning):
+    """A FILTER condition that is valid but can never reject anything: ``PREV`` in ``X[…]``
+    where ``X`` binds at most one event (the first event of ``X`` is exempt)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import sys
 import threading
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ __all__ = [
     "has_contiguity",
     "is_correlated",
     "is_correlated_query",
+    "most_events",
     "negated_variables",
     "output_variables",
     "positive_variables",
@@ -128,6 +130,45 @@ def negated_variables(root: N.Formula) -> dict[str, N.Not]:
             else:
                 found.setdefault(name, under)
     return {name: node for name, node in found.items() if name not in positive}
+
+
+def most_events(root: N.Formula, var: str) -> float:
+    """The most events ``var`` binds in one valuation of ``root`` (``inf`` when unbounded
+    or unknown). ``S>T`` counts every ``T`` leaf: in a FILTER it names the events of ``T``
+    that came from stream ``S``, which any ``T`` leaf may bind."""
+    stream, sep, event_type = var.partition(">")
+    qualified = bool(sep and stream and event_type)
+    # post-order: for each node, (events var binds, events the node's valuation has)
+    out: list[tuple[float, float]] = []
+    todo: list[tuple[N.Formula, bool]] = [(root, False)]
+    while todo:
+        node, ready = todo.pop()
+        if isinstance(node, N.EventType):
+            mine = node.name == (event_type if qualified else var)
+            out.append((1.0 if mine else 0.0, 1.0))
+        elif not ready:
+            todo.append((node, True))
+            if isinstance(node, N.Seq | N.Or | N.And):
+                todo += [(node.right, False), (node.left, False)]
+            elif isinstance(node, N.As | N.Plus | N.Filter | N.Not):
+                todo.append((node.formula, False))
+            else:  # a node this walk does not know: assume the worst
+                return math.inf
+        elif isinstance(node, N.Seq | N.Or | N.And):
+            (rv, rn), (lv, ln) = out.pop(), out.pop()
+            out.append((max(lv, rv), max(ln, rn)) if isinstance(node, N.Or)
+                       else (lv + rv, ln + rn))
+        elif isinstance(node, N.Not):  # its events are in no valuation
+            out.pop()
+            out.append((0.0, 0.0))
+        elif isinstance(node, N.Plus):
+            v, n = out.pop()
+            out.append((math.inf if v else 0.0, math.inf))
+        elif isinstance(node, N.As):
+            v, n = out.pop()
+            out.append((n if node.var == var else v, n))
+        # a Filter keeps its formula's counts
+    return out[0][0]
 
 
 def top_sequence(root: N.Formula) -> N.Seq | None:
