@@ -13,7 +13,10 @@ Conditions between events (SEMANTICS.md, "Correlation, conjunction and negation"
   ``V(X)`` that have a previous one in ``V(X)`` are tested (the first is exempt from all of ``P``).
 * ``[P]`` (a match condition): the same over the qualified variables alone, once per valuation.
 * Aggregates are values of the valuation (see ``aggregate_value`` for NULLs and kinds).
-* A stream-qualified leaf ``S>T`` binds the variable ``T`` and the variable ``S>T``.
+* ``S>T`` as a variable (a FILTER head, ``Y.attr``, an aggregate, the SELECT list) is the events
+  of ``V(T)`` that came from stream ``S`` (an event without a stream name belongs to every stream
+  of FROM), whichever ``T`` leaf binds them, ``S>T`` ones or plain ``T`` ones: every leaf of type
+  ``T`` binds ``T`` and ``S>T`` for each stream ``S`` of FROM its event belongs to.
 
 Conjunction and negation (same section):
 
@@ -348,6 +351,12 @@ class _Substream:
         return own is None or own == et.stream
 
 
+    def qualified(self, pos: int, name: str) -> list[str]:
+        """``S>name`` for each stream ``S`` of FROM the event at ``pos`` came from."""
+        own = self.events[pos].get(self.stream_key)
+        return [f"{s}>{name}" for s in self.streams if own is None or own == s]
+
+
 def _positions(mu: Mu) -> frozenset[int]:
     return frozenset(p for _, p in mu)
 
@@ -504,9 +513,10 @@ def _collect(owed: Owed, cond: A.FilterExpr, mu: Mu) -> Owed:
 def eval_formula(f: A.Formula, sub: _Substream) -> set[Val]:
     """``⟦f⟧(sub)`` as an explicit set of valuations."""
     if isinstance(f, A.EventType):
-        # a stream-qualified leaf S>T binds T and the variable S>T (the events of such leaves)
-        names = [f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"]
-        return {(i, i, frozenset((n, i) for n in names), _NOTHING_OWED)
+        # a leaf of type T binds T and, for each stream S of FROM its event came from, the
+        # variable S>T (the T events of stream S; an event without a stream is of every one)
+        return {(i, i, frozenset((n, i) for n in [f.name, *sub.qualified(i, f.name)]),
+                 _NOTHING_OWED)
                 for i in range(len(sub)) if sub.matches_type(i, f)}
     if isinstance(f, A.As):
         out: set[Val] = set()

@@ -17,7 +17,8 @@ conditions between events to all of that: qualified attributes ``Y.attr`` over v
 in the filtered formula (universal over every choice of events), ``PREV(attr)`` inside ``X[...]``
 (where X can bind two events, and where it binds at most one: vacuous), aggregates in ``X[...]`` and
 in match conditions ``[P]`` (aggregates, qualified attributes and literals only), ``S>T`` as a
-variable (FILTER heads, SELECT lists, qualified attributes, aggregates), FILTERs inside
+variable (FILTER heads, SELECT lists, qualified attributes, aggregates: the ``T`` events of
+stream ``S`` of leaves ``S>T`` and of plain ``T`` leaves alike), FILTERs inside
 iterations (checked per block). Without ``correlated`` every generator draws exactly what it
 drew before conditions between events existed.
 
@@ -335,9 +336,8 @@ class Scope(NamedTuple):
 def _most_events(f: A.Formula) -> tuple[dict[str, int], int]:
     """How many events each variable binds at most in one valuation of ``f``, and how many
     the valuation has (both capped at 2: "two or more")."""
-    if isinstance(f, A.EventType):
-        names = [f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"]
-        return dict.fromkeys(names, 1), 1
+    if isinstance(f, A.EventType):  # S>T: T events of stream S, of any T leaf
+        return dict.fromkeys([f.name, *(f"{s}>{f.name}" for s in _STREAMS)], 1), 1
     if isinstance(f, A.Not):  # a negated event is in no valuation
         return {}, 0
     if isinstance(f, A.Seq | A.Or | A.And):
@@ -375,6 +375,7 @@ def prev_on_one_event(q: A.Query) -> bool:
     return False
 
 
+_STREAMS = ("S", "T")  # the streams a FROM may list
 _AGG_FUNCS = ("COUNT", "COUNT", "SUM", "SUM", "AVG", "AVG", "MIN", "MAX", "FIRST", "LAST")
 _AGG_ATTRS = ("a", "a", "b", "c", "c", "s", "zz")  # c: numbers and strings; zz: never there
 _STRING_AGGS = ("MIN", "MAX", "FIRST", "LAST")
@@ -538,9 +539,27 @@ def _as_vars(f: A.Formula) -> set[str]:
     return set()
 
 
+def _positive_types(f: A.Formula) -> frozenset[str]:
+    """The event types of ``f``'s leaves outside its NOTs."""
+    if isinstance(f, A.EventType):
+        return frozenset([f.name])
+    if isinstance(f, A.As | A.Filter | A.Plus):
+        return _positive_types(f.formula)
+    if isinstance(f, A.Seq | A.Or | A.And):
+        return _positive_types(f.left) | _positive_types(f.right)
+    return frozenset()
+
+
+def stream_views(f: A.Formula) -> frozenset[str]:
+    """``S>T`` for each event type ``T`` of ``f`` outside its NOTs: the ``T`` events of stream
+    ``S``, whichever ``T`` leaf binds them (``S`` is in every FROM the generators draw)."""
+    return frozenset(f"S>{t}" for t in _positive_types(f))
+
+
 def _names(f: A.Formula) -> tuple[str, ...]:
-    """The variables of ``f`` (which ``Y.attr`` and aggregates can name)."""
-    return tuple(sorted(positive_variables(f)))
+    """The variables of ``f`` (which ``Y.attr`` and aggregates can name), ``S>T`` ones
+    included."""
+    return tuple(sorted(positive_variables(f) | stream_views(f)))
 
 
 @st.composite
@@ -560,7 +579,8 @@ def match_conds(draw: st.DrawFn, filtered: A.Formula) -> A.FilterMatch:
 @st.composite
 def _correlated_leaves(draw: st.DrawFn, filtered: A.Formula) -> A.FilterAtom | A.FilterMatch:
     kind = draw(st.sampled_from(["atom"] * 4 + ["plain", "match", "match"]))
-    var = draw(st.sampled_from(sorted(positive_variables(filtered))))
+    var = draw(st.sampled_from(sorted(positive_variables(filtered))
+                               + sorted(stream_views(filtered)) * draw(st.sampled_from((0, 1)))))
     if kind == "atom":
         return draw(correlated_atoms(var, filtered))
     if kind == "plain":
@@ -877,7 +897,8 @@ def queries(draw: st.DrawFn, correlated: bool = False, conj_neg: bool = False) -
     elif select_kind == "none":
         select = ()
     else:
-        select = tuple(draw(st.lists(st.sampled_from(sorted(bound)), min_size=1, max_size=2,
+        names = sorted(bound | (stream_views(where) if correlated else frozenset()))
+        select = tuple(draw(st.lists(st.sampled_from(names), min_size=1, max_size=2,
                                      unique=True)))
     strategy = draw(st.sampled_from(A.STRATEGIES))
     partition_by = draw(st.sampled_from([(), (), (), ("g",), ("g", "h"), ("a",)]))

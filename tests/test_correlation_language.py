@@ -20,6 +20,7 @@ from ceql.analysis import validate
 from ceql.errors import (
     CeqlSyntaxError,
     CeqlValidationError,
+    NegatedVariableError,
     TypeClashError,
     UnknownAttributeError,
     UnknownVariableError,
@@ -395,16 +396,31 @@ def test_comparisons_across_variables_of_clashing_kinds() -> None:
           "value (did you mean 'name'?)", 59, 5, SCHEMA)
 
 
+def test_stream_qualified_variables_name_the_events_of_plain_leaves() -> None:
+    """``S>T`` is the ``T`` events from stream ``S`` of any ``T`` leaf (CORE's meaning): valid
+    wherever WHERE has a ``T`` leaf and FROM lists ``S``."""
+    for text in ["SELECT S1>BUY FROM S1, S2 WHERE S2>BUY ; BUY",
+                 "SELECT * FROM S1, S2 WHERE BUY FILTER S1>BUY[name = 'MSFT'] AND "
+                 "S2>BUY[name = 'INTL']",
+                 "SELECT * FROM S1, S2 WHERE BUY ; BUY FILTER S1>BUY[price > PREV(price)] AND "
+                 "S2>BUY[price > `S1>BUY`.price] AND [COUNT(`S1>BUY`) < 2]"]:
+        assert check(text, SCHEMA) is not None
+
+
 def test_stream_qualified_variables_without_such_leaves() -> None:
-    fails("SELECT S1>BUY FROM S1, S2 WHERE S2>BUY ; BUY", UnknownVariableError,
-          "Unknown variable 'S1>BUY' in SELECT: S1>BUY means the events of the event types "
-          "written S1>BUY in WHERE, and there is none (WHERE has BUY, S2>BUY); write S1>BUY in "
-          "the formula or fix the name (did you mean 'S2>BUY'?)", 8, 6)
-    fails("SELECT * FROM S1, S2 WHERE S2>BUY ; SELL FILTER S1 > BUY[x > 1]",
+    fails("SELECT * FROM S1, S2 WHERE S2>BUY ; SELL FILTER S1>SELL[x > 1] AND S1 > BOY[x > 1]",
           UnknownVariableError,
-          "Unknown variable 'S1>BUY' in FILTER: S1>BUY means the events of the event types "
-          "written S1>BUY in WHERE, and there is none (WHERE has S2>BUY, SELL); write S1>BUY in "
-          "the formula or fix the name (did you mean 'S2>BUY'?)", 49, 8)
+          "Unknown variable 'S1>BOY' in FILTER: S1>BOY means the BOY events from stream S1, and "
+          "WHERE has no BOY (it has S2>BUY, SELL); write BOY or S1>BOY in the formula or fix the "
+          "name (did you mean 'S2>BUY'?)", 68, 8)
+    fails("SELECT S3>BUY FROM S1, S2 WHERE S2>BUY ; BUY", UnknownVariableError,
+          "Unknown variable 'S3>BUY' in SELECT: S3>BUY means the BUY events from stream S3, and "
+          "FROM lists S1, S2; add S3 to FROM or fix the name (did you mean 'S2>BUY'?)", 8, 6)
+    fails("SELECT * FROM S1, S2 WHERE A ; NOT BUY ; C FILTER S1>BUY[x > 1]",
+          NegatedVariableError,
+          "S1>BUY[x > 1] tests the S1>BUY events of the match, and S1>BUY stands only under NOT "
+          "(NOT BUY), so no match has one. To put a condition on the events the NOT forbids, "
+          "name them and test that name: NOT BUY AS n … FILTER n[x > 1]", 51, 6)
 
 
 def test_limit_zero_stays_valid() -> None:

@@ -77,6 +77,12 @@ _JOINED = _q(A.Filter(A.Seq(_X, A.As(A.EventType("A"), "y")), A.FilterAtom("y", 
 _LONE_PREV = _q(A.Filter(A.Seq(_X, _Y), A.FilterAtom("y", A.PAnd(
     A.Compare(">", A.Attr("a"), A.Prev("a")), A.Compare(">", A.Attr("a"), A.Literal(100))))))
 
+# SELECT * FROM S, T WHERE A ; A FILTER S>A[a > PREV(a)] AND T>A[a = 1] (CORE's per-stream
+# conditions on plain leaves)
+_PER_STREAM = _q(A.Filter(A.Seq(A.EventType("A"), A.EventType("A")), A.FilterAnd(
+    A.FilterAtom("S>A", A.Compare(">", A.Attr("a"), A.Prev("a"))),
+    A.FilterAtom("T>A", A.Compare("=", A.Attr("a"), A.Literal(1))))), streams=("S", "T"))
+
 _RUN = _stream("A A B A A A B", a=[1, 2, 3, 0, 2, None, 5])
 # S>A is 0 and 2 (2 has no stream: it belongs to both); 1 is T's
 _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
@@ -89,7 +95,7 @@ _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
           (replace(_RISING, strategy="MAX", limit=1), [_RUN], "ts")])
 @example([(_BLOCKS, [_stream("A B A B", a=[5, 6, 0, 1])], None),
           (_TOTAL, [_RUN, _stream("A A B", a=[1, None, 1])], None),
-          (_QUALIFIED, [_MIXED], None)])
+          (_QUALIFIED, [_MIXED], None), (_PER_STREAM, [_MIXED], None)])
 @example([(_LONE_PREV, [_RUN], None), (replace(_LONE_PREV, strategy="NEXT"), [_RUN], "ts")])
 @example([(_JOINED, [_stream("A A B A", a=[0, 0, 1, 1])], None),
           (replace(_JOINED, strategy="MAX", select=("x",)), [_RUN], "ts")])
@@ -102,6 +108,41 @@ def test_correlated_engine_equals_reference(batch: list[MultiCase]) -> None:
 def test_the_generator_draws_prev_on_a_variable_with_one_event() -> None:
     """``PREV`` where its variable binds at most one event (valid, vacuous) is drawn."""
     assert prev_on_one_event(find(correlated_queries(), prev_on_one_event))
+
+
+def _plain_leaf_named_by_stream(q: A.Query) -> bool:
+    """A FILTER head ``S>T`` over a formula with a plain (unqualified) ``T`` leaf."""
+    todo: list[A.Formula] = [q.where]
+    while todo:
+        f = todo.pop()
+        if isinstance(f, A.Filter):
+            plain = set()
+            inner: list[A.Formula] = [f.formula]
+            while inner:
+                g = inner.pop()
+                if isinstance(g, A.EventType) and g.stream is None:
+                    plain.add(g.name)
+                elif isinstance(g, A.Seq | A.Or | A.And):
+                    inner += [g.left, g.right]
+                elif isinstance(g, A.As | A.Plus | A.Filter):
+                    inner.append(g.formula)
+            conds: list[A.FilterExpr] = [f.cond]
+            while conds:
+                c = conds.pop()
+                if isinstance(c, A.FilterAnd | A.FilterOr):
+                    conds += [c.left, c.right]
+                elif isinstance(c, A.FilterAtom) and c.var.partition(">")[2] in plain:
+                    return True
+        if isinstance(f, A.Seq | A.Or | A.And):
+            todo += [f.left, f.right]
+        elif isinstance(f, A.As | A.Plus | A.Filter | A.Not):
+            todo.append(f.formula)
+    return False
+
+
+def test_the_generator_draws_stream_qualified_names_of_plain_leaves() -> None:
+    """``S>T[…]`` over plain ``T`` leaves (CORE's meaning: their events from ``S``)."""
+    assert _plain_leaf_named_by_stream(find(correlated_queries(), _plain_leaf_named_by_stream))
 
 
 @PROFILE

@@ -924,17 +924,48 @@ BUYS = [{"type": "BUY", "stream": "S1", "price": 5}, {"type": "BUY", "stream": "
 
 
 def test_stream_qualified_variable_in_filter_and_select() -> None:
-    # S1>BUY ; BUY: the variable S1>BUY holds the first leaf's event (from S1, or from no
-    # stream), BUY both events
+    # S1>BUY ; BUY: the variable S1>BUY holds the BUY events from S1 (or from no stream) of
+    # both leaves: the first leaf's always, the second's when it came from S1 or no stream
     where = seq(T("BUY", "S1"), T("BUY"))
     q = query(filt(where, cmp("S1>BUY", "price", ">", 10)), streams=("S1", "S2"),
               select=("S1>BUY",))
-    assert run(q, BUYS) == [RefMatch(3, 2, (2,), ()), RefMatch(4, 2, (2,), ())]
+    assert run(q, BUYS) == [RefMatch(3, 2, (2,), ()), RefMatch(4, 2, (2, 4), ())]
     q = query(filt(where, cmp("BUY", "price", ">", 10)), streams=("S1", "S2"))
     assert run(q, BUYS) == [RefMatch(4, 2, (2, 4), ())]
     q = query(where, streams=("S1", "S2"), select=("S1>BUY",))
     assert {(m.end, m.positions) for m in run(q, BUYS)} == {
-        (1, (0,)), (2, (0,)), (3, (0,)), (4, (0,)), (3, (2,)), (4, (2,))}
-    # an unqualified leaf does not bind S1>BUY
+        (1, (0,)), (2, (0, 2)), (3, (0,)), (4, (0, 4)), (3, (2,)), (4, (2, 4))}
+    # an unqualified leaf binds S1>BUY for its events from S1 or from no stream
     q = query(T("BUY"), streams=("S1", "S2"), select=("S1>BUY",))
-    assert {m.positions for m in run(q, BUYS)} == {()}
+    assert {m.positions for m in run(q, BUYS)} == {(0,), (2,), (4,), ()}
+
+
+def test_stream_qualified_names_filter_each_streams_events() -> None:
+    """CORE's ``SELECT * FROM S1, S2 WHERE BUY FILTER S1>BUY[name = 'MSFT'] AND
+    S2>BUY[name = 'INTL']``: a BUY of MSFT from S1, of INTL from S2; a BUY from no stream is of
+    both, so it must be both."""
+    ev = [{"type": "BUY", "stream": "S1", "name": "MSFT"},
+          {"type": "BUY", "stream": "S1", "name": "INTL"},
+          {"type": "BUY", "stream": "S2", "name": "INTL"},
+          {"type": "BUY", "stream": "S2", "name": "MSFT"},
+          {"type": "BUY", "name": "MSFT"}]
+    cond = fand(cmp("S1>BUY", "name", "=", "MSFT"), cmp("S2>BUY", "name", "=", "INTL"))
+    q = query(filt(T("BUY"), cond), streams=("S1", "S2"))
+    assert sets(run(q, ev)) == sets_of({0}, {2})
+    # conditions between events and PREV over S1>BUY: the S1 events of every BUY leaf
+    rising = atom("S1>BUY", P(">", attr("price"), A.Prev("price")))
+    q = query(filt(seq(T("BUY"), T("BUY")), rising), streams=("S1", "S2"))
+    # the pairs whose S1-or-no-stream events rise: 0 (5) then 2 (30) or 4 (40), 2 then 4;
+    # and every pair with at most one such event
+    assert sets(run(q, BUYS)) == sets_of({0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 2}, {1, 3},
+                                         {1, 4}, {2, 3}, {2, 4}, {3, 4})
+    falling = atom("S1>BUY", P("<", attr("price"), A.Prev("price")))
+    q = query(filt(seq(T("BUY"), T("BUY")), falling), streams=("S1", "S2"))
+    assert sets(run(q, BUYS)) == sets_of({0, 1}, {0, 3}, {1, 2}, {1, 3}, {1, 4}, {2, 3},
+                                         {3, 4})
+    above = atom("S2>BUY", P(">", attr("price"), qa("S1>BUY", "price")))
+    q = query(filt(seq(T("BUY"), T("BUY")), above), streams=("S1", "S2"))
+    # 0 (S1, 5) then 1 (S2, 20): 20 > 5; 2 (S1, 30) then 3 (S2, 1): no; a no-stream event is
+    # of both streams, so it is compared with itself (40 > 40 fails); {0, 2} and {1, 3} have
+    # no event of one of the two streams
+    assert sets(run(q, BUYS)) == sets_of({0, 1}, {0, 2}, {1, 3})

@@ -309,6 +309,24 @@ def test_events_of_other_streams_take_no_position() -> None:
     assert per_end(run("SELECT * FROM S, T WHERE A ; S>B", ev)) == {2: {(0, 2)}}
 
 
+def test_stream_qualified_names_filter_each_streams_events() -> None:
+    """CORE's meaning of ``S>T[P]`` (its unit test stream_specifier): P of the T events from
+    stream S, whichever T leaf binds them; an event without a stream is of every stream."""
+    ev = [{"type": "BUY", "stream": "S1", "name": "MSFT"},
+          {"type": "BUY", "stream": "S1", "name": "INTL"},
+          {"type": "BUY", "stream": "S2", "name": "INTL"},
+          {"type": "BUY", "stream": "S2", "name": "MSFT"},
+          {"type": "BUY", "name": "MSFT"}]
+    out = run("SELECT * FROM S1, S2 WHERE BUY "
+              "FILTER S1>BUY[name = 'MSFT'] AND S2>BUY[name = 'INTL']", ev)
+    assert per_end(out) == {0: {(0,)}, 2: {(2,)}}
+    prices = [{"type": "BUY", "stream": "S1", "p": 5}, {"type": "BUY", "stream": "S2", "p": 1},
+              {"type": "BUY", "stream": "S1", "p": 3}, {"type": "BUY", "stream": "S1", "p": 7}]
+    out = run("SELECT S1>BUY FROM S1, S2 WHERE BUY ; BUY FILTER S1>BUY[p > PREV(p)]", prices)
+    assert {(m.start_position, tuple(m.positions)) for m in out} == {
+        (0, (0,)), (1, (2,)), (1, (3,)), (0, (0, 3)), (2, (2, 3))}
+
+
 def test_prev_of_a_variable_with_at_most_one_event_never_rejects() -> None:
     """The first event of X is exempt from a predicate with PREV, its parts without PREV
     included; where X binds at most one event nothing is tested (valid, with a warning)."""

@@ -46,6 +46,7 @@ from ..ir import (
     negated_variables,
     positive_variables,
     seq_elements,
+    stream_views,
     top_sequence,
 )
 from ..ir import nodes as A
@@ -92,6 +93,13 @@ class _Checker:
         self.bound = bound_variables(query.where)
         # the names only a NOT binds (its AS name, types written only under NOT) → the NOT
         self.negated = negated_variables(query.where)
+        # S>T named where WHERE has T leaves (S in FROM): the events of T from stream S
+        self.views = {f"{s}>{t}": t for t, streams in stream_views(query).items()
+                      for s in streams if s in query.streams and t in self.bound}
+        for name, t in self.views.items():
+            self.bound.add(name)
+            if t in self.negated:
+                self.negated.setdefault(name, self.negated[t])
         self.parents = _parents(query.where)
         # the FILTER leaf being checked (X[P] or [P]), its FILTER and what that FILTER's
         # formula binds
@@ -193,10 +201,15 @@ class _Checker:
             leaves = sorted({n.name if n.stream is None else f"{n.stream}>{n.name}"
                              for n in formula_nodes(self.query.where)
                              if isinstance(n, A.EventType)}, key=lambda n: (n.lower(), n))
-            return (f"Unknown variable '{name}' in {where}: {name} means the events of the "
-                    f"event types written {name} in WHERE, and there is none (WHERE has "
-                    f"{', '.join(leaves)}); write {name} in the formula or fix the name"
-                    f"{_did_you_mean(name, bound)}")
+            if stream not in self.query.streams:
+                return (f"Unknown variable '{name}' in {where}: {name} means the {event_type} "
+                        f"events from stream {stream}, and FROM lists "
+                        f"{_names_list(self.query.streams)}; add {stream} to FROM or fix the "
+                        f"name{_did_you_mean(name, bound)}")
+            return (f"Unknown variable '{name}' in {where}: {name} means the {event_type} "
+                    f"events from stream {stream}, and WHERE has no {event_type} (it has "
+                    f"{', '.join(leaves)}); write {event_type} or {name} in the formula or fix "
+                    f"the name{_did_you_mean(name, bound)}")
         return (f"Unknown variable '{name}' in {where}: the WHERE formula binds "
                 f"{_names_list(bound)}; bind it with AS or fix the name"
                 f"{_did_you_mean(name, bound)}")
@@ -224,6 +237,7 @@ class _Checker:
             # NOT this FILTER covers (for their own conditions)
             self.inside = positive_variables(node.formula) | (
                 bound_variables(node.formula) & self.negated.keys())
+            self.inside |= {v for v, t in self.views.items() if t in self.inside}
             under_or = _under_or(node.cond)
             for leaf in filter_leaves(node.cond):
                 if isinstance(leaf, A.FilterAtom) and not self.check_head(leaf):

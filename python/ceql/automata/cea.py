@@ -29,6 +29,7 @@ from ..ir import (
     is_correlated,
     output_variables,
     seq_elements,
+    stream_views,
     top_sequence,
     variable_leaves,
 )
@@ -37,6 +38,7 @@ from ..predicates import (
     AtomTable,
     GAnd,
     GAtom,
+    GNot,
     GOr,
     GTrue,
     GuardTree,
@@ -232,8 +234,12 @@ _Step = tuple[str, object]
 
 
 class _Builder:
-    def __init__(self, atoms: AtomTable, top: A.Formula | None = None) -> None:
+    def __init__(self, atoms: AtomTable, top: A.Formula | None = None,
+                 views: dict[str, frozenset[str]] | None = None) -> None:
         self.atoms = atoms
+        #: event type T → the streams S whose S>T the query names (ceql.ir.stream_views):
+        #: a T leaf's transition is split by stream so that its events of S bind S>T
+        self.views = views or {}
         self.n = 0
         self.scopes: list[tuple[ScopeLeaf, ...]] = []
         #: the top-level sequence (the only one that may start or end with NOT)
@@ -334,8 +340,14 @@ class _Builder:
             if f.stream is not None:
                 g = GAnd((g, GAtom(self.atoms.add(StreamIs(f.stream)))))
                 bound.add(f"{f.stream}>{f.name}")  # the variable S>T: this leaf's events
-            r = _Tr(i, g, True, frozenset(bound), q)
-            done.append(_Frag(i, {q}, r, [r], [r], {q}))
+            others = self.views.get(f.name, frozenset()) - {f.stream}
+            if not others:
+                r = _Tr(i, g, True, frozenset(bound), q)
+                done.append(_Frag(i, {q}, r, [r], [r], {q}))
+                return
+            rs = [_Tr(i, _and(g, split), True, frozenset(bound | more), q)
+                  for split, more in self._by_stream(f, sorted(others))]
+            done.append(_Frag(i, {q}, rs, list(rs), list(rs), {q}))
         elif isinstance(f, A.As):  # AS commutes with iteration: (φ AS x)+ = (φ+) AS x
             todo += [("as", f.var), ("build", (f.formula, under))]
         elif isinstance(f, A.Filter):
@@ -406,6 +418,23 @@ class _Builder:
                      ("build", (body, _UNDER_CPLUS if contiguous else _UNDER_PLUS))]
         else:
             raise TypeError(f"not a formula: {f!r}")
+
+    def _by_stream(self, f: A.EventType, others: list[str]) -> list[tuple[GuardTree, set[str]]]:
+        """The leaf ``f``'s events split by the streams ``others`` (named as ``S>T``, not
+        ``f``'s own): per part, the guard it adds and the ``S>T`` variables its events bind.
+        An event without a stream belongs to every stream (``StreamIs`` holds for it)."""
+        t = f.name
+        atom = {s: GAtom(self.atoms.add(StreamIs(s))) for s in others}
+        if f.stream is not None:  # f's events are of its stream or of none (of every one)
+            first = atom[others[0]]
+            return [(GNot(first), set()), (first, {f"{s}>{t}" for s in others})]
+        parts: list[tuple[GuardTree, set[str]]] = [
+            (_and(atom[s], _all(GNot(atom[o]) for o in others if o != s)), {f"{s}>{t}"})
+            for s in others]
+        if len(others) > 1:  # of no stream: of every one
+            parts.append((_all(atom.values()), {f"{s}>{t}" for s in others}))
+        parts.append((_all(GNot(a) for a in atom.values()), set()))
+        return parts
 
     def _union(self, frags: list[_Frag]) -> _Frag:
         if len(frags) == 1:
@@ -754,6 +783,14 @@ def _and(a: GuardTree, b: GuardTree) -> GuardTree:
     return GAnd(tuple(dict.fromkeys(items))) if len(items) != 1 else items[0]
 
 
+def _all(items: Iterable[GuardTree]) -> GuardTree:
+    """The AND of ``items`` (TRUE for none)."""
+    g: GuardTree = _TRUE
+    for x in items:
+        g = _and(g, x)
+    return g
+
+
 def _dnf(c: A.FilterExpr) -> list[list[ScopeLeaf]]:
     if isinstance(c, A.FilterAtom | A.FilterMatch):
         return [[c]]
@@ -813,7 +850,7 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     """The CEA of the query's WHERE formula, with STRICT applied and the SELECT projection
     recorded in ``pmark``/``vars`` (selection strategies other than STRICT are applied on the
     fly by :mod:`ceql.automata.strategies`)."""
-    builder = _Builder(atoms, top_sequence(query.where))
+    builder = _Builder(atoms, top_sequence(query.where), stream_views(query))
     fr = builder.build(query.where)
     builder.finish(fr)
     select = frozenset(query.select) if query.select is not None else None

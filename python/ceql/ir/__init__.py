@@ -63,6 +63,7 @@ from .walks import (
     pred_leaves,
     recursion_for,
     seq_elements,
+    stream_views,
     top_sequence,
     variable_leaves,
 )
@@ -124,6 +125,7 @@ __all__ = [
     "pred_leaves",
     "recursion_for",
     "seq_elements",
+    "stream_views",
     "top_sequence",
     "variable_leaves",
 ]

@@ -34,6 +34,7 @@ __all__ = [
     "pred_leaves",
     "recursion_for",
     "seq_elements",
+    "stream_views",
     "top_sequence",
     "variable_leaves",
 ]
@@ -327,6 +328,29 @@ def condition_refs(var: str | None, pred: N.Pred) -> frozenset[str]:
         elif isinstance(e, N.Agg):
             refs.add(e.var)
     return frozenset(refs)
+
+
+def stream_views(query: N.Query) -> dict[str, frozenset[str]]:
+    """Each event type ``T`` → the streams ``S`` whose ``S>T`` the query names as a variable
+    (a FILTER head, ``Y.attr``, an aggregate, the SELECT list), an AS name spelt ``S>T``
+    aside. ``S>T`` there means the events of ``T`` that came from stream ``S`` (an event
+    without a stream belongs to every stream), whichever ``T`` leaf binds them."""
+    names: set[str] = set(query.select or ())
+    aliases: set[str] = set()
+    for node in formula_nodes(query.where):
+        if isinstance(node, N.As):
+            aliases.add(node.var)
+        elif isinstance(node, N.Filter):
+            for leaf in filter_leaves(node.cond):
+                if isinstance(leaf, N.FilterAtom):
+                    names.add(leaf.var)
+                names |= condition_refs(None, leaf.pred)
+    views: dict[str, set[str]] = {}
+    for name in sorted(names - aliases):
+        stream, sep, event_type = name.partition(">")
+        if sep and stream and event_type:
+            views.setdefault(event_type, set()).add(stream)
+    return {t: frozenset(s) for t, s in views.items()}
 
 
 def is_correlated(leaf: N.FilterAtom | N.FilterMatch) -> bool:
