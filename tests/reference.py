@@ -167,6 +167,9 @@ def pred_value(e: A.Expr, event: Mapping[str, Any], ctx: Context | None = None) 
         if ctx is None:
             raise ValueError(f"{e.func}({e.var}) needs a valuation")
         ps = sorted(_var(ctx.mu, e.var))
+        if e.distinct:
+            assert e.attr is not None
+            return distinct_value(e.func, [ctx.events[p].get(e.attr) for p in ps])
         if e.func == "COUNT":
             return aggregate_value("COUNT", [None] * len(ps))
         assert e.attr is not None
@@ -235,6 +238,29 @@ def aggregate_value(func: str, values: Sequence[object]) -> object:
             return UNKNOWN
         return min(present) if func == "MIN" else max(present)
     raise ValueError(f"unknown aggregate {func!r}")
+
+
+def distinct_value(func: str, values: Sequence[object]) -> object:
+    """``COUNT|SUM|AVG(DISTINCT y.attr)`` over the attribute values of a variable's events: over
+    the distinct non-NULL values, as SQL (a boolean and a number are never the same value;
+    ``1`` and ``1.0`` are). COUNT of none is 0; SUM and AVG of none, or of values that are not
+    all numbers, are NULL. The sum is exact, rounded once."""
+    present: dict[tuple[str, object], object] = {}
+    for v in values:
+        c = _clean(v)
+        if c is not UNKNOWN:
+            present.setdefault((_kind(c), c), c)
+    distinct = list(present.values())
+    if func == "COUNT":
+        return len(distinct)
+    if func not in ("SUM", "AVG"):
+        raise ValueError(f"{func}(DISTINCT …) is not an aggregate")
+    if not distinct or not all(_is_number(v) for v in distinct):
+        return UNKNOWN
+    exact = sum(Fraction(v) for v in distinct)  # type: ignore[arg-type]
+    total: Any = (int(exact) if all(isinstance(v, int) for v in distinct)
+                  else float(exact))
+    return total if func == "SUM" else _clean(total / len(distinct))
 
 
 def _kind(v: object) -> str:

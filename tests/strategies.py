@@ -15,12 +15,13 @@ divisor, no empty literal RANGE.
 ``correlated_queries()`` (``cases(correlated=True)``, ``multi_cases(correlated=True)``) adds
 conditions between events to all of that: qualified attributes ``Y.attr`` over variables bound
 in the filtered formula (universal over every choice of events), ``PREV(attr)`` inside ``X[...]``
-(where X can bind two events, and where it binds at most one: vacuous), aggregates in ``X[...]`` and
-in match conditions ``[P]`` (aggregates, qualified attributes and literals only), ``S>T`` as a
-variable (FILTER heads, SELECT lists, qualified attributes, aggregates: the ``T`` events of
-stream ``S`` of leaves ``S>T`` and of plain ``T`` leaves alike), FILTERs inside
-iterations (checked per block). Without ``correlated`` every generator draws exactly what it
-drew before conditions between events existed.
+(where X can bind two events, and where it binds at most one: vacuous), aggregates
+(``COUNT|SUM|AVG(DISTINCT Y.attr)`` among them) in ``X[...]`` and in match conditions ``[P]``
+(aggregates, qualified attributes and literals only), ``S>T`` as a variable (FILTER heads,
+SELECT lists, qualified attributes, aggregates: the ``T`` events of stream ``S`` of leaves
+``S>T`` and of plain ``T`` leaves alike), FILTERs inside iterations (checked per block).
+Without ``correlated`` every generator draws exactly what it drew before conditions between
+events existed.
 
 ``conj_neg_queries()`` (``queries``/``cases``/``multi_cases`` with ``conj_neg=True``, combinable
 with ``correlated``) adds conjunction and negation to all of that: ``φ AND ψ`` anywhere (under
@@ -389,15 +390,17 @@ _COUNT_SIMPLE = ((">=", 1), (">=", 2), ("<=", 2), ("<", 3), ("=", 1), ("=", 2), 
 
 @st.composite
 def aggregates(draw: st.DrawFn, names: tuple[str, ...], string: bool = False) -> A.Agg:
-    """``COUNT(Y)`` or ``F(Y.attr)`` over a variable of ``names``; ``string``: one whose value
+    """``COUNT(Y)``, ``F(Y.attr)`` or ``F(DISTINCT Y.attr)`` (COUNT, SUM, AVG) over a variable of
+    ``names``; ``string``: one whose value
     may be a string (MIN/MAX/FIRST/LAST of ``s``)."""
     var = draw(st.sampled_from(names))
     if string:
         return A.Agg(draw(st.sampled_from(_STRING_AGGS)), var, "s")
     func = draw(st.sampled_from(_AGG_FUNCS))
-    if func == "COUNT":
+    distinct = func in ("COUNT", "SUM", "AVG") and draw(st.integers(0, 2)) == 0
+    if func == "COUNT" and not distinct:
         return A.Agg("COUNT", var)
-    return A.Agg(func, var, draw(st.sampled_from(_AGG_ATTRS)))
+    return A.Agg(func, var, draw(st.sampled_from(_AGG_ATTRS)), distinct=distinct)
 
 
 @functools.cache  # one strategy per scope: building strategies is what draws cost most

@@ -102,6 +102,20 @@ def test_prev_and_aggregates_parse() -> None:
         "B", A.Compare(">", A.Attr("count"), A.Literal(1)))
 
 
+def test_distinct_aggregates_parse() -> None:
+    """``COUNT|SUM|AVG(DISTINCT y.attr)``: the natural "three different countries"."""
+    assert cond("(B AS b)+ FILTER [COUNT(DISTINCT b.country) >= 3]") == A.FilterMatch(
+        A.Compare(">=", A.Agg("COUNT", "b", "country", distinct=True), A.Literal(3)))
+    c = cond("(B AS b)+ FILTER b[x > sum(distinct b.x) - Avg(Distinct b.`odd a`)]")
+    assert isinstance(c, A.FilterAtom)
+    assert [e for e in _exprs(c.pred) if isinstance(e, A.Agg)] == [
+        A.Agg("SUM", "b", "x", distinct=True), A.Agg("AVG", "b", "odd a", distinct=True)]
+    # DISTINCT changes the aggregate, and is still an attribute name without parentheses
+    assert A.Agg("SUM", "b", "x", distinct=True) != A.Agg("SUM", "b", "x")
+    assert cond("B FILTER B[distinct > 1]") == A.FilterAtom(
+        "B", A.Compare(">", A.Attr("distinct"), A.Literal(1)))
+
+
 def _exprs(p: A.Pred) -> list[A.Expr]:
     from ceql.ir import expr_nodes
 
@@ -143,6 +157,8 @@ ROUND_TRIPS = [
     "OR [FIRST(b.x) IN {1, 2}] OR [LAST(b.name) LIKE '^a']",
     "SELECT * FROM S WHERE (B AS b)+ FILTER [NOT (b.x > 1 OR b.y < 2)]",
     "SELECT * FROM S WHERE (B AS b)+ FILTER b[x > -COUNT(b)] AND (b[x > 1] OR [COUNT(b) = 1])",
+    "SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT b.country) >= 3 AND "
+    "SUM(DISTINCT b.x) > AVG(DISTINCT b.`odd a`)]",
     "SELECT S1>BUY FROM S1, S2 WHERE S1>BUY ; S2>BUY FILTER S1>BUY[name = 'MSFT']",
     "SELECT `s 1`>`T t`, `odd v` FROM `s 1` WHERE `s 1`>`T t` ; A AS `odd v` "
     "FILTER `odd v`[`odd a` > `odd v`.`odd a` + `s 1`.x] AND `s 1`>`T t`[x = 1]",
@@ -196,6 +212,10 @@ def test_format_refuses_what_the_parser_never_gives() -> None:
         format_expr(A.Agg("COUNT", "b", "x"))
     with pytest.raises(ValueError, match="SUM needs an attribute"):
         format_expr(A.Agg("SUM", "b"))
+    with pytest.raises(ValueError, match=r"MIN\(DISTINCT …\) needs one of COUNT, SUM, AVG"):
+        format_expr(A.Agg("MIN", "b", "x", distinct=True))
+    with pytest.raises(ValueError, match=r"COUNT\(DISTINCT …\) needs one of"):
+        format_expr(A.Agg("COUNT", "b", distinct=True))
 
 
 # ---------------------------------------------------------------- sound queries
@@ -368,6 +388,17 @@ def test_a_variable_read_as_an_attribute_suggests_the_qualified_form() -> None:
 
 
 def test_aggregates_of_the_wrong_kind() -> None:
+    fails("SELECT * FROM S WHERE (B AS b)+ FILTER [SUM(DISTINCT b.name) > 3]", TypeClashError,
+          "Type clash in SUM(DISTINCT b.name): SUM adds numbers, but name is string", 41, 20,
+          SCHEMA)
+    fails("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT b.name) = 'x']",
+          TypeClashError,
+          "Type clash in comparison COUNT(DISTINCT b.name) = 'x': COUNT(DISTINCT b.name) is "
+          "number but 'x' is string", 41, 28, SCHEMA)
+    fails("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT b.nme) > 2]",
+          UnknownAttributeError,
+          "Unknown attribute 'nme' in FILTER: the schema has amount, flag, id, name, price, ts, "
+          "value (did you mean 'name'?)", 41, 21, SCHEMA)
     fails("SELECT * FROM S WHERE (B AS b)+ FILTER [SUM(b.name) > 3]", TypeClashError,
           "Type clash in SUM(b.name): SUM adds numbers, but name is string", 41, 11, SCHEMA)
     fails("SELECT * FROM S WHERE (B AS b)+ FILTER b[price > AVG(b.flag)]", TypeClashError,
@@ -463,6 +494,12 @@ def test_syntax_errors_around_calls() -> None:
     syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [MEDIAN(b.x) > 1]",
            "Unknown function MEDIAN: the functions are PREV(attr), COUNT(Y) and SUM, AVG, MIN, "
            "MAX, FIRST, LAST of Y.attr", 41, 6)
+    syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [MAX(DISTINCT b.x) > 1]",
+           "MAX(DISTINCT …) is not supported: DISTINCT applies to COUNT, SUM and AVG "
+           "(COUNT(DISTINCT b.country)); write MAX(b.x), the same value", 41, 3)
+    syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT country) >= 3]",
+           "COUNT(DISTINCT country) needs a variable's attribute: COUNT(DISTINCT b.country) is "
+           "over the distinct values of country among the b events of the match", 41, 23)
     syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(b, a) > 1]",
            "COUNT(b, a) is not supported in CEQL; COUNT takes one argument: COUNT(b)", 41, 11)
     # no '(' offered after a name that is no function

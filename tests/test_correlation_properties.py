@@ -11,6 +11,7 @@ compared as multisets, the LIMIT rule, time windows over positions without a tim
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 from hypothesis import example, find, given, note
@@ -83,6 +84,12 @@ _PER_STREAM = _q(A.Filter(A.Seq(A.EventType("A"), A.EventType("A")), A.FilterAnd
     A.FilterAtom("S>A", A.Compare(">", A.Attr("a"), A.Prev("a"))),
     A.FilterAtom("T>A", A.Compare("=", A.Attr("a"), A.Literal(1))))), streams=("S", "T"))
 
+# (A AS x)+ FILTER [COUNT(DISTINCT x.a) >= 2] AND x[b <= SUM(DISTINCT x.a)]
+_DISTINCT = _q(A.Filter(A.Plus(_X), A.FilterAnd(
+    A.FilterMatch(A.Compare(">=", A.Agg("COUNT", "x", "a", distinct=True), A.Literal(2))),
+    A.FilterAtom("x", A.Compare("<=", A.Attr("b"), A.Agg("SUM", "x", "a", distinct=True))))),
+    within=A.Within("events", Fraction(4)))
+
 _RUN = _stream("A A B A A A B", a=[1, 2, 3, 0, 2, None, 5])
 # S>A is 0 and 2 (2 has no stream: it belongs to both); 1 is T's
 _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
@@ -96,7 +103,8 @@ _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
 @example([(_BLOCKS, [_stream("A B A B", a=[5, 6, 0, 1])], None),
           (_TOTAL, [_RUN, _stream("A A B", a=[1, None, 1])], None),
           (_QUALIFIED, [_MIXED], None), (_PER_STREAM, [_MIXED], None)])
-@example([(_LONE_PREV, [_RUN], None), (replace(_LONE_PREV, strategy="NEXT"), [_RUN], "ts")])
+@example([(_LONE_PREV, [_RUN], None), (replace(_LONE_PREV, strategy="NEXT"), [_RUN], "ts"),
+          (_DISTINCT, [_stream("A A A A A", a=[1, 1, None, 2, 1], b=[0, 2, 1, 3, 1])], None)])
 @example([(_JOINED, [_stream("A A B A", a=[0, 0, 1, 1])], None),
           (replace(_JOINED, strategy="MAX", select=("x",)), [_RUN], "ts")])
 def test_correlated_engine_equals_reference(batch: list[MultiCase]) -> None:
@@ -138,6 +146,15 @@ def _plain_leaf_named_by_stream(q: A.Query) -> bool:
         elif isinstance(f, A.As | A.Plus | A.Filter | A.Not):
             todo.append(f.formula)
     return False
+
+
+def _distinct_aggregate(q: A.Query) -> bool:
+    return "(DISTINCT " in format_query(q)
+
+
+def test_the_generator_draws_distinct_aggregates() -> None:
+    """``COUNT|SUM|AVG(DISTINCT y.attr)`` are drawn."""
+    assert _distinct_aggregate(find(correlated_queries(), _distinct_aggregate))
 
 
 def test_the_generator_draws_stream_qualified_names_of_plain_leaves() -> None:

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from ceql.ir import nodes as A
-from reference import UNKNOWN, RefMatch, aggregate_value, pred_holds, reference_matches
+from reference import (
+    UNKNOWN,
+    RefMatch,
+    aggregate_value,
+    distinct_value,
+    pred_holds,
+    reference_matches,
+)
 
 # ---------------------------------------------------------------- AST builders
 
@@ -865,6 +872,35 @@ def test_aggregate_values(func: str, values: list[Any], expected: object) -> Non
         assert got is UNKNOWN
     else:
         assert got == expected and type(got) is type(expected)
+
+
+@pytest.mark.parametrize(("func", "values", "expected"), [
+    ("COUNT", [], 0),
+    ("COUNT", ["CL", "CL", "AR", None, "PE", float("nan")], 3),  # NULLs skipped, as SQL
+    ("COUNT", [1, 1.0, True, "1"], 3),  # 1 = 1.0; a bool and a string are other values
+    ("SUM", [2, 2, 3, None], 5),
+    ("SUM", [], UNKNOWN),
+    ("SUM", [None], UNKNOWN),
+    ("SUM", [1, "x"], UNKNOWN),  # not all numbers: NULL, as SUM
+    ("SUM", [0.1, 0.2, 0.1], 0.30000000000000004),
+    ("AVG", [2, 2, 3], 2.5),
+    ("AVG", [1, True], UNKNOWN),
+])
+def test_distinct_aggregate_values(func: str, values: list[Any], expected: object) -> None:
+    got = distinct_value(func, values)
+    if expected is UNKNOWN:
+        assert got is UNKNOWN
+    else:
+        assert got == expected and type(got) is type(expected)
+
+
+def test_count_distinct_in_a_match_condition() -> None:
+    """"Three different countries": COUNT(DISTINCT b.country) over the b events."""
+    ev = stream("B B B B B", country=["CL", "CL", "AR", None, "PE"])
+    three = match(P(">=", A.Agg("COUNT", "b", "country", distinct=True), lit(3)))
+    q = query(filt(plus(as_(T("B"), "b")), three), within=events_w(4))
+    assert sets(run(q, ev)) == sets_of({0, 2, 4}, {1, 2, 4}, {0, 1, 2, 4}, {0, 2, 3, 4},
+                                       {1, 2, 3, 4}, {0, 1, 2, 3, 4})
 
 
 def test_sum_skips_nulls() -> None:

@@ -327,6 +327,21 @@ def test_stream_qualified_names_filter_each_streams_events() -> None:
         (0, (0,)), (1, (2,)), (1, (3,)), (0, (0, 3)), (2, (2, 3))}
 
 
+def test_count_distinct_three_different_countries() -> None:
+    """COUNT(DISTINCT b.country): the distinct non-NULL values (SQL's); SUM and AVG too."""
+    ev = [{"type": "B", "country": c, "x": x}
+          for c, x in [("CL", 2), ("CL", 2), ("AR", 3), (None, 3), ("PE", 1)]]
+    out = run("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT b.country) >= 3] "
+              "WITHIN 4 EVENTS", ev)
+    assert {tuple(m.positions) for m in out} == {
+        (0, 2, 4), (1, 2, 4), (0, 1, 2, 4), (0, 2, 3, 4), (1, 2, 3, 4), (0, 1, 2, 3, 4)}
+    out = run("SELECT * FROM S WHERE (B AS b)+ FILTER [SUM(DISTINCT b.x) = 5] "
+              "AND b[x > AVG(DISTINCT b.x) - 1] WITHIN 4 EVENTS", ev)
+    # a 2 (0 or 1) and a 3 (2 or 3), no 1 (4): the average of {2, 3} is 2.5
+    assert {tuple(m.positions) for m in out} == {
+        (0, 2), (0, 3), (1, 2), (1, 3), (0, 1, 2), (0, 1, 3), (0, 2, 3), (1, 2, 3), (0, 1, 2, 3)}
+
+
 def test_prev_of_a_variable_with_at_most_one_event_never_rejects() -> None:
     """The first event of X is exempt from a predicate with PREV, its parts without PREV
     included; where X binds at most one event nothing is tested (valid, with a warning)."""

@@ -744,9 +744,11 @@ class _Checker:
 
     def agg_kind(self, node: A.Agg) -> str | None:
         self.check_ref(node.var, node)
-        if node.func == "COUNT" or node.attr is None:
+        if node.attr is None:
             return "number"
         kind = self.attr_kind(node.attr, node.span, "FILTER")
+        if node.func == "COUNT":  # COUNT(DISTINCT y.attr)
+            return "number"
         if node.func in ("SUM", "AVG") and kind not in (None, "number", "other"):
             does = "adds" if node.func == "SUM" else "averages"
             self.report(TypeClashError,
@@ -1063,7 +1065,7 @@ def _renamed(cond: A.FilterExpr, names: set[str], var: str) -> A.FilterExpr:
         if isinstance(e, A.Neg):
             return A.Neg(expr(e.operand))
         if isinstance(e, A.Agg) and e.var in names:
-            return A.Agg(e.func, var, e.attr)
+            return A.Agg(e.func, var, e.attr, distinct=e.distinct)
         return e
 
     def pred(p: A.Pred) -> A.Pred:

@@ -1043,7 +1043,7 @@ def _r_correlation(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[T
 #: Keywords the grammar accepts as attribute names (``attr_name``).
 _SOFT_ATTRS = frozenset({"ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT", "NONE", "EVENTS",
                          "EVENT", "INTERVAL", "RANGE", "HOURS", "HOUR", "MINUTES", "MINUTE",
-                         "SECONDS", "SECOND", "MILLISECONDS", "MILLISECOND"})
+                         "SECONDS", "SECOND", "MILLISECONDS", "MILLISECOND", "DISTINCT"})
 
 
 def _source(text: str, first: Tok, last: Tok) -> str:
@@ -1082,6 +1082,11 @@ def _call_hint(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[Tok]
     if bad.type == "STAR" and not arg and name == "COUNT":
         return Hint(f"COUNT(*) {_NOT_SUPPORTED}; COUNT takes a variable and counts its events "
                     f"in the match: COUNT({var})", func.start, end)
+    if bad.type == "RPAR" and [t.type for t in arg][:1] == ["DISTINCT"] and len(arg) == 2 \
+            and arg[1].type in _NAMES:
+        return Hint(f"{_source(text, func, bad)} needs a variable's attribute: "
+                    f"{name}(DISTINCT {var}.{arg[1].text}) is over the distinct values of "
+                    f"{arg[1].text} among the {var} events of the match", func.start, bad.end)
     if bad.type == "RPAR" and not arg:
         example = {"PREV": "an attribute of the filtered event: PREV(price)",
                    "COUNT": f"a variable: COUNT({var})"}.get(
