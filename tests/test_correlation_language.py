@@ -497,6 +497,10 @@ def test_syntax_errors_around_calls() -> None:
     syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [MAX(DISTINCT b.x) > 1]",
            "MAX(DISTINCT …) is not supported: DISTINCT applies to COUNT, SUM and AVG "
            "(COUNT(DISTINCT b.country)); write MAX(b.x), the same value", 41, 3)
+    syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT b) >= 3]",
+           "COUNT(DISTINCT b) needs an attribute of b: COUNT(b) counts b's events (each one is "
+           "distinct), and COUNT(DISTINCT b.attr) is over the distinct values of attr among them",
+           41, 17)
     syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT country) >= 3]",
            "COUNT(DISTINCT country) needs a variable's attribute: COUNT(DISTINCT b.country) is "
            "over the distinct values of country among the b events of the match", 41, 23)

@@ -1084,6 +1084,13 @@ def _call_hint(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[Tok]
                     f"in the match: COUNT({var})", func.start, end)
     if bad.type == "RPAR" and [t.type for t in arg][:1] == ["DISTINCT"] and len(arg) == 2 \
             and arg[1].type in _NAMES:
+        aliases = {t.text for k, t in enumerate(before) if k and before[k - 1].type == "AS"}
+        if arg[1].text in aliases:
+            x = arg[1].text
+            return Hint(f"{_source(text, func, bad)} needs an attribute of {x}: COUNT({x}) "
+                        f"counts {x}'s events (each one is distinct), and "
+                        f"{name}(DISTINCT {x}.attr) is over the distinct values of attr among "
+                        "them", func.start, bad.end)
         return Hint(f"{_source(text, func, bad)} needs a variable's attribute: "
                     f"{name}(DISTINCT {var}.{arg[1].text}) is over the distinct values of "
                     f"{arg[1].text} among the {var} events of the match", func.start, bad.end)
