@@ -383,7 +383,7 @@ class _Builder:
                 if positives:
                     joins.append((contiguous, pending, dict(counts) if pending else counts))
                 positives.append(e)
-                for v, n in _occurrences(e).items():
+                for v, n in _occurrences(e, self.views).items():
                     counts[v] = counts.get(v, 0) + n
                 pending = None
             # in execution order: each element built, then joined to what came before (the
@@ -537,15 +537,14 @@ class _Builder:
         negs[leaf.var].guards.append(guard_from_pred(leaf.pred, self.atoms))
         return True
 
-    @staticmethod
-    def _check_reads(leaf: A.FilterAtom, neg: _Neg, formula: A.Formula) -> None:
+    def _check_reads(self, leaf: A.FilterAtom, neg: _Neg, formula: A.Formula) -> None:
         """A condition on the event a NOT between two elements forbids may read variables
         whose events all come before the NOT in the FILTER's valuation (a run waiting in the
         gap holds them): not one bound after it, under an iteration or conjunction around
         the NOT, or elsewhere in the FILTER's formula."""
         span = leaf.span
         refs = sorted(condition_refs(leaf.var, leaf.pred))
-        occurrences = _occurrences(formula)
+        occurrences = _occurrences(formula, self.views)
         late = [v for v in refs if occurrences.get(v, 0) != neg.before.get(v, 0)]
         if late:
             raise CeqlValidationError(
@@ -708,16 +707,21 @@ def _resolved(r: _Tr, done: dict[int, GuardTree]) -> GuardTree:
     return done[id(r)]
 
 
-def _occurrences(root: A.Formula) -> dict[str, int]:
+def _occurrences(root: A.Formula,
+                 views: dict[str, frozenset[str]] | None = None) -> dict[str, int]:
     """How many event-type leaves (not under NOT) bind each variable of ``root``: type names,
-    ``S>T`` names and AS names."""
+    ``S>T`` names (of the leaves ``S>T``, and of every ``T`` leaf for the ``S`` of ``views``,
+    whose events of ``S`` bind it) and AS names."""
     out = {v: len(ids) for v, ids in variable_leaves(root).items()}
     todo: list[A.Formula] = [root]
     while todo:
         f = todo.pop()
         if isinstance(f, A.EventType):
-            if f.stream is not None:
-                v = f"{f.stream}>{f.name}"
+            streams = {f.stream} if f.stream is not None else set()
+            if views:
+                streams |= views.get(f.name, frozenset())
+            for stream in streams:
+                v = f"{stream}>{f.name}"
                 out[v] = out.get(v, 0) + 1
         elif isinstance(f, A.Seq | A.Or | A.And):
             todo += [f.left, f.right]
