@@ -100,6 +100,8 @@ class _Checker:
             self.bound.add(name)
             if t in self.negated:
                 self.negated.setdefault(name, self.negated[t])
+            else:  # T has positive leaves: S>T names their events, whatever NOT S>T says
+                self.negated.pop(name, None)
         self.parents = _parents(query.where)
         # the FILTER leaf being checked (X[P] or [P]), its FILTER and what that FILTER's
         # formula binds
