@@ -434,7 +434,9 @@ def test_stream_qualified_variables_name_the_events_of_plain_leaves() -> None:
                  "SELECT * FROM S1, S2 WHERE BUY FILTER S1>BUY[name = 'MSFT'] AND "
                  "S2>BUY[name = 'INTL']",
                  "SELECT * FROM S1, S2 WHERE BUY ; BUY FILTER S1>BUY[price > PREV(price)] AND "
-                 "S2>BUY[price > `S1>BUY`.price] AND [COUNT(`S1>BUY`) < 2]"]:
+                 "S2>BUY[price > `S1>BUY`.price] AND [COUNT(`S1>BUY`) < 2]",
+                 # positive BUY leaves: S1>BUY names their events, though a NOT writes S1>BUY
+                 "SELECT * FROM S1, S2 WHERE BUY ; NOT S1>BUY ; BUY FILTER S1>BUY[price > 1]"]:
         assert check(text, SCHEMA) is not None
 
 
