@@ -31,7 +31,9 @@ from ..ir.walks import (
     formula_nodes,
     most_events,
     negated_variables,
+    positive_variables,
     pred_leaves,
+    stream_views,
 )
 from .growth import output_growth
 from .keys import implied_key
@@ -135,6 +137,8 @@ def _prev_advice(fil: A.Filter, var: str, prev: A.Prev, negated: set[str]) -> st
     advice = ([f"to compare with {other}'s event write {format_name(other)}."
                f"{format_name(prev.name)}"] if other else [])
     binder = _binder(fil.formula, var)
+    if binder is None and ">" in var:  # S>T: the events of stream S of the T leaves
+        binder = _binder(fil.formula, var.partition(">")[2])
     if binder is None:
         run = f"(… AS {format_name(var)})+"
     elif isinstance(binder, A.EventType):
@@ -150,7 +154,10 @@ def vacuous_prev(query: A.Query) -> str | None:
     """The warning for ``X[… PREV(attr) …]`` conditions where ``X`` binds at most one event in
     the formula their FILTER applies to (always true: the first event of ``X`` is exempt), or
     None when there is none."""
-    negated = set(negated_variables(query.where))
+    positive = positive_variables(query.where)
+    negated = set(negated_variables(query.where)) - {
+        f"{s}>{t}" for t, streams in stream_views(query).items() if t in positive
+        for s in streams}  # S>T over positive T leaves names their events
     parts: list[str] = []
     for node in formula_nodes(query.where):
         if not isinstance(node, A.Filter):
