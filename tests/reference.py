@@ -13,10 +13,10 @@ Conditions between events (SEMANTICS.md, "Correlation, conjunction and negation"
   ``V(X)`` that have a previous one in ``V(X)`` are tested (the first is exempt from all of ``P``).
 * ``[P]`` (a match condition): the same over the qualified variables alone, once per valuation.
 * Aggregates are values of the valuation (see ``aggregate_value`` for NULLs and kinds).
-* ``S>T`` as a variable (a FILTER head, ``Y.attr``, an aggregate, the SELECT list) is the events
-  of ``V(T)`` that came from stream ``S`` (an event without a stream name belongs to every stream
-  of FROM), whichever ``T`` leaf binds them, ``S>T`` ones or plain ``T`` ones: every leaf of type
-  ``T`` binds ``T`` and ``S>T`` for each stream ``S`` of FROM its event belongs to.
+* ``S>T`` as a variable (a FILTER head, ``Y.attr``, an aggregate, the SELECT list): where WHERE
+  writes a leaf ``S>T`` (under NOT too), the events of those leaves; where it writes none, the
+  events of ``V(T)`` that came from stream ``S`` (an event without a stream name belongs to every
+  stream of FROM), whichever ``T`` leaf binds them.
 
 Conjunction and negation (same section):
 
@@ -356,12 +356,15 @@ class _Substream:
     """One (sub)stream: its events and their original indices, position by position."""
 
     def __init__(self, items: list[tuple[int, Mapping[str, Any]]], *, streams: tuple[str, ...],
-                 type_key: str, stream_key: str) -> None:
+                 type_key: str, stream_key: str,
+                 written: frozenset[str] = frozenset()) -> None:
         self.orig = [i for i, _ in items]
         self.events = [e for _, e in items]
         self.streams = streams
         self.type_key = type_key
         self.stream_key = stream_key
+        #: the ``S>T`` leaves WHERE writes (under NOT too): ``S>T`` names their events only
+        self.written = written
 
     def __len__(self) -> int:
         return len(self.events)
@@ -377,10 +380,14 @@ class _Substream:
         return own is None or own == et.stream
 
 
-    def qualified(self, pos: int, name: str) -> list[str]:
-        """``S>name`` for each stream ``S`` of FROM the event at ``pos`` came from."""
+    def qualified(self, pos: int, et: A.EventType) -> list[str]:
+        """The ``S>T`` variables the leaf ``et`` (of type ``T``) binds the event at ``pos`` to:
+        its own ``S>T`` when written so, and ``S>T`` for each stream ``S`` of FROM the event
+        came from where WHERE writes no leaf ``S>T``."""
         own = self.events[pos].get(self.stream_key)
-        return [f"{s}>{name}" for s in self.streams if own is None or own == s]
+        names = [f"{s}>{et.name}" for s in self.streams if own is None or own == s]
+        mine = [] if et.stream is None else [f"{et.stream}>{et.name}"]
+        return mine + [n for n in names if n not in self.written and n not in mine]
 
 
 def _positions(mu: Mu) -> frozenset[int]:
@@ -536,12 +543,24 @@ def _collect(owed: Owed, cond: A.FilterExpr, mu: Mu) -> Owed:
     return frozenset(out)
 
 
+def _written_qualified(f: A.Formula) -> frozenset[str]:
+    """``S>T`` for each leaf of ``f`` written ``S>T`` (under NOT too)."""
+    if isinstance(f, A.EventType):
+        return frozenset() if f.stream is None else frozenset([f"{f.stream}>{f.name}"])
+    if isinstance(f, A.Seq | A.Or | A.And):
+        return _written_qualified(f.left) | _written_qualified(f.right)
+    if isinstance(f, A.As | A.Filter | A.Plus | A.Not):
+        return _written_qualified(f.formula)
+    raise TypeError(f"not a formula: {f!r}")
+
+
 def eval_formula(f: A.Formula, sub: _Substream) -> set[Val]:
     """``⟦f⟧(sub)`` as an explicit set of valuations."""
     if isinstance(f, A.EventType):
-        # a leaf of type T binds T and, for each stream S of FROM its event came from, the
-        # variable S>T (the T events of stream S; an event without a stream is of every one)
-        return {(i, i, frozenset((n, i) for n in [f.name, *sub.qualified(i, f.name)]),
+        # a leaf of type T binds T; a leaf written S>T binds S>T; and for each stream S of
+        # FROM its event came from (an event without a stream is of every one) where WHERE
+        # writes no leaf S>T, the variable S>T (the T events of stream S)
+        return {(i, i, frozenset((n, i) for n in [f.name, *sub.qualified(i, f)]),
                  _NOTHING_OWED)
                 for i in range(len(sub)) if sub.matches_type(i, f)}
     if isinstance(f, A.As):
@@ -934,6 +953,7 @@ def reference_matches(query: A.Query, events: Sequence[Mapping[str, Any]], *,
     """
     _check_negations(query)
     members = _stream_members(events, query.streams, stream_key)
+    written = _written_qualified(query.where)
 
     # 1. PARTITION BY: composite key of non-NULL values; events lacking one are dropped.
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -953,7 +973,7 @@ def reference_matches(query: A.Query, events: Sequence[Mapping[str, Any]], *,
             raise ValueError(f"the reference is a brute force: {len(indices)} events in one "
                              f"substream (at most {MAX_EVENTS})")
         sub = _Substream([(i, events[i]) for i in indices], streams=query.streams,
-                         type_key=type_key, stream_key=stream_key)
+                         type_key=type_key, stream_key=stream_key, written=written)
         for end, start, positions in _evaluate_substream(query, sub, events, time):
             outputs.append(RefMatch(end, start, positions, keys[key]))
 

@@ -18,8 +18,9 @@ in the filtered formula (universal over every choice of events), ``PREV(attr)`` 
 (where X can bind two events, and where it binds at most one: vacuous), aggregates
 (``COUNT|SUM|AVG(DISTINCT Y.attr)`` among them) in ``X[...]`` and in match conditions ``[P]``
 (aggregates, qualified attributes and literals only), ``S>T`` as a variable (FILTER heads,
-SELECT lists, qualified attributes, aggregates: the ``T`` events of stream ``S`` of leaves
-``S>T`` and of plain ``T`` leaves alike), FILTERs inside iterations (checked per block).
+SELECT lists, qualified attributes, aggregates: the events of the leaves ``S>T`` where WHERE
+writes some, else the ``T`` events of stream ``S`` of any ``T`` leaf; both drawn), FILTERs
+inside iterations (checked per block).
 Without ``correlated`` every generator draws exactly what it drew before conditions between
 events existed.
 
@@ -53,11 +54,11 @@ import os
 from fractions import Fraction
 from typing import Any, NamedTuple, TypeVar
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ceql.ir import expr_nodes, is_correlated, is_correlated_query
+from ceql.ir import condition_refs, expr_nodes, filter_leaves, is_correlated, is_correlated_query
 from ceql.ir import nodes as A
 
 __all__ = [
@@ -555,8 +556,49 @@ def _positive_types(f: A.Formula) -> frozenset[str]:
 
 def stream_views(f: A.Formula) -> frozenset[str]:
     """``S>T`` for each event type ``T`` of ``f`` outside its NOTs: the ``T`` events of stream
-    ``S``, whichever ``T`` leaf binds them (``S`` is in every FROM the generators draw)."""
+    ``S``, whichever ``T`` leaf binds them (``S`` is in every FROM the generators draw) — where
+    the query's WHERE writes no leaf ``S>T``; where it does, ``S>T`` names those leaves' events
+    (``queries`` keeps only the queries where these are positive in the FILTERs naming them)."""
     return frozenset(f"S>{t}" for t in _positive_types(f))
+
+
+def written_qualified(f: A.Formula) -> frozenset[str]:
+    """``S>T`` for each leaf of ``f`` written ``S>T`` (under NOT too)."""
+    if isinstance(f, A.EventType):
+        return frozenset() if f.stream is None else frozenset([f"{f.stream}>{f.name}"])
+    if isinstance(f, A.As | A.Filter | A.Plus | A.Not):
+        return written_qualified(f.formula)
+    if isinstance(f, A.Seq | A.Or | A.And):
+        return written_qualified(f.left) | written_qualified(f.right)
+    return frozenset()
+
+
+def _stream_names_agree(q: A.Query) -> bool:
+    """False when a FILTER or the SELECT list names ``S>T`` (drawn as the ``T`` events of
+    stream ``S``) while WHERE writes a leaf ``S>T`` that is not positive where it is named:
+    ``S>T`` then names that leaf's events, outside the FILTER's formula or negated."""
+    written = written_qualified(q.where)
+    if not written:
+        return True
+    if q.select and any(v in written and v not in positive_variables(q.where)
+                        for v in q.select):
+        return False
+    todo: list[A.Formula] = [q.where]
+    while todo:
+        f = todo.pop()
+        if isinstance(f, A.Filter):
+            named: set[str] = set()
+            for leaf in filter_leaves(f.cond):
+                named |= condition_refs(None, leaf.pred)
+                if isinstance(leaf, A.FilterAtom):
+                    named.add(leaf.var)
+            if (named & written) - positive_variables(f.formula):
+                return False
+        if isinstance(f, A.Seq | A.Or | A.And):
+            todo += [f.left, f.right]
+        elif isinstance(f, A.As | A.Plus | A.Filter | A.Not):
+            todo.append(f.formula)
+    return True
 
 
 def _names(f: A.Formula) -> tuple[str, ...]:
@@ -908,7 +950,7 @@ def queries(draw: st.DrawFn, correlated: bool = False, conj_neg: bool = False) -
     within = draw(withins(required=leading or trailing))
     # a trailing NOT's outputs come late: CONSUME BY ANY/PARTITION is refused with it
     consume = "NONE" if trailing else draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION")))
-    return A.Query(
+    q = A.Query(
         strategy=strategy,
         select=select,
         streams=streams,
@@ -918,6 +960,8 @@ def queries(draw: st.DrawFn, correlated: bool = False, conj_neg: bool = False) -
         consume=consume,
         limit=draw(st.sampled_from((None, None, None, 0, 1, 2, 3))),
     )
+    assume(_stream_names_agree(q))
+    return q
 
 
 def correlated_queries() -> st.SearchStrategy[A.Query]:

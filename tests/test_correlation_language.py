@@ -428,16 +428,30 @@ def test_comparisons_across_variables_of_clashing_kinds() -> None:
 
 
 def test_stream_qualified_variables_name_the_events_of_plain_leaves() -> None:
-    """``S>T`` is the ``T`` events from stream ``S`` of any ``T`` leaf (CORE's meaning): valid
-    wherever WHERE has a ``T`` leaf and FROM lists ``S``."""
+    """Where WHERE writes no ``S>T`` leaf, ``S>T`` is the ``T`` events from stream ``S`` of any
+    ``T`` leaf (CORE's meaning): valid wherever WHERE has a ``T`` leaf and FROM lists ``S``."""
     for text in ["SELECT S1>BUY FROM S1, S2 WHERE S2>BUY ; BUY",
                  "SELECT * FROM S1, S2 WHERE BUY FILTER S1>BUY[name = 'MSFT'] AND "
                  "S2>BUY[name = 'INTL']",
                  "SELECT * FROM S1, S2 WHERE BUY ; BUY FILTER S1>BUY[price > PREV(price)] AND "
-                 "S2>BUY[price > `S1>BUY`.price] AND [COUNT(`S1>BUY`) < 2]",
-                 # positive BUY leaves: S1>BUY names their events, though a NOT writes S1>BUY
-                 "SELECT * FROM S1, S2 WHERE BUY ; NOT S1>BUY ; BUY FILTER S1>BUY[price > 1]"]:
+                 "S2>BUY[price > `S1>BUY`.price] AND [COUNT(`S1>BUY`) < 2]"]:
         assert check(text, SCHEMA) is not None
+
+
+def test_a_written_stream_qualified_leaf_is_what_its_name_names() -> None:
+    """Where WHERE writes ``S>T`` (under a NOT too), ``S>T`` names those leaves' events only:
+    the plain ``T`` leaves' do not make it positive."""
+    text = "SELECT * FROM S1, S2 WHERE BUY ; NOT S1>BUY ; BUY FILTER S1>BUY[price > 1]"
+    fails(text, NegatedVariableError,
+          "S1>BUY[price > 1] tests the S1>BUY events of the match, and S1>BUY stands only under "
+          "NOT (NOT S1>BUY), so no match has one. To put a condition on the events the NOT "
+          "forbids, name them and test that name: NOT S1>BUY AS n … FILTER n[price > 1]", 58, 6)
+    # a condition on a negated event reads S1>BUY of the first leaf only, which comes before
+    # the NOT: evaluated (the plain BUY after the NOT is not S1>BUY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert ceql.compile("SELECT * FROM S1, S2 WHERE S1>BUY ; NOT SELL AS n ; BUY "
+                            "FILTER n[price > `S1>BUY`.price]") is not None
 
 
 def test_stream_qualified_variables_without_such_leaves() -> None:

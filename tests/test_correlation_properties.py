@@ -14,6 +14,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+import pytest
 from hypothesis import example, find, given, note
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ from strategies import (
     correlated_queries,
     multi_cases,
     prev_on_one_event,
+    written_qualified,
 )
 from test_properties import (
     check_arrow_feed_equals_reference,
@@ -118,8 +120,10 @@ def test_the_generator_draws_prev_on_a_variable_with_one_event() -> None:
     assert prev_on_one_event(find(correlated_queries(), prev_on_one_event))
 
 
-def _plain_leaf_named_by_stream(q: A.Query) -> bool:
-    """A FILTER head ``S>T`` over a formula with a plain (unqualified) ``T`` leaf."""
+def _plain_leaf_named_by_stream(q: A.Query, written: bool) -> bool:
+    """A FILTER head ``S>T`` over a formula with a plain (unqualified) ``T`` leaf, where WHERE
+    writes a leaf ``S>T`` (``written``: ``S>T`` names that leaf's events, not the plain
+    leaf's) or none (``S>T`` names the plain leaf's events from ``S``)."""
     todo: list[A.Formula] = [q.where]
     while todo:
         f = todo.pop()
@@ -139,7 +143,8 @@ def _plain_leaf_named_by_stream(q: A.Query) -> bool:
                 c = conds.pop()
                 if isinstance(c, A.FilterAnd | A.FilterOr):
                     conds += [c.left, c.right]
-                elif isinstance(c, A.FilterAtom) and c.var.partition(">")[2] in plain:
+                elif (isinstance(c, A.FilterAtom) and c.var.partition(">")[2] in plain
+                      and (c.var in written_qualified(q.where)) == written):
                     return True
         if isinstance(f, A.Seq | A.Or | A.And):
             todo += [f.left, f.right]
@@ -157,9 +162,13 @@ def test_the_generator_draws_distinct_aggregates() -> None:
     assert _distinct_aggregate(find(correlated_queries(), _distinct_aggregate))
 
 
-def test_the_generator_draws_stream_qualified_names_of_plain_leaves() -> None:
-    """``S>T[…]`` over plain ``T`` leaves (CORE's meaning: their events from ``S``)."""
-    assert _plain_leaf_named_by_stream(find(correlated_queries(), _plain_leaf_named_by_stream))
+@pytest.mark.parametrize("written", [False, True])
+def test_the_generator_draws_stream_qualified_names_of_plain_leaves(written: bool) -> None:
+    """``S>T[…]`` over plain ``T`` leaves: where WHERE writes no ``S>T`` (CORE's meaning:
+    their events from ``S``) and where it writes one (``S>T`` names that leaf's events)."""
+    def drawn(q: A.Query) -> bool:
+        return _plain_leaf_named_by_stream(q, written)
+    assert drawn(find(correlated_queries(), drawn))
 
 
 @PROFILE

@@ -960,18 +960,24 @@ BUYS = [{"type": "BUY", "stream": "S1", "price": 5}, {"type": "BUY", "stream": "
 
 
 def test_stream_qualified_variable_in_filter_and_select() -> None:
-    # S1>BUY ; BUY: the variable S1>BUY holds the BUY events from S1 (or from no stream) of
-    # both leaves: the first leaf's always, the second's when it came from S1 or no stream
+    # S1>BUY ; BUY: WHERE writes S1>BUY, so the variable S1>BUY holds the first leaf's event
+    # (from S1, or from no stream) only, never the plain BUY's; BUY holds both events
     where = seq(T("BUY", "S1"), T("BUY"))
     q = query(filt(where, cmp("S1>BUY", "price", ">", 10)), streams=("S1", "S2"),
               select=("S1>BUY",))
-    assert run(q, BUYS) == [RefMatch(3, 2, (2,), ()), RefMatch(4, 2, (2, 4), ())]
+    assert run(q, BUYS) == [RefMatch(3, 2, (2,), ()), RefMatch(4, 2, (2,), ())]
     q = query(filt(where, cmp("BUY", "price", ">", 10)), streams=("S1", "S2"))
     assert run(q, BUYS) == [RefMatch(4, 2, (2, 4), ())]
     q = query(where, streams=("S1", "S2"), select=("S1>BUY",))
     assert {(m.end, m.positions) for m in run(q, BUYS)} == {
-        (1, (0,)), (2, (0, 2)), (3, (0,)), (4, (0, 4)), (3, (2,)), (4, (2, 4))}
-    # an unqualified leaf binds S1>BUY for its events from S1 or from no stream
+        (1, (0,)), (2, (0,)), (3, (0,)), (4, (0,)), (3, (2,)), (4, (2,))}
+    # a NOT S1>BUY is a leaf written S1>BUY too: S1>BUY names the negated event, not the BUYs
+    q = query(filt(seq(seq(T("BUY"), A.Not(T("BUY", "S1"))), T("BUY")),
+                   cmp("S1>BUY", "price", ">", 25)), streams=("S1", "S2"))
+    # BUYS prices 5, 20, 30, 1, 40 from S1, S2, S1, S2, none: a BUY of S1 (or none) above 25
+    # between the two forbids the pair (2, from S1 at 30, lies between 0 or 1 and 3 or 4)
+    assert sets(run(q, BUYS)) == sets_of({0, 1}, {0, 2}, {1, 2}, {2, 3}, {2, 4}, {3, 4})
+    # WHERE writes no S1>BUY: a plain leaf binds S1>BUY for its events from S1 or no stream
     q = query(T("BUY"), streams=("S1", "S2"), select=("S1>BUY",))
     assert {m.positions for m in run(q, BUYS)} == {(0,), (2,), (4,), ()}
 

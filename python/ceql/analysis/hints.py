@@ -31,7 +31,6 @@ from ..ir.walks import (
     formula_nodes,
     most_events,
     negated_variables,
-    positive_variables,
     pred_leaves,
     stream_views,
 )
@@ -154,10 +153,8 @@ def vacuous_prev(query: A.Query) -> str | None:
     """The warning for ``X[… PREV(attr) …]`` conditions where ``X`` binds at most one event in
     the formula their FILTER applies to (always true: the first event of ``X`` is exempt), or
     None when there is none."""
-    positive = positive_variables(query.where)
-    negated = set(negated_variables(query.where)) - {
-        f"{s}>{t}" for t, streams in stream_views(query).items() if t in positive
-        for s in streams}  # S>T over positive T leaves names their events
+    negated = set(negated_variables(query.where))
+    views = {f"{s}>{t}" for t, streams in stream_views(query).items() for s in streams}
     parts: list[str] = []
     for node in formula_nodes(query.where):
         if not isinstance(node, A.Filter):
@@ -166,7 +163,7 @@ def vacuous_prev(query: A.Query) -> str | None:
             if not isinstance(leaf, A.FilterAtom) or leaf.var in negated:
                 continue
             prev = next((e for e in expr_nodes(leaf.pred) if isinstance(e, A.Prev)), None)
-            if prev is None or most_events(node.formula, leaf.var) > 1:
+            if prev is None or most_events(node.formula, leaf.var, leaf.var in views) > 1:
                 continue
             where = (f" (line {prev.span.line}, column {prev.span.column})"
                      if prev.span.line else "")

@@ -93,15 +93,14 @@ class _Checker:
         self.bound = bound_variables(query.where)
         # the names only a NOT binds (its AS name, types written only under NOT) → the NOT
         self.negated = negated_variables(query.where)
-        # S>T named where WHERE has T leaves (S in FROM): the events of T from stream S
+        # S>T named where WHERE has T leaves but no S>T leaf (S in FROM): the events of T
+        # from stream S (where WHERE writes S>T, S>T names those leaves' events)
         self.views = {f"{s}>{t}": t for t, streams in stream_views(query).items()
                       for s in streams if s in query.streams and t in self.bound}
         for name, t in self.views.items():
             self.bound.add(name)
             if t in self.negated:
                 self.negated.setdefault(name, self.negated[t])
-            else:  # T has positive leaves: S>T names their events, whatever NOT S>T says
-                self.negated.pop(name, None)
         self.parents = _parents(query.where)
         # the FILTER leaf being checked (X[P] or [P]), its FILTER and what that FILTER's
         # formula binds

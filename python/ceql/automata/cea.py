@@ -237,8 +237,9 @@ class _Builder:
     def __init__(self, atoms: AtomTable, top: A.Formula | None = None,
                  views: dict[str, frozenset[str]] | None = None) -> None:
         self.atoms = atoms
-        #: event type T → the streams S whose S>T the query names (ceql.ir.stream_views):
-        #: a T leaf's transition is split by stream so that its events of S bind S>T
+        #: event type T → the streams S whose S>T the query names while WHERE writes no S>T
+        #: leaf (ceql.ir.stream_views): a T leaf's transition is split by stream so that its
+        #: events of S bind S>T
         self.views = views or {}
         self.n = 0
         self.scopes: list[tuple[ScopeLeaf, ...]] = []
@@ -710,8 +711,8 @@ def _resolved(r: _Tr, done: dict[int, GuardTree]) -> GuardTree:
 def _occurrences(root: A.Formula,
                  views: dict[str, frozenset[str]] | None = None) -> dict[str, int]:
     """How many event-type leaves (not under NOT) bind each variable of ``root``: type names,
-    ``S>T`` names (of the leaves ``S>T``, and of every ``T`` leaf for the ``S`` of ``views``,
-    whose events of ``S`` bind it) and AS names."""
+    ``S>T`` names (of the leaves ``S>T``, and of every ``T`` leaf for the ``S`` of ``views``
+    — the ``S>T`` WHERE writes no leaf of — whose events of ``S`` bind it) and AS names."""
     out = {v: len(ids) for v, ids in variable_leaves(root).items()}
     todo: list[A.Formula] = [root]
     while todo:

@@ -133,19 +133,22 @@ def negated_variables(root: N.Formula) -> dict[str, N.Not]:
     return {name: node for name, node in found.items() if name not in positive}
 
 
-def most_events(root: N.Formula, var: str) -> float:
+def most_events(root: N.Formula, var: str, view: bool = False) -> float:
     """The most events ``var`` binds in one valuation of ``root`` (``inf`` when unbounded
-    or unknown). ``S>T`` counts every ``T`` leaf: in a FILTER it names the events of ``T``
-    that came from stream ``S``, which any ``T`` leaf may bind."""
+    or unknown). ``view``: ``var`` is ``S>T`` and WHERE writes no leaf ``S>T``
+    (:func:`stream_views`), so it names the events of ``T`` from stream ``S`` that any ``T``
+    leaf binds, and every ``T`` leaf counts; otherwise the leaves ``S>T`` count."""
     stream, sep, event_type = var.partition(">")
-    qualified = bool(sep and stream and event_type)
+    qualified = view and bool(sep and stream and event_type)
     # post-order: for each node, (events var binds, events the node's valuation has)
     out: list[tuple[float, float]] = []
     todo: list[tuple[N.Formula, bool]] = [(root, False)]
     while todo:
         node, ready = todo.pop()
         if isinstance(node, N.EventType):
-            mine = node.name == (event_type if qualified else var)
+            mine = node.name == event_type if qualified else (
+                var == node.name or (node.stream is not None
+                                     and var == f"{node.stream}>{node.name}"))
             out.append((1.0 if mine else 0.0, 1.0))
         elif not ready:
             todo.append((node, True))
@@ -332,14 +335,18 @@ def condition_refs(var: str | None, pred: N.Pred) -> frozenset[str]:
 
 def stream_views(query: N.Query) -> dict[str, frozenset[str]]:
     """Each event type ``T`` → the streams ``S`` whose ``S>T`` the query names as a variable
-    (a FILTER head, ``Y.attr``, an aggregate, the SELECT list), an AS name spelt ``S>T``
-    aside. ``S>T`` there means the events of ``T`` that came from stream ``S`` (an event
-    without a stream belongs to every stream), whichever ``T`` leaf binds them."""
+    (a FILTER head, ``Y.attr``, an aggregate, the SELECT list) while WHERE writes no leaf
+    ``S>T`` (under a NOT included), an AS name spelt ``S>T`` aside. ``S>T`` there means the
+    events of ``T`` that came from stream ``S`` (an event without a stream belongs to every
+    stream), whichever ``T`` leaf binds them; where WHERE writes ``S>T`` leaves, it names
+    their events only (and is no view)."""
     names: set[str] = set(query.select or ())
     aliases: set[str] = set()
     for node in formula_nodes(query.where):
         if isinstance(node, N.As):
             aliases.add(node.var)
+        elif isinstance(node, N.EventType) and node.stream is not None:
+            aliases.add(f"{node.stream}>{node.name}")  # written: names its leaves' events
         elif isinstance(node, N.Filter):
             for leaf in filter_leaves(node.cond):
                 if isinstance(leaf, N.FilterAtom):
