@@ -350,9 +350,20 @@ def test_prev_of_a_variable_with_at_most_one_event() -> None:
         "holds. For a run of A events, iterate it: A+")
 
 
+def test_prev_of_a_written_stream_qualified_leaf_with_one_event() -> None:
+    """WHERE writes S1>BUY once: S1>BUY is that leaf's event alone, whatever the plain BUY."""
+    assert _vacuous("SELECT * FROM S1, S2 WHERE S1>BUY ; BUY "
+                    "FILTER S1>BUY[price > PREV(price)] WITHIN 5 EVENTS").startswith(
+        "S1>BUY[price > PREV(price)] (line 1, column 63) never rejects anything: 'S1>BUY' "
+        "binds at most one event")
+
+
 def test_prev_of_a_variable_with_two_events_gives_no_warning() -> None:
     for text in ("SELECT * FROM S WHERE (B AS b)+ FILTER b[price > PREV(price)] WITHIN 9 EVENTS",
-                 "SELECT * FROM S WHERE A ; A FILTER A[price > PREV(price)] WITHIN 9 EVENTS"):
+                 "SELECT * FROM S WHERE A ; A FILTER A[price > PREV(price)] WITHIN 9 EVENTS",
+                 # no S1>BUY leaf: S1>BUY is the BUYs of S1 of both leaves
+                 "SELECT * FROM S1, S2 WHERE BUY ; BUY FILTER S1>BUY[price > PREV(price)] "
+                 "WITHIN 9 EVENTS"):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             ceql.compile(text)
