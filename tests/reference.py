@@ -13,7 +13,10 @@ Conditions between events (SEMANTICS.md, "Correlation, conjunction and negation"
   ``V(X)`` that have a previous one in ``V(X)`` are tested (the first is exempt from all of ``P``).
 * ``[P]`` (a match condition): the same over the qualified variables alone, once per valuation.
 * Aggregates are values of the valuation (see ``aggregate_value`` for NULLs and kinds).
-* A stream-qualified leaf ``S>T`` binds the variable ``T`` and the variable ``S>T``.
+* ``S>T`` as a variable (a FILTER head, ``Y.attr``, an aggregate, the SELECT list): where WHERE
+  writes a leaf ``S>T`` (under NOT too), the events of those leaves; where it writes none, the
+  events of ``V(T)`` that came from stream ``S`` (an event without a stream name belongs to every
+  stream of FROM), whichever ``T`` leaf binds them.
 
 Conjunction and negation (same section):
 
@@ -164,6 +167,9 @@ def pred_value(e: A.Expr, event: Mapping[str, Any], ctx: Context | None = None) 
         if ctx is None:
             raise ValueError(f"{e.func}({e.var}) needs a valuation")
         ps = sorted(_var(ctx.mu, e.var))
+        if e.distinct:
+            assert e.attr is not None
+            return distinct_value(e.func, [ctx.events[p].get(e.attr) for p in ps])
         if e.func == "COUNT":
             return aggregate_value("COUNT", [None] * len(ps))
         assert e.attr is not None
@@ -236,6 +242,29 @@ def aggregate_value(func: str, values: Sequence[object]) -> object:
             return UNKNOWN
         return min(present) if func == "MIN" else max(present)
     raise ValueError(f"unknown aggregate {func!r}")
+
+
+def distinct_value(func: str, values: Sequence[object]) -> object:
+    """``COUNT|SUM|AVG(DISTINCT y.attr)`` over the attribute values of a variable's events: over
+    the distinct non-NULL values, as SQL (a boolean and a number are never the same value;
+    ``1`` and ``1.0`` are). COUNT of none is 0; SUM and AVG of none, or of values that are not
+    all numbers, are NULL. The sum is exact, rounded once."""
+    present: dict[tuple[str, object], object] = {}
+    for v in values:
+        c = _clean(v)
+        if c is not UNKNOWN:
+            present.setdefault((_kind(c), c), c)
+    distinct = list(present.values())
+    if func == "COUNT":
+        return len(distinct)
+    if func not in ("SUM", "AVG"):
+        raise ValueError(f"{func}(DISTINCT …) is not an aggregate")
+    if not distinct or not all(_is_number(v) for v in distinct):
+        return UNKNOWN
+    exact = sum(Fraction(v) for v in distinct)  # type: ignore[arg-type]
+    total: Any = (int(exact) if all(isinstance(v, int) for v in distinct)
+                  else float(exact))
+    return total if func == "SUM" else _clean(total / len(distinct))
 
 
 def _kind(v: object) -> str:
@@ -415,12 +444,15 @@ class _Substream:
     """One (sub)stream: its events and their original indices, position by position."""
 
     def __init__(self, items: list[tuple[int, Mapping[str, Any]]], *, streams: tuple[str, ...],
-                 type_key: str, stream_key: str) -> None:
+                 type_key: str, stream_key: str,
+                 written: frozenset[str] = frozenset()) -> None:
         self.orig = [i for i, _ in items]
         self.events = [e for _, e in items]
         self.streams = streams
         self.type_key = type_key
         self.stream_key = stream_key
+        #: the ``S>T`` leaves WHERE writes (under NOT too): ``S>T`` names their events only
+        self.written = written
 
     def __len__(self) -> int:
         return len(self.events)
@@ -434,6 +466,16 @@ class _Substream:
         own = event.get(self.stream_key)
         # An event without a stream name belongs to every stream of the query.
         return own is None or own == et.stream
+
+
+    def qualified(self, pos: int, et: A.EventType) -> list[str]:
+        """The ``S>T`` variables the leaf ``et`` (of type ``T``) binds the event at ``pos`` to:
+        its own ``S>T`` when written so, and ``S>T`` for each stream ``S`` of FROM the event
+        came from where WHERE writes no leaf ``S>T``."""
+        own = self.events[pos].get(self.stream_key)
+        names = [f"{s}>{et.name}" for s in self.streams if own is None or own == s]
+        mine = [] if et.stream is None else [f"{et.stream}>{et.name}"]
+        return mine + [n for n in names if n not in self.written and n not in mine]
 
 
 def _positions(mu: Mu) -> frozenset[int]:
@@ -589,12 +631,25 @@ def _collect(owed: Owed, cond: A.FilterExpr, mu: Mu) -> Owed:
     return frozenset(out)
 
 
+def _written_qualified(f: A.Formula) -> frozenset[str]:
+    """``S>T`` for each leaf of ``f`` written ``S>T`` (under NOT too)."""
+    if isinstance(f, A.EventType):
+        return frozenset() if f.stream is None else frozenset([f"{f.stream}>{f.name}"])
+    if isinstance(f, A.Seq | A.Or | A.And):
+        return _written_qualified(f.left) | _written_qualified(f.right)
+    if isinstance(f, A.As | A.Filter | A.Plus | A.Not):
+        return _written_qualified(f.formula)
+    raise TypeError(f"not a formula: {f!r}")
+
+
 def eval_formula(f: A.Formula, sub: _Substream) -> set[Val]:
     """``⟦f⟧(sub)`` as an explicit set of valuations."""
     if isinstance(f, A.EventType):
-        # a stream-qualified leaf S>T binds T and the variable S>T (the events of such leaves)
-        names = [f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"]
-        return {(i, i, frozenset((n, i) for n in names), _NOTHING_OWED)
+        # a leaf of type T binds T; a leaf written S>T binds S>T; and for each stream S of
+        # FROM its event came from (an event without a stream is of every one) where WHERE
+        # writes no leaf S>T, the variable S>T (the T events of stream S)
+        return {(i, i, frozenset((n, i) for n in [f.name, *sub.qualified(i, f)]),
+                 _NOTHING_OWED)
                 for i in range(len(sub)) if sub.matches_type(i, f)}
     if isinstance(f, A.As):
         out: set[Val] = set()
@@ -986,6 +1041,7 @@ def reference_matches(query: A.Query, events: Sequence[Mapping[str, Any]], *,
     """
     _check_negations(query)
     members = _stream_members(events, query.streams, stream_key)
+    written = _written_qualified(query.where)
 
     # 1. PARTITION BY: composite key of non-NULL values; events lacking one are dropped.
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -1005,7 +1061,7 @@ def reference_matches(query: A.Query, events: Sequence[Mapping[str, Any]], *,
             raise ValueError(f"the reference is a brute force: {len(indices)} events in one "
                              f"substream (at most {MAX_EVENTS})")
         sub = _Substream([(i, events[i]) for i in indices], streams=query.streams,
-                         type_key=type_key, stream_key=stream_key)
+                         type_key=type_key, stream_key=stream_key, written=written)
         for end, start, positions in _evaluate_substream(query, sub, events, time):
             outputs.append(RefMatch(end, start, positions, keys[key]))
 

@@ -15,11 +15,14 @@ divisor, no empty literal RANGE.
 ``correlated_queries()`` (``cases(correlated=True)``, ``multi_cases(correlated=True)``) adds
 conditions between events to all of that: qualified attributes ``Y.attr`` over variables bound
 in the filtered formula (universal over every choice of events), ``PREV(attr)`` inside ``X[...]``
-(only where X can bind two events, else the validator refuses it), aggregates in ``X[...]`` and
-in match conditions ``[P]`` (aggregates, qualified attributes and literals only), ``S>T`` as a
-variable (FILTER heads, SELECT lists, qualified attributes, aggregates), FILTERs inside
-iterations (checked per block). Without ``correlated`` every generator draws exactly what it
-drew before conditions between events existed.
+(where X can bind two events, and where it binds at most one: vacuous), aggregates
+(``COUNT|SUM|AVG(DISTINCT Y.attr)`` among them) in ``X[...]`` and in match conditions ``[P]``
+(aggregates, qualified attributes and literals only), ``S>T`` as a variable (FILTER heads,
+SELECT lists, qualified attributes, aggregates: the events of the leaves ``S>T`` where WHERE
+writes some, else the ``T`` events of stream ``S`` of any ``T`` leaf; both drawn), FILTERs
+inside iterations (checked per block).
+Without ``correlated`` every generator draws exactly what it drew before conditions between
+events existed.
 
 ``conj_neg_queries()`` (``queries``/``cases``/``multi_cases`` with ``conj_neg=True``, combinable
 with ``correlated``) adds conjunction and negation to all of that: ``φ AND ψ`` anywhere (under
@@ -52,11 +55,11 @@ import os
 from fractions import Fraction
 from typing import Any, NamedTuple, TypeVar
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ceql.ir import expr_nodes, is_correlated, is_correlated_query
+from ceql.ir import condition_refs, expr_nodes, filter_leaves, is_correlated, is_correlated_query
 from ceql.ir import nodes as A
 
 __all__ = [
@@ -324,8 +327,9 @@ class Scope(NamedTuple):
     condition ``[P]``, which tests no event); ``names`` are the variables bound inside the
     filtered formula, which ``Y.attr`` and aggregates may name (``S>T`` ones too: the
     formatter writes them in backquotes);
-    ``prev``: whether ``PREV`` may appear (X can bind two events of one valuation there: else
-    the validator refuses ``PREV``, which could never reject anything)."""
+    ``prev``: whether ``PREV`` may appear (X a positive variable: where it binds at most one
+    event of a valuation the condition never rejects — valid, with a warning — and is drawn
+    too)."""
 
     var: str | None
     names: tuple[str, ...]
@@ -335,9 +339,8 @@ class Scope(NamedTuple):
 def _most_events(f: A.Formula) -> tuple[dict[str, int], int]:
     """How many events each variable binds at most in one valuation of ``f``, and how many
     the valuation has (both capped at 2: "two or more")."""
-    if isinstance(f, A.EventType):
-        names = [f.name] if f.stream is None else [f.name, f"{f.stream}>{f.name}"]
-        return dict.fromkeys(names, 1), 1
+    if isinstance(f, A.EventType):  # S>T: T events of stream S, of any T leaf
+        return dict.fromkeys([f.name, *(f"{s}>{f.name}" for s in _STREAMS)], 1), 1
     if isinstance(f, A.Not):  # a negated event is in no valuation
         return {}, 0
     if isinstance(f, A.Seq | A.Or | A.And):
@@ -352,11 +355,30 @@ def _most_events(f: A.Formula) -> tuple[dict[str, int], int]:
     return counts, n
 
 
-def _runs(f: A.Formula) -> frozenset[str]:
-    """The variables that can bind two or more events of one valuation of ``f``."""
-    return frozenset(v for v, k in _most_events(f)[0].items() if k >= 2)
+def prev_on_one_event(q: A.Query) -> bool:
+    """True when some ``X[…PREV…]`` of ``q`` tests a variable that binds at most one event in
+    the formula its FILTER applies to (a condition that never rejects: drawn on purpose)."""
+    todo: list[A.Formula] = [q.where]
+    while todo:
+        f = todo.pop()
+        if isinstance(f, A.Filter):
+            counts = _most_events(f.formula)[0]
+            stack: list[A.FilterExpr] = [f.cond]
+            while stack:
+                c = stack.pop()
+                if isinstance(c, A.FilterAnd | A.FilterOr):
+                    stack += [c.left, c.right]
+                elif isinstance(c, A.FilterAtom) and counts.get(c.var, 0) <= 1 and any(
+                        isinstance(e, A.Prev) for e in expr_nodes(c.pred)):
+                    return True
+        if isinstance(f, A.Seq | A.Or | A.And):
+            todo += [f.left, f.right]
+        elif isinstance(f, A.As | A.Plus | A.Filter | A.Not):
+            todo.append(f.formula)
+    return False
 
 
+_STREAMS = ("S", "T")  # the streams a FROM may list
 _AGG_FUNCS = ("COUNT", "COUNT", "SUM", "SUM", "AVG", "AVG", "MIN", "MAX", "FIRST", "LAST")
 _AGG_ATTRS = ("a", "a", "b", "c", "c", "s", "zz")  # c: numbers and strings; zz: never there
 _STRING_AGGS = ("MIN", "MAX", "FIRST", "LAST")
@@ -370,15 +392,17 @@ _COUNT_SIMPLE = ((">=", 1), (">=", 2), ("<=", 2), ("<", 3), ("=", 1), ("=", 2), 
 
 @st.composite
 def aggregates(draw: st.DrawFn, names: tuple[str, ...], string: bool = False) -> A.Agg:
-    """``COUNT(Y)`` or ``F(Y.attr)`` over a variable of ``names``; ``string``: one whose value
+    """``COUNT(Y)``, ``F(Y.attr)`` or ``F(DISTINCT Y.attr)`` (COUNT, SUM, AVG) over a variable of
+    ``names``; ``string``: one whose value
     may be a string (MIN/MAX/FIRST/LAST of ``s``)."""
     var = draw(st.sampled_from(names))
     if string:
         return A.Agg(draw(st.sampled_from(_STRING_AGGS)), var, "s")
     func = draw(st.sampled_from(_AGG_FUNCS))
-    if func == "COUNT":
+    distinct = func in ("COUNT", "SUM", "AVG") and draw(st.integers(0, 2)) == 0
+    if func == "COUNT" and not distinct:
         return A.Agg("COUNT", var)
-    return A.Agg(func, var, draw(st.sampled_from(_AGG_ATTRS)))
+    return A.Agg(func, var, draw(st.sampled_from(_AGG_ATTRS)), distinct=distinct)
 
 
 @functools.cache  # one strategy per scope: building strategies is what draws cost most
@@ -520,15 +544,74 @@ def _as_vars(f: A.Formula) -> set[str]:
     return set()
 
 
+def _positive_types(f: A.Formula) -> frozenset[str]:
+    """The event types of ``f``'s leaves outside its NOTs."""
+    if isinstance(f, A.EventType):
+        return frozenset([f.name])
+    if isinstance(f, A.As | A.Filter | A.Plus):
+        return _positive_types(f.formula)
+    if isinstance(f, A.Seq | A.Or | A.And):
+        return _positive_types(f.left) | _positive_types(f.right)
+    return frozenset()
+
+
+def stream_views(f: A.Formula) -> frozenset[str]:
+    """``S>T`` for each event type ``T`` of ``f`` outside its NOTs: the ``T`` events of stream
+    ``S``, whichever ``T`` leaf binds them (``S`` is in every FROM the generators draw) — where
+    the query's WHERE writes no leaf ``S>T``; where it does, ``S>T`` names those leaves' events
+    (``queries`` keeps only the queries where these are positive in the FILTERs naming them)."""
+    return frozenset(f"S>{t}" for t in _positive_types(f))
+
+
+def written_qualified(f: A.Formula) -> frozenset[str]:
+    """``S>T`` for each leaf of ``f`` written ``S>T`` (under NOT too)."""
+    if isinstance(f, A.EventType):
+        return frozenset() if f.stream is None else frozenset([f"{f.stream}>{f.name}"])
+    if isinstance(f, A.As | A.Filter | A.Plus | A.Not):
+        return written_qualified(f.formula)
+    if isinstance(f, A.Seq | A.Or | A.And):
+        return written_qualified(f.left) | written_qualified(f.right)
+    return frozenset()
+
+
+def _stream_names_agree(q: A.Query) -> bool:
+    """False when a FILTER or the SELECT list names ``S>T`` (drawn as the ``T`` events of
+    stream ``S``) while WHERE writes a leaf ``S>T`` that is not positive where it is named:
+    ``S>T`` then names that leaf's events, outside the FILTER's formula or negated."""
+    written = written_qualified(q.where)
+    if not written:
+        return True
+    if q.select and any(v in written and v not in positive_variables(q.where)
+                        for v in q.select):
+        return False
+    todo: list[A.Formula] = [q.where]
+    while todo:
+        f = todo.pop()
+        if isinstance(f, A.Filter):
+            named: set[str] = set()
+            for leaf in filter_leaves(f.cond):
+                named |= condition_refs(None, leaf.pred)
+                if isinstance(leaf, A.FilterAtom):
+                    named.add(leaf.var)
+            if (named & written) - positive_variables(f.formula):
+                return False
+        if isinstance(f, A.Seq | A.Or | A.And):
+            todo += [f.left, f.right]
+        elif isinstance(f, A.As | A.Plus | A.Filter | A.Not):
+            todo.append(f.formula)
+    return True
+
+
 def _names(f: A.Formula) -> tuple[str, ...]:
-    """The variables of ``f`` (which ``Y.attr`` and aggregates can name)."""
-    return tuple(sorted(positive_variables(f)))
+    """The variables of ``f`` (which ``Y.attr`` and aggregates can name), ``S>T`` ones
+    included."""
+    return tuple(sorted(positive_variables(f) | stream_views(f)))
 
 
 @st.composite
 def correlated_atoms(draw: st.DrawFn, var: str, filtered: A.Formula) -> A.FilterAtom:
     """``var[P]`` in a FILTER of the formula ``filtered``, ``P`` reading its variables."""
-    scope = Scope(var, _names(filtered), var in _runs(filtered))
+    scope = Scope(var, _names(filtered), True)
     return A.FilterAtom(var, draw(correlated_preds(scope)))
 
 
@@ -542,7 +625,8 @@ def match_conds(draw: st.DrawFn, filtered: A.Formula) -> A.FilterMatch:
 @st.composite
 def _correlated_leaves(draw: st.DrawFn, filtered: A.Formula) -> A.FilterAtom | A.FilterMatch:
     kind = draw(st.sampled_from(["atom"] * 4 + ["plain", "match", "match"]))
-    var = draw(st.sampled_from(sorted(positive_variables(filtered))))
+    var = draw(st.sampled_from(sorted(positive_variables(filtered))
+                               + sorted(stream_views(filtered)) * draw(st.sampled_from((0, 1)))))
     if kind == "atom":
         return draw(correlated_atoms(var, filtered))
     if kind == "plain":
@@ -554,8 +638,8 @@ def _correlated_leaves(draw: st.DrawFn, filtered: A.Formula) -> A.FilterAtom | A
 def correlated_filter_conds(draw: st.DrawFn, filtered: A.Formula,
                             depth: int = 2) -> A.FilterExpr:
     """A FILTER condition for the formula ``filtered`` with conditions between its variables
-    (``Y.attr``), ``PREV`` (on variables that can bind two events there), aggregates and match
-    conditions ``[P]``, mixed with plain atoms."""
+    (``Y.attr``), ``PREV`` (on any positive variable: vacuous where it binds one event),
+    aggregates and match conditions ``[P]``, mixed with plain atoms."""
     if depth <= 0 or draw(st.booleans()):
         return draw(_correlated_leaves(filtered))
     left = draw(correlated_filter_conds(filtered, depth - 1))
@@ -898,14 +982,15 @@ def queries(draw: st.DrawFn, correlated: bool = False, conj_neg: bool = False) -
     elif select_kind == "none":
         select = ()
     else:
-        select = tuple(draw(st.lists(st.sampled_from(sorted(bound)), min_size=1, max_size=2,
+        names = sorted(bound | (stream_views(where) if correlated else frozenset()))
+        select = tuple(draw(st.lists(st.sampled_from(names), min_size=1, max_size=2,
                                      unique=True)))
     strategy = draw(st.sampled_from(A.STRATEGIES))
     partition_by = draw(st.sampled_from([(), (), (), ("g",), ("g", "h"), ("a",)]))
     within = draw(withins(required=leading or trailing))
     # a trailing NOT's outputs come late: CONSUME BY ANY/PARTITION is refused with it
     consume = "NONE" if trailing else draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION")))
-    return A.Query(
+    q = A.Query(
         strategy=strategy,
         select=select,
         streams=streams,
@@ -915,6 +1000,8 @@ def queries(draw: st.DrawFn, correlated: bool = False, conj_neg: bool = False) -
         consume=consume,
         limit=draw(st.sampled_from((None, None, None, 0, 1, 2, 3))),
     )
+    assume(_stream_names_agree(q))
+    return q
 
 
 def correlated_queries() -> st.SearchStrategy[A.Query]:

@@ -11,16 +11,21 @@ validate, so it holds whatever the engine does.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
+import ceql
 from ceql.analysis import validate
 from ceql.errors import (
     CeqlSyntaxError,
     CeqlValidationError,
+    NegatedVariableError,
     TypeClashError,
     UnknownAttributeError,
     UnknownVariableError,
     UnsafeVariableError,
+    VacuousConditionWarning,
 )
 from ceql.frontends.ceql import format_query, parse
 from ceql.frontends.ceql.formatter import format_expr
@@ -97,6 +102,20 @@ def test_prev_and_aggregates_parse() -> None:
         "B", A.Compare(">", A.Attr("count"), A.Literal(1)))
 
 
+def test_distinct_aggregates_parse() -> None:
+    """``COUNT|SUM|AVG(DISTINCT y.attr)``: the natural "three different countries"."""
+    assert cond("(B AS b)+ FILTER [COUNT(DISTINCT b.country) >= 3]") == A.FilterMatch(
+        A.Compare(">=", A.Agg("COUNT", "b", "country", distinct=True), A.Literal(3)))
+    c = cond("(B AS b)+ FILTER b[x > sum(distinct b.x) - Avg(Distinct b.`odd a`)]")
+    assert isinstance(c, A.FilterAtom)
+    assert [e for e in _exprs(c.pred) if isinstance(e, A.Agg)] == [
+        A.Agg("SUM", "b", "x", distinct=True), A.Agg("AVG", "b", "odd a", distinct=True)]
+    # DISTINCT changes the aggregate, and is still an attribute name without parentheses
+    assert A.Agg("SUM", "b", "x", distinct=True) != A.Agg("SUM", "b", "x")
+    assert cond("B FILTER B[distinct > 1]") == A.FilterAtom(
+        "B", A.Compare(">", A.Attr("distinct"), A.Literal(1)))
+
+
 def _exprs(p: A.Pred) -> list[A.Expr]:
     from ceql.ir import expr_nodes
 
@@ -138,6 +157,8 @@ ROUND_TRIPS = [
     "OR [FIRST(b.x) IN {1, 2}] OR [LAST(b.name) LIKE '^a']",
     "SELECT * FROM S WHERE (B AS b)+ FILTER [NOT (b.x > 1 OR b.y < 2)]",
     "SELECT * FROM S WHERE (B AS b)+ FILTER b[x > -COUNT(b)] AND (b[x > 1] OR [COUNT(b) = 1])",
+    "SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT b.country) >= 3 AND "
+    "SUM(DISTINCT b.x) > AVG(DISTINCT b.`odd a`)]",
     "SELECT S1>BUY FROM S1, S2 WHERE S1>BUY ; S2>BUY FILTER S1>BUY[name = 'MSFT']",
     "SELECT `s 1`>`T t`, `odd v` FROM `s 1` WHERE `s 1`>`T t` ; A AS `odd v` "
     "FILTER `odd v`[`odd a` > `odd v`.`odd a` + `s 1`.x] AND `s 1`>`T t`[x = 1]",
@@ -191,6 +212,10 @@ def test_format_refuses_what_the_parser_never_gives() -> None:
         format_expr(A.Agg("COUNT", "b", "x"))
     with pytest.raises(ValueError, match="SUM needs an attribute"):
         format_expr(A.Agg("SUM", "b"))
+    with pytest.raises(ValueError, match=r"MIN\(DISTINCT …\) needs one of COUNT, SUM, AVG"):
+        format_expr(A.Agg("MIN", "b", "x", distinct=True))
+    with pytest.raises(ValueError, match=r"COUNT\(DISTINCT …\) needs one of"):
+        format_expr(A.Agg("COUNT", "b", distinct=True))
 
 
 # ---------------------------------------------------------------- sound queries
@@ -297,19 +322,51 @@ def test_prev_in_a_match_condition() -> None:
           50, 11)
 
 
+def _vacuous(text: str) -> str:
+    """The one VacuousConditionWarning compiling ``text`` gives (it compiles)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ceql.compile(text)
+    found = [str(w.message) for w in caught if w.category is VacuousConditionWarning]
+    assert len(found) == 1, [str(w.message) for w in caught]
+    return found[0]
+
+
 def test_prev_of_a_variable_with_at_most_one_event() -> None:
-    fails("SELECT * FROM S WHERE A AS a ; B AS b FILTER b[price > PREV(price)]",
-          UnsafeVariableError,
-          "b[price > PREV(price)] can never reject anything: 'b' binds at most one event in the "
-          "formula this FILTER applies to, so no b event has a previous one for PREV(price) to "
-          "read (a condition with PREV exempts the first event). To compare with a's event "
-          "write a.price; for a run of b events, iterate it: (B AS b)+", 56, 11)
-    fails("SELECT * FROM S WHERE A ; B FILTER A[price > PREV(price)]",
-          UnsafeVariableError,
-          "A[price > PREV(price)] can never reject anything: 'A' binds at most one event in the "
-          "formula this FILTER applies to, so no A event has a previous one for PREV(price) to "
-          "read (a condition with PREV exempts the first event). For a run of A events, iterate "
-          "it: A+", 46, 11)
+    """Valid and always true (SEMANTICS.md: the first event of X is exempt), with a warning
+    that keeps the advice: another variable's event, or a run."""
+    text = "SELECT * FROM S WHERE A AS a ; B AS b FILTER b[price > PREV(price)]"
+    assert validate(parse(text), text) is not None
+    assert _vacuous(text) == (
+        "b[price > PREV(price)] (line 1, column 56) never rejects anything: 'b' binds at most "
+        "one event in the formula this FILTER applies to, so no b event has a previous one for "
+        "PREV(price) to read, and a condition with PREV exempts the first event: it always "
+        "holds. To compare with a's event write a.price; for a run of b events, iterate it: "
+        "(B AS b)+")
+    assert _vacuous("SELECT * FROM S WHERE A ; B FILTER A[price > PREV(price)]") == (
+        "A[price > PREV(price)] (line 1, column 46) never rejects anything: 'A' binds at most "
+        "one event in the formula this FILTER applies to, so no A event has a previous one for "
+        "PREV(price) to read, and a condition with PREV exempts the first event: it always "
+        "holds. For a run of A events, iterate it: A+")
+
+
+def test_prev_of_a_written_stream_qualified_leaf_with_one_event() -> None:
+    """WHERE writes S1>BUY once: S1>BUY is that leaf's event alone, whatever the plain BUY."""
+    assert _vacuous("SELECT * FROM S1, S2 WHERE S1>BUY ; BUY "
+                    "FILTER S1>BUY[price > PREV(price)] WITHIN 5 EVENTS").startswith(
+        "S1>BUY[price > PREV(price)] (line 1, column 63) never rejects anything: 'S1>BUY' "
+        "binds at most one event")
+
+
+def test_prev_of_a_variable_with_two_events_gives_no_warning() -> None:
+    for text in ("SELECT * FROM S WHERE (B AS b)+ FILTER b[price > PREV(price)] WITHIN 9 EVENTS",
+                 "SELECT * FROM S WHERE A ; A FILTER A[price > PREV(price)] WITHIN 9 EVENTS",
+                 # no S1>BUY leaf: S1>BUY is the BUYs of S1 of both leaves
+                 "SELECT * FROM S1, S2 WHERE BUY ; BUY FILTER S1>BUY[price > PREV(price)] "
+                 "WITHIN 9 EVENTS"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ceql.compile(text)
 
 
 def test_plain_names_in_a_match_condition() -> None:
@@ -342,6 +399,17 @@ def test_a_variable_read_as_an_attribute_suggests_the_qualified_form() -> None:
 
 
 def test_aggregates_of_the_wrong_kind() -> None:
+    fails("SELECT * FROM S WHERE (B AS b)+ FILTER [SUM(DISTINCT b.name) > 3]", TypeClashError,
+          "Type clash in SUM(DISTINCT b.name): SUM adds numbers, but name is string", 41, 20,
+          SCHEMA)
+    fails("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT b.name) = 'x']",
+          TypeClashError,
+          "Type clash in comparison COUNT(DISTINCT b.name) = 'x': COUNT(DISTINCT b.name) is "
+          "number but 'x' is string", 41, 28, SCHEMA)
+    fails("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT b.nme) > 2]",
+          UnknownAttributeError,
+          "Unknown attribute 'nme' in FILTER: the schema has amount, flag, id, name, price, ts, "
+          "value (did you mean 'name'?)", 41, 21, SCHEMA)
     fails("SELECT * FROM S WHERE (B AS b)+ FILTER [SUM(b.name) > 3]", TypeClashError,
           "Type clash in SUM(b.name): SUM adds numbers, but name is string", 41, 11, SCHEMA)
     fails("SELECT * FROM S WHERE (B AS b)+ FILTER b[price > AVG(b.flag)]", TypeClashError,
@@ -370,16 +438,47 @@ def test_comparisons_across_variables_of_clashing_kinds() -> None:
           "value (did you mean 'name'?)", 59, 5, SCHEMA)
 
 
+def test_stream_qualified_variables_name_the_events_of_plain_leaves() -> None:
+    """Where WHERE writes no ``S>T`` leaf, ``S>T`` is the ``T`` events from stream ``S`` of any
+    ``T`` leaf (CORE's meaning): valid wherever WHERE has a ``T`` leaf and FROM lists ``S``."""
+    for text in ["SELECT S1>BUY FROM S1, S2 WHERE S2>BUY ; BUY",
+                 "SELECT * FROM S1, S2 WHERE BUY FILTER S1>BUY[name = 'MSFT'] AND "
+                 "S2>BUY[name = 'INTL']",
+                 "SELECT * FROM S1, S2 WHERE BUY ; BUY FILTER S1>BUY[price > PREV(price)] AND "
+                 "S2>BUY[price > `S1>BUY`.price] AND [COUNT(`S1>BUY`) < 2]"]:
+        assert check(text, SCHEMA) is not None
+
+
+def test_a_written_stream_qualified_leaf_is_what_its_name_names() -> None:
+    """Where WHERE writes ``S>T`` (under a NOT too), ``S>T`` names those leaves' events only:
+    the plain ``T`` leaves' do not make it positive."""
+    text = "SELECT * FROM S1, S2 WHERE BUY ; NOT S1>BUY ; BUY FILTER S1>BUY[price > 1]"
+    fails(text, NegatedVariableError,
+          "S1>BUY[price > 1] tests the S1>BUY events of the match, and S1>BUY stands only under "
+          "NOT (NOT S1>BUY), so no match has one. To put a condition on the events the NOT "
+          "forbids, name them and test that name: NOT S1>BUY AS n … FILTER n[price > 1]", 58, 6)
+    # a condition on a negated event reads S1>BUY of the first leaf only, which comes before
+    # the NOT: evaluated (the plain BUY after the NOT is not S1>BUY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert ceql.compile("SELECT * FROM S1, S2 WHERE S1>BUY ; NOT SELL AS n ; BUY "
+                            "FILTER n[price > `S1>BUY`.price]") is not None
+
+
 def test_stream_qualified_variables_without_such_leaves() -> None:
-    fails("SELECT S1>BUY FROM S1, S2 WHERE S2>BUY ; BUY", UnknownVariableError,
-          "Unknown variable 'S1>BUY' in SELECT: S1>BUY means the events of the event types "
-          "written S1>BUY in WHERE, and there is none (WHERE has BUY, S2>BUY); write S1>BUY in "
-          "the formula or fix the name (did you mean 'S2>BUY'?)", 8, 6)
-    fails("SELECT * FROM S1, S2 WHERE S2>BUY ; SELL FILTER S1 > BUY[x > 1]",
+    fails("SELECT * FROM S1, S2 WHERE S2>BUY ; SELL FILTER S1>SELL[x > 1] AND S1 > BOY[x > 1]",
           UnknownVariableError,
-          "Unknown variable 'S1>BUY' in FILTER: S1>BUY means the events of the event types "
-          "written S1>BUY in WHERE, and there is none (WHERE has S2>BUY, SELL); write S1>BUY in "
-          "the formula or fix the name (did you mean 'S2>BUY'?)", 49, 8)
+          "Unknown variable 'S1>BOY' in FILTER: S1>BOY means the BOY events from stream S1, and "
+          "WHERE has no BOY (it has S2>BUY, SELL); write BOY or S1>BOY in the formula or fix the "
+          "name (did you mean 'S2>BUY'?)", 68, 8)
+    fails("SELECT S3>BUY FROM S1, S2 WHERE S2>BUY ; BUY", UnknownVariableError,
+          "Unknown variable 'S3>BUY' in SELECT: S3>BUY means the BUY events from stream S3, and "
+          "FROM lists S1, S2; add S3 to FROM or fix the name (did you mean 'S2>BUY'?)", 8, 6)
+    fails("SELECT * FROM S1, S2 WHERE A ; NOT BUY ; C FILTER S1>BUY[x > 1]",
+          NegatedVariableError,
+          "S1>BUY[x > 1] tests the S1>BUY events of the match, and S1>BUY stands only under NOT "
+          "(NOT BUY), so no match has one. To put a condition on the events the NOT forbids, "
+          "name them and test that name: NOT BUY AS n … FILTER n[x > 1]", 51, 6)
 
 
 def test_limit_zero_stays_valid() -> None:
@@ -422,6 +521,16 @@ def test_syntax_errors_around_calls() -> None:
     syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [MEDIAN(b.x) > 1]",
            "Unknown function MEDIAN: the functions are PREV(attr), COUNT(Y) and SUM, AVG, MIN, "
            "MAX, FIRST, LAST of Y.attr", 41, 6)
+    syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [MAX(DISTINCT b.x) > 1]",
+           "MAX(DISTINCT …) is not supported: DISTINCT applies to COUNT, SUM and AVG "
+           "(COUNT(DISTINCT b.country)); write MAX(b.x), the same value", 41, 3)
+    syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT b) >= 3]",
+           "COUNT(DISTINCT b) needs an attribute of b: COUNT(b) counts b's events (each one is "
+           "distinct), and COUNT(DISTINCT b.attr) is over the distinct values of attr among them",
+           41, 17)
+    syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(DISTINCT country) >= 3]",
+           "COUNT(DISTINCT country) needs a variable's attribute: COUNT(DISTINCT b.country) is "
+           "over the distinct values of country among the b events of the match", 41, 23)
     syntax("SELECT * FROM S WHERE (B AS b)+ FILTER [COUNT(b, a) > 1]",
            "COUNT(b, a) is not supported in CEQL; COUNT takes one argument: COUNT(b)", 41, 11)
     # no '(' offered after a name that is no function

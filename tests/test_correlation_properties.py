@@ -14,7 +14,8 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from hypothesis import example, given, note
+import pytest
+from hypothesis import Phase, example, find, given, note, settings
 from hypothesis import strategies as st
 
 from ceql.frontends.ceql import format_query, parse
@@ -26,6 +27,8 @@ from strategies import (
     cases,
     correlated_queries,
     multi_cases,
+    prev_on_one_event,
+    written_qualified,
 )
 from test_properties import (
     check_arrow_feed_equals_reference,
@@ -73,6 +76,27 @@ _QUALIFIED = _q(A.Filter(A.Seq(A.EventType("A", "S"), _Y), A.FilterAtom(
 _JOINED = _q(A.Filter(A.Seq(_X, A.As(A.EventType("A"), "y")), A.FilterAtom("y", A.Compare(
     "=", A.Attr("a"), A.Attr("a", var="x")))))
 
+# A AS x ; B AS y FILTER y[a > PREV(a) AND a > 100]: y binds one event, exempt from all of it
+_LONE_PREV = _q(A.Filter(A.Seq(_X, _Y), A.FilterAtom("y", A.PAnd(
+    A.Compare(">", A.Attr("a"), A.Prev("a")), A.Compare(">", A.Attr("a"), A.Literal(100))))))
+
+# SELECT * FROM S, T WHERE A ; A FILTER S>A[a > PREV(a)] AND T>A[a = 1] (CORE's per-stream
+# conditions on plain leaves)
+_PER_STREAM = _q(A.Filter(A.Seq(A.EventType("A"), A.EventType("A")), A.FilterAnd(
+    A.FilterAtom("S>A", A.Compare(">", A.Attr("a"), A.Prev("a"))),
+    A.FilterAtom("T>A", A.Compare("=", A.Attr("a"), A.Literal(1))))), streams=("S", "T"))
+
+# SELECT S>A FROM S, T WHERE (S>A ; A)+ FILTER S>A[a >= PREV(a)]: WHERE writes S>A, so S>A is
+# the first leaf's events only, never the plain A's (from S or not)
+_WRITTEN = _q(A.Filter(A.Plus(A.Seq(A.EventType("A", "S"), A.EventType("A"))), A.FilterAtom(
+    "S>A", A.Compare(">=", A.Attr("a"), A.Prev("a")))), streams=("S", "T"), select=("S>A",))
+
+# (A AS x)+ FILTER [COUNT(DISTINCT x.a) >= 2] AND x[b <= SUM(DISTINCT x.a)]
+_DISTINCT = _q(A.Filter(A.Plus(_X), A.FilterAnd(
+    A.FilterMatch(A.Compare(">=", A.Agg("COUNT", "x", "a", distinct=True), A.Literal(2))),
+    A.FilterAtom("x", A.Compare("<=", A.Attr("b"), A.Agg("SUM", "x", "a", distinct=True))))),
+    within=A.Within("events", Fraction(4)))
+
 _RUN = _stream("A A B A A A B", a=[1, 2, 3, 0, 2, None, 5])
 # S>A is 0 and 2 (2 has no stream: it belongs to both); 1 is T's
 _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
@@ -85,13 +109,74 @@ _MIXED = [{**e, "stream": s} if s else e for e, s in zip(
           (replace(_RISING, strategy="MAX", limit=1), [_RUN], "ts")])
 @example([(_BLOCKS, [_stream("A B A B", a=[5, 6, 0, 1])], None),
           (_TOTAL, [_RUN, _stream("A A B", a=[1, None, 1])], None),
-          (_QUALIFIED, [_MIXED], None)])
+          (_QUALIFIED, [_MIXED], None), (_PER_STREAM, [_MIXED], None),
+          (_WRITTEN, [_MIXED, [{**e, "stream": "S"} for e in _RUN]], None)])
+@example([(_LONE_PREV, [_RUN], None), (replace(_LONE_PREV, strategy="NEXT"), [_RUN], "ts"),
+          (_DISTINCT, [_stream("A A A A A", a=[1, 1, None, 2, 1], b=[0, 2, 1, 3, 1])], None)])
 @example([(_JOINED, [_stream("A A B A", a=[0, 0, 1, 1])], None),
           (replace(_JOINED, strategy="MAX", select=("x",)), [_RUN], "ts")])
 def test_correlated_engine_equals_reference(batch: list[MultiCase]) -> None:
     """Each query (and two variants of it: its bare WHERE; without CONSUME BY and LIMIT) on up
     to three streams."""
     check_engine_equals_reference(batch)
+
+
+def test_the_generator_draws_prev_on_a_variable_with_one_event() -> None:
+    """``PREV`` where its variable binds at most one event (valid, vacuous) is drawn."""
+    assert prev_on_one_event(find(correlated_queries(), prev_on_one_event))
+
+
+def _plain_leaf_named_by_stream(q: A.Query, written: bool) -> bool:
+    """A FILTER head ``S>T`` over a formula with a plain (unqualified) ``T`` leaf, where WHERE
+    writes a leaf ``S>T`` (``written``: ``S>T`` names that leaf's events, not the plain
+    leaf's) or none (``S>T`` names the plain leaf's events from ``S``)."""
+    todo: list[A.Formula] = [q.where]
+    while todo:
+        f = todo.pop()
+        if isinstance(f, A.Filter):
+            plain = set()
+            inner: list[A.Formula] = [f.formula]
+            while inner:
+                g = inner.pop()
+                if isinstance(g, A.EventType) and g.stream is None:
+                    plain.add(g.name)
+                elif isinstance(g, A.Seq | A.Or | A.And):
+                    inner += [g.left, g.right]
+                elif isinstance(g, A.As | A.Plus | A.Filter):
+                    inner.append(g.formula)
+            conds: list[A.FilterExpr] = [f.cond]
+            while conds:
+                c = conds.pop()
+                if isinstance(c, A.FilterAnd | A.FilterOr):
+                    conds += [c.left, c.right]
+                elif (isinstance(c, A.FilterAtom) and c.var.partition(">")[2] in plain
+                      and (c.var in written_qualified(q.where)) == written):
+                    return True
+        if isinstance(f, A.Seq | A.Or | A.And):
+            todo += [f.left, f.right]
+        elif isinstance(f, A.As | A.Plus | A.Filter | A.Not):
+            todo.append(f.formula)
+    return False
+
+
+def _distinct_aggregate(q: A.Query) -> bool:
+    return "(DISTINCT " in format_query(q)
+
+
+def test_the_generator_draws_distinct_aggregates() -> None:
+    """``COUNT|SUM|AVG(DISTINCT y.attr)`` are drawn."""
+    assert _distinct_aggregate(find(correlated_queries(), _distinct_aggregate))
+
+
+@pytest.mark.parametrize("written", [False, True])
+def test_the_generator_draws_stream_qualified_names_of_plain_leaves(written: bool) -> None:
+    """``S>T[…]`` over plain ``T`` leaves: where WHERE writes no ``S>T`` (CORE's meaning:
+    their events from ``S``) and where it writes one (``S>T`` names that leaf's events)."""
+    def drawn(q: A.Query) -> bool:
+        return _plain_leaf_named_by_stream(q, written)
+    # found within a few hundred draws; shrinking it would cost minutes
+    assert drawn(find(correlated_queries(), drawn,
+                      settings=settings(phases=[Phase.generate], database=None)))
 
 
 @PROFILE

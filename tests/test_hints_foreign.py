@@ -11,6 +11,50 @@ from ceql.errors import CeqlSyntaxError
 
 # (query, message, line, column, caret width, the query with the rewrite offered, if concrete)
 CASES: list[tuple[str, str, int, int, int, str | None]] = [
+    # SQL's and MATCH_RECOGNIZE's SELECT of attributes: CEQL selects variables
+    ('SELECT a.amount FROM S WHERE A AS a ; B AS b',
+     "SELECT a.amount is not supported in CEQL: SELECT lists variables, and a match reports "
+     "their events with every attribute. Write SELECT a and read amount from a's events in each "
+     "match (in Python: match.events, with match.variables['a'] the positions of a's events; in "
+     "Spark: MATCH_CEQL's output column a, an array of a's events, so a[0].amount)",
+     1, 8, 8,
+     'SELECT a FROM S WHERE A AS a ; B AS b'),
+    ('SELECT NEXT a.amount, b.amount, c FROM S WHERE A AS a ; B AS b ; C AS c',
+     "SELECT a.amount, b.amount, c is not supported in CEQL: SELECT lists variables, and a match "
+     "reports their events with every attribute. Write SELECT a, b, c and read amount from a's "
+     "events in each match (in Python: match.events, with match.variables['a'] the positions of "
+     "a's events; in Spark: MATCH_CEQL's output column a, an array of a's events, so "
+     "a[0].amount)",
+     1, 13, 21,
+     'SELECT NEXT a, b, c FROM S WHERE A AS a ; B AS b ; C AS c'),
+    # MATCH_RECOGNIZE's AFTER MATCH SKIP: CONSUME BY, or every match (the default)
+    ('SELECT * FROM S WHERE A ; B AFTER MATCH SKIP PAST LAST ROW',
+     "AFTER MATCH SKIP PAST LAST ROW (MATCH_RECOGNIZE) is not supported in CEQL; write CONSUME "
+     "BY ANY: once a match is output, later matches start after its last event (CONSUME BY "
+     "comes after PARTITION BY and WITHIN, before LIMIT)",
+     1, 29, 30,
+     'SELECT * FROM S WHERE A ; B CONSUME BY ANY'),
+    ('SELECT * FROM S WHERE A ; B PARTITION BY [u] WITHIN 5 EVENTS AFTER MATCH SKIP PAST LAST '
+     'ROW LIMIT 1',
+     "AFTER MATCH SKIP PAST LAST ROW (MATCH_RECOGNIZE) is not supported in CEQL; write CONSUME "
+     "BY PARTITION (a match's events are used up in its partition, as MATCH_RECOGNIZE skips "
+     "within one): once a match is output, later matches start after its last event (CONSUME "
+     "BY comes after PARTITION BY and WITHIN, before LIMIT)",
+     1, 62, 30,
+     'SELECT * FROM S WHERE A ; B PARTITION BY [u] WITHIN 5 EVENTS CONSUME BY PARTITION '
+     'LIMIT 1'),
+    ('SELECT * FROM S WHERE A ; B WITHIN 5 EVENTS AFTER MATCH SKIP TO NEXT ROW',
+     "AFTER MATCH SKIP TO NEXT ROW (MATCH_RECOGNIZE) is not supported in CEQL; leave it out: "
+     "CEQL reports every match, overlapping ones included (SELECT ALL, the default); for one "
+     "match per end event write SELECT NEXT * or SELECT LAST * (docs/strategies.md)",
+     1, 45, 28,
+     'SELECT * FROM S WHERE A ; B WITHIN 5 EVENTS'),
+    ('SELECT * FROM S WHERE A AS a ; B AFTER MATCH SKIP TO LAST a',
+     "AFTER MATCH SKIP TO LAST a (MATCH_RECOGNIZE) is not supported in CEQL; CEQL cannot resume "
+     "from an event of the match; the nearest are CONSUME BY ANY (later matches start after the "
+     "whole match) and the default, every match",
+     1, 34, 26,
+     None),
     ('SELECT * FROM S WHERE A ; B* ; C',
      "'B*' (zero or more) is not supported in CEQL; write A ; B+ ; C OR A ; C (the OR adds "
      'the matches without B)',

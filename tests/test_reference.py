@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from ceql.ir import nodes as A
-from reference import UNKNOWN, RefMatch, aggregate_value, pred_holds, reference_matches
+from reference import (
+    UNKNOWN,
+    RefMatch,
+    aggregate_value,
+    distinct_value,
+    pred_holds,
+    reference_matches,
+)
 
 # ---------------------------------------------------------------- AST builders
 
@@ -867,6 +874,35 @@ def test_aggregate_values(func: str, values: list[Any], expected: object) -> Non
         assert got == expected and type(got) is type(expected)
 
 
+@pytest.mark.parametrize(("func", "values", "expected"), [
+    ("COUNT", [], 0),
+    ("COUNT", ["CL", "CL", "AR", None, "PE", float("nan")], 3),  # NULLs skipped, as SQL
+    ("COUNT", [1, 1.0, True, "1"], 3),  # 1 = 1.0; a bool and a string are other values
+    ("SUM", [2, 2, 3, None], 5),
+    ("SUM", [], UNKNOWN),
+    ("SUM", [None], UNKNOWN),
+    ("SUM", [1, "x"], UNKNOWN),  # not all numbers: NULL, as SUM
+    ("SUM", [0.1, 0.2, 0.1], 0.30000000000000004),
+    ("AVG", [2, 2, 3], 2.5),
+    ("AVG", [1, True], UNKNOWN),
+])
+def test_distinct_aggregate_values(func: str, values: list[Any], expected: object) -> None:
+    got = distinct_value(func, values)
+    if expected is UNKNOWN:
+        assert got is UNKNOWN
+    else:
+        assert got == expected and type(got) is type(expected)
+
+
+def test_count_distinct_in_a_match_condition() -> None:
+    """"Three different countries": COUNT(DISTINCT b.country) over the b events."""
+    ev = stream("B B B B B", country=["CL", "CL", "AR", None, "PE"])
+    three = match(P(">=", A.Agg("COUNT", "b", "country", distinct=True), lit(3)))
+    q = query(filt(plus(as_(T("B"), "b")), three), within=events_w(4))
+    assert sets(run(q, ev)) == sets_of({0, 2, 4}, {1, 2, 4}, {0, 1, 2, 4}, {0, 2, 3, 4},
+                                       {1, 2, 3, 4}, {0, 1, 2, 3, 4})
+
+
 def test_sum_skips_nulls() -> None:
     ev = stream("A A A A", v=[1, None, 2, 3])
     q = query(filt(plus(as_(T("A"), "x")), match(P("=", agg("SUM", "x", "v"), lit(3)))))
@@ -924,8 +960,8 @@ BUYS = [{"type": "BUY", "stream": "S1", "price": 5}, {"type": "BUY", "stream": "
 
 
 def test_stream_qualified_variable_in_filter_and_select() -> None:
-    # S1>BUY ; BUY: the variable S1>BUY holds the first leaf's event (from S1, or from no
-    # stream), BUY both events
+    # S1>BUY ; BUY: WHERE writes S1>BUY, so the variable S1>BUY holds the first leaf's event
+    # (from S1, or from no stream) only, never the plain BUY's; BUY holds both events
     where = seq(T("BUY", "S1"), T("BUY"))
     q = query(filt(where, cmp("S1>BUY", "price", ">", 10)), streams=("S1", "S2"),
               select=("S1>BUY",))
@@ -935,6 +971,43 @@ def test_stream_qualified_variable_in_filter_and_select() -> None:
     q = query(where, streams=("S1", "S2"), select=("S1>BUY",))
     assert {(m.end, m.positions) for m in run(q, BUYS)} == {
         (1, (0,)), (2, (0,)), (3, (0,)), (4, (0,)), (3, (2,)), (4, (2,))}
-    # an unqualified leaf does not bind S1>BUY
+    # a NOT S1>BUY is a leaf written S1>BUY too: S1>BUY names the negated event, not the BUYs
+    q = query(filt(seq(seq(T("BUY"), A.Not(T("BUY", "S1"))), T("BUY")),
+                   cmp("S1>BUY", "price", ">", 25)), streams=("S1", "S2"))
+    # BUYS prices 5, 20, 30, 1, 40 from S1, S2, S1, S2, none: a BUY of S1 (or none) above 25
+    # between the two forbids the pair (2, from S1 at 30, lies between 0 or 1 and 3 or 4)
+    assert sets(run(q, BUYS)) == sets_of({0, 1}, {0, 2}, {1, 2}, {2, 3}, {2, 4}, {3, 4})
+    # WHERE writes no S1>BUY: a plain leaf binds S1>BUY for its events from S1 or no stream
     q = query(T("BUY"), streams=("S1", "S2"), select=("S1>BUY",))
-    assert {m.positions for m in run(q, BUYS)} == {()}
+    assert {m.positions for m in run(q, BUYS)} == {(0,), (2,), (4,), ()}
+
+
+def test_stream_qualified_names_filter_each_streams_events() -> None:
+    """CORE's ``SELECT * FROM S1, S2 WHERE BUY FILTER S1>BUY[name = 'MSFT'] AND
+    S2>BUY[name = 'INTL']``: a BUY of MSFT from S1, of INTL from S2; a BUY from no stream is of
+    both, so it must be both."""
+    ev = [{"type": "BUY", "stream": "S1", "name": "MSFT"},
+          {"type": "BUY", "stream": "S1", "name": "INTL"},
+          {"type": "BUY", "stream": "S2", "name": "INTL"},
+          {"type": "BUY", "stream": "S2", "name": "MSFT"},
+          {"type": "BUY", "name": "MSFT"}]
+    cond = fand(cmp("S1>BUY", "name", "=", "MSFT"), cmp("S2>BUY", "name", "=", "INTL"))
+    q = query(filt(T("BUY"), cond), streams=("S1", "S2"))
+    assert sets(run(q, ev)) == sets_of({0}, {2})
+    # conditions between events and PREV over S1>BUY: the S1 events of every BUY leaf
+    rising = atom("S1>BUY", P(">", attr("price"), A.Prev("price")))
+    q = query(filt(seq(T("BUY"), T("BUY")), rising), streams=("S1", "S2"))
+    # the pairs whose S1-or-no-stream events rise: 0 (5) then 2 (30) or 4 (40), 2 then 4;
+    # and every pair with at most one such event
+    assert sets(run(q, BUYS)) == sets_of({0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 2}, {1, 3},
+                                         {1, 4}, {2, 3}, {2, 4}, {3, 4})
+    falling = atom("S1>BUY", P("<", attr("price"), A.Prev("price")))
+    q = query(filt(seq(T("BUY"), T("BUY")), falling), streams=("S1", "S2"))
+    assert sets(run(q, BUYS)) == sets_of({0, 1}, {0, 3}, {1, 2}, {1, 3}, {1, 4}, {2, 3},
+                                         {3, 4})
+    above = atom("S2>BUY", P(">", attr("price"), qa("S1>BUY", "price")))
+    q = query(filt(seq(T("BUY"), T("BUY")), above), streams=("S1", "S2"))
+    # 0 (S1, 5) then 1 (S2, 20): 20 > 5; 2 (S1, 30) then 3 (S2, 1): no; a no-stream event is
+    # of both streams, so it is compared with itself (40 > 40 fails); {0, 2} and {1, 3} have
+    # no event of one of the two streams
+    assert sets(run(q, BUYS)) == sets_of({0, 1}, {0, 2}, {1, 3})

@@ -28,6 +28,7 @@ from .errors import (
     UnknownVariableError,
     UnsafeVariableError,
     UnseenNameWarning,
+    VacuousConditionWarning,
     ValueTypeWarning,
 )
 from .explanation import Explanation, explain
@@ -60,6 +61,7 @@ __all__ = [
     "UnknownVariableError",
     "UnsafeVariableError",
     "UnseenNameWarning",
+    "VacuousConditionWarning",
     "ValueTypeWarning",
     "compile",
     "explain",

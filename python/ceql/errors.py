@@ -21,7 +21,9 @@ Warnings (for answers that are probably not what the user meant, but may be)::
     ├── LikePatternWarning     a LIKE pattern written with SQL wildcards (LIKE is a regex here)
     ├── ValueTypeWarning       a comparison between a string and a number in the events
     ├── UnboundedOutputWarning neither WITHIN nor PARTITION BY: output may grow without limit
-    └── ExponentialChoiceWarning NEXT/LAST/MAX must rank a partial match per subset (an aggregate)
+    ├── ExponentialChoiceWarning NEXT/LAST/MAX must rank a partial match per subset (an aggregate)
+    └── VacuousConditionWarning a FILTER condition that can never reject anything (PREV of a
+                               variable that binds at most one event)
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ __all__ = [
     "UnknownVariableError",
     "UnsafeVariableError",
     "UnseenNameWarning",
+    "VacuousConditionWarning",
     "ValueTypeWarning",
     "caret_snippet",
 ]
@@ -168,3 +171,8 @@ class UnboundedOutputWarning(CeqlWarning):
 class ExponentialChoiceWarning(CeqlWarning):
     """NEXT, LAST or MAX with an aggregate over an iteration's events: the strategy must rank
     a partial match per subset of them, exponentially many in the events of a partition."""
+
+
+class VacuousConditionWarning(CeqlWarning):
+    """A FILTER condition that is valid but can never reject anything: ``PREV`` in ``X[…]``
+    where ``X`` binds at most one event (the first event of ``X`` is exempt)."""

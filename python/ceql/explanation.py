@@ -132,7 +132,8 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
                     for v, a in zip(c.quantified, c.attrs, strict=True) if a]
             if c.prev:
                 regs.append(f"previous {c.var}: {', '.join(c.prev)}")
-            regs += [f"{f}({v}{'.' + a if a else ''})" for f, v, a in c.aggs]
+            regs += [f"{f.split()[0]}({'DISTINCT ' if ' ' in f else ''}{v}{'.' + a if a else ''})"
+                     for f, v, a in c.aggs]
             if regs:
                 lines.append(f"      registers: {'; '.join(regs)}")
     return lines

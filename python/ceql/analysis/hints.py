@@ -12,6 +12,9 @@
   (:func:`~ceql.analysis.ranking.exponential_choices`).
 * With a schema: two attributes the schema says are strings compared with ``<``, ``>``, ...
   (text order: ``'9' > '10'``), most often numbers read as text.
+* ``X[… PREV(attr) …]`` where ``X`` binds at most one event in the formula the FILTER applies
+  to: the condition exempts the first event of ``X``, so it never rejects anything (valid: the
+  contract makes it vacuously true); most likely another variable's event or a run was meant.
 """
 
 from __future__ import annotations
@@ -24,17 +27,32 @@ from ..errors import (
     ExponentialChoiceWarning,
     LikePatternWarning,
     UnboundedOutputWarning,
+    VacuousConditionWarning,
     ValueTypeWarning,
 )
-from ..frontends.ceql.formatter import format_pred
+from ..frontends.ceql.formatter import (
+    format_expr,
+    format_filter,
+    format_formula,
+    format_name,
+    format_pred,
+)
 from ..ir import nodes as A
-from ..ir.walks import filter_leaves, formula_nodes, pred_leaves
+from ..ir.walks import (
+    expr_nodes,
+    filter_leaves,
+    formula_nodes,
+    most_events,
+    negated_variables,
+    pred_leaves,
+    stream_views,
+)
 from .growth import output_growth
 from .keys import implied_key
 from .ranking import exponential_choice_message
 
 __all__ = ["compile_warnings", "sql_like_patterns", "sql_like_to_regex", "text_order",
-           "unbounded_output"]
+           "unbounded_output", "vacuous_prev"]
 
 _UNESCAPED_PERCENT = re.compile(r"(?<!\\)(?:\\\\)*%")
 _REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
@@ -112,6 +130,66 @@ def unbounded_output(query: A.Query) -> str | None:
             "CONSUME BY ANY (later matches start after the last one's end).")
 
 
+def _binder(root: A.Formula, var: str) -> A.Formula | None:
+    """The one node of ``root`` that binds ``var`` (its AS, or its event type), if only one
+    does and it is small enough to show."""
+    found = [n for n in formula_nodes(root)
+             if (isinstance(n, A.As) and n.var == var)
+             or (isinstance(n, A.EventType) and var in (
+                 n.name, f"{n.stream}>{n.name}" if n.stream is not None else n.name))]
+    if len(found) != 1 or sum(1 for _ in formula_nodes(found[0])) > 10:
+        return None
+    return found[0]
+
+
+def _prev_advice(fil: A.Filter, var: str, prev: A.Prev, negated: set[str]) -> str:
+    """What was probably meant instead of ``PREV`` on ``var`` (binding one event in ``fil``):
+    another variable's event, or a run of ``var`` events."""
+    other = next((n.var for n in formula_nodes(fil.formula) if isinstance(n, A.As)
+                  and n.var != var and n.var not in negated), None)
+    advice = ([f"to compare with {other}'s event write {format_name(other)}."
+               f"{format_name(prev.name)}"] if other else [])
+    binder = _binder(fil.formula, var)
+    if binder is None and ">" in var:  # S>T: the events of stream S of the T leaves
+        binder = _binder(fil.formula, var.partition(">")[2])
+    if binder is None:
+        run = f"(… AS {format_name(var)})+"
+    elif isinstance(binder, A.EventType):
+        run = f"{format_formula(binder)}+"
+    else:
+        run = f"({format_formula(binder)})+"
+    advice.append(f"for a run of {var} events, iterate it: {run}")
+    text = "; ".join(advice)
+    return text[:1].upper() + text[1:]
+
+
+def vacuous_prev(query: A.Query) -> str | None:
+    """The warning for ``X[… PREV(attr) …]`` conditions where ``X`` binds at most one event in
+    the formula their FILTER applies to (always true: the first event of ``X`` is exempt), or
+    None when there is none."""
+    negated = set(negated_variables(query.where))
+    views = {f"{s}>{t}" for t, streams in stream_views(query).items() for s in streams}
+    parts: list[str] = []
+    for node in formula_nodes(query.where):
+        if not isinstance(node, A.Filter):
+            continue
+        for leaf in filter_leaves(node.cond):
+            if not isinstance(leaf, A.FilterAtom) or leaf.var in negated:
+                continue
+            prev = next((e for e in expr_nodes(leaf.pred) if isinstance(e, A.Prev)), None)
+            if prev is None or most_events(node.formula, leaf.var, leaf.var in views) > 1:
+                continue
+            where = (f" (line {prev.span.line}, column {prev.span.column})"
+                     if prev.span.line else "")
+            parts.append(
+                f"{format_filter(leaf)}{where} never rejects anything: '{leaf.var}' binds at "
+                f"most one event in the formula this FILTER applies to, so no {leaf.var} event "
+                f"has a previous one for {format_expr(prev)} to read, and a condition with "
+                f"PREV exempts the first event: it always holds. "
+                f"{_prev_advice(node, leaf.var, prev, negated)}")
+    return " ".join(parts) if parts else None
+
+
 _ORDER = frozenset({"<", "<=", ">", ">="})
 
 
@@ -142,8 +220,8 @@ def compile_warnings(query: A.Query, schema: Mapping[str, str] | None = None,
                      ) -> tuple[tuple[type[CeqlWarning], str], ...]:
     """The warnings compiling ``query`` gives: (category, message) pairs, at most one each of
     :class:`~ceql.errors.LikePatternWarning`, :class:`~ceql.errors.UnboundedOutputWarning`,
-    :class:`~ceql.errors.ExponentialChoiceWarning` and (with a ``schema``, ``{attribute:
-    kind}``) :class:`~ceql.errors.ValueTypeWarning`."""
+    :class:`~ceql.errors.ExponentialChoiceWarning`, :class:`~ceql.errors.VacuousConditionWarning`
+    and (with a ``schema``, ``{attribute: kind}``) :class:`~ceql.errors.ValueTypeWarning`."""
     out: list[tuple[type[CeqlWarning], str]] = []
     text = text_order(query, schema) if schema is not None else None
     if text is not None:
@@ -157,4 +235,7 @@ def compile_warnings(query: A.Query, schema: Mapping[str, str] | None = None,
     exponential = exponential_choice_message(query)
     if exponential is not None:
         out.append((ExponentialChoiceWarning, exponential))
+    vacuous = vacuous_prev(query)
+    if vacuous is not None:
+        out.append((VacuousConditionWarning, vacuous))
     return tuple(out)

@@ -14,7 +14,6 @@ import datetime as dt
 import difflib
 import functools
 import itertools
-import math
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -44,9 +43,11 @@ from ..ir import (
     expr_nodes,
     filter_leaves,
     formula_nodes,
+    most_events,
     negated_variables,
     positive_variables,
     seq_elements,
+    stream_views,
     top_sequence,
 )
 from ..ir import nodes as A
@@ -93,6 +94,14 @@ class _Checker:
         self.bound = bound_variables(query.where)
         # the names only a NOT binds (its AS name, types written only under NOT) → the NOT
         self.negated = negated_variables(query.where)
+        # S>T named where WHERE has T leaves but no S>T leaf (S in FROM): the events of T
+        # from stream S (where WHERE writes S>T, S>T names those leaves' events)
+        self.views = {f"{s}>{t}": t for t, streams in stream_views(query).items()
+                      for s in streams if s in query.streams and t in self.bound}
+        for name, t in self.views.items():
+            self.bound.add(name)
+            if t in self.negated:
+                self.negated.setdefault(name, self.negated[t])
         self.parents = _parents(query.where)
         # the FILTER leaf being checked (X[P] or [P]), its FILTER and what that FILTER's
         # formula binds
@@ -196,10 +205,15 @@ class _Checker:
             leaves = sorted({n.name if n.stream is None else f"{n.stream}>{n.name}"
                              for n in formula_nodes(self.query.where)
                              if isinstance(n, A.EventType)}, key=lambda n: (n.lower(), n))
-            return (f"Unknown variable '{name}' in {where}: {name} means the events of the "
-                    f"event types written {name} in WHERE, and there is none (WHERE has "
-                    f"{', '.join(leaves)}); write {name} in the formula or fix the name"
-                    f"{_did_you_mean(name, bound)}")
+            if stream not in self.query.streams:
+                return (f"Unknown variable '{name}' in {where}: {name} means the {event_type} "
+                        f"events from stream {stream}, and FROM lists "
+                        f"{_names_list(self.query.streams)}; add {stream} to FROM or fix the "
+                        f"name{_did_you_mean(name, bound)}")
+            return (f"Unknown variable '{name}' in {where}: {name} means the {event_type} "
+                    f"events from stream {stream}, and WHERE has no {event_type} (it has "
+                    f"{', '.join(leaves)}); write {event_type} or {name} in the formula or fix "
+                    f"the name{_did_you_mean(name, bound)}")
         return (f"Unknown variable '{name}' in {where}: the WHERE formula binds "
                 f"{_names_list(bound)}; bind it with AS or fix the name"
                 f"{_did_you_mean(name, bound)}")
@@ -227,6 +241,7 @@ class _Checker:
             # NOT this FILTER covers (for their own conditions)
             self.inside = positive_variables(node.formula) | (
                 bound_variables(node.formula) & self.negated.keys())
+            self.inside |= {v for v, t in self.views.items() if t in self.inside}
             under_or = self.under_or = _under_or(node.cond)
             for leaf in filter_leaves(node.cond):
                 if isinstance(leaf, A.FilterAtom) and not self.check_head(leaf):
@@ -373,9 +388,12 @@ class _Checker:
         return example if len(example) <= 120 else None
 
     def check_prev(self, atom: A.FilterAtom) -> None:
-        """``PREV`` in ``atom`` needs a variable that can bind two events."""
+        """``PREV`` in ``atom`` needs a positive variable (a negated one has no previous
+        event)."""
         prev = next((e for e in expr_nodes(atom.pred) if isinstance(e, A.Prev)), None)
         fil = self.filter
+        # (PREV of a positive variable with at most one event never rejects: valid, with a
+        # warning, see ceql.analysis.hints)
         if prev is not None and fil is not None and atom.var in self.negated:
             match_var = next((v for v in _written_order(fil.formula)
                               if v in self.aliases and v not in self.negated), "a")
@@ -387,26 +405,6 @@ class _Checker:
                         f"with an event of the match instead, e.g. "
                         f"{format_name(atom.var)}[{attr} > {format_name(match_var)}.{attr}]",
                         prev.span)
-            return
-        if prev is None or fil is None or _most_events(fil.formula, atom.var) > 1:
-            return
-        other = next((v for v in _written_order(fil.formula)
-                      if v != atom.var and v in self.aliases), None)
-        advice = [f"to compare with {other}'s event write {other}.{prev.name}"] if other else []
-        binder = _binder(fil.formula, atom.var)
-        if binder is None:
-            run = f"(… AS {atom.var})+"
-        elif isinstance(binder, A.EventType):
-            run = f"{format_formula(binder)}+"
-        else:
-            run = f"({format_formula(binder)})+"
-        advice.append(f"for a run of {atom.var} events, iterate it: {run}")
-        self.report(UnsafeVariableError,
-                    f"{self.leaf_text(atom)} can never reject anything: '{atom.var}' binds at "
-                    f"most one event in the formula this FILTER applies to, so no "
-                    f"{atom.var} event has a previous one for {self.show(prev)} to read (a "
-                    "condition with PREV exempts the first event). "
-                    f"{'; '.join(advice)[:1].upper()}{'; '.join(advice)[1:]}", prev.span)
 
     # -- negation
 
@@ -757,7 +755,7 @@ class _Checker:
         if isinstance(leaf, A.FilterMatch):
             fil = self.filter
             runs = [] if fil is None else [v for v in _written_order(fil.formula)
-                                           if _most_events(fil.formula, v) > 1]
+                                           if most_events(fil.formula, v) > 1]
             var = format_name(next((v for v in runs if v in self.aliases), runs[0])) if runs \
                 else self.example_variable(leaf)
             self.report(CeqlValidationError,
@@ -772,9 +770,11 @@ class _Checker:
 
     def agg_kind(self, node: A.Agg) -> str | None:
         self.check_ref(node.var, node)
-        if node.func == "COUNT" or node.attr is None:
+        if node.attr is None:
             return "number"
         kind = self.attr_kind(node.attr, node.span, "FILTER")
+        if node.func == "COUNT":  # COUNT(DISTINCT y.attr)
+            return "number"
         if node.func in ("SUM", "AVG") and kind not in (None, "number", "other"):
             does = "adds" if node.func == "SUM" else "averages"
             self.report(TypeClashError,
@@ -1103,7 +1103,7 @@ def _renamed(cond: A.FilterExpr, names: set[str], var: str) -> A.FilterExpr:
         if isinstance(e, A.Neg):
             return A.Neg(expr(e.operand))
         if isinstance(e, A.Agg) and e.var in names:
-            return A.Agg(e.func, var, e.attr)
+            return A.Agg(e.func, var, e.attr, distinct=e.distinct)
         return e
 
     def pred(p: A.Pred) -> A.Pred:
@@ -1208,55 +1208,6 @@ def _written_order(root: A.Formula) -> list[str]:
         elif isinstance(node, A.Plus | A.Filter | A.Not):
             todo.append((node.formula, False))
     return list(out)
-
-
-def _binder(root: A.Formula, var: str) -> A.Formula | None:
-    """The one node of ``root`` that binds ``var`` (its AS, or its event type), if only one
-    does and it is small enough to show."""
-    found = [n for n in formula_nodes(root)
-             if (isinstance(n, A.As) and n.var == var)
-             or (isinstance(n, A.EventType) and var in (
-                 n.name, f"{n.stream}>{n.name}" if n.stream is not None else n.name))]
-    if len(found) != 1 or sum(1 for _ in formula_nodes(found[0])) > 10:
-        return None
-    return found[0]
-
-
-def _most_events(root: A.Formula, var: str) -> float:
-    """The most events ``var`` binds in one valuation of ``root`` (``inf`` when unbounded
-    or unknown)."""
-    # post-order: for each node, (events var binds, events the node's valuation has)
-    out: list[tuple[float, float]] = []
-    todo: list[tuple[A.Formula, bool]] = [(root, False)]
-    while todo:
-        node, ready = todo.pop()
-        if isinstance(node, A.EventType):
-            mine = var == node.name or (node.stream is not None
-                                        and var == f"{node.stream}>{node.name}")
-            out.append((1.0 if mine else 0.0, 1.0))
-        elif not ready:
-            todo.append((node, True))
-            if isinstance(node, A.Seq | A.Or | A.And):
-                todo += [(node.right, False), (node.left, False)]
-            elif isinstance(node, A.As | A.Plus | A.Filter | A.Not):
-                todo.append((node.formula, False))
-            else:  # a node this walk does not know: assume the worst
-                return math.inf
-        elif isinstance(node, A.Seq | A.Or | A.And):
-            (rv, rn), (lv, ln) = out.pop(), out.pop()
-            out.append((max(lv, rv), max(ln, rn)) if isinstance(node, A.Or)
-                       else (lv + rv, ln + rn))
-        elif isinstance(node, A.Not):  # its events are in no valuation
-            out.pop()
-            out.append((0.0, 0.0))
-        elif isinstance(node, A.Plus):
-            v, n = out.pop()
-            out.append((math.inf if v else 0.0, math.inf))
-        elif isinstance(node, A.As):
-            v, n = out.pop()
-            out.append((n if node.var == var else v, n))
-        # a Filter keeps its formula's counts
-    return out[0][0]
 
 
 def _literal_kind(lit: A.Literal) -> str:

@@ -29,6 +29,7 @@ from ..ir import (
     is_correlated,
     output_variables,
     seq_elements,
+    stream_views,
     top_sequence,
     variable_leaves,
 )
@@ -37,6 +38,7 @@ from ..predicates import (
     AtomTable,
     GAnd,
     GAtom,
+    GNot,
     GOr,
     GTrue,
     GuardTree,
@@ -251,8 +253,13 @@ _Step = tuple[str, object]
 
 
 class _Builder:
-    def __init__(self, atoms: AtomTable, top: A.Formula | None = None) -> None:
+    def __init__(self, atoms: AtomTable, top: A.Formula | None = None,
+                 views: dict[str, frozenset[str]] | None = None) -> None:
         self.atoms = atoms
+        #: event type T → the streams S whose S>T the query names while WHERE writes no S>T
+        #: leaf (ceql.ir.stream_views): a T leaf's transition is split by stream so that its
+        #: events of S bind S>T
+        self.views = views or {}
         self.n = 0
         self.scopes: list[tuple[ScopeLeaf, ...]] = []
         #: the top-level sequence (the only one that may start or end with NOT)
@@ -353,8 +360,14 @@ class _Builder:
             if f.stream is not None:
                 g = GAnd((g, GAtom(self.atoms.add(StreamIs(f.stream)))))
                 bound.add(f"{f.stream}>{f.name}")  # the variable S>T: this leaf's events
-            r = _Tr(i, g, True, frozenset(bound), q)
-            done.append(_Frag(i, {q}, r, [r], [r], {q}))
+            others = self.views.get(f.name, frozenset()) - {f.stream}
+            if not others:
+                r = _Tr(i, g, True, frozenset(bound), q)
+                done.append(_Frag(i, {q}, r, [r], [r], {q}))
+                return
+            rs = [_Tr(i, _and(g, split), True, frozenset(bound | more), q)
+                  for split, more in self._by_stream(f, sorted(others))]
+            done.append(_Frag(i, {q}, rs, list(rs), list(rs), {q}))
         elif isinstance(f, A.As):  # AS commutes with iteration: (φ AS x)+ = (φ+) AS x
             todo += [("as", f.var), ("build", (f.formula, under))]
         elif isinstance(f, A.Filter):
@@ -390,7 +403,7 @@ class _Builder:
                 if positives:
                     joins.append((contiguous, pending, dict(counts) if pending else counts))
                 positives.append(e)
-                for v, n in _occurrences(e).items():
+                for v, n in _occurrences(e, self.views).items():
                     counts[v] = counts.get(v, 0) + n
                 pending = None
             # in execution order: each element built, then joined to what came before (the
@@ -425,6 +438,23 @@ class _Builder:
                      ("build", (body, _UNDER_CPLUS if contiguous else _UNDER_PLUS))]
         else:
             raise TypeError(f"not a formula: {f!r}")
+
+    def _by_stream(self, f: A.EventType, others: list[str]) -> list[tuple[GuardTree, set[str]]]:
+        """The leaf ``f``'s events split by the streams ``others`` (named as ``S>T``, not
+        ``f``'s own): per part, the guard it adds and the ``S>T`` variables its events bind.
+        An event without a stream belongs to every stream (``StreamIs`` holds for it)."""
+        t = f.name
+        atom = {s: GAtom(self.atoms.add(StreamIs(s))) for s in others}
+        if f.stream is not None:  # f's events are of its stream or of none (of every one)
+            first = atom[others[0]]
+            return [(GNot(first), set()), (first, {f"{s}>{t}" for s in others})]
+        parts: list[tuple[GuardTree, set[str]]] = [
+            (_and(atom[s], _all(GNot(atom[o]) for o in others if o != s)), {f"{s}>{t}"})
+            for s in others]
+        if len(others) > 1:  # of no stream: of every one
+            parts.append((_all(atom.values()), {f"{s}>{t}" for s in others}))
+        parts.append((_all(GNot(a) for a in atom.values()), set()))
+        return parts
 
     def _union(self, frags: list[_Frag]) -> _Frag:
         if len(frags) == 1:
@@ -536,15 +566,14 @@ class _Builder:
         negs[leaf.var].guards.append(guard_from_pred(leaf.pred, self.atoms))
         return True
 
-    @staticmethod
-    def _late(leaf: A.FilterAtom, neg: _Neg, formula: A.Formula) -> bool:
+    def _late(self, leaf: A.FilterAtom, neg: _Neg, formula: A.Formula) -> bool:
         """Whether a condition on the event a NOT between two elements forbids reads a
         variable whose events do not all come before the NOT in the FILTER's valuation (one
         bound after it, or elsewhere in the FILTER's formula), or the NOT stands under an
         iteration there: a run waiting in the gap does not hold all it reads yet."""
         if neg.shared:
             return True
-        occurrences = _occurrences(formula)
+        occurrences = _occurrences(formula, self.views)
         return any(occurrences.get(v, 0) != neg.before.get(v, 0)
                    for v in condition_refs(leaf.var, leaf.pred) if v != neg.name)
 
@@ -715,16 +744,21 @@ def _resolved_kills(r: _Tr, done: dict[int, tuple[Kill, ...]]) -> tuple[Kill, ..
     return done[id(r)]
 
 
-def _occurrences(root: A.Formula) -> dict[str, int]:
+def _occurrences(root: A.Formula,
+                 views: dict[str, frozenset[str]] | None = None) -> dict[str, int]:
     """How many event-type leaves (not under NOT) bind each variable of ``root``: type names,
-    ``S>T`` names and AS names."""
+    ``S>T`` names (of the leaves ``S>T``, and of every ``T`` leaf for the ``S`` of ``views``
+    — the ``S>T`` WHERE writes no leaf of — whose events of ``S`` bind it) and AS names."""
     out = {v: len(ids) for v, ids in variable_leaves(root).items()}
     todo: list[A.Formula] = [root]
     while todo:
         f = todo.pop()
         if isinstance(f, A.EventType):
-            if f.stream is not None:
-                v = f"{f.stream}>{f.name}"
+            streams = {f.stream} if f.stream is not None else set()
+            if views:
+                streams |= views.get(f.name, frozenset())
+            for stream in streams:
+                v = f"{stream}>{f.name}"
                 out[v] = out.get(v, 0) + 1
         elif isinstance(f, A.Seq | A.Or | A.And):
             todo += [f.left, f.right]
@@ -779,6 +813,14 @@ def _and(a: GuardTree, b: GuardTree) -> GuardTree:
         elif not isinstance(g, GTrue):
             items.append(g)
     return GAnd(tuple(dict.fromkeys(items))) if len(items) != 1 else items[0]
+
+
+def _all(items: Iterable[GuardTree]) -> GuardTree:
+    """The AND of ``items`` (TRUE for none)."""
+    g: GuardTree = _TRUE
+    for x in items:
+        g = _and(g, x)
+    return g
 
 
 def _dnf(c: A.FilterExpr) -> list[list[ScopeLeaf]]:
@@ -841,7 +883,7 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     """The CEA of the query's WHERE formula, with STRICT applied and the SELECT projection
     recorded in ``pmark``/``vars`` (selection strategies other than STRICT are applied on the
     fly by :mod:`ceql.automata.strategies`)."""
-    builder = _Builder(atoms, top_sequence(query.where))
+    builder = _Builder(atoms, top_sequence(query.where), stream_views(query))
     fr = builder.build(query.where)
     builder.finish(fr)
     edges = builder.edges

@@ -18,6 +18,7 @@ from ..constants import CONSUME_NONE, CONSUME_POLICIES, STRATEGIES
 __all__ = [
     "AGGREGATES",
     "CONSUME_POLICIES",
+    "DISTINCT_AGGREGATES",
     "NO_SPAN",
     "STRATEGIES",
     "Agg",
@@ -123,17 +124,21 @@ class Prev:
 
 #: The aggregate functions, as written (upper case).
 AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX", "FIRST", "LAST")
+#: the aggregates that take ``DISTINCT`` (``COUNT(DISTINCT b.country)``)
+DISTINCT_AGGREGATES = ("COUNT", "SUM", "AVG")
 
 
 @dataclass(frozen=True)
 class Agg:
     """An aggregate over the events of ``var`` in the valuation: ``COUNT(Y)`` (``attr``
-    None) or ``SUM|AVG|MIN|MAX|FIRST|LAST(Y.attr)``."""
+    None) or ``SUM|AVG|MIN|MAX|FIRST|LAST(Y.attr)``; ``distinct``: over the distinct non-NULL
+    values of ``attr`` (``COUNT|SUM|AVG(DISTINCT Y.attr)``, see ``DISTINCT_AGGREGATES``)."""
 
     func: str
     var: str
     attr: str | None = None
     span: Span = _span()
+    distinct: bool = False
 
 
 Expr = Union[Attr, Literal, Neg, Arith, Prev, Agg]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import sys
 import threading
 from collections.abc import Iterator
@@ -26,12 +27,14 @@ __all__ = [
     "has_contiguity",
     "is_correlated",
     "is_correlated_query",
+    "most_events",
     "negated_variables",
     "output_variables",
     "positive_variables",
     "pred_leaves",
     "recursion_for",
     "seq_elements",
+    "stream_views",
     "top_sequence",
     "variable_leaves",
 ]
@@ -128,6 +131,48 @@ def negated_variables(root: N.Formula) -> dict[str, N.Not]:
             else:
                 found.setdefault(name, under)
     return {name: node for name, node in found.items() if name not in positive}
+
+
+def most_events(root: N.Formula, var: str, view: bool = False) -> float:
+    """The most events ``var`` binds in one valuation of ``root`` (``inf`` when unbounded
+    or unknown). ``view``: ``var`` is ``S>T`` and WHERE writes no leaf ``S>T``
+    (:func:`stream_views`), so it names the events of ``T`` from stream ``S`` that any ``T``
+    leaf binds, and every ``T`` leaf counts; otherwise the leaves ``S>T`` count."""
+    stream, sep, event_type = var.partition(">")
+    qualified = view and bool(sep and stream and event_type)
+    # post-order: for each node, (events var binds, events the node's valuation has)
+    out: list[tuple[float, float]] = []
+    todo: list[tuple[N.Formula, bool]] = [(root, False)]
+    while todo:
+        node, ready = todo.pop()
+        if isinstance(node, N.EventType):
+            mine = node.name == event_type if qualified else (
+                var == node.name or (node.stream is not None
+                                     and var == f"{node.stream}>{node.name}"))
+            out.append((1.0 if mine else 0.0, 1.0))
+        elif not ready:
+            todo.append((node, True))
+            if isinstance(node, N.Seq | N.Or | N.And):
+                todo += [(node.right, False), (node.left, False)]
+            elif isinstance(node, N.As | N.Plus | N.Filter | N.Not):
+                todo.append((node.formula, False))
+            else:  # a node this walk does not know: assume the worst
+                return math.inf
+        elif isinstance(node, N.Seq | N.Or | N.And):
+            (rv, rn), (lv, ln) = out.pop(), out.pop()
+            out.append((max(lv, rv), max(ln, rn)) if isinstance(node, N.Or)
+                       else (lv + rv, ln + rn))
+        elif isinstance(node, N.Not):  # its events are in no valuation
+            out.pop()
+            out.append((0.0, 0.0))
+        elif isinstance(node, N.Plus):
+            v, n = out.pop()
+            out.append((math.inf if v else 0.0, math.inf))
+        elif isinstance(node, N.As):
+            v, n = out.pop()
+            out.append((n if node.var == var else v, n))
+        # a Filter keeps its formula's counts
+    return out[0][0]
 
 
 def top_sequence(root: N.Formula) -> N.Seq | None:
@@ -286,6 +331,33 @@ def condition_refs(var: str | None, pred: N.Pred) -> frozenset[str]:
         elif isinstance(e, N.Agg):
             refs.add(e.var)
     return frozenset(refs)
+
+
+def stream_views(query: N.Query) -> dict[str, frozenset[str]]:
+    """Each event type ``T`` → the streams ``S`` whose ``S>T`` the query names as a variable
+    (a FILTER head, ``Y.attr``, an aggregate, the SELECT list) while WHERE writes no leaf
+    ``S>T`` (under a NOT included), an AS name spelt ``S>T`` aside. ``S>T`` there means the
+    events of ``T`` that came from stream ``S`` (an event without a stream belongs to every
+    stream), whichever ``T`` leaf binds them; where WHERE writes ``S>T`` leaves, it names
+    their events only (and is no view)."""
+    names: set[str] = set(query.select or ())
+    aliases: set[str] = set()
+    for node in formula_nodes(query.where):
+        if isinstance(node, N.As):
+            aliases.add(node.var)
+        elif isinstance(node, N.EventType) and node.stream is not None:
+            aliases.add(f"{node.stream}>{node.name}")  # written: names its leaves' events
+        elif isinstance(node, N.Filter):
+            for leaf in filter_leaves(node.cond):
+                if isinstance(leaf, N.FilterAtom):
+                    names.add(leaf.var)
+                names |= condition_refs(None, leaf.pred)
+    views: dict[str, set[str]] = {}
+    for name in sorted(names - aliases):
+        stream, sep, event_type = name.partition(">")
+        if sep and stream and event_type:
+            views.setdefault(event_type, set()).add(stream)
+    return {t: frozenset(s) for t, s in views.items()}
 
 
 def is_correlated(leaf: N.FilterAtom | N.FilterMatch) -> bool:

@@ -63,7 +63,7 @@ def structural_key(node: Any) -> Any:
     if isinstance(node, _ast.Prev):
         return ("prev", node.name)
     if isinstance(node, _ast.Agg):
-        return ("agg", node.func, node.var, node.attr)
+        return ("agg", node.func, node.var, node.attr, node.distinct)
     if isinstance(node, _ast.Neg):
         return ("neg", structural_key(node.operand))
     if isinstance(node, _ast.Arith):

@@ -15,6 +15,7 @@ Values follow the model of :mod:`.values` (the row path's): NULL, kinds, 3-value
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,13 +44,15 @@ from .values import (
 __all__ = [
     "AggSpec",
     "Condition",
+    "agg_spec",
     "agg_start",
     "agg_step",
     "aggregate",
     "compile_condition",
 ]
 
-#: ``(func, var, attr)`` of one aggregate (``attr`` None for COUNT).
+#: ``(func, var, attr)`` of one aggregate (``attr`` None for COUNT; ``func`` ends with
+#: `` DISTINCT`` for ``COUNT|SUM|AVG(DISTINCT y.attr)``).
 AggSpec = tuple[str, str, str | None]
 _Val = Callable[[tuple[tuple[Any, ...], ...], tuple[Any, ...]], Any]
 _Code = Callable[[tuple[tuple[Any, ...], ...], tuple[Any, ...]], int]
@@ -80,6 +83,11 @@ class Condition:
         return bool(self.aggs)
 
 
+def agg_spec(e: N.Agg) -> AggSpec:
+    """The :data:`AggSpec` of an aggregate node."""
+    return (f"{e.func} DISTINCT" if e.distinct else e.func, e.var, e.attr)
+
+
 def compile_condition(leaf: N.FilterAtom | N.FilterMatch) -> Condition:
     """Compile one correlated leaf."""
     var = leaf.var if isinstance(leaf, N.FilterAtom) else None
@@ -98,7 +106,7 @@ def compile_condition(leaf: N.FilterAtom | N.FilterMatch) -> Condition:
         elif isinstance(e, N.Prev):
             prev.setdefault(e.name)
         elif isinstance(e, N.Agg):
-            aggs.setdefault((e.func, e.var, e.attr))
+            aggs.setdefault(agg_spec(e))
     quantified = ((var,) if var is not None else ()) + tuple(sorted(others))
     attrs = tuple((tuple(own) if v == var else tuple(qual[v])) for v in quantified)
     agg_list = tuple(aggs)
@@ -119,7 +127,7 @@ def compile_condition(leaf: N.FilterAtom | N.FilterMatch) -> Condition:
             k = prev_at[e.name]
             return lambda recs, av: recs[0][k]
         if isinstance(e, N.Agg):
-            k = agg_at[(e.func, e.var, e.attr)]
+            k = agg_at[agg_spec(e)]
             return lambda recs, av: av[k]
         if isinstance(e, N.Neg):
             f = leaf_value(e.operand)
@@ -193,10 +201,13 @@ def compile_condition(leaf: N.FilterAtom | N.FilterMatch) -> Condition:
 # An accumulator per aggregate, a small tuple (hashable, so runs with equal ones merge):
 # COUNT (n,); SUM (total or None when a value is not a number,); AVG (total, n);
 # MIN/MAX (value, state) with state 0 nothing yet, 1 values of one kind, 2 mixed kinds;
-# FIRST (seen, value); LAST (value,).
+# FIRST (seen, value); LAST (value,); COUNT|SUM|AVG DISTINCT (the frozenset of the distinct
+# non-NULL values, each as (kind, value) so that TRUE and 1 stay two values).
 
 def agg_start(func: str) -> tuple[Any, ...]:
     """The accumulator of ``func`` over no event."""
+    if func.endswith(" DISTINCT"):
+        return (frozenset(),)
     if func == "COUNT":
         return (0,)
     if func == "SUM":
@@ -212,6 +223,15 @@ def agg_start(func: str) -> tuple[Any, ...]:
 
 def agg_step(func: str, acc: tuple[Any, ...], value: Any) -> tuple[Any, ...]:
     """``acc`` after one more event whose (normalized) attribute value is ``value``."""
+    if func.endswith(" DISTINCT"):
+        if value is None:
+            return acc
+        try:
+            item = (kind(value), value)
+            hash(item)
+        except TypeError:  # an unhashable value (a list): told apart by its text
+            item = (kind(value), repr(value))
+        return acc if item in acc[0] else (acc[0] | {item},)
     if func == "COUNT":
         return (acc[0] + 1,)
     if func == "FIRST":
@@ -241,6 +261,15 @@ def agg_step(func: str, acc: tuple[Any, ...], value: Any) -> tuple[Any, ...]:
 
 def aggregate(func: str, acc: tuple[Any, ...]) -> Any:
     """The value of an aggregate from its accumulator (None = NULL)."""
+    if func.endswith(" DISTINCT"):
+        values = [v for _, v in acc[0]]
+        if func == "COUNT DISTINCT":
+            return len(values)
+        if not values or not all(is_num(v) for v in values):
+            return None
+        # a set has no order: fsum's correctly rounded total does not depend on one
+        total = sum(values) if all(type(v) is int for v in values) else math.fsum(values)
+        return total if func == "SUM DISTINCT" else arith("/", total, len(values))
     if func == "COUNT":
         return acc[0]
     if func == "SUM":

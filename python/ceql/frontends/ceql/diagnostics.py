@@ -59,7 +59,7 @@ _COMPARISONS = frozenset({"EQ", "EQEQ", "NE", "LTGT", "LT", "LE", "GT", "GE"})
 
 #: Keywords the grammar also accepts as attribute names (``attr_name``); kept in step by a test.
 SOFT_KEYWORDS = frozenset(STRATEGIES + WITHIN_UNITS + ("NONE", "EVENTS", "EVENT", "INTERVAL",
-                                                  "RANGE"))
+                                                  "RANGE", "DISTINCT"))
 _CLAUSE_RANK = {"SELECT": 0, "FROM": 1, "WHERE": 2, "PARTITION": 3, "WITHIN": 3, "CONSUME": 4,
                 "LIMIT": 5}
 _CLAUSE_NAME = {"PARTITION": "PARTITION BY", "CONSUME": "CONSUME BY"}

@@ -1043,7 +1043,7 @@ def _r_correlation(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[T
 #: Keywords the grammar accepts as attribute names (``attr_name``).
 _SOFT_ATTRS = frozenset({"ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT", "NONE", "EVENTS",
                          "EVENT", "INTERVAL", "RANGE", "HOURS", "HOUR", "MINUTES", "MINUTE",
-                         "SECONDS", "SECOND", "MILLISECONDS", "MILLISECOND"})
+                         "SECONDS", "SECOND", "MILLISECONDS", "MILLISECOND", "DISTINCT"})
 
 
 def _source(text: str, first: Tok, last: Tok) -> str:
@@ -1082,6 +1082,18 @@ def _call_hint(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[Tok]
     if bad.type == "STAR" and not arg and name == "COUNT":
         return Hint(f"COUNT(*) {_NOT_SUPPORTED}; COUNT takes a variable and counts its events "
                     f"in the match: COUNT({var})", func.start, end)
+    if bad.type == "RPAR" and [t.type for t in arg][:1] == ["DISTINCT"] and len(arg) == 2 \
+            and arg[1].type in _NAMES:
+        aliases = {t.text for k, t in enumerate(before) if k and before[k - 1].type == "AS"}
+        if arg[1].text in aliases:
+            x = arg[1].text
+            return Hint(f"{_source(text, func, bad)} needs an attribute of {x}: COUNT({x}) "
+                        f"counts {x}'s events (each one is distinct), and "
+                        f"{name}(DISTINCT {x}.attr) is over the distinct values of attr among "
+                        "them", func.start, bad.end)
+        return Hint(f"{_source(text, func, bad)} needs a variable's attribute: "
+                    f"{name}(DISTINCT {var}.{arg[1].text}) is over the distinct values of "
+                    f"{arg[1].text} among the {var} events of the match", func.start, bad.end)
     if bad.type == "RPAR" and not arg:
         example = {"PREV": "an attribute of the filtered event: PREV(price)",
                    "COUNT": f"a variable: COUNT({var})"}.get(
@@ -1124,8 +1136,81 @@ def _last_alias(before: Sequence[Tok]) -> str | None:
     return None
 
 
-_TOKEN_RULES = (_r_correlation, _r_quantifier, _r_followed_by, _r_pattern, _r_sql_words,
-                _r_predicates, _r_units, _r_formula_joins)
+# ---------------------------------------------------------------- SELECT a.attr, AFTER MATCH SKIP
+
+_STRATEGY_WORDS = {"ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"}
+
+
+def _r_select_attrs(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[Tok],
+                    complete: bool, mode: str, word: str, prev_word: str) -> Hint | None:
+    """``SELECT a.amount``: CEQL selects variables, whose events carry every attribute."""
+    if mode != "SELECT" or bad.type != "DOT" or not before or before[-1].type not in _NAMES:
+        return None
+    head = max((i for i, t in enumerate(before) if t.type == "SELECT"), default=None)
+    if head is None:
+        return None
+    first = head + 1 + (head + 1 < len(before) and before[head + 1].type in _STRATEGY_WORDS)
+    tokens = [*before[first:], bad, *after]
+    stop = next((i for i, t in enumerate(tokens) if t.type in _CLAUSES), len(tokens))
+    items: list[list[Tok]] = [[]]
+    for t in tokens[:stop]:
+        if t.type == "COMMA":
+            items.append([])
+        else:
+            items[-1].append(t)
+    if not all(items) or any(it[0].type not in _NAMES for it in items):
+        return None
+    variables = list(dict.fromkeys(it[0].text for it in items))
+    attrs = [(it[0].text, it[2].text) for it in items
+             if len(it) == 3 and it[1].type == "DOT" and it[2].type in _NAMES | {"NAME"}]
+    if not attrs:
+        return None
+    var, attr = attrs[0]
+    shown = _source(text, tokens[0], tokens[stop - 1])
+    return Hint(f"SELECT {shown} {_NOT_SUPPORTED}: SELECT lists variables, and a match reports "
+                f"their events with every attribute. Write SELECT {', '.join(variables)} and "
+                f"read {attr} from {var}'s events in each match (in Python: match.events, "
+                f"with match.variables['{var}'] the positions of {var}'s events; in Spark: "
+                f"MATCH_CEQL's output column {var}, an array of {var}'s events, so "
+                f"{var}[0].{attr})", tokens[0].start, tokens[stop - 1].end)
+
+
+def _r_after_match(text: str, before: Sequence[Tok], bad: Tok, after: Sequence[Tok],
+                   complete: bool, mode: str, word: str, prev_word: str) -> Hint | None:
+    """MATCH_RECOGNIZE's ``AFTER MATCH SKIP …``: CONSUME BY, or the default."""
+    words = [t.text.upper() for t in after[:5]]
+    if word != "AFTER" or words[:2] != ["MATCH", "SKIP"]:
+        return None
+    rest = words[2:]
+    partitioned = any(t.type == "PARTITION" for t in before)
+    consume = "CONSUME BY PARTITION" if partitioned else "CONSUME BY ANY"
+    within = (" (a match's events are used up in its partition, as MATCH_RECOGNIZE skips "
+              "within one)" if partitioned else "")
+    if rest[:3] == ["PAST", "LAST", "ROW"]:
+        end = after[4]
+        advice = (f"write {consume}{within}: once a match is output, later matches start after "
+                  "its last event (CONSUME BY comes after PARTITION BY and WITHIN, before "
+                  "LIMIT)")
+    elif rest[:3] == ["TO", "NEXT", "ROW"]:
+        end = after[4]
+        advice = ("leave it out: CEQL reports every match, overlapping ones included (SELECT "
+                  "ALL, the default); for one match per end event write SELECT NEXT * or "
+                  "SELECT LAST * (docs/strategies.md)")
+    elif rest[:1] == ["TO"] and len(after) > 3 and after[3].type in _NAMES | {"LAST"}:
+        k = 4 if rest[1:2] in (["FIRST"], ["LAST"]) and len(after) > 4 else 3
+        end = after[k]
+        advice = (f"CEQL cannot resume from an event of the match; the nearest are {consume} "
+                  "(later matches start after the whole match) and the default, every match")
+    else:
+        end = after[1]
+        advice = (f"write {consume} for SKIP PAST LAST ROW (later matches start after the "
+                  "match), or leave it out for SKIP TO NEXT ROW (every match)")
+    return Hint(f"{_source(text, bad, end)} (MATCH_RECOGNIZE) {_NOT_SUPPORTED}; {advice}",
+                bad.start, end.end)
+
+
+_TOKEN_RULES = (_r_correlation, _r_quantifier, _r_followed_by, _r_pattern, _r_select_attrs,
+                _r_after_match, _r_sql_words, _r_predicates, _r_units, _r_formula_joins)
 
 
 # ---------------------------------------------------------------- a character the lexer refused

@@ -163,6 +163,11 @@ def format_expr(e: A.Expr) -> str:
     if isinstance(e, A.Agg):
         if e.func not in A.AGGREGATES:
             raise ValueError(f"unknown aggregate {e.func!r}")
+        if e.distinct:
+            if e.func not in A.DISTINCT_AGGREGATES or e.attr is None:
+                raise ValueError(f"{e.func}(DISTINCT …) needs one of "
+                                 f"{', '.join(A.DISTINCT_AGGREGATES)} and an attribute")
+            return f"{e.func}(DISTINCT {_ident(e.var)}.{_ident(e.attr)})"
         if e.func == "COUNT":
             if e.attr is not None:
                 raise ValueError("COUNT takes a variable, not an attribute")

@@ -426,6 +426,22 @@ def _b_call(b: _Builder, t: Tree[Token], a: list[object]) -> A.Expr:
     return A.Agg(func, arg.var, arg.name, span=span)
 
 
+@_rule("e_call_distinct")
+def _b_call_distinct(b: _Builder, t: Tree[Token], a: list[object]) -> A.Expr:
+    """``F(DISTINCT y.attr)``: F over the distinct non-NULL values (COUNT, SUM, AVG)."""
+    tok = _is(a[0], Token)
+    func = str(tok).upper()
+    var, attr = _is(a[3], _Name).text, _is(a[5], _Name).text
+    span = _meta_span(t.meta)
+    if func not in A.DISTINCT_AGGREGATES:
+        known = func in _FUNCTIONS
+        b.error(f"{tok}(DISTINCT …) is not supported: DISTINCT applies to COUNT, SUM and AVG "
+                f"(COUNT(DISTINCT b.country))"
+                + (f"; write {func}({var}.{attr}), the same value" if func in ("MIN", "MAX")
+                   else "" if known else f". Unknown function {tok}"), tok)
+    return A.Agg(func, var, attr, span=span, distinct=True)
+
+
 def _expr_span(e: object, default: A.Span) -> A.Span:
     span = getattr(e, "span", None)
     return span if isinstance(span, A.Span) and span != A.NO_SPAN else default
