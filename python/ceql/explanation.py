@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .analysis.ranking import exponential_choices
 from .automata import CEA
 from .automata.registers import RegisterPlan
 from .display import automaton_picture, describe, explanation_html, mandatory_lines, to_dot
@@ -95,7 +94,7 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
     if not cea.scopes:
         return lines
     plan = RegisterPlan(cea, False)
-    exponential = exponential_choices(q.ast)
+    exponential = q.exponential_choices()
     if exponential:
         shown = ", ".join(f"{e.func}({e.var}{'.' + e.attr if e.attr else ''})"
                           for e in exponential)

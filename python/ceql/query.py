@@ -12,6 +12,7 @@ from typing import Any, SupportsIndex
 from .analysis import compile_warnings, normalize_schema, output_variables, validate
 from .analysis.keys import implied_key, planned
 from .analysis.negated import moved_negated_atoms
+from .analysis.ranking import exponential_choices
 from .automata import CEA, DFA, build_cea
 from .automata.registers import RegisterPlan
 from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
@@ -93,6 +94,11 @@ class Query:
             return None
         key = implied_key(self.ast)
         return None if key is None else (key[0], tuple(key[1]))
+
+    def exponential_choices(self) -> tuple[N.Agg, ...]:
+        """The aggregates that make NEXT, LAST or MAX rank a partial match per subset of an
+        iteration's events (:class:`~ceql.errors.ExponentialChoiceWarning`); empty when none."""
+        return tuple(exponential_choices(self.ast))
 
     @property
     def variables(self) -> tuple[str, ...]:
