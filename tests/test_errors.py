@@ -53,7 +53,7 @@ def test_every_warning_is_a_ceql_warning_and_a_user_warning() -> None:
     warns = {getattr(errors, n) for n in errors.__all__ if n.endswith("Warning")}
     assert {w.__name__ for w in warns} == {
         "CeqlWarning", "UnseenNameWarning", "LikePatternWarning", "ValueTypeWarning",
-        "UnboundedOutputWarning", "ExponentialChoiceWarning"}
+        "UnboundedOutputWarning", "ExponentialChoiceWarning", "VacuousConditionWarning"}
     for w in warns:
         assert issubclass(w, errors.CeqlWarning) and issubclass(w, UserWarning)
         assert not issubclass(w, CeqlError)
