@@ -357,6 +357,7 @@ def _next_keyed_cases(draw: st.DrawFn) -> Case:
                 within=draw(st.one_of(  # mostly wide windows: more complex events compete
                     st.builds(A.Within, st.just("events"), st.sampled_from(
                         (Fraction(4), Fraction(8)))), withins(required=True))),
+                consume=draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION"))),
                 limit=draw(st.sampled_from((None, None, 0, 1))))
     if draw(st.booleans()):  # few values: conditions that hold now and fail then
         rows = draw(st.lists(st.tuples(st.sampled_from("ABC"), st.integers(1, 2),
