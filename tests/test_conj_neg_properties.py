@@ -6,9 +6,10 @@ mixed with every other operator and clause, through the same checks as
 Every atom on a negated variable of a NOT between two elements is kept (reading variables
 bound before or after the NOT, the NOT under ``+`` or in an operand of AND inside the FILTER),
 and so are the conditions of a leading or trailing NOT under ALL/ANY/STRICT (SELECT lists
-leaving out what they read too). What ceql still refuses (SELECT LAST with a leading or
-trailing NOT and conditions between events; conditions of an edge NOT that read the match
-under NEXT, LAST or MAX) is taken out: such a LAST becomes NEXT, and those atoms are dropped.
+leaving out what they read too) and, where ceql takes them, a leading NOT's conditions on the
+match under NEXT. What ceql still refuses (SELECT LAST with a leading or trailing NOT and
+conditions between events; other conditions of an edge NOT that read the match under NEXT,
+LAST or MAX) is taken out: such a LAST becomes NEXT, and those atoms are dropped.
 A trailing NOT makes matches wait for time to pass: for those the checks feed in pieces, then
 ``close()``, and compare everything in order with ``Query.run`` (which closes at the end) —
 where batches are cut must not matter.
@@ -17,6 +18,7 @@ where batches are cut must not matter.
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 from itertools import pairwise
 from typing import Any
 
@@ -30,7 +32,16 @@ from ceql.ir import condition_refs, is_correlated, top_sequence
 from ceql.ir import nodes as A
 from ceql.ir.walks import seq_elements
 from reference import reference_matches
-from strategies import PROFILE, Case, MultiCase, cases, multi_cases
+from strategies import (
+    PROFILE,
+    Case,
+    MultiCase,
+    cases,
+    events_lists,
+    formulas,
+    multi_cases,
+    withins,
+)
 from test_properties import (
     Key,
     _variants,
@@ -141,15 +152,17 @@ def _evaluable(q: A.Query) -> A.Query:
     events it refuses, and then, for SELECT LAST with a leading or trailing NOT that ceql
     still refuses (with conditions between events), NEXT."""
     strict = _evaluable_strict(q)
+    if q.strategy == "NEXT":  # a leading NOT's conditions on the match, where ceql takes them
+        strict = _compilable(_evaluable_strict(q, True), strict, edges=True)
     fallback = strict
     if q.strategy == "LAST" and _edges(q) != (False, False):
         fallback = _compilable(strict, replace(strict, strategy="NEXT"), edges=True)
     return _compilable(q, fallback, edges=True)
 
 
-def _evaluable_strict(q: A.Query) -> A.Query:
+def _evaluable_strict(q: A.Query, keep_next: bool = False) -> A.Query:
     """``q`` without the atoms on a leading or trailing NOT's variable that read other events
-    (ceql may refuse them)."""
+    ceql may refuse (``keep_next``: keeping them under NEXT too)."""
     lead, trail = _edges(q)
     top = top_sequence(q.where)
     edge_names: set[str] = set()
@@ -160,7 +173,7 @@ def _evaluable_strict(q: A.Query) -> A.Query:
                 edge_names |= _negated_names(elems[i][0])  # type: ignore[arg-type]
     # conditions of a leading or trailing NOT that read the match are evaluated complex event
     # by complex event: under ALL/ANY/STRICT (SELECT lists leaving out what they read too)
-    keep_edges = q.strategy in ("ALL", "ANY", "STRICT")
+    keep_edges = q.strategy in ("ALL", "ANY", "STRICT") or keep_next
     dropped = set() if keep_edges else edge_names
     return replace(q, where=_drop_everywhere(q.where, set(), dropped))
 
@@ -322,3 +335,53 @@ def test_engine_equals_reference_with_edges_and_conditions_between_events(
             note(f"query: {format_query(q)}\nevents: {events}\ntime={time!r}")
             ref = reference_matches(q, events, time=time)
             check_against_reference(keys(compiled.run(events, time=time)), ref, q.limit)
+
+
+@st.composite
+def _next_keyed_cases(draw: st.DrawFn) -> Case:
+    """SELECT NEXT with a leading NOT whose conditions read the match (no conditions between
+    events): ``NOT B AS n ; T AS v ; ψ FILTER n[a op v.a] …`` (``v`` bound once, ``ψ`` any
+    formula), the variant ceql keeps runs apart by start and the NOT's reads for."""
+    psi: A.Formula = A.EventType(draw(st.sampled_from(("C", "C", "A"))))
+    if draw(st.booleans()):
+        psi = draw(formulas(("S",), draw(st.sampled_from((1, 2))), conj_neg=False))[0]
+    v = A.As(A.EventType(draw(st.sampled_from(("A", "A", "B", "C")))), "v")
+    beta = A.As(A.EventType(draw(st.sampled_from(("B", "B", "A", "C")))), "n")
+    where: A.Formula = A.Seq(A.Seq(A.Not(beta), v), psi)
+    op = draw(st.sampled_from(("=", "=", "!=", "<", ">=")))
+    cond: A.FilterExpr = A.FilterAtom("n", A.Compare(op, A.Attr("a"), A.Attr("a", var="v")))
+    if draw(st.booleans()):
+        cond = A.FilterAnd(cond, A.FilterAtom("n", A.Compare(
+            draw(st.sampled_from(("=", "<", ">"))), A.Attr("b"), A.Literal(1))))
+    select = draw(st.sampled_from((None, None, ("v",), ())))
+    q = A.Query("NEXT", select, ("S",), A.Filter(where, cond),
+                partition_by=draw(st.sampled_from(((), (), ("g",)))),
+                within=draw(st.one_of(  # mostly wide windows: more complex events compete
+                    st.builds(A.Within, st.just("events"), st.sampled_from(
+                        (Fraction(4), Fraction(8)))), withins(required=True))),
+                consume=draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION"))),
+                limit=draw(st.sampled_from((None, None, 0, 1))))
+    if draw(st.booleans()):  # few values: conditions that hold now and fail then
+        rows = draw(st.lists(st.tuples(st.sampled_from("ABC"), st.integers(1, 2),
+                                       st.integers(0, 2), st.integers(0, 1)),
+                             min_size=3, max_size=9))
+        events = [{"type": t, "a": a, "b": b, "g": g, "ts": k}
+                  for k, (t, a, b, g) in enumerate(rows)]
+    else:
+        events = draw(events_lists(mixed=False, types=("A", "B", "C")))
+    return q, events, draw(st.sampled_from(("ts",) if q.within.kind == "time"  # type: ignore[union-attr]
+                                           else (None, "ts")))
+
+
+@PROFILE
+@given(_next_keyed_cases(), st.data())
+def test_next_with_a_leading_not_reading_the_match(case: Case, data: st.DataObject) -> None:
+    """SELECT NEXT chooses among the complex events that pass a leading NOT whose conditions
+    read the match: against the reference, and in pieces (rows, Arrow) then ``close()``."""
+    q, events, time = case
+    text = format_query(q)
+    assert ceql.compile(text).automaton()[1].edge_next  # the path under test is drawn
+    note(f"query: {text}\nevents: {events}\ntime={time!r}")
+    ref = reference_matches(q, events, time=time)
+    check_against_reference(keys(ceql.compile(text).run(events, time=time)), ref, q.limit)
+    _check_pieces(case, data)

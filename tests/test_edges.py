@@ -379,3 +379,46 @@ def test_golden_no_quote_update_between_two_trades() -> None:
          ("TRADE", "Y")])]
     # X: 0 and 2 have only a quote of Y between them; 2 and 4 have a quote of X; 0 and 4 too
     assert [m.positions for m in q.run(rows, time="t")] == [(0, 2)]
+
+
+_NEXT_READS = [{"type": "B", "x": 1}, {"type": "A", "x": 1}, {"type": "A", "x": 2},
+               {"type": "C", "x": 0}]
+_NEXT_OLD = [{"type": "A", "x": 1}, {"type": "B", "x": 1}, {"type": "A", "x": 2},
+             {"type": "C", "x": 0}]
+
+
+@pytest.mark.parametrize(("text", "events", "expected"), [
+    # ending at 3: {1,3} (the B at 0 has x = a.x: forbidden) and {2,3} (it passes); NEXT's
+    # choice among all, {1,3}, fails, so NEXT chooses {2,3}
+    ("SELECT NEXT * FROM S WHERE NOT B AS n ; A AS a ; C AS c FILTER n[x = a.x] "
+     "WITHIN 10 EVENTS", _NEXT_READS, [(3, 2, (2, 3))]),
+    # NEXT compares D before the projection
+    ("SELECT NEXT c FROM S WHERE NOT B AS n ; A AS a ; C AS c FILTER n[x = a.x] "
+     "WITHIN 10 EVENTS", _NEXT_READS, [(3, 2, (3,))]),
+    # the other way round: {1,3} passes and is NEXT's choice
+    ("SELECT NEXT * FROM S WHERE NOT B AS n ; A AS a ; C AS c FILTER n[x != a.x] "
+     "WITHIN 10 EVENTS", _NEXT_READS, [(3, 1, (1, 3))]),
+    # {0,3} starts outside 2 events (and passes: no β is within the window before 0), so
+    # NEXT chooses it and WITHIN drops it — not {2,3}
+    ("SELECT NEXT * FROM S WHERE NOT B AS n ; A AS a ; C AS c FILTER n[x = a.x] "
+     "WITHIN 2 EVENTS", _NEXT_OLD, []),
+    ("SELECT NEXT * FROM S WHERE NOT B AS n ; A AS a ; C AS c FILTER n[x = a.x] "
+     "WITHIN 3 EVENTS", _NEXT_OLD, [(3, 0, (0, 3))]),
+])
+def test_next_with_a_leading_not_reading_the_match_chooses_among_those_that_pass(
+        text: str, events: list[dict[str, Any]],
+        expected: list[tuple[int, int, tuple[int, ...]]]) -> None:
+    q = ceql.compile(text)
+    assert [(m.end_position, m.start_position, m.positions) for m in q.run(events)] == expected
+    check_against_reference(keys(q.run(events)), reference_matches(parse(text), events), None)
+    batch = pa.RecordBatch.from_pylist(events)
+    ev = q.evaluator()
+    assert keys(ev.feed(batch) + ev.close()) == keys(q.run(events))
+    ev = q.evaluator()
+    assert keys([m for e in events for m in ev.feed([e])] + ev.close()) == keys(q.run(events))
+
+
+def test_next_with_a_leading_not_reading_an_iterated_variable_is_still_refused() -> None:
+    with pytest.raises(ceql.CeqlValidationError, match="not evaluated yet"):
+        ceql.compile("SELECT NEXT * FROM S WHERE NOT B AS n ; (A AS a)+ ; C "
+                     "FILTER n[x = a.x] WITHIN 3 EVENTS")

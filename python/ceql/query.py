@@ -134,7 +134,8 @@ class Query:
         hit = dfas.get(key)
         if hit is None:
             atoms, cea = self.automaton(type_key, stream_key)
-            hit = dfas[key] = (atoms, DFA(cea, "ALL" if cea.edge_last else self.plan.strategy,
+            hit = dfas[key] = (atoms, DFA(cea, "ALL" if cea.edge_last or cea.edge_next
+                                      else self.plan.strategy,
                                       self.max_states))
         return hit
 

@@ -119,6 +119,12 @@ class CEA:
     #: runs apart by start (none expires), and the edge stage picks the last complex event that
     #: passes (``runtime/edges.py``)
     edge_last: bool = False
+    #: SELECT NEXT with a leading NOT whose conditions read the match (and no trailing one):
+    #: as ``edge_last``, but runs are kept apart by start and by the positions of the events
+    #: labelled with ``edge_reads`` (the variables those conditions read), and the edge stage
+    #: picks NEXT's choice among the complex events that pass (``runtime/edge_last.py``)
+    edge_next: bool = False
+    edge_reads: frozenset[str] = frozenset()
 
     @property
     def initial(self) -> int:
@@ -887,14 +893,19 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     fr = builder.build(query.where)
     builder.finish(fr)
     edges = builder.edges
-    for neg in edges.values():
-        _check_edge_conds(neg, query)
+    reads = _next_reads(edges, query, bool(builder.scopes))
+    edge_next = reads is not None
+    if not edge_next:
+        for neg in edges.values():
+            _check_edge_conds(neg, query)
     edge_last = bool(edges) and query.strategy == "LAST"
     if edge_last:
         _check_edge_last(edges, builder.scopes)
     # the edge stage projects where it needs the events a SELECT list leaves out: those its
-    # conditions read, or (LAST) every event, as LAST compares D before the projection
-    dropped = _dropped_reads(edges, query) or (edge_last and query.select is not None)
+    # conditions read, or (LAST, keyed NEXT) every event, as they compare D before the
+    # projection
+    dropped = _dropped_reads(edges, query) or (
+        (edge_last or edge_next) and query.select is not None)
     select = frozenset(query.select) if query.select is not None and not dropped else None
     shown = frozenset(output_variables(query if not dropped else replace(query, select=None)))
     if dropped:  # the edge stage projects: the list's names are labels too
@@ -913,7 +924,8 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
                    leading_conds=tuple(lead.conds) if lead is not None else (),
                    trailing_conds=tuple(trail.conds) if trail is not None else (),
                    edge_select=frozenset(query.select or ()) if dropped else None,
-                   edge_last=edge_last)
+                   edge_last=edge_last, edge_next=edge_next,
+                   edge_reads=reads or frozenset())
 
 
 def _check_edge_last(edges: dict[str, _Neg], scopes: list[tuple[ScopeLeaf, ...]]) -> None:
@@ -942,6 +954,51 @@ def _check_edge_conds(neg: _Neg, query: A.Query) -> None:
             f"the match ({leaf.var}[…]) is not evaluated yet (whether a complex event passes "
             "then depends on its events, not only on where it starts); use SELECT ALL",
             line=span.line, column=span.column)
+
+
+def _next_reads(edges: dict[str, _Neg], query: A.Query, scoped: bool) -> frozenset[str] | None:
+    """SELECT NEXT with a leading NOT whose conditions read the match, no trailing NOT and no
+    conditions between events: the labels the runtime keeps runs apart by (the variables the
+    conditions read and their aliases); None where that does not apply. A read variable
+    bound under ``+`` is refused (:func:`_check_edge_conds`): its events are unbounded in
+    number, and so would the runs kept apart be."""
+    lead = edges.get("leading")
+    if (query.strategy != "NEXT" or lead is None or not lead.conds or "trailing" in edges
+            or scoped):
+        return None
+    read: set[str] = set()
+    for c in lead.conds:
+        read |= condition_refs(c.var, c.pred)
+    read.discard(lead.name or "")
+    leaves = variable_leaves(query.where)
+    looped = _looped_leaves(query.where)
+    labels: set[str] = set()
+    for v in read:
+        ids = leaves.get(v, frozenset())
+        if ids & looped:
+            return None
+        labels |= {a for a, other in leaves.items() if other == ids}
+    return frozenset(labels)
+
+
+def _looped_leaves(root: A.Formula) -> frozenset[int]:
+    """The event-type occurrences under a ``+``, numbered as :func:`variable_leaves` does."""
+    out: set[int] = set()
+    count = 0
+    todo: list[tuple[A.Formula, int]] = [(root, 0)]
+    while todo:
+        node, loops = todo.pop()
+        if isinstance(node, A.EventType):
+            if loops:
+                out.add(count)
+            count += 1
+        elif isinstance(node, A.Seq | A.Or | A.And):
+            todo += [(node.right, loops), (node.left, loops)]
+        elif isinstance(node, A.Plus):
+            todo.append((node.formula, loops + 1))
+        elif isinstance(node, A.As | A.Filter | A.Not):
+            todo.append((node.formula, loops))
+    return frozenset(out)
 
 
 def _dropped_reads(edges: dict[str, _Neg], query: A.Query) -> bool:

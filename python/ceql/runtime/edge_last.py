@@ -21,9 +21,9 @@ from typing import Any
 
 from .algorithm import Runs
 from .partitions import Partition
-from .tecs import KIND_POS, MAX_START, MAX_START_KEY, NEXT, Node
+from .tecs import KIND_POS, LABEL, MAX_START, MAX_START_KEY, NEXT, Node
 
-__all__ = ["LastRuns", "last_prefers"]
+__all__ = ["LastRuns", "NextRuns", "last_prefers", "next_prefers"]
 
 
 def last_prefers(a: Node, b: Node) -> bool:
@@ -43,12 +43,40 @@ def last_prefers(a: Node, b: Node) -> bool:
     return False
 
 
+def next_prefers(a: Node, b: Node) -> bool:
+    """Whether NEXT prefers chain ``a`` to chain ``b`` (no unions in either): the one holding
+    the smallest position in one only."""
+    pa, pb = _positions(a), _positions(b)
+    for x, y in zip(pa, pb, strict=False):
+        if x != y:
+            return x < y
+    return len(pa) > len(pb)  # a set over the other's positions and more wins
+
+
+def _positions(n: Node) -> list[int]:
+    """The positions of a chain, ascending."""
+    out = []
+    while n[NEXT] is not None:
+        out.append(n[KIND_POS])
+        n = n[NEXT]
+    return out[::-1]
+
+
 class LastRuns(Runs):
     """:class:`~ceql.runtime.algorithm.Runs` for SELECT LAST with a leading or trailing NOT
     (see the module docstring): no unions, one chain per (state, start within the window), one per
     state for every older start; nothing expires. CONSUME BY is the edge stage's."""
 
     __slots__ = ()
+
+    def slot(self, n: Node, old: Any) -> Any:
+        """The key ``n`` is kept apart by within its state: its start (None if outside)."""
+        return None if old is not None and n[MAX_START_KEY] < old else n[MAX_START]
+
+    @staticmethod
+    def prefers(a: Node, b: Node) -> bool:
+        """Whether the strategy prefers chain ``a`` to ``b``."""
+        return last_prefers(a, b)
 
     def step(self, P: Partition, c: int, pos: int, sub: int, wkey: Any,
              tkey: Any) -> list[Node] | None:
@@ -61,14 +89,16 @@ class LastRuns(Runs):
         old = None if eps is None else wkey - eps  # a start key below it: outside the window
         T2: dict[int, dict[Any, Node]] = {}
         accs: list[Node] = []
+        slot = self.slot
+        prefers = self.prefers
 
         def put(q: int, n: Node) -> None:
             slots = T2.get(q)
             if slots is None:
                 slots = T2[q] = {}
-            k = None if old is not None and n[MAX_START_KEY] < old else n[MAX_START]
+            k = slot(n, old)
             had = slots.get(k)
-            if had is None or last_prefers(n, had):
+            if had is None or prefers(n, had):
                 slots[k] = n
 
         g = P.g
@@ -108,6 +138,41 @@ class LastRuns(Runs):
         P.g = g2 if g2 is not None else dfa.gstep(g, c)
         P.sig = None
         return accs or None
+
+
+class NextRuns(LastRuns):
+    """:class:`LastRuns` for SELECT NEXT with a leading NOT whose conditions read the match:
+    runs are kept apart by start and by which events carry a label in ``reads`` (whether a
+    complex event passes depends on nothing else), and per key the chain NEXT prefers is
+    kept (a continuation both share changes neither). The read variables are never bound
+    under ``+``, so the keys per start are polynomially many."""
+
+    __slots__ = ("reads",)
+
+    def __init__(self, dfa: Any, parts: Any, eps: Any, consume: str,
+                 reads: frozenset[str]) -> None:
+        super().__init__(dfa, parts, eps, consume)
+        self.reads = reads
+
+    def slot(self, n: Node, old: Any) -> Any:
+        """Outside the window: None (every such start passes, and NEXT's choice among all
+        then starts there); else the start and the positions labelled with ``reads``."""
+        if old is not None and n[MAX_START_KEY] < old:
+            return None
+        reads = self.reads
+        bound = []
+        x = n
+        while x[NEXT] is not None:
+            lab = x[LABEL] & reads
+            if lab:
+                bound.append((x[KIND_POS], lab))
+            x = x[NEXT]
+        return n[MAX_START], tuple(bound)
+
+    @staticmethod
+    def prefers(a: Node, b: Node) -> bool:
+        """NEXT's order."""
+        return next_prefers(a, b)
 
 
 def _latest_first(n: Node) -> int:

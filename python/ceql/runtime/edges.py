@@ -10,7 +10,10 @@ Both checks read only the interval (a NOT's atoms read only β's own attributes)
 pass more often the earlier ``i`` is (a leading NOT's β events that count lie in
 ``[key(j) − ε, i)``, which only grows with ``i``). So NEXT (whose choice has the earliest start
 of all) and MAX (a superset starts no later) choose among the passing complex events exactly
-when they choose among all and the choice is checked after. LAST would not: its automaton
+when they choose among all and the choice is checked after — unless the NOT's conditions
+read the match: SELECT NEXT with a leading such NOT runs on :class:`.edge_last.NextRuns`
+(apart by start and the positions the conditions read) and :meth:`Edges._next_choice` picks
+the first that passes in NEXT's order. LAST would not: its automaton
 keeps runs apart by start (:mod:`.edge_last`) and :func:`last_chain` (a trailing NOT:
 :class:`_LastWait`) chooses among those that pass. Where the NOT's conditions read a variable
 the SELECT list leaves out, the automaton is unprojected and this stage projects
@@ -34,6 +37,7 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import cmp_to_key
 from itertools import product
 from typing import Any, NamedTuple
 
@@ -46,7 +50,7 @@ from ..ir import output_variables, variable_leaves
 from ..predicates.between import Condition, agg_start, agg_step, aggregate, compile_condition
 from ..predicates.guards import GuardTree, guard_fn
 from ..predicates.values import PY_CMP, TRUE, cmp3, is_num, norm
-from .edge_last import last_prefers
+from .edge_last import last_prefers, next_prefers
 from .match import Match
 from .partitions import Partition
 from .tecs import KIND_POS, LABEL, LEFT, MAX_START, MAX_START_KEY, NEXT, RIGHT, Node
@@ -165,6 +169,7 @@ class Edges:
         "events",
         "heap",
         "keeps",
+        "keyed_next",
         "last",
         "lead_conds",
         "lead_fn",
@@ -184,7 +189,8 @@ class Edges:
                  lead_conds: tuple[N.FilterAtom, ...] = (),
                  trail_conds: tuple[N.FilterAtom, ...] = (),
                  query: N.Query | None = None,
-                 project: frozenset[str] | None = None, last: bool = False) -> None:
+                 project: frozenset[str] | None = None, last: bool = False,
+                 keyed_next: bool = False) -> None:
         self.lead_fn: Callable[[int], bool] | None = (
             guard_fn(leading) if leading is not None else None)
         self.trail_fn: Callable[[int], bool] | None = (
@@ -196,6 +202,9 @@ class Edges:
         #: SELECT LAST with a leading or trailing NOT: this stage chooses (:func:`last_chain`,
         #: :class:`_LastWait`) among the chains of :mod:`.edge_last`
         self.last = last
+        #: SELECT NEXT with a leading NOT whose conditions read the match: this stage chooses
+        #: (:meth:`_next_choice`) among the chains of :class:`.edge_last.NextRuns`
+        self.keyed_next = keyed_next
         if query is not None and project is not None:
             query = replace(query, select=None)
         shown = _shown_as(query) if query is not None else {}
@@ -433,9 +442,11 @@ class Edges:
                 self._wait_last(p, P.key, pos, accs, floor, wkey - eps, off, chosen)
                 return
             assert lead is not None
-            # (None: LAST's choice starts outside the window, nothing at this end)
-            chain = last_chain(accs, lead, floor, wkey - eps, off)
-            chunks = chosen(chain)
+            if self.keyed_next:
+                chunks = self._next_choice(accs, lead, floor, wkey - eps, chosen)
+            else:
+                # (None: LAST's choice starts outside the window, nothing at this end)
+                chunks = chosen(last_chain(accs, lead, floor, wkey - eps, off))
         limit = self.limit if self.limit is not None else -1
         consumed = max(self.consumed, p.consumed)
         lconds = self.lead_conds
@@ -483,6 +494,24 @@ class Edges:
             if limit == 0:
                 return
             yield out
+
+    def _next_choice(self, accs: list[Node], lead: _Betas, floor: Any, window: Any,
+                     chosen: Callable[[Node | None], Iterator[list[Match]]],
+                     ) -> Iterator[list[Match]]:
+        """SELECT NEXT among the chains ``accs`` (one per key, :class:`.edge_last.NextRuns`)
+        that pass the leading NOT: nothing when one starts before ``window`` (it passes, NEXT
+        prefers the earliest start, and WITHIN then drops it); else the first that passes in
+        NEXT's order. Each chain is one complex event, checked once: polynomial."""
+        if any(c[MAX_START_KEY] < window for c in accs):
+            return iter(())
+        conds = self.lead_conds
+        for c in sorted(accs, key=cmp_to_key(_next_order)):
+            m = next(m for chunk in chosen(c) for m in chunk)
+            if conds is not None and conds[2] is None and self.attach is not None:
+                self.attach([m])
+            if not _led(lead, floor, conds, m, self.value):
+                return iter(([m],))
+        return iter(())
 
     def _wait_last(self, p: _Part, key: tuple[Any, ...], pos: int, accs: list[Node],
                    floor: Any, window: Any, off: Any,
@@ -995,6 +1024,13 @@ class _LastWait:
         return out
 
 
+def _next_order(a: Node, b: Node) -> int:
+    """NEXT's order as a sort key: the preferred chain first."""
+    if next_prefers(a, b):
+        return -1
+    return 1 if next_prefers(b, a) else 0
+
+
 def _start_of(chain: Node) -> int:
     """The start position of a chain without unions."""
     while chain[NEXT] is not None:
@@ -1038,7 +1074,7 @@ class EdgeEnumerator:
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
              tkey: Any) -> Iterator[list[Match]]:
-        if self.edges.last:
+        if self.edges.last or self.edges.keyed_next:
             def chosen(chain: Node | None) -> Iterator[list[Match]]:
                 if chain is None:
                     return iter(())

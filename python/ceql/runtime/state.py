@@ -33,7 +33,7 @@ from ..predicates.atoms import Atom, TypeIs
 from ..predicates.mixing import WATCH
 from .algorithm import Runs
 from .correlated import RegisterEnumerator, RegisterInertness, RegisterRuns
-from .edge_last import LastRuns
+from .edge_last import LastRuns, NextRuns
 from .edges import EdgeEnumerator, Edges
 from .enumeration import Enumerator
 from .kept import KeptEvents
@@ -102,8 +102,10 @@ class Evaluation:
         self.clock = Clock(time, w.attr if w is not None and w.kind == WITHIN_ATTR else None,
                            time_format)
         _, cea = query.automaton(type_key, stream_key)
-        # (SELECT LAST with an edge NOT: runs hold no unions, so no FIFO cuts them)
-        self.parts = Partitions(self.dfa.g0, eps is not None and not cea.edge_last)
+        # (SELECT LAST, or keyed NEXT, with an edge NOT: runs hold no unions, so no FIFO cuts
+        # them)
+        keyed = cea.edge_last or cea.edge_next
+        self.parts = Partitions(self.dfa.g0, eps is not None and not keyed)
         self.runs: Runs | RegisterRuns
         self.enum: Enumerator | EdgeEnumerator
         self.inert: Inertness | RegisterInertness
@@ -118,7 +120,7 @@ class Evaluation:
             self.edges = Edges(cea.leading, cea.trailing, w is not None and
                                w.kind == WITHIN_EVENTS, limit, consume,
                                cea.leading_conds, cea.trailing_conds, ast, cea.edge_select,
-                               cea.edge_last)
+                               cea.edge_last, cea.edge_next)
             self.edges.eps = eps
             limit, consume = None, CONSUME_NONE
         if cea.scopes:  # (conditions of a leading or trailing NOT are not scopes)
@@ -132,8 +134,11 @@ class Evaluation:
         else:
             # SELECT LAST with an edge NOT: runs kept apart by start, none expires (the edge
             # stage chooses)
-            self.runs = (LastRuns if cea.edge_last else Runs)(self.dfa, self.parts, eps,
-                                                             consume)
+            if cea.edge_next:  # ... and SELECT NEXT, apart by start and the NOT's reads
+                self.runs = NextRuns(self.dfa, self.parts, eps, consume, cea.edge_reads)
+            else:
+                self.runs = (LastRuns if cea.edge_last else Runs)(self.dfa, self.parts, eps,
+                                                                 consume)
             self.enum = Enumerator(self.clock, eps, limit)
             self.inert = Inertness(self.dfa)
         if self.edges is not None:
