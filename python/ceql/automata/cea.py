@@ -18,10 +18,10 @@ B OR …) : C`` links once, not once per alternative.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
-from typing import TypeAlias, cast
+from typing import TypeAlias, TypeVar, cast
 
 from ..errors import CeqlResourceError, CeqlValidationError
 from ..ir import (
@@ -713,41 +713,39 @@ def _side(fr: _Frag) -> _Side:
     return side
 
 
-def _resolved(r: _Tr, done: dict[int, GuardTree]) -> GuardTree:
-    """``r``'s own guard ANDed with the final guards of the records it depends on."""
+T = TypeVar("T")
+
+
+def _folded(r: _Tr, done: dict[int, T], own: Callable[[_Tr], T],
+            join: Callable[[T, T], T]) -> T:
+    """``own(r)`` joined with the folded values of the records ``r`` depends on, children
+    first and without recursion; ``done`` caches them by record."""
     todo: list[tuple[_Tr, bool]] = [(r, False)]
     while todo:
         x, ready = todo.pop()
         if id(x) in done:
             continue
         if ready or not x.deps:
-            g = x.guard
+            v = own(x)
             for d in x.deps:
-                g = _and(g, done[id(d)])
-            done[id(x)] = g
+                v = join(v, done[id(d)])
+            done[id(x)] = v
         else:
             todo.append((x, True))
             todo += [(d, False) for d in x.deps if id(d) not in done]
     return done[id(r)]
+
+
+def _resolved(r: _Tr, done: dict[int, GuardTree]) -> GuardTree:
+    """``r``'s own guard ANDed with the final guards of the records it depends on."""
+    return _folded(r, done, lambda x: x.guard, _and)
 
 
 def _resolved_kills(r: _Tr, done: dict[int, tuple[Kill, ...]]) -> tuple[Kill, ...]:
     """``r``'s own kills and those of the records it depends on (the gaps an event taking a
     product's transition lies in, on either side)."""
-    todo: list[tuple[_Tr, bool]] = [(r, False)]
-    while todo:
-        x, ready = todo.pop()
-        if id(x) in done:
-            continue
-        if ready or not x.deps:
-            ks: dict[int, Kill] = {id(k): k for k in x.kills}
-            for d in x.deps:
-                ks.update((id(k), k) for k in done[id(d)])
-            done[id(x)] = tuple(ks.values())
-        else:
-            todo.append((x, True))
-            todo += [(d, False) for d in x.deps if id(d) not in done]
-    return done[id(r)]
+    return _folded(r, done, lambda x: x.kills,
+                   lambda a, b: tuple({id(k): k for k in (*a, *b)}.values()))
 
 
 def _occurrences(root: A.Formula,
