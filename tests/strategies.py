@@ -61,6 +61,7 @@ from hypothesis.errors import InvalidArgument
 
 from ceql.ir import condition_refs, expr_nodes, filter_leaves, is_correlated, is_correlated_query
 from ceql.ir import nodes as A
+from ceql.ir.walks import formula_nodes
 
 __all__ = [
     "PROFILE",
@@ -358,23 +359,13 @@ def _most_events(f: A.Formula) -> tuple[dict[str, int], int]:
 def prev_on_one_event(q: A.Query) -> bool:
     """True when some ``X[…PREV…]`` of ``q`` tests a variable that binds at most one event in
     the formula its FILTER applies to (a condition that never rejects: drawn on purpose)."""
-    todo: list[A.Formula] = [q.where]
-    while todo:
-        f = todo.pop()
+    for f in formula_nodes(q.where):
         if isinstance(f, A.Filter):
             counts = _most_events(f.formula)[0]
-            stack: list[A.FilterExpr] = [f.cond]
-            while stack:
-                c = stack.pop()
-                if isinstance(c, A.FilterAnd | A.FilterOr):
-                    stack += [c.left, c.right]
-                elif isinstance(c, A.FilterAtom) and counts.get(c.var, 0) <= 1 and any(
+            for c in filter_leaves(f.cond):
+                if isinstance(c, A.FilterAtom) and counts.get(c.var, 0) <= 1 and any(
                         isinstance(e, A.Prev) for e in expr_nodes(c.pred)):
                     return True
-        if isinstance(f, A.Seq | A.Or | A.And):
-            todo += [f.left, f.right]
-        elif isinstance(f, A.As | A.Plus | A.Filter | A.Not):
-            todo.append(f.formula)
     return False
 
 
@@ -584,9 +575,7 @@ def _stream_names_agree(q: A.Query) -> bool:
     if q.select and any(v in written and v not in positive_variables(q.where)
                         for v in q.select):
         return False
-    todo: list[A.Formula] = [q.where]
-    while todo:
-        f = todo.pop()
+    for f in formula_nodes(q.where):
         if isinstance(f, A.Filter):
             named: set[str] = set()
             for leaf in filter_leaves(f.cond):
@@ -595,10 +584,6 @@ def _stream_names_agree(q: A.Query) -> bool:
                     named.add(leaf.var)
             if (named & written) - positive_variables(f.formula):
                 return False
-        if isinstance(f, A.Seq | A.Or | A.And):
-            todo += [f.left, f.right]
-        elif isinstance(f, A.As | A.Plus | A.Filter | A.Not):
-            todo.append(f.formula)
     return True
 
 

@@ -5,11 +5,8 @@ mixed with every other operator and clause, through the same checks as
 
 Every atom on a negated variable of a NOT between two elements is kept (reading variables
 bound before or after the NOT, the NOT under ``+`` or in an operand of AND inside the FILTER),
-and so are the conditions of a leading or trailing NOT under ALL/ANY/STRICT (SELECT lists
-leaving out what they read too) and, where ceql takes them, a leading NOT's conditions on the
-match under NEXT. What ceql still refuses (SELECT LAST with a leading or trailing NOT and
-conditions between events; other conditions of an edge NOT that read the match under NEXT,
-LAST or MAX) is taken out: such a LAST becomes NEXT, and those atoms are dropped.
+and so are the conditions of a leading or trailing NOT under every strategy (SELECT lists
+leaving out what they read too): every query drawn is evaluated, none is taken out.
 A trailing NOT makes matches wait for time to pass: for those the checks feed in pieces, then
 ``close()``, and compare everything in order with ``Query.run`` (which closes at the end) —
 where batches are cut must not matter.
@@ -44,7 +41,6 @@ from strategies import (
 )
 from test_properties import (
     Key,
-    _variants,
     check_against_reference,
     check_arrow_feed_equals_reference,
     check_chunked_feed_equals_run,
@@ -82,22 +78,6 @@ def _negated_names(n: A.Not) -> set[str]:
         names.add(f.var)
         f = f.formula
     return names
-
-
-def _compilable(q: A.Query, fallback: A.Query, edges: bool = False) -> A.Query:
-    """``q`` if ceql evaluates it and the variants the tests run (``_variants``; with a
-    leading or trailing NOT, the one without CONSUME BY, LIMIT and strategy), else
-    ``fallback`` (``q`` with less)."""
-    variants = ([q, replace(q, consume="NONE", limit=None, strategy="ALL")] if edges
-                else _variants(q))
-    try:
-        for v in variants:
-            ceql.compile(format_query(v)).automaton()
-    except ceql.CeqlValidationError as e:
-        if "not evaluated yet" not in str(e):
-            raise
-        return fallback
-    return q
 
 
 def _without_edges(q: A.Query) -> A.Query:
@@ -147,37 +127,6 @@ def _drop_everywhere(f: A.Formula, names: set[str], negated: set[str]) -> A.Form
     return f
 
 
-def _evaluable(q: A.Query) -> A.Query:
-    """``q``; where ceql refuses it, without the atoms on negated variables that read other
-    events it refuses, and then, for SELECT LAST with a leading or trailing NOT that ceql
-    still refuses (with conditions between events), NEXT."""
-    strict = _evaluable_strict(q)
-    if q.strategy == "NEXT":  # a leading NOT's conditions on the match, where ceql takes them
-        strict = _compilable(_evaluable_strict(q, True), strict, edges=True)
-    fallback = strict
-    if q.strategy == "LAST" and _edges(q) != (False, False):
-        fallback = _compilable(strict, replace(strict, strategy="NEXT"), edges=True)
-    return _compilable(q, fallback, edges=True)
-
-
-def _evaluable_strict(q: A.Query, keep_next: bool = False) -> A.Query:
-    """``q`` without the atoms on a leading or trailing NOT's variable that read other events
-    ceql may refuse (``keep_next``: keeping them under NEXT too)."""
-    lead, trail = _edges(q)
-    top = top_sequence(q.where)
-    edge_names: set[str] = set()
-    if top is not None:
-        elems = seq_elements(top)
-        for flag, i in ((lead, 0), (trail, -1)):
-            if flag:
-                edge_names |= _negated_names(elems[i][0])  # type: ignore[arg-type]
-    # conditions of a leading or trailing NOT that read the match are evaluated complex event
-    # by complex event: under ALL/ANY/STRICT (SELECT lists leaving out what they read too)
-    keep_edges = q.strategy in ("ALL", "ANY", "STRICT") or keep_next
-    dropped = set() if keep_edges else edge_names
-    return replace(q, where=_drop_everywhere(q.where, set(), dropped))
-
-
 def _edges(q: A.Query) -> tuple[bool, bool]:
     """Whether ``q`` has a leading and a trailing NOT."""
     top = top_sequence(q.where)
@@ -193,14 +142,6 @@ def _case(c: Case) -> Case:
 
 def _multi(c: MultiCase) -> MultiCase:
     return (_without_edges(c[0]), c[1], c[2])
-
-
-def _edge_case(c: Case) -> Case:
-    return (_evaluable(c[0]), c[1], c[2])
-
-
-def _edge_multi(c: MultiCase) -> MultiCase:
-    return (_evaluable(c[0]), c[1], c[2])
 
 
 @PROFILE
@@ -258,7 +199,7 @@ def _table(events: list[dict[str, Any]]) -> pa.Table:
 
 
 @PROFILE
-@given(st.lists(multi_cases(conj_neg=True).map(_edge_multi), min_size=1, max_size=2))
+@given(st.lists(multi_cases(conj_neg=True), min_size=1, max_size=2))
 def test_engine_equals_reference_with_leading_and_trailing_not(batch: list[MultiCase]) -> None:
     for q, streams, time in batch:
         variants = [q, replace(q, consume="NONE", limit=None, strategy="ALL")]
@@ -273,7 +214,7 @@ def test_engine_equals_reference_with_leading_and_trailing_not(batch: list[Multi
 
 
 @PROFILE
-@given(cases(mixed=False, conj_neg=True).map(_edge_case), st.data())
+@given(cases(mixed=False, conj_neg=True), st.data())
 def test_pieces_and_close_equal_run_with_leading_and_trailing_not(
         case: Case, data: st.DataObject) -> None:
     """Rows in pieces, Arrow in pieces, then close(): the same matches in the same order as
@@ -282,7 +223,7 @@ def test_pieces_and_close_equal_run_with_leading_and_trailing_not(
 
 
 @PROFILE
-@given(cases(mixed=False, correlated=True, conj_neg=True).map(_edge_case), st.data())
+@given(cases(mixed=False, correlated=True, conj_neg=True), st.data())
 def test_pieces_and_close_equal_run_with_edges_and_conditions_between_events(
         case: Case, data: st.DataObject) -> None:
     """As above, with conditions of the NOTs that read the match (SELECT lists leaving out
@@ -325,7 +266,7 @@ def _check_pieces(case: Case, data: st.DataObject) -> None:
 
 
 @PROFILE
-@given(st.lists(multi_cases(correlated=True, conj_neg=True).map(_edge_multi), min_size=1,
+@given(st.lists(multi_cases(correlated=True, conj_neg=True), min_size=1,
                 max_size=2))
 def test_engine_equals_reference_with_edges_and_conditions_between_events(
         batch: list[MultiCase]) -> None:
@@ -385,3 +326,73 @@ def test_next_with_a_leading_not_reading_the_match(case: Case, data: st.DataObje
     ref = reference_matches(q, events, time=time)
     check_against_reference(keys(ceql.compile(text).run(events, time=time)), ref, q.limit)
     _check_pieces(case, data)
+
+
+@st.composite
+def _rank_after_cases(draw: st.DrawFn) -> Case:
+    """NEXT, LAST or MAX with a leading or trailing NOT whose fate depends on the match (its
+    conditions read a variable, bound once or under ``+``), or LAST with such a NOT and
+    conditions between events: the strategy chosen after the check (``edge_rank``)."""
+    strategy = draw(st.sampled_from(("NEXT", "LAST", "MAX")))
+    v: A.Formula = A.As(A.EventType(draw(st.sampled_from(("A", "A", "B", "C")))), "v")
+    if draw(st.booleans()):
+        v = A.Plus(v)
+    psi: A.Formula = A.As(A.EventType(draw(st.sampled_from(("C", "A", "B")))), "w")
+    if draw(st.booleans()):
+        psi = A.Seq(psi, draw(formulas(("S",), 1, conj_neg=False))[0])
+    beta = A.As(A.EventType(draw(st.sampled_from(("B", "B", "A", "C")))), "n")
+    trailing = draw(st.booleans())
+    body: A.Formula = A.Seq(v, psi) if draw(st.booleans()) else A.Seq(psi, v)
+    where: A.Formula = A.Seq(body, A.Not(beta)) if trailing else A.Seq(A.Not(beta), body)
+    conds: list[A.FilterExpr] = []
+    reads = draw(st.booleans()) or strategy != "LAST"
+    if reads:
+        op = draw(st.sampled_from(("=", "!=", "<", ">=")))
+        conds.append(A.FilterAtom("n", A.Compare(op, A.Attr("a"), A.Attr("a", var="v"))))
+    if draw(st.booleans()) or not reads:  # conditions between events
+        op = draw(st.sampled_from(("<", ">=", "=", "!=")))
+        conds.append(A.FilterAtom("w", A.Compare(op, A.Attr("b"), A.Attr("b", var="v"))))
+    if draw(st.booleans()):
+        conds.append(A.FilterAtom("n", A.Compare(
+            draw(st.sampled_from(("=", "<", ">"))), A.Attr("b"), A.Literal(1))))
+    cond = conds[0]
+    for c in conds[1:]:
+        cond = A.FilterAnd(cond, c)
+    q = A.Query(strategy, draw(st.sampled_from((None, None, ("v",), ("w",), ()))), ("S",),
+                A.Filter(where, cond),
+                partition_by=draw(st.sampled_from(((), (), ("g",)))),
+                within=draw(st.one_of(st.builds(A.Within, st.just("events"), st.sampled_from(
+                    (Fraction(3), Fraction(6)))), withins(required=True))),
+                consume=draw(st.sampled_from(("NONE", "NONE", "ANY", "PARTITION")))
+                if not trailing else "NONE",
+                limit=draw(st.sampled_from((None, None, 0, 1))))
+    rows = draw(st.lists(st.tuples(st.sampled_from("ABC"), st.integers(1, 3),
+                                   st.integers(0, 2), st.integers(0, 1)),
+                         min_size=3, max_size=10))
+    events = [{"type": t, "a": a, "b": b, "g": g, "ts": k} for k, (t, a, b, g) in enumerate(rows)]
+    return q, events, draw(st.sampled_from(("ts",) if q.within.kind == "time"  # type: ignore[union-attr]
+                                           else (None, "ts")))
+
+
+@PROFILE
+@given(_rank_after_cases(), st.data())
+def test_strategies_choose_among_the_complex_events_that_pass_an_edge_not(
+        case: Case, data: st.DataObject) -> None:
+    """NEXT, LAST and MAX with a leading or trailing NOT that reads the match (or LAST with
+    conditions between events): against the reference, and in pieces (rows, Arrow) then
+    ``close()``."""
+    q, events, time = case
+    text = format_query(q)
+    cea = ceql.compile(text).automaton()[1]
+    assert cea.edge_rank or cea.edge_next  # the paths under test are drawn (keyed NEXT too)
+    note(f"query: {text}\nevents: {events}\ntime={time!r}")
+    ref = reference_matches(q, events, time=time)
+    compiled = ceql.compile(text)
+    whole = keys(compiled.run(events, time=time))
+    check_against_reference(whole, ref, q.limit)
+    _check_pieces(case, data)
+    cut = data.draw(st.integers(0, len(events)), label="snapshot after")
+    ev = compiled.evaluator(time=time)
+    got = keys(ev.feed(events[:cut]))
+    ev = ceql.Evaluator.restore(compiled, ev.snapshot())  # runs and pending choices saved
+    assert got + keys(ev.feed(events[cut:])) + keys(ev.close()) == whole

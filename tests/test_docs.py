@@ -6,8 +6,6 @@ What each fenced block's info string means (pure Python, no Spark, a few seconds
   in page order, with ``docs/`` importable for ``show.py``) and what they print must be the
   text shown (doctest, ``...`` matching anything);
 - ``ceql``: a whole CEQL query, which must compile;
-- ``ceql planned``: a query of a construct the docs say is planned, which must still be a
-  syntax error (once it compiles, the docs must be updated);
 - ``console``: ``$ ceql …`` commands run in the repository's root and print exactly the lines
   shown after them (standard output only);
 - ``sql`` and ``python``: not run (they need Spark), but every CEQL query in them (``query =>
@@ -122,17 +120,9 @@ def _all(*infos: str) -> list[Block]:
 
 @pytest.mark.parametrize("block", _all("ceql"), ids=Block.where)
 def test_ceql_blocks_compile(block: Block) -> None:
+    """(No ``ceql planned`` block is left: every construct the docs show is evaluated.)"""
     with _docs_session():
         ceql.compile(block.text)
-
-
-@pytest.mark.parametrize("block", _all("ceql planned"), ids=Block.where)
-def test_planned_constructs_are_not_implemented_yet(block: Block) -> None:
-    """The docs call these planned: when one compiles, document it and drop the mark. (A
-    planned construct either does not parse, or parses and says it is not evaluated yet.)"""
-    with pytest.raises((ceql.CeqlSyntaxError, ceql.CeqlValidationError)) as err:
-        ceql.compile(block.text)
-    assert isinstance(err.value, ceql.CeqlSyntaxError) or "not evaluated yet" in str(err.value)
 
 
 # ------------------------------------------------------------------ CEQL inside SQL and Python

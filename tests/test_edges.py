@@ -193,13 +193,18 @@ def test_leading_not_no_quote_before_a_trade() -> None:
     assert [m.start_time for m in q.run(rows, time="t")] == [6, 13]
 
 
-def test_last_with_an_edge_and_conditions_between_events_is_refused_with_a_caret() -> None:
-    with pytest.raises(ceql.CeqlValidationError) as e:
-        ceql.compile("SELECT LAST * FROM S WHERE A AS a ; A AS b ; NOT B "
-                     "FILTER b[x > a.x] WITHIN 3 EVENTS").cea()
-    assert "SELECT LAST with a leading or trailing NOT and conditions between events is not " \
-           "evaluated yet" in str(e.value)
-    assert e.value.line == 1 and e.value.column == 46
+def test_last_with_a_trailing_not_and_conditions_between_events_chooses_among_those_that_pass(
+) -> None:
+    """A at 0, 1, 2 rising, B at 3: LAST prefers {1,2} at 2, which the B at 3 kills (within
+    3 events of 1); {0,2} (0 + 3 = 3: also killed) — nothing at 2. At 1 {0,1}: the B at 3 is
+    within 3 events of 0: killed too. At 4 (A, x = 9) LAST prefers {2,4}: no B after 4."""
+    text = "SELECT LAST * FROM S WHERE A AS a ; A AS b ; NOT B FILTER b[x > a.x] WITHIN 3 EVENTS"
+    events = [{"type": "A", "x": 1}, {"type": "A", "x": 2}, {"type": "A", "x": 3},
+              {"type": "B"}, {"type": "A", "x": 9}]
+    q = ceql.compile(text)
+    assert q.automaton()[1].edge_rank
+    check_against_reference(keys(q.run(events)), reference_matches(parse(text), events), None)
+    assert [(m.end_position, m.positions) for m in q.run(events)] == [(4, (2, 4))]
 
 
 def test_last_with_a_trailing_not_waits_and_chooses_among_those_that_pass() -> None:
@@ -418,7 +423,25 @@ def test_next_with_a_leading_not_reading_the_match_chooses_among_those_that_pass
     assert keys([m for e in events for m in ev.feed([e])] + ev.close()) == keys(q.run(events))
 
 
-def test_next_with_a_leading_not_reading_an_iterated_variable_is_still_refused() -> None:
-    with pytest.raises(ceql.CeqlValidationError, match="not evaluated yet"):
-        ceql.compile("SELECT NEXT * FROM S WHERE NOT B AS n ; (A AS a)+ ; C "
-                     "FILTER n[x = a.x] WITHIN 3 EVENTS")
+def test_next_with_a_leading_not_reading_an_iterated_variable_chooses_after_the_check() -> None:
+    """``a`` under ``+``: the choice is made among those that pass (``edge_rank``). At 3 NEXT
+    prefers {0,2,3} (earliest start, no B before it); at 6 it prefers {0,2,4,5,6}, out of
+    the window: it passes, is the choice, and WITHIN drops it."""
+    text = "SELECT NEXT * FROM S WHERE NOT B AS n ; (A AS a)+ ; C FILTER n[x = a.x] WITHIN 3 EVENTS"
+    events = [{"type": "A", "x": 1}, {"type": "B", "x": 1}, {"type": "A", "x": 1},
+              {"type": "C"}, {"type": "A", "x": 2}, {"type": "A", "x": 1}, {"type": "C"}]
+    q = ceql.compile(text)
+    assert q.automaton()[1].edge_rank
+    check_against_reference(keys(q.run(events)), reference_matches(parse(text), events), None)
+    assert [(m.end_position, m.positions) for m in q.run(events)] == [(3, (0, 2, 3))]
+
+
+def test_explain_says_when_the_strategy_chooses_after_the_not() -> None:
+    text = ("SELECT MAX * FROM S WHERE NOT H AS n ; T AS x ; T+ ; H AS y "
+            "FILTER n[value > x.value] WITHIN 10 EVENTS")
+    shown = str(ceql.explain(text))
+    assert "strategy chooses among those that pass" in shown
+    assert "the variables the NOT reads (x)" in shown
+    assert "chooses among those that pass" not in str(ceql.explain(
+        "SELECT MAX * FROM S WHERE NOT H AS n ; T AS x ; T+ ; H AS y "
+        "FILTER n[value > 1] WITHIN 10 EVENTS"))

@@ -91,6 +91,12 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
         lines.append(f"partition key {attr} (implied): {shown} ties every event of a match to "
                      f"one {attr}, so the query runs per {attr} value (a hash lookup per event; "
                      "in Spark the shuffle key) and the equality is not checked again")
+    if cea.edge_rank:
+        read = ", ".join(sorted(cea.edge_reads)) or "none"
+        lines.append(f"SELECT {q.ast.strategy} after a leading or trailing NOT: partial matches "
+                     f"kept apart by start and the events of the variables the NOT reads ({read}), "
+                     "whatever their start; the complex events at an end are checked and the "
+                     "strategy chooses among those that pass (up to RANKED_RUNS per partition)")
     if not cea.scopes:
         return lines
     plan = RegisterPlan(cea, False)

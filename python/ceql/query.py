@@ -139,18 +139,20 @@ class Query:
                                       self.max_states))
         return hit
 
-    def register_plan(self, type_key: str, stream_key: str, full_d: bool) -> RegisterPlan:
+    def register_plan(self, type_key: str, stream_key: str, full_d: bool,
+                      fated: bool = False) -> RegisterPlan:
         """The register plan of a query with conditions between events, shared by this
         thread's evaluators like :meth:`determinized` (immutable but for caches derived from
         it; building it compiles every condition, too slow to repeat on each restore)."""
-        plans: dict[tuple[str, str, bool], RegisterPlan] | None = getattr(
+        plans: dict[tuple[str, str, bool, bool], RegisterPlan] | None = getattr(
             self._local, "register_plans", None)
         if plans is None:
             plans = self._local.register_plans = {}
-        key = (type_key, stream_key, full_d)
+        key = (type_key, stream_key, full_d, fated)
         hit = plans.get(key)
         if hit is None:
-            hit = plans[key] = RegisterPlan(self.automaton(type_key, stream_key)[1], full_d)
+            hit = plans[key] = RegisterPlan(self.automaton(type_key, stream_key)[1], full_d,
+                                            fated)
         return hit
 
     def cea(self) -> CEA:

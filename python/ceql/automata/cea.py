@@ -119,6 +119,11 @@ class CEA:
     #: runs apart by start (none expires), and the edge stage picks the last complex event that
     #: passes (``runtime/edges.py``)
     edge_last: bool = False
+    #: NEXT, LAST or MAX chosen by the edge stage after its check, among the complex events
+    #: at an end of runs kept apart by their fate (their start, and the positions of the
+    #: events labelled with ``edge_reads``; one fate for all that start outside the window):
+    #: see :func:`_rank_after` and ``runtime/correlated.py``
+    edge_rank: bool = False
     #: SELECT NEXT with a leading NOT whose conditions read the match (and no trailing one):
     #: as ``edge_last``, but runs are kept apart by start and by the positions of the events
     #: labelled with ``edge_reads`` (the variables those conditions read), and the edge stage
@@ -893,17 +898,15 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     edges = builder.edges
     reads = _next_reads(edges, query, bool(builder.scopes))
     edge_next = reads is not None
-    if not edge_next:
-        for neg in edges.values():
-            _check_edge_conds(neg, query)
-    edge_last = bool(edges) and query.strategy == "LAST"
-    if edge_last:
-        _check_edge_last(edges, builder.scopes)
+    edge_rank = not edge_next and _rank_after(edges, query, bool(builder.scopes))
+    if edge_rank:  # runs are kept apart by start and the events these labels bind
+        reads = _edge_reads(edges, query)[0]
+    edge_last = bool(edges) and query.strategy == "LAST" and not edge_rank
     # the edge stage projects where it needs the events a SELECT list leaves out: those its
     # conditions read, or (LAST, keyed NEXT) every event, as they compare D before the
     # projection
     dropped = _dropped_reads(edges, query) or (
-        (edge_last or edge_next) and query.select is not None)
+        (edge_last or edge_next or edge_rank) and query.select is not None)
     select = frozenset(query.select) if query.select is not None and not dropped else None
     shown = frozenset(output_variables(query if not dropped else replace(query, select=None)))
     if dropped:  # the edge stage projects: the list's names are labels too
@@ -922,61 +925,53 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
                    leading_conds=tuple(lead.conds) if lead is not None else (),
                    trailing_conds=tuple(trail.conds) if trail is not None else (),
                    edge_select=frozenset(query.select or ()) if dropped else None,
-                   edge_last=edge_last, edge_next=edge_next,
+                   edge_last=edge_last, edge_next=edge_next, edge_rank=edge_rank,
                    edge_reads=reads or frozenset())
 
 
-def _check_edge_last(edges: dict[str, _Neg], scopes: list[tuple[ScopeLeaf, ...]]) -> None:
-    """SELECT LAST with a leading or trailing NOT: evaluated on an automaton without
-    conditions between events (runs kept apart by start, ``runtime/edge_last.py``)."""
-    if not scopes:
-        return
-    span = next(iter(edges.values())).node.span
-    raise CeqlValidationError(
-        "SELECT LAST with a leading or trailing NOT and conditions between events is not "
-        "evaluated yet (the last complex event that passes the NOT need not be LAST's choice "
-        "among all); use SELECT NEXT, MAX or ALL, or a NOT between two elements",
-        line=span.line, column=span.column)
-
-
-def _check_edge_conds(neg: _Neg, query: A.Query) -> None:
-    """Conditions of a leading or trailing NOT that read the match: checked on its complex
-    events, so only where those are judged one by one."""
-    if not neg.conds:
-        return
-    leaf = neg.conds[0]
-    span = leaf.span
-    if query.strategy not in ("ALL", "ANY", "STRICT"):
-        raise CeqlValidationError(
-            f"SELECT {query.strategy} with a condition of a leading or trailing NOT that reads "
-            f"the match ({leaf.var}[…]) is not evaluated yet (whether a complex event passes "
-            "then depends on its events, not only on where it starts); use SELECT ALL",
-            line=span.line, column=span.column)
+def _rank_after(edges: dict[str, _Neg], query: A.Query, scoped: bool) -> bool:
+    """Whether NEXT, LAST or MAX must choose after a leading or trailing NOT's check, among
+    complex events enumerated with every start (``runtime/edges.py``, ``_rank_admit``): when
+    whether one passes depends on its events (the NOT's conditions read the match), or under
+    LAST with conditions between events (LAST's choice need not be the one that passes, and
+    runs kept apart by start serve only the automaton without registers). Elsewhere the
+    choice is checked after it (NEXT, MAX) or made on runs kept apart by start (LAST)."""
+    if not edges or query.strategy not in ("NEXT", "LAST", "MAX"):
+        return False
+    return any(neg.conds for neg in edges.values()) or (query.strategy == "LAST" and scoped)
 
 
 def _next_reads(edges: dict[str, _Neg], query: A.Query, scoped: bool) -> frozenset[str] | None:
     """SELECT NEXT with a leading NOT whose conditions read the match, no trailing NOT and no
     conditions between events: the labels the runtime keeps runs apart by (the variables the
     conditions read and their aliases); None where that does not apply. A read variable
-    bound under ``+`` is refused (:func:`_check_edge_conds`): its events are unbounded in
-    number, and so would the runs kept apart be."""
+    bound under ``+`` is left to :func:`_rank_after`: its events are unbounded in number, and
+    so would the runs kept apart be."""
     lead = edges.get("leading")
     if (query.strategy != "NEXT" or lead is None or not lead.conds or "trailing" in edges
             or scoped):
         return None
+    labels, looped = _edge_reads(edges, query)
+    return None if looped else labels
+
+
+def _edge_reads(edges: dict[str, _Neg], query: A.Query) -> tuple[frozenset[str], bool]:
+    """The labels of the variables the leading and trailing NOTs' conditions read (with their
+    aliases), and whether one is bound under ``+``."""
     read: set[str] = set()
-    for c in lead.conds:
-        read |= condition_refs(c.var, c.pred)
-    read.discard(lead.name or "")
+    for neg in edges.values():
+        for c in neg.conds:
+            read |= condition_refs(c.var, c.pred)
+        read.discard(neg.name or "")
     leaves = variable_leaves(query.where)
     looped = _looped_leaves(query.where)
     labels: set[str] = set()
+    under = False
     for v in read:
         ids = leaves.get(v, frozenset())
-        if ids & looped:
-            return None
+        under = under or bool(ids & looped)
         labels |= {a for a, other in leaves.items() if other == ids}
-    return frozenset(labels)
+    return frozenset(labels), under
 
 
 def _looped_leaves(root: A.Formula) -> frozenset[int]:

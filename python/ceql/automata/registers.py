@@ -123,11 +123,15 @@ class RegisterPlan:
 
     ``full_d``: output nodes for every marked event, labelled None when the SELECT list drops
     it (strategies other than ALL/ANY/STRICT compare complex events before projection).
+    ``fated``: the registers end with one more slot, the run's *fate* — what decides whether
+    its complex events pass a leading or trailing NOT (``runtime/correlated.py`` sets it; the
+    plan carries it along untouched).
     """
 
-    def __init__(self, cea: CEA, full_d: bool) -> None:
+    def __init__(self, cea: CEA, full_d: bool, fated: bool = False) -> None:
         self.cea = cea
         self.full_d = full_d
+        self.fated = fated
         gaps = {id(k): k for t in cea.transitions for k in t.kills}
         negated: dict[int, set[int]] = {}
         whole: dict[int, set[int]] = {}
@@ -140,7 +144,7 @@ class RegisterPlan:
         self.scopes = tuple(self._scope(k, leaves, negated.get(k, set()), whole.get(k, set()))
                             for k, leaves in enumerate(cea.scopes))
         self.n_scopes = len(self.scopes)
-        self.empty: Registers = (None,) * self.n_scopes
+        self.empty: Registers = (None,) * (self.n_scopes + fated)
         #: per gap (by id of its Kill), its CondKill; per scope, the recorders whose β
         #: events are judged when it completes (with their place in :attr:`Recorder.carriers`)
         self._gaps: dict[int, CondKill] = {}
@@ -203,7 +207,8 @@ class RegisterPlan:
         #: whether every state a run can wait in has a gap: runs then stay where they are
         #: unless an event moves them, so a partition is updated in place (only the runs an
         #: event can move are visited, equalities through a hash index)
-        self.in_place = all(stays[q] or not self.has_out[q] for q in range(1, cea.n_states))
+        self.in_place = not fated and all(stays[q] or not self.has_out[q]
+                                          for q in range(1, cea.n_states))
         self._gates: dict[int, Gate | None] = {}
         self._canon: dict[tuple[Any, ...], Gate] = {}
         self._state_gates: dict[int, tuple[Gate, ...]] = {}
@@ -311,7 +316,7 @@ class RegisterPlan:
         progs = tuple((k, _compile(prog), scopes[k].initial()) for k, prog in self._programs(m))
         finish = self._finish
         finishing = self.finishing
-        if self.n_scopes == 1 and len(progs) == 1 and not finishing[0]:
+        if self.n_scopes == 1 and len(progs) == 1 and not finishing[0] and not self.fated:
             _, run, init = progs[0]
             closing = closes == (0,)
             sp0 = scopes[0]
@@ -534,6 +539,8 @@ class RegisterPlan:
         """Whether a run with ``regs`` that reached a final state completes a valuation whose
         deferred conditions hold."""
         scopes = self.scopes
+        if self.fated:
+            regs = regs[:-1]
         if not self.recorded_gaps:
             for k, s in enumerate(regs):
                 if s is not None and not self._complete(scopes[k], s):

@@ -36,6 +36,7 @@ from ..automata.registers import (
 from ..constants import CONSUME_ANY, CONSUME_NONE
 from ..errors import CeqlResourceError
 from ..predicates.values import norm
+from .choice import choose
 from .enumeration import CHUNK, Enumerator
 from .match import Match
 from .partitions import Partition, Partitions
@@ -53,8 +54,8 @@ from .tecs import (
 )
 from .times import Clock
 
-__all__ = ["RANKED_MATCHES", "RANKED_RUNS", "RegisterEnumerator", "RegisterInertness",
-           "RegisterRuns"]
+__all__ = ["RANKED_MATCHES", "RANKED_RUNS", "FatedRuns", "RegisterEnumerator",
+           "RegisterInertness", "RegisterRuns"]
 
 #: NEXT, LAST and MAX over conditions between events rank every complex event ending at an
 #: event, whatever its start (WITHIN cuts after ranking): the runs of a partition are then not
@@ -76,42 +77,54 @@ def _ranked_error(what: str, n: int, strategy: str) -> CeqlResourceError:
 _Key = tuple[int, Registers]
 
 
-def _rank(a: Node, b: Node, last: bool) -> int:
-    """Compare two chains (every union in them joins paths with one set ``D``) by NEXT's
-    order (``last`` False: ``min(D Δ D')`` decides) or LAST's (``max``): 1 when ``a`` wins,
-    -1 when ``b`` does, 0 when their sets are equal (they may end at different events: a
-    continuation both share does not change the answer). Both start with a marked event, so
-    for NEXT an earlier start wins outright; otherwise the walk goes down both chains by
-    position until they share their rest."""
-    if not last and a[MAX_START] != b[MAX_START]:
-        return 1 if a[MAX_START] < b[MAX_START] else -1
-    d = 0
+_FIRST, _LAST_MET, _BOTH = 0, 1, 2  # :func:`_walk`'s stops
+
+
+def _walk(a: Node, b: Node, stop: int) -> tuple[int, int]:
+    """Walk the sets ``D`` of two chains (every union in them joins paths with one set) down
+    from their largest positions until they share their rest: (bits, side) — bit 1 when
+    ``a`` has a position ``b`` lacks, bit 2 the converse; side 1 (``a``) or -1 (``b``): who
+    holds the position in one only met last (the smallest), 0 if none. ``stop``: at the
+    first such position (``_FIRST``), when both bits are set (``_BOTH``), or never
+    (``_LAST_MET``)."""
+    r = d = 0
     while True:
         while a[KIND_POS] < 0:
             a = a[LEFT]
         while b[KIND_POS] < 0:
             b = b[LEFT]
         if a is b:
-            return d
+            return r, d
         na = a[NEXT]
         nb = b[NEXT]
         pa = -1 if na is None else a[KIND_POS]  # a bottom is not itself in D
         pb = -1 if nb is None else b[KIND_POS]
         if pa == pb:
             if pa < 0:
-                return d
+                return r, d
             a = na
             b = nb
-        elif pa > pb:
-            if last:
-                return 1
+            continue
+        if pa > pb:
+            r |= 1
             d = 1
             a = na
         else:
-            if last:
-                return -1
+            r |= 2
             d = -1
             b = nb
+        if stop == _FIRST or (stop == _BOTH and r == 3):
+            return r, d
+
+
+def _rank(a: Node, b: Node, last: bool) -> int:
+    """Compare two chains by NEXT's order (``last`` False: ``min(D Δ D')`` decides) or
+    LAST's (``max``): 1 when ``a`` wins, -1 when ``b`` does, 0 when their sets are equal
+    (they may end at different events: a continuation both share does not change the
+    answer). Both start with a marked event, so for NEXT an earlier start wins outright."""
+    if not last and a[MAX_START] != b[MAX_START]:
+        return 1 if a[MAX_START] < b[MAX_START] else -1
+    return _walk(a, b, _FIRST if last else _LAST_MET)[1]
 
 
 def _best(a: Node, b: Node, last: bool) -> Node:
@@ -128,33 +141,7 @@ def _best(a: Node, b: Node, last: bool) -> Node:
 def _differ(a: Node, b: Node) -> int:
     """How the sets ``D`` of two chains differ: bit 1 when ``a`` has a position ``b`` lacks,
     bit 2 when ``b`` has one ``a`` lacks (0: equal sets, 3: neither holds the other)."""
-    r = 0
-    while True:
-        while a[KIND_POS] < 0:
-            a = a[LEFT]
-        while b[KIND_POS] < 0:
-            b = b[LEFT]
-        if a is b:
-            return r
-        na = a[NEXT]
-        nb = b[NEXT]
-        pa = -1 if na is None else a[KIND_POS]
-        pb = -1 if nb is None else b[KIND_POS]
-        if pa == pb:
-            if pa < 0:
-                return r
-            a = na
-            b = nb
-        elif pa > pb:
-            r |= 1
-            if r == 3:
-                return r
-            a = na
-        else:
-            r |= 2
-            if r == 3:
-                return r
-            b = nb
+    return _walk(a, b, _BOTH)[0]
 
 
 def _maximal(chains: list[Node], node: Node) -> None:
@@ -595,8 +582,8 @@ class RegisterRuns:
     """Algorithm 1 over (state, registers) runs for one query over one evaluation's
     partitions (same interface as :class:`~ceql.runtime.algorithm.Runs`)."""
 
-    __slots__ = ("base", "chain", "cols", "consume", "eps", "event", "on_full", "parts", "plan",
-                 "ranked", "strategy_name")
+    __slots__ = ("base", "chain", "cols", "consume", "eps", "event", "fate", "on_full", "parts",
+                 "plan", "ranked", "strategy_name")
 
     def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str,
                  ranked: bool = False, strategy_name: str = "ALL") -> None:
@@ -617,6 +604,8 @@ class RegisterRuns:
         #: the run holds (several maximal sets can survive; a subset can never become one) —
         #: when a run can mark events in a cycle (an iteration), the only way a run's
         #: subsets become exponentially many; otherwise union-lists, ranked at the end.
+        #: :class:`FatedRuns`' labels (None here)
+        self.fate: frozenset[str] | None = None
         self.chain = {"NEXT": 1, "LAST": 2}.get(strategy_name, 0) if ranked else 0
         if ranked and strategy_name == "MAX" and _marks_in_a_cycle(plan):
             self.chain = 3
@@ -704,7 +693,7 @@ class RegisterRuns:
                 if regs2 is None:
                     continue
                 node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
-                accs = self._keep(new, m, regs2, node, accs)
+                accs = self._keep(new, m, regs2, node, accs, pos)
         for key, node in new:
             _put(T2, key, node, fifo, wkey, chain)
         P.states = cast(dict[Any, list[Node]], T2)
@@ -745,7 +734,7 @@ class RegisterRuns:
             regs = plan.advance(empty, m, event)
             if regs is not None:
                 node = (sub, wkey, pos, b, m.label) if m.output else b
-                accs = self._keep(new, m, regs, node, accs)
+                accs = self._keep(new, m, regs, node, accs, pos)
         return accs, event
 
     def _leave(self, P: Partition, states: dict[_Key, list[Node]], accs: list[Node] | None,
@@ -756,7 +745,7 @@ class RegisterRuns:
                                 self.strategy_name)
         if accs is None:
             return None
-        if self.chain in (1, 2) and len(accs) > 1:
+        if self.chain in (1, 2) and len(accs) > 1 and self.fate is None:
             best = accs[0]
             for a in accs[1:]:
                 if a is not best:
@@ -832,7 +821,7 @@ class RegisterRuns:
                         accs = self._extend_each(new, (m,), regs2, n, None, pos, accs)
                         continue
                     node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
-                    accs = self._keep(new, m, regs2, node, accs)
+                    accs = self._keep(new, m, regs2, node, accs, pos)
         killing, condkilling, recording = plan.kills_on(c)
         for q, _ in killing:  # a negated event ends the runs waiting in its gap
             if at.get(q):
@@ -921,11 +910,11 @@ class RegisterRuns:
                 continue
             for n in chains:
                 node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
-                accs = self._keep(new, m, regs2, node, accs)
+                accs = self._keep(new, m, regs2, node, accs, pos)
         return accs
 
     def _keep(self, new: list[tuple[_Key, Node]], m: Move, regs: Registers, node: Node,
-              accs: list[Node] | None) -> list[Node] | None:
+              accs: list[Node] | None, pos: int) -> list[Node] | None:
         plan = self.plan
         if plan.has_out[m.dst]:
             new.append(((m.dst, regs), node))
@@ -934,6 +923,59 @@ class RegisterRuns:
                 return [node]
             accs.append(node)
         return accs
+
+
+class FatedRuns(RegisterRuns):
+    """:class:`RegisterRuns` for NEXT, LAST or MAX chosen after a leading or trailing NOT
+    (``edge_rank``, :mod:`ceql.runtime.edges`): a run's registers end with its *fate* (the
+    last slot, :attr:`RegisterPlan.fated`) — its start and the positions the labels
+    ``fate`` bind, the events the NOT's conditions read. Two runs with one fate pass or fail
+    the NOT alike and share their future, so the strategy keeps its preferred chains among
+    them as without the NOT; every run that started outside the window passes, and they
+    share the fate ``()`` (:meth:`_age`). The accepting chains are not reduced to one: the
+    edge stage chooses among those that pass."""
+
+    __slots__ = ()
+
+    def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str,
+                 strategy_name: str, fate: frozenset[str]) -> None:
+        super().__init__(plan, parts, eps, consume, True, strategy_name)
+        self.fate = fate
+
+    def step(self, P: Partition, c: int, pos: int, sub: int, wkey: Any,
+             tkey: Any) -> list[Node] | None:
+        self._age(P, wkey)
+        return super().step(P, c, pos, sub, wkey, tkey)
+
+    def _age(self, P: Partition, wkey: Any) -> None:
+        """Runs whose start left the window take the fate ``()`` (they pass), merging as the
+        strategy prefers (a young run's chains share its start: the first's is theirs)."""
+        runs = cast(dict[_Key, list[Node]], P.states)
+        eps = self.eps
+        aged = [k for k, ul in runs.items() if k[1][-1] and wkey - ul[0][MAX_START_KEY] > eps]
+        for k in aged:
+            ul = runs.pop(k)
+            key = (k[0], (*k[1][:-1], ()))
+            for n in ul:
+                _put(runs, key, n, None, wkey, self.chain)
+
+    def _fated(self, regs: Registers, m: Move, pos: int) -> Registers:
+        """``regs`` after move ``m`` at ``pos`` with their fate: the start, then the
+        positions the fate's labels bind (``()``, outside the window, stays)."""
+        f = regs[-1]
+        if f == ():
+            return regs
+        g = (pos,) if f is None else f
+        label = m.label
+        fate = self.fate
+        assert fate is not None
+        if label is not None and not label.isdisjoint(fate):
+            g = (*g, pos)
+        return regs if g is f else (*regs[:-1], g)
+
+    def _keep(self, new: list[tuple[_Key, Node]], m: Move, regs: Registers, node: Node,
+              accs: list[Node] | None, pos: int) -> list[Node] | None:
+        return super()._keep(new, m, self._fated(regs, m, pos), node, accs, pos)
 
 
 def consume(parts: Partitions, P: Partition, policy: str) -> None:
@@ -994,11 +1036,14 @@ class RegisterEnumerator(Enumerator):
     """Complex events of register runs: duplicates removed, then the strategy, the SELECT
     projection (when the runs kept every marked position) and LIMIT."""
 
-    __slots__ = ("barriers", "consume", "full_d", "parts", "strategy", "user_limit")
+    __slots__ = ("barriers", "consume", "deferred", "full_d", "parts", "strategy", "user_limit")
 
     def __init__(self, clock: Clock, eps: Any, limit: int | None, strategy: str,
-                 full_d: bool, parts: Partitions, consume: str) -> None:
+                 full_d: bool, parts: Partitions, consume: str, deferred: bool = False) -> None:
         super().__init__(clock, eps, None)
+        #: the strategy is the edge stage's, after its NOT's check: every complex event ending
+        #: at an event is given, whatever its start (:mod:`ceql.runtime.edges`)
+        self.deferred = deferred
         self.user_limit = limit
         self.strategy = strategy
         self.full_d = full_d
@@ -1027,8 +1072,8 @@ class RegisterEnumerator(Enumerator):
                                         self.strategy)
         finally:
             self.eps = eps
-        if ranked:
-            kept = _strategy(self.strategy, list(groups))
+        if ranked and not self.deferred:
+            kept = choose(self.strategy, list(groups))
             groups = {k: groups[k] for k in kept
                       if eps is None or wkey - groups[k][0]._start[MAX_START_KEY] <= eps}
             if self.consume != CONSUME_NONE:
@@ -1060,18 +1105,3 @@ class RegisterEnumerator(Enumerator):
         for i in range(0, len(out), CHUNK):
             yield out[i:i + CHUNK]
 
-
-def _strategy(strategy: str, ces: list[tuple[int, tuple[int, ...]]]
-              ) -> list[tuple[int, tuple[int, ...]]]:
-    """The complex events (start, D) with one end that NEXT, LAST or MAX keeps."""
-    sets = [frozenset(d) for _, d in ces]
-    if strategy == "MAX":
-        return [ce for ce, d in zip(ces, sets, strict=True)
-                if not any(d2 > d for d2 in sets)]
-    pick = min if strategy == "NEXT" else max
-    best = 0
-    for i in range(1, len(ces)):
-        diff = sets[best] ^ sets[i]
-        if diff and pick(diff) in sets[i]:
-            best = i
-    return [ces[best]] if ces else []

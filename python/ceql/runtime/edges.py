@@ -50,6 +50,7 @@ from ..ir import output_variables, variable_leaves
 from ..predicates.between import Condition, agg_start, agg_step, aggregate, compile_condition
 from ..predicates.guards import GuardTree, guard_fn
 from ..predicates.values import PY_CMP, TRUE, cmp3, is_num, norm
+from .choice import choose
 from .edge_last import last_prefers, next_prefers
 from .match import Match
 from .partitions import Partition
@@ -58,9 +59,10 @@ from .tecs import KIND_POS, LABEL, LEFT, MAX_START, MAX_START_KEY, NEXT, RIGHT, 
 __all__ = ["EdgeEnumerator", "Edges"]
 
 # A pending complex event: (release deadline, end position, rank at its end, its own
-# deadline, partition key, the match — or under SELECT LAST the choices waiting for the NOT).
+# deadline, partition key, the match — or under SELECT LAST the choices waiting for the NOT,
+# or where the strategy chooses after the check every candidate at that end).
 # The first three are unique, so matches never compare.
-_Entry = tuple[Any, int, int, Any, tuple[Any, ...], "Match | _LastWait"]
+_Entry = tuple[Any, int, int, Any, tuple[Any, ...], "Match | _LastWait | _RankWait"]
 _PRUNE_ROWS = 4096  #: rows between two prunings on the row path
 
 
@@ -176,6 +178,7 @@ class Edges:
         "limit",
         "parts",
         "project",
+        "rank",
         "released",
         "row",
         "ticks",
@@ -190,7 +193,7 @@ class Edges:
                  trail_conds: tuple[N.FilterAtom, ...] = (),
                  query: N.Query | None = None,
                  project: frozenset[str] | None = None, last: bool = False,
-                 keyed_next: bool = False) -> None:
+                 keyed_next: bool = False, rank: str | None = None) -> None:
         self.lead_fn: Callable[[int], bool] | None = (
             guard_fn(leading) if leading is not None else None)
         self.trail_fn: Callable[[int], bool] | None = (
@@ -205,6 +208,10 @@ class Edges:
         #: SELECT NEXT with a leading NOT whose conditions read the match: this stage chooses
         #: (:meth:`_next_choice`) among the chains of :class:`.edge_last.NextRuns`
         self.keyed_next = keyed_next
+        #: NEXT, LAST or MAX chosen here, among the candidates that pass (every complex event
+        #: ending at an event, whatever its start, from the register runtime unranked): where
+        #: whether one passes depends on more than its start (see :meth:`_rank_admit`)
+        self.rank = rank
         if query is not None and project is not None:
             query = replace(query, select=None)
         shown = _shown_as(query) if query is not None else {}
@@ -453,6 +460,9 @@ class Edges:
         value = self.value
         if lconds is not None and lconds[2] is None and self.attach is not None:
             chunks = self._attached(chunks)  # the general check reads the match's events
+        if self.rank is not None:
+            yield from self._rank_admit(p, P.key, pos, chunks, floor, off)
+            return
         if trail is not None:
             waiting: list[tuple[Any, Match]] = []
             for chunk in chunks:
@@ -494,6 +504,61 @@ class Edges:
             if limit == 0:
                 return
             yield out
+
+    def _rank_admit(self, p: _Part, key: tuple[Any, ...], pos: int,
+                    chunks: Iterator[list[Match]], floor: Any, off: Any
+                    ) -> Iterator[list[Match]]:
+        """The strategy (:attr:`rank`) among every complex event ending at ``pos`` that passes:
+        those that start outside the window pass whatever comes (no β lies within ε of both
+        ends) and compete, WITHIN cuts after the choice; the others are checked — a trailing
+        NOT's candidates wait together (:class:`_RankWait`) until the last can be judged."""
+        rank = self.rank
+        assert rank is not None
+        lead = p.lead
+        lconds = self.lead_conds
+        value = self.value
+        old: list[tuple[int, tuple[int, ...]]] = []
+        young: list[Match] = []
+        for chunk in chunks:
+            for m in chunk:
+                start = m._start
+                if start[MAX_START_KEY] + off < floor:
+                    if rank == "NEXT":
+                        return  # NEXT prefers the earliest start, which passes: out of WITHIN
+                    old.append((start[KIND_POS], m.positions))
+                elif lead is None or not _led(lead, floor, lconds, m, value):
+                    young.append(m)
+        if not young:
+            return  # nothing at this end can be output
+        if p.trail is not None:
+            eps = self.eps
+            waiting = tuple((m._start[MAX_START_KEY] + off + eps, m) for m in young)
+            tconds = self.trail_conds
+            if self.attach is not None and (self.keeps or (tconds is not None
+                                                           and tconds[2] is None)):
+                self.attach(list(young))
+            d = max(w[0] for w in waiting)
+            heap = p.pending if self.events else self.heap
+            heapq.heappush(heap, (d, pos, 0, d, key, _RankWait(tuple(old), waiting)))
+            return
+        out = _chosen(rank, old, young)
+        limit = self.limit if self.limit is not None else -1
+        consumed = max(self.consumed, p.consumed)
+        if consumed >= 0:
+            out = [m for m in out if m._start[2] > consumed]
+        project = self.project
+        if project is not None:
+            seen: dict[tuple[int, tuple[int, ...]], Match] = {}
+            out = [pm for pm in (_projected(m, project, seen) for m in out) if pm is not None]
+        if limit >= 0:
+            del out[max(limit, 1):]
+        if out:
+            if self.consume == CONSUME_ANY:
+                self.consumed = pos
+            elif self.consume == CONSUME_PARTITION:
+                p.consumed = pos
+            if limit != 0:
+                yield out
 
     def _next_choice(self, accs: list[Node], lead: _Betas, floor: Any, window: Any,
                      chosen: Callable[[Node | None], Iterator[list[Match]]],
@@ -581,7 +646,6 @@ class Edges:
         when this stage projects)."""
         out: list[tuple[int, Match]] = []
         limit = self.limit
-        tconds = self.trail_conds
         project = self.project
         seen: dict[tuple[int, tuple[int, ...]], Match] = {}
         count = 0
@@ -590,31 +654,41 @@ class Edges:
             if j != last_end:
                 last_end, count = j, 0
                 seen = {}
-            p = self.parts[key]
-            trail = p.trail
+            trail = self.parts[key].trail
             assert trail is not None
-            if isinstance(m, _LastWait):
-                chosen = m.pick(trail.first_after(j), self.eps)
-                if chosen is None:
-                    continue
-                m = chosen
-            elif tconds is None:
-                b = trail.first_after(j)
-                if b is not None and b <= d:
-                    continue
-            elif _blocked(trail, trail.after(j, d), tconds, m, self.value):
-                continue
-            if project is not None:
-                pm = _projected(m, project, seen)
-                if pm is None:
-                    continue  # an output already given (its labels joined)
-                m = pm
-            if limit is not None:
-                if count >= limit:
-                    continue
-                count += 1
-            out.append((i, m))
+            for w in self._passed(trail, j, d, m):
+                if project is not None:
+                    pw = _projected(w, project, seen)
+                    if pw is None:
+                        continue  # an output already given (its labels joined)
+                    w = pw
+                if limit is not None:
+                    if count >= limit:
+                        continue
+                    count += 1
+                out.append((i, w))
         return out
+
+    def _passed(self, trail: _Betas, j: int, d: Any,
+                m: Match | _LastWait | _RankWait) -> list[Match]:
+        """What a pending entry ending at ``j`` (deadline ``d``) outputs, now its trailing NOT
+        can be judged."""
+        if isinstance(m, _LastWait):
+            chosen = m.pick(trail.first_after(j), self.eps)
+            return [] if chosen is None else [chosen]
+        if isinstance(m, _RankWait):
+            assert self.rank is not None
+            return _chosen(self.rank, list(m.old),
+                           [w for dw, w in m.waiting if not self._killed(trail, j, dw, w)])
+        return [] if self._killed(trail, j, d, m) else [m]
+
+    def _killed(self, trail: _Betas, j: int, d: Any, m: Match) -> bool:
+        """Whether a β after ``j`` with a key of at most ``d`` kills ``m``."""
+        tconds = self.trail_conds
+        if tconds is None:
+            b = trail.first_after(j)
+            return b is not None and b <= d
+        return _blocked(trail, trail.after(j, d), tconds, m, self.value)
 
     def advance(self, key: Any) -> list[Match]:
         """No event to come has a window key below ``key``: release what that makes final."""
@@ -1022,6 +1096,40 @@ class _LastWait:
                 break
             out = m
         return out
+
+
+class _RankWait:
+    """A strategy chosen after a trailing NOT: the candidates at one end that start outside
+    the window (as (start, D): they pass), and the others with their deadlines, waiting."""
+
+    __slots__ = ("old", "waiting")
+
+    def __init__(self, old: tuple[tuple[int, tuple[int, ...]], ...],
+                 waiting: tuple[tuple[Any, Match], ...]) -> None:
+        self.old = old
+        self.waiting = waiting
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.old, self.waiting
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.old, self.waiting = state
+
+    @property
+    def start_position(self) -> int:
+        """The earliest start it may output."""
+        return min(m.start_position for _, m in self.waiting)
+
+
+def _chosen(strategy: str, old: list[tuple[int, tuple[int, ...]]],
+            young: list[Match]) -> list[Match]:
+    """The complex events among ``young`` (those that passed, within the window) that the
+    strategy keeps when ``old`` (outside it: they pass, compete, and are never output)
+    compete too."""
+    by: dict[tuple[int, tuple[int, ...]], list[Match]] = {}
+    for m in young:
+        by.setdefault((m._start[KIND_POS], m.positions), []).append(m)
+    return [m for ce in choose(strategy, old + list(by)) for m in by.get(ce, ())]
 
 
 def _next_order(a: Node, b: Node) -> int:

@@ -32,7 +32,7 @@ from ..predicates import AtomTable
 from ..predicates.atoms import Atom, TypeIs
 from ..predicates.mixing import WATCH
 from .algorithm import Runs
-from .correlated import RegisterEnumerator, RegisterInertness, RegisterRuns
+from .correlated import FatedRuns, RegisterEnumerator, RegisterInertness, RegisterRuns
 from .edge_last import LastRuns, NextRuns
 from .edges import EdgeEnumerator, Edges
 from .enumeration import Enumerator
@@ -59,7 +59,8 @@ class Compiled(Protocol):
 
     def determinized(self, type_key: str, stream_key: str) -> tuple[AtomTable, DFA]: ...
 
-    def register_plan(self, type_key: str, stream_key: str, full_d: bool) -> RegisterPlan: ...
+    def register_plan(self, type_key: str, stream_key: str, full_d: bool,
+                      fated: bool = False) -> RegisterPlan: ...
 
     def automaton(self, type_key: str, stream_key: str) -> tuple[AtomTable, CEA]: ...
 
@@ -120,16 +121,20 @@ class Evaluation:
             self.edges = Edges(cea.leading, cea.trailing, w is not None and
                                w.kind == WITHIN_EVENTS, limit, consume,
                                cea.leading_conds, cea.trailing_conds, ast, cea.edge_select,
-                               cea.edge_last, cea.edge_next)
+                               cea.edge_last, cea.edge_next,
+                               ast.strategy if cea.edge_rank else None)
             self.edges.eps = eps
             limit, consume = None, CONSUME_NONE
-        if cea.scopes:  # (conditions of a leading or trailing NOT are not scopes)
+        if cea.scopes or cea.edge_rank:  # (a NOT's conditions on the match are not scopes)
+            # (edge_rank: the strategy is the edge stage's, among every unpruned run)
             full_d = ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX")
-            self.plan = plan = query.register_plan(type_key, stream_key, full_d)
+            self.plan = plan = query.register_plan(type_key, stream_key, full_d, cea.edge_rank)
             ranked = ast.strategy in ("NEXT", "LAST", "MAX")
-            self.runs = RegisterRuns(plan, self.parts, eps, consume, ranked, ast.strategy)
+            self.runs = (FatedRuns(plan, self.parts, eps, consume, ast.strategy, cea.edge_reads)
+                         if cea.edge_rank else
+                         RegisterRuns(plan, self.parts, eps, consume, ranked, ast.strategy))
             self.enum = RegisterEnumerator(self.clock, eps, limit, ast.strategy,
-                                           plan.full_d, self.parts, consume)
+                                           plan.full_d, self.parts, consume, cea.edge_rank)
             self.inert = RegisterInertness(plan, self.dfa.g0)
         else:
             # SELECT LAST with an edge NOT: runs kept apart by start, none expires (the edge
