@@ -52,7 +52,7 @@ from ..predicates.guards import GuardTree, guard_fn
 from ..predicates.values import PY_CMP, TRUE, cmp3, is_num, norm
 from .choice import choose
 from .edge_last import last_prefers, next_prefers
-from .match import Match
+from .match import Match, match_restored, match_state
 from .partitions import Partition
 from .tecs import KIND_POS, LABEL, LEFT, MAX_START, MAX_START_KEY, NEXT, RIGHT, Node
 
@@ -757,16 +757,19 @@ class Edges:
 
     # ------------------------------------------------------------------ saving
     def state(self) -> dict[str, Any]:
+        """What a snapshot keeps, as plain data (waiting matches included)."""
         parts = {}
         for key, p in self.parts.items():
             parts[key] = (p.lead.state() if p.lead is not None else None,
                           p.trail.state() if p.trail is not None else None,
-                          p.n, list(p.pending), p.consumed)
-        return {"parts": parts, "heap": list(self.heap), "consumed": self.consumed}
+                          p.n, [_saved(e) for e in p.pending], p.consumed)
+        return {"parts": parts, "heap": [_saved(e) for e in self.heap],
+                "consumed": self.consumed}
 
     def load(self, data: dict[str, Any]) -> None:
+        """Take back what :meth:`state` gave (or a format 2 snapshot's objects)."""
         self.consumed = data["consumed"]
-        self.heap = list(data["heap"])
+        self.heap = [_loaded(e) for e in data["heap"]]
         heapq.heapify(self.heap)
         self.parts = {}
         for key, (lead, trail, n, pending, consumed) in data["parts"].items():
@@ -776,9 +779,40 @@ class Edges:
             if trail is not None:
                 p.trail = _Betas.restored(trail)
             p.n = n
-            p.pending = list(pending)
+            p.pending = [_loaded(e) for e in pending]
             heapq.heapify(p.pending)
             p.consumed = consumed
+
+
+def _saved(e: _Entry) -> tuple[Any, ...]:
+    """A pending entry as plain data: its match, or the choices waiting, tagged."""
+    w = e[5]
+    data: tuple[Any, ...]
+    if isinstance(w, Match):
+        data = ("M", match_state(w))
+    elif isinstance(w, _LastWait):
+        data = ("L", tuple((k, None if m is None else match_state(m)) for k, m in w.answers))
+    else:
+        data = ("R", w.old, tuple((d, match_state(m)) for d, m in w.waiting))
+    return (*e[:5], data)
+
+
+def _loaded(e: tuple[Any, ...]) -> _Entry:
+    """:func:`_saved` reversed (a format 2 entry holds the objects themselves)."""
+    w = e[5]
+    if isinstance(w, Match | _LastWait | _RankWait):
+        return e
+    kind = w[0]
+    obj: Match | _LastWait | _RankWait
+    if kind == "M":
+        obj = match_restored(w[1])
+    elif kind == "L":
+        obj = _LastWait(tuple((k, None if m is None else match_restored(m)) for k, m in w[1]))
+    elif kind == "R":
+        obj = _RankWait(tuple(w[1]), tuple((d, match_restored(m)) for d, m in w[2]))
+    else:
+        raise ValueError(f"not a saved pending entry: {kind!r}")
+    return (*e[:5], obj)
 
 
 class _Fast(NamedTuple):

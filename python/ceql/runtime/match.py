@@ -9,7 +9,7 @@ from typing import Any, SupportsIndex, overload
 from ..errors import CeqlValidationError
 from .times import from_micros, iso
 
-__all__ = ["Match", "Matches"]
+__all__ = ["Match", "Matches", "match_restored", "match_state"]
 
 # What a match shares with every other match completed by the same event:
 # (end_position, end_time, partition, time_form, timed) — ``time_form`` is ``None`` when times
@@ -174,3 +174,26 @@ class Matches(list[Match]):
         from .display import matches_html
 
         return matches_html(self)
+
+
+def match_state(m: Match) -> tuple[Any, ...]:
+    """``m`` as plain data, for snapshots (:func:`match_restored` takes it back)."""
+    return (m._start, m._end, m.positions, m._labels, m.events)
+
+
+def match_restored(data: tuple[Any, ...]) -> Match:
+    """The match :func:`match_state` gave (its fields checked for shape only)."""
+    start, end, positions, labels, events = data
+    if not (isinstance(start, tuple) and len(start) == 5 and isinstance(end, tuple)
+            and len(end) == 5 and isinstance(positions, tuple)
+            and isinstance(labels, tuple) and len(labels) == len(positions)
+            and all(isinstance(x, frozenset) for x in labels)):
+        raise ValueError("not a saved match")
+    m = Match.__new__(Match)
+    m._start = start
+    m._end = end
+    m.positions = positions
+    m._labels = labels
+    if events is not None:
+        m._events = tuple(events)
+    return m

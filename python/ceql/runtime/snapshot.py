@@ -1,24 +1,30 @@
 """Saving and restoring an evaluation: only what a later event can still use.
 
-A snapshot is ``MAGIC`` followed by a pickle of plain data: the format number, a fingerprint
-of the query (its IR, spans excluded), the evaluator's options, the clock, and per live
-partition its key, strategy state and active automaton states *by content*
-(:meth:`~ceql.automata.DFA.state_key`, so the numbering of another process does not matter),
-with the tECS below them flattened into a table (children first, so no recursion on long
-chains, and shared nodes stay shared). Before saving, runs and union branches that left the
-window are cut and empty partitions dropped, exactly as the next event would. It also keeps
-the names seen (bounded, so :meth:`~ceql.Evaluator.unseen` goes on where it was), whether the
-string-vs-number warning was given, and, with ``keep_events``, the events later matches can
-include (so they must pickle). Format 1 snapshots (without those) still restore.
+A snapshot is ``MAGIC``, the format number (two bytes), a SHA-256 digest of the rest (16
+bytes) and the rest: plain data in ceql's own encoding (:mod:`ceql.runtime.codec`, which runs
+no code when read) — the format number, a fingerprint of the query (its IR, spans excluded),
+the evaluator's options, the clock, and per live partition its key, strategy state and active
+automaton states *by content* (:meth:`~ceql.automata.DFA.state_key`, so the numbering of
+another process does not matter), with the tECS below them flattened into a table (children
+first, so no recursion on long chains, and shared nodes stay shared). Before saving, runs and
+union branches that left the window are cut and empty partitions dropped, exactly as the next
+event would. It also keeps the names seen (bounded, so :meth:`~ceql.Evaluator.unseen` goes on
+where it was), whether the string-vs-number warning was given, the matches waiting for a
+trailing NOT, and, with ``keep_events``, the events later matches can include.
 
-Snapshots are pickles: restore only snapshots you made.
+Damage is found by the digest (:class:`~ceql.errors.CeqlInputError`, never another answer).
+Formats 1 and 2 (ceql before 2026-12) were pickles: they are still read, by an unpickler that
+builds only the types those snapshots hold (no other callable can be named), so streams saved
+before the change restart; a snapshot saved again is format 3.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
 import pickle
+import struct
 import weakref
 from collections import deque
 from typing import Any, NamedTuple
@@ -26,6 +32,7 @@ from typing import Any, NamedTuple
 from ..constants import TIME_UNIT_PER_SECOND, WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlInputError
 from ..ir import canonical_repr
+from .codec import Malformed, Unencodable, decode, encode, int_column
 from .partitions import Partition
 from .state import Compiled, Evaluation
 from .tecs import KIND_POS, LABEL, LEFT, MAX_START_KEY, NEXT, RIGHT, START_TIME, Node
@@ -33,8 +40,9 @@ from .tecs import KIND_POS, LABEL, LEFT, MAX_START_KEY, NEXT, RIGHT, START_TIME,
 __all__ = ["FORMAT", "MAGIC", "Options", "dump", "fingerprint", "load", "options"]
 
 MAGIC = b"CEQLSNAP"
-FORMAT = 2  #: bumped whenever the layout below or the meaning of state keys changes
-_READS = (1, 2)  # formats this version restores
+FORMAT = 3  #: bumped whenever the layout below or the meaning of state keys changes
+_READS = (1, 2, 3)  # formats this version restores
+_HEAD = struct.Struct(">H16s")  # the format number, the digest of the body
 
 
 class Options(NamedTuple):
@@ -158,6 +166,34 @@ class _Flattener:
         return ids[id(root)]
 
 
+def _columns(table: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """The flattened tECS as columns (packed where they hold only integers): a node's kind
+    (``u``nion, ``o``utput, ``b``ottom), max start, max start key, then per kind its
+    position or left child, its next or right child (-1: none), its label, and the start
+    times of the bottoms in order."""
+    kinds = "".join(e[0] for e in table)
+    starts = [e[1] for e in table]
+    keys = [e[2] for e in table]
+    xs = [e[3] for e in table]
+    ys = [e[4] if e[0] != "b" else -1 for e in table]
+    labels = [e[5] if e[0] == "o" else -1 for e in table]
+    times = [e[4] for e in table if e[0] == "b"]
+    return {"kinds": kinds, "starts": int_column(starts), "keys": int_column(keys),
+            "xs": int_column(xs), "ys": int_column(ys), "labels": int_column(labels),
+            "times": int_column(times)}
+
+
+def _rows(nodes: Any) -> Any:
+    """The flattened tECS entries of a snapshot: format 3's columns, or format 1/2's list."""
+    if isinstance(nodes, list):
+        return nodes
+    times = iter(nodes["times"])
+    return (("b", a, k, x, next(times)) if kind == "b" else (kind, a, k, x, y, lab)
+            for kind, a, k, x, y, lab in zip(nodes["kinds"], nodes["starts"], nodes["keys"],
+                                             nodes["xs"], nodes["ys"], nodes["labels"],
+                                             strict=True))
+
+
 def _children(n: Node) -> list[Node]:
     if n[KIND_POS] < 0:
         return [n[LEFT]] if n[RIGHT] is None else [n[LEFT], n[RIGHT]]
@@ -186,9 +222,11 @@ def dump(ev: Evaluation) -> bytes:
     flat = _Flattener()
     parts = []
     for P in ev.parts:
-        states = [(key_of(d), [flat.number(n) for n in ul]) for d, ul in P.states.items()]
+        states = [(key_of(d), int_column([flat.number(n) for n in ul]))
+                  for d, ul in P.states.items()]
         fifo = [(k, flat.ids[id(u)]) for k, u in (P.fifo or ()) if id(u) in flat.ids]
-        parts.append((P.key, dfa.global_key(P.g), P.n, states, fifo))
+        parts.append((P.key, dfa.global_key(P.g), P.n, states,
+                      (int_column([k for k, _ in fifo]), int_column([i for _, i in fifo]))))
     clock = ev.clock
     kept = ev.kept
     payload = {
@@ -202,7 +240,7 @@ def dump(ev: Evaluation) -> bytes:
         "eps": ev.eps,
         "clock": (clock.is_ts, clock.tz, clock.as_date, clock.last_time, clock.last_wattr),
         "labels": [None if vs is None else tuple(sorted(vs)) for vs in flat.labels],
-        "nodes": flat.table,
+        "nodes": _columns(flat.table),
         "partitions": parts,
         "names": ev.names.state(),
         "mixed_done": ev.mixed.done,
@@ -212,13 +250,18 @@ def dump(ev: Evaluation) -> bytes:
         "closed": ev.closed,
     }
     try:
-        return MAGIC + pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:
-        if kept is not None:
-            kept.check_picklable()  # names the event that does not pickle
-        raise CeqlInputError(f"Cannot save the evaluation ({type(exc).__name__}: {exc}): "
-                             "a value it holds (a partition key or a time) does not "
-                             "pickle.") from None
+        body = encode(payload)
+    except Unencodable as exc:
+        raise CeqlInputError(
+            f"Cannot save the evaluation: it holds {exc} (a partition key, a time, a value a "
+            "condition keeps, or with keep_events an event), which a snapshot cannot hold; "
+            "use plain values (numbers, text, bytes, decimals, dates and times, lists and "
+            "dicts of those).") from None
+    return MAGIC + _HEAD.pack(FORMAT, _digest(body)) + body
+
+
+def _digest(body: bytes) -> bytes:
+    return hashlib.sha256(body).digest()[:16]
 
 
 # ---------------------------------------------------------------------- restoring
@@ -226,10 +269,27 @@ def dump(ev: Evaluation) -> bytes:
 def _payload(data: bytes) -> dict[str, Any]:
     if not isinstance(data, (bytes, bytearray, memoryview)) or bytes(data[:len(MAGIC)]) != MAGIC:
         raise CeqlInputError("Not a ceql snapshot: pass the bytes Evaluator.snapshot() returned.")
-    try:
-        payload = pickle.loads(bytes(data[len(MAGIC):]))
-    except Exception as exc:
-        raise CeqlInputError(f"The ceql snapshot is damaged ({exc}); take a new one.") from None
+    data = bytes(data)
+    rest = data[len(MAGIC):]
+    if rest[:1] == b"\x80":  # formats 1 and 2: a pickle
+        payload = _legacy(rest)
+    else:
+        if len(rest) < _HEAD.size:
+            raise CeqlInputError("The ceql snapshot is damaged (cut short); take a new one.")
+        fmt, digest = _HEAD.unpack_from(rest)
+        if fmt not in _READS:
+            raise CeqlInputError(
+                f"The snapshot has format {fmt}; this ceql reads formats "
+                f"{', '.join(map(str, _READS))}. Restore it with the ceql version that took it.")
+        body = rest[_HEAD.size:]
+        if _digest(body) != digest:
+            raise CeqlInputError("The ceql snapshot is damaged (its checksum does not match "
+                                 "its contents); take a new one.")
+        try:
+            payload = decode(body)
+        except Malformed as exc:
+            raise CeqlInputError(f"The ceql snapshot is damaged ({exc}); take a new one.") \
+                from None
     if not isinstance(payload, dict) or "format" not in payload:
         raise CeqlInputError("The ceql snapshot is damaged (no format number); take a new one.")
     if payload["format"] not in _READS:
@@ -237,6 +297,43 @@ def _payload(data: bytes) -> dict[str, Any]:
             f"The snapshot has format {payload['format']!r}; this ceql reads formats "
             f"{', '.join(map(str, _READS))}. Restore it with the ceql version that took it.")
     return payload
+
+
+#: what a format 1 or 2 snapshot (a pickle) may name: the types its data held
+_LEGACY = {
+    ("builtins", "tuple"), ("builtins", "list"), ("builtins", "dict"), ("builtins", "set"),
+    ("builtins", "frozenset"), ("builtins", "bytearray"), ("builtins", "getattr"),
+    ("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"),
+    ("datetime", "timedelta"), ("datetime", "timezone"), ("decimal", "Decimal"),
+    ("fractions", "Fraction"), ("zoneinfo", "ZoneInfo"), ("ceql.runtime.match", "Match"),
+    ("ceql.runtime.edges", "_LastWait"),
+}
+#: ... and the class attributes (``getattr``) their reductions read
+_LEGACY_ATTRS = {("ZoneInfo", "_unpickle")}
+
+
+class _LegacyUnpickler(pickle.Unpickler):
+    """Builds only the types of :data:`_LEGACY`: a crafted pickle can name no other code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _LEGACY:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a ceql snapshot")
+        if name == "getattr":
+            return _safe_getattr
+        return super().find_class(module, name)
+
+
+def _safe_getattr(obj: Any, name: str) -> Any:
+    if (getattr(obj, "__name__", None), name) not in _LEGACY_ATTRS:
+        raise pickle.UnpicklingError(f"reading {name!r} is not part of a ceql snapshot")
+    return getattr(obj, name)
+
+
+def _legacy(rest: bytes) -> Any:
+    try:
+        return _LegacyUnpickler(io.BytesIO(rest)).load()
+    except Exception as exc:
+        raise CeqlInputError(f"The ceql snapshot is damaged ({exc}); take a new one.") from None
 
 
 def _damaged(exc: Exception) -> CeqlInputError:
@@ -298,7 +395,7 @@ def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
     dfa = ev.dfa
     labels = [None if vs is None else frozenset(vs) for vs in payload["labels"]]
     nodes: list[Node] = []
-    for e in payload["nodes"]:
+    for e in _rows(payload["nodes"]):
         kind = e[0]
         if kind == "u":
             nodes.append([e[1], e[2], -1, nodes[e[3]], None if e[4] < 0 else nodes[e[4]]])
@@ -320,6 +417,8 @@ def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
         P.n = n
         P.states = {id_of(skey): [nodes[i] for i in ul] for skey, ul in states}
         if P.fifo is not None:
+            if isinstance(fifo, tuple):  # format 3: two columns
+                fifo = zip(*fifo, strict=True)
             P.fifo = deque((k, nodes[i]) for k, i in fifo)
     edges = payload.get("edges")
     if ev.edges is not None and edges is not None:
