@@ -3,6 +3,9 @@
 * LIMIT n cuts the enumeration, not only the output: the matches built per end position are
   at most n (before, a spine of unions was walked to its end before LIMIT cut, so
   ``A+ ; B LIMIT 1`` built every match below each B: cubic work in the stream).
+* Runs with registers are capped per partition (``MAX_RUNS``): an aggregate over an iterated
+  variable (``SUM(a.v)`` over ``A+ AS a``) has a run per distinct sum, exponentially many in
+  the window; before, ``WITHIN 20000 EVENTS`` grew to gigabytes and ended in ``MemoryError``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from typing import Any
 import pytest
 
 import ceql
+import ceql.runtime.correlated as correlated
 import ceql.runtime.enumeration as enumeration
+from ceql.automata.registers import RegisterPlan
 
 warnings.simplefilter("ignore", ceql.UnboundedOutputWarning)
 
@@ -80,3 +85,72 @@ def test_limit_keeps_the_first_matches_of_each_end(text: str, limit: int) -> Non
     for m in ceql.compile(f"{text} LIMIT {limit}").run(events):
         cut.setdefault(m.positions[-1], []).append(m.positions)
     assert cut == {k: v[:limit] for k, v in full.items() if limit}
+
+
+BUDGET = 300
+
+
+class TooMuchWork(AssertionError):
+    pass
+
+
+@pytest.fixture
+def moves(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Register updates counted (``[count]``), with ``MAX_RUNS`` set to :data:`BUDGET`; past
+    100 updates a run allowed the work is unbounded and the test fails at once."""
+    count = [0]
+    advance = RegisterPlan.advance
+
+    def counting_advance(self: RegisterPlan, *args: Any) -> Any:
+        count[0] += 1
+        if count[0] > 100 * BUDGET:
+            raise TooMuchWork(f"{count[0]} register updates and still running")
+        return advance(self, *args)
+
+    monkeypatch.setattr(RegisterPlan, "advance", counting_advance)
+    monkeypatch.setattr(correlated, "MAX_RUNS", BUDGET, raising=False)
+    yield count
+
+
+def amounts(n: int, seed: int = 1) -> list[dict[str, Any]]:
+    """``A`` events with distinct positive amounts (every subset its own sum), a ``B`` each
+    tenth event."""
+    return [{"type": "B" if i % 10 == 9 else "A", "v": 1 + 7 * i + seed, "k": seed}
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("where", [
+    "A+ AS a ; B",  # runs updated in place
+    "A:+ AS a ; B",  # contiguity: every run visited by each event
+    "(A AS a)+ ; B AS b",
+])
+@pytest.mark.parametrize("agg", ["SUM(a.v) > 1e9", "AVG(a.v) < 0"])
+def test_runs_per_distinct_aggregate_stop_at_the_budget(moves: list[int], where: str,
+                                                        agg: str) -> None:
+    q = ceql.compile(f"SELECT * FROM S WHERE {where} FILTER [{agg}] WITHIN 20000 EVENTS")
+    with pytest.raises(ceql.CeqlResourceError, match="MAX_RUNS") as err:
+        list(q.run(amounts(2000)))
+    assert "in one partition" in str(err.value)
+    assert moves[0] <= 10 * BUDGET
+
+
+def test_the_run_budget_is_per_partition_and_names_the_key(moves: list[int]) -> None:
+    q = ceql.compile("SELECT * FROM S WHERE A+ AS a ; B FILTER [SUM(a.v) > 1e9] "
+                     "PARTITION BY [k] WITHIN 20000 EVENTS")
+    # six A events a key: at most 2^6 sums each, under the budget however many keys
+    small = [e for seed in range(40) for e in amounts(7, seed)]
+    assert list(q.run(small)) == []
+    with pytest.raises(ceql.CeqlResourceError, match="the partition \\(3,\\)"):
+        list(q.run([*small, *amounts(40, 3)]))
+
+
+def test_runs_with_few_registers_stay_under_the_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One run per distinct earlier value in the window (polynomial): a window holding fewer
+    values than the budget never hits it, and the output is the unbudgeted one."""
+    q = ceql.compile("SELECT * FROM S WHERE A AS a ; B AS b FILTER b[v > a.v] "
+                     "WITHIN 100 EVENTS")
+    events = [{"type": "AB"[i % 2], "v": (i * 37) % 1000} for i in range(1000)]
+    want = [m.positions for m in q.run(events)]
+    monkeypatch.setattr(correlated, "MAX_RUNS", 60)
+    assert [m.positions for m in q.run(events)] == want

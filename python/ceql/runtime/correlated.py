@@ -53,8 +53,16 @@ from .tecs import (
 )
 from .times import Clock
 
-__all__ = ["RANKED_MATCHES", "RANKED_RUNS", "RegisterEnumerator", "RegisterInertness",
-           "RegisterRuns"]
+__all__ = ["MAX_RUNS", "RANKED_MATCHES", "RANKED_RUNS", "RegisterEnumerator",
+           "RegisterInertness", "RegisterRuns"]
+
+#: SELECT ALL and ANY keep one run per (state, registers) of a partition within the window.
+#: Registers that take many values multiply runs — an aggregate over an iterated variable
+#: (``SUM(a.v)`` over ``A+ AS a``: a sum per subset), or many variables a condition compares —
+#: up to exponentially in the window. Past these many runs in one partition the evaluation
+#: stops with :class:`~ceql.errors.CeqlResourceError` instead of exhausting memory (read at
+#: each check; the ranked strategies' cap is :data:`RANKED_RUNS`).
+MAX_RUNS = 100_000
 
 #: NEXT, LAST and MAX over conditions between events rank every complex event ending at an
 #: event, whatever its start (WITHIN cuts after ranking): the runs of a partition are then not
@@ -72,6 +80,18 @@ def _ranked_error(what: str, n: int, strategy: str) -> CeqlResourceError:
         f"{n} {what}: use SELECT ALL or ANY (runs then expire with the window), a finer "
         "PARTITION BY, or fewer iterations; or raise ceql.runtime.correlated."
         f"{'RANKED_RUNS' if what.endswith('partition') else 'RANKED_MATCHES'}.")
+
+
+def _runs_error(n: int, P: Partition) -> CeqlResourceError:
+    where = f"the partition {P.key!r}" if P.key else "one partition"
+    return CeqlResourceError(
+        f"This query's conditions between events keep {n} runs (partial matches with "
+        f"distinct registers: the values, records and accumulators the conditions read) in "
+        f"{where}, past ceql.runtime.correlated.MAX_RUNS. An aggregate over an iterated "
+        "variable (SUM or AVG of a variable under +) or many compared variables can multiply "
+        "runs up to exponentially in the window: use a shorter WITHIN, a finer PARTITION BY, "
+        "an aggregate with few values (COUNT, MIN, MAX), or raise "
+        "ceql.runtime.correlated.MAX_RUNS.")
 
 _Key = tuple[int, Registers]
 
@@ -751,9 +771,12 @@ class RegisterRuns:
     def _leave(self, P: Partition, states: dict[_Key, list[Node]], accs: list[Node] | None,
                wkey: Any, eps: Any) -> list[Node] | None:
         """After an event: the ranked cap, the window on what accepted, consumption."""
-        if self.ranked and len(states) > RANKED_RUNS:
-            raise _ranked_error("partial matches in a partition", len(states),
-                                self.strategy_name)
+        if self.ranked:
+            if len(states) > RANKED_RUNS:
+                raise _ranked_error("partial matches in a partition", len(states),
+                                    self.strategy_name)
+        elif len(states) > MAX_RUNS:
+            raise _runs_error(len(states), P)
         if accs is None:
             return None
         if self.chain in (1, 2) and len(accs) > 1:
@@ -866,6 +889,8 @@ class RegisterRuns:
                         index.drop(plan, dead)
             else:
                 _add(ul, node, fifo, wkey)
+        if new and len(states) > MAX_RUNS and not self.ranked:
+            raise _runs_error(len(states), P)
         sig = P.sig
         if index.moved or sig is None or sig[0] != P.g:
             index.moved = False
