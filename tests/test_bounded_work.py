@@ -3,6 +3,11 @@
 * LIMIT n cuts the enumeration, not only the output: the matches built per end position are
   at most n (before, a spine of unions was walked to its end before LIMIT cut, so
   ``A+ ; B LIMIT 1`` built every match below each B: cubic work in the stream).
+* With conditions between events, LIMIT cuts the enumeration too, and matches stream in
+  chunks, wherever no complex event can come from two runs (``RegisterPlan.one_path``):
+  before, every match of an end was collected to remove duplicates, so ``A+ AS a ; B AS b
+  FILTER b[v > a.v] LIMIT 1`` built 2^k matches for one, and a long correlated chain held
+  every match of an end in memory.
 * Runs with registers are capped per partition (``MAX_RUNS``): an aggregate over an iterated
   variable (``SUM(a.v)`` over ``A+ AS a``) has a run per distinct sum, exponentially many in
   the window; before, ``WITHIN 20000 EVENTS`` grew to gigabytes and ended in ``MemoryError``.
@@ -30,6 +35,9 @@ def linear(counts: list[int]) -> bool:
     return all(b <= 2 * a + 64 for a, b in itertools.pairwise(counts))
 
 
+MANY = 200_000  #: matches built that show the work is not bounded (the test fails at once)
+
+
 @pytest.fixture
 def built(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """How many matches the enumerator builds (``[count]``), wherever LIMIT cuts them."""
@@ -38,6 +46,8 @@ def built(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     def counting_new(cls: type) -> Any:
         count[0] += 1
+        if count[0] > MANY:
+            raise AssertionError(f"{count[0]} matches built and still enumerating")
         return new(cls)
 
     monkeypatch.setattr(enumeration, "_new", counting_new)
@@ -85,6 +95,80 @@ def test_limit_keeps_the_first_matches_of_each_end(text: str, limit: int) -> Non
     for m in ceql.compile(f"{text} LIMIT {limit}").run(events):
         cut.setdefault(m.positions[-1], []).append(m.positions)
     assert cut == {k: v[:limit] for k, v in full.items() if limit}
+
+
+def chain(k: int, window: int) -> str:
+    """``k`` events of one type with rising values, as a chain of conditions."""
+    names = " ; ".join(f"A AS a{i}" for i in range(1, k + 1))
+    rising = " AND ".join(f"a{i}[v > a{i - 1}.v]" for i in range(2, k + 1))
+    return f"SELECT * FROM S WHERE {names} FILTER {rising} WITHIN {window} EVENTS"
+
+
+@pytest.mark.parametrize(("text", "sizes"), [
+    ("SELECT * FROM S WHERE A+ AS a ; B AS b FILTER b[v > a.v] LIMIT 1", (20, 40, 80)),
+    ("SELECT * FROM S WHERE A+ AS a ; B AS b FILTER b[v > a.v] WITHIN 30 EVENTS LIMIT 2",
+     (50, 100, 200)),
+    (chain(12, 30) + " LIMIT 1", (30, 60, 120)),
+])
+def test_limit_cuts_the_enumeration_of_register_runs(built: list[int], text: str,
+                                                     sizes: tuple[int, ...]) -> None:
+    q = ceql.compile(text)
+    limit = q.ast.limit
+    assert limit is not None
+    counts = []
+    for n in sizes:
+        built[0] = 0
+        events = alternating(n) if "B" in text else [{"type": "A", "v": i} for i in range(n)]
+        out = list(q.run(events))
+        assert out
+        assert built[0] <= limit * n
+        counts.append(built[0])
+    assert linear(counts), counts
+
+
+def test_register_matches_stream_in_chunks(built: list[int]) -> None:
+    """The 12-variable rising chain over rising values: C(p-1, 11) matches end at position
+    p; a consumer that reads 30 000 of them had at most one chunk more built, not every
+    match of the ends it reached."""
+    q = ceql.compile(chain(12, 100))
+    got = 0
+    for _ in q.evaluator().iter_feed([{"type": "A", "v": i} for i in range(40)]):
+        got += 1
+        if got == 30_000:
+            break
+    assert built[0] <= got + enumeration.CHUNK
+
+
+@pytest.mark.parametrize(("where", "one"), [
+    ("A+ AS a ; B AS b FILTER b[v > a.v]", True),
+    ("A AS a1 ; A AS a2 ; A AS a3 FILTER a2[v > a1.v] AND a3[v > a2.v]", True),
+    ("A+ AS a ; A AS b FILTER b[v > a.v]", True),
+    # two paths for A then B (the labels differ; the enumerator joins them)
+    ("((A AS x ; B AS b) OR (A AS y ; B AS b)) FILTER b[v > x.v]", False),
+    # a conjunction's two sides can mark one event in either order
+    ("(A AS a ; B AS b) AND (A AS c)+ FILTER b[v > c.v]", False),
+])
+def test_one_path_per_complex_event(where: str, one: bool) -> None:
+    plan = ceql.compile(f"SELECT * FROM S WHERE {where}").evaluator()._ev.plan
+    assert plan is not None
+    assert plan.one_path is one
+
+
+@pytest.mark.parametrize("where", [
+    "((A AS x ; B AS b) OR (A AS y ; B AS b)) FILTER b[v > x.v]",
+    "(A AS a ; B AS b) AND (A AS c)+ FILTER b[v > c.v]",
+    "(A OR B)+ AS a ; B AS b FILTER b[v > a.v]",
+])
+@pytest.mark.parametrize("limit", ["", " LIMIT 1", " LIMIT 3"])
+def test_duplicates_are_still_removed(where: str, limit: str) -> None:
+    """Where two runs can give one complex event, it is output once, bindings joined."""
+    events = [{"type": "ABAB"[i % 4], "v": i} for i in range(12)]
+    out = list(ceql.compile(f"SELECT * FROM S WHERE {where}{limit}").run(events))
+    keys = [m.positions for m in out]
+    assert keys
+    assert len(keys) == len(set(keys))
+    if "AS y" in where:  # both runs' bindings of the A event are shown
+        assert all(m.variables["x"] == m.variables["y"] for m in out)
 
 
 BUDGET = 300

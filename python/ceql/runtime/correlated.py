@@ -1019,7 +1019,7 @@ class RegisterEnumerator(Enumerator):
     """Complex events of register runs: duplicates removed, then the strategy, the SELECT
     projection (when the runs kept every marked position) and LIMIT."""
 
-    __slots__ = ("barriers", "consume", "full_d", "parts", "strategy", "user_limit")
+    __slots__ = ("barriers", "consume", "full_d", "parts", "plan", "strategy", "user_limit")
 
     def __init__(self, clock: Clock, eps: Any, limit: int | None, strategy: str,
                  full_d: bool, parts: Partitions, consume: str) -> None:
@@ -1032,11 +1032,23 @@ class RegisterEnumerator(Enumerator):
         #: ranked strategies with CONSUME BY: the end of the last output, per partition key
         #: (None for ANY); later outputs must start after it (runs are kept: they rank)
         self.barriers: dict[Any, int] = {}
+        #: the runs' plan, when known: while its paths are one per complex event
+        #: (:attr:`RegisterPlan.one_path`), ALL and ANY stream as Algorithm 1's enumerator
+        #: does (LIMIT stops the walk) instead of collecting an end's matches to deduplicate
+        self.plan: RegisterPlan | None = None
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
              tkey: Any) -> Iterator[list[Match]]:
         limit = self.user_limit
         ranked = self.strategy in ("NEXT", "LAST", "MAX")
+        plan = self.plan
+        if not ranked and not self.full_d and plan is not None and plan.one_path:
+            return self.walk(P, accs, pos, wkey, tkey, limit)
+        return self._collected(P, accs, pos, wkey, tkey, limit, ranked)
+
+    def _collected(self, P: Partition, accs: list[Node], pos: int, wkey: Any, tkey: Any,
+                   limit: int | None, ranked: bool) -> Iterator[list[Match]]:
+        """:meth:`emit` by collecting every complex event ending at ``pos`` first."""
         eps = self.eps
         groups: dict[tuple[int, tuple[int, ...]], list[Match]] = {}
         if ranked:

@@ -61,8 +61,13 @@ class Enumerator:
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
              tkey: Any) -> Iterator[list[Match]]:
         """The complex events ending at ``pos``, in chunks of at most :data:`CHUNK`."""
+        return self.walk(P, accs, pos, wkey, tkey, self.limit)
+
+    def walk(self, P: Partition, accs: list[Node], pos: int, wkey: Any, tkey: Any,
+             limit_n: int | None) -> Iterator[list[Match]]:
+        """:meth:`emit` with at most ``limit_n`` matches (None: all)."""
         eps = self.eps if self.eps is not None else float("inf")
-        limit = self.limit if self.limit is not None else -1
+        limit = limit_n if limit_n is not None else -1
         if limit == 0:
             return
         clock = self.clock

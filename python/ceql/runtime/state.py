@@ -130,6 +130,7 @@ class Evaluation:
             self.runs = RegisterRuns(plan, self.parts, eps, consume, ranked, ast.strategy)
             self.enum = RegisterEnumerator(self.clock, eps, limit, ast.strategy,
                                            plan.full_d, self.parts, consume)
+            self.enum.plan = plan
             self.inert = RegisterInertness(plan, self.dfa.g0)
         else:
             # SELECT LAST with an edge NOT: runs kept apart by start, none expires (the edge
