@@ -770,7 +770,7 @@ class RegisterRuns:
 
     def _leave(self, P: Partition, states: dict[_Key, list[Node]], accs: list[Node] | None,
                wkey: Any, eps: Any) -> list[Node] | None:
-        """After an event: the ranked cap, the window on what accepted, consumption."""
+        """After an event: the caps on runs, the window on what accepted, consumption."""
         if self.ranked:
             if len(states) > RANKED_RUNS:
                 raise _ranked_error("partial matches in a partition", len(states),
@@ -1032,7 +1032,7 @@ class RegisterEnumerator(Enumerator):
         #: ranked strategies with CONSUME BY: the end of the last output, per partition key
         #: (None for ANY); later outputs must start after it (runs are kept: they rank)
         self.barriers: dict[Any, int] = {}
-        #: the runs' plan, when known: while its paths are one per complex event
+        #: the runs' plan, when known: when its paths are one per complex event
         #: (:attr:`RegisterPlan.one_path`), ALL and ANY stream as Algorithm 1's enumerator
         #: does (LIMIT stops the walk) instead of collecting an end's matches to deduplicate
         self.plan: RegisterPlan | None = None
