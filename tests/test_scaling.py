@@ -209,7 +209,7 @@ def test_collapsed_iterations_keep_their_meaning(where: str) -> None:
 def prepended_lengths(fn: Callable[[], object]) -> list[int]:
     """The length of the positions tuple each time enumeration is about to prepend to it."""
     lengths: list[int] = []
-    code = Enumerator.emit.__code__
+    code = Enumerator.walk.__code__
 
     def local(frame: types.FrameType, event: str, arg: object) -> Any:
         if event == "line" and frame.f_code is code:
@@ -221,7 +221,7 @@ def prepended_lengths(fn: Callable[[], object]) -> list[int]:
     def trace(frame: types.FrameType, event: str, arg: object) -> Any:
         return local if frame.f_code is code else None
 
-    source, first = inspect.getsourcelines(Enumerator.emit)
+    source, first = inspect.getsourcelines(Enumerator.walk)
     prepend_lines = {first + i for i, line in enumerate(source)
                      if line.strip().startswith("ps = (n[KIND_POS],) + ps")}
     assert prepend_lines

@@ -118,6 +118,41 @@ class Move:
     kills: tuple[CondKill, ...] = ()
 
 
+#: :func:`_one_path` gives up (answers False) past this many pairs of states
+ONE_PATH_PAIRS = 20_000
+
+
+def _one_path(cea: CEA, out: list[list[Transition]], full_d: bool) -> bool:
+    """Whether every complex event (start and positions) has one path in ``cea``.
+
+    Unmarked events only keep a run in its gap (a self-loop), so two paths for one complex
+    event take marked transitions at the same events and part somewhere: walk pairs of states
+    joined by marked transitions, noting whether the two paths took different transitions; a
+    parted pair that accepts at one event is a duplicate (whatever the labels: the enumerator
+    joins the labels of one complex event's paths). Guards and conditions are ignored (a pair
+    may never meet an event both take: only ever a False too many), as is a marked event the
+    output leaves out (False)."""
+    if not full_d and any(not t.pmark for ts in out for t in ts):
+        return False
+    finals = cea.finals
+    seen = {(0, 0, False)}
+    todo = [(0, 0, False)]
+    while todo:
+        p, q, parted = todo.pop()
+        for t1 in out[p]:
+            for t2 in out[q]:
+                split = parted or t1 is not t2
+                if split and t1.dst in finals and t2.dst in finals:
+                    return False
+                pair = (t1.dst, t2.dst, split)
+                if pair not in seen:
+                    if len(seen) >= ONE_PATH_PAIRS:
+                        return False
+                    seen.add(pair)
+                    todo.append(pair)
+    return True
+
+
 class RegisterPlan:
     """The immutable register plan of one automaton (see the module docstring).
 
@@ -193,6 +228,10 @@ class RegisterPlan:
         #: per state, its marked transitions as (guard, move)
         self.out_moves = self._out
         self.later = self._later(cea, out, condkills)
+        #: whether no complex event can be produced twice (two runs accepting one start,
+        #: positions and labels): the enumerator then need not collect an end's matches to
+        #: remove duplicates (see :func:`_one_path`)
+        self.one_path = _one_path(cea, out, full_d)
         #: per state, class → :meth:`moves` (a read-only fast cache; a miss: call it)
         self.move_cache: list[dict[int, tuple[Move, ...]]] = [{} for _ in range(cea.n_states)]
         self._progs: dict[int, tuple[tuple[int, _Program], ...]] = {}

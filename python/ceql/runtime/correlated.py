@@ -54,8 +54,16 @@ from .tecs import (
 )
 from .times import Clock
 
-__all__ = ["RANKED_MATCHES", "RANKED_RUNS", "FatedRuns", "RegisterEnumerator",
+__all__ = ["FatedRuns", "MAX_RUNS", "RANKED_MATCHES", "RANKED_RUNS", "RegisterEnumerator",
            "RegisterInertness", "RegisterRuns"]
+
+#: SELECT ALL and ANY keep one run per (state, registers) of a partition within the window.
+#: Registers that take many values multiply runs — an aggregate over an iterated variable
+#: (``SUM(a.v)`` over ``A+ AS a``: a sum per subset), or many variables a condition compares —
+#: up to exponentially in the window. Past these many runs in one partition the evaluation
+#: stops with :class:`~ceql.errors.CeqlResourceError` instead of exhausting memory (read at
+#: each check; the ranked strategies' cap is :data:`RANKED_RUNS`).
+MAX_RUNS = 100_000
 
 #: NEXT, LAST and MAX over conditions between events rank every complex event ending at an
 #: event, whatever its start (WITHIN cuts after ranking): the runs of a partition are then not
@@ -73,6 +81,18 @@ def _ranked_error(what: str, n: int, strategy: str) -> CeqlResourceError:
         f"{n} {what}: use SELECT ALL or ANY (runs then expire with the window), a finer "
         "PARTITION BY, or fewer iterations; or raise ceql.runtime.correlated."
         f"{'RANKED_RUNS' if what.endswith('partition') else 'RANKED_MATCHES'}.")
+
+
+def _runs_error(n: int, P: Partition) -> CeqlResourceError:
+    where = f"the partition {P.key!r}" if P.key else "one partition"
+    return CeqlResourceError(
+        f"This query's conditions between events keep {n} runs (partial matches with "
+        f"distinct registers: the values, records and accumulators the conditions read) in "
+        f"{where}, past ceql.runtime.correlated.MAX_RUNS. An aggregate over an iterated "
+        "variable (SUM or AVG of a variable under +) or many compared variables can multiply "
+        "runs up to exponentially in the window: use a shorter WITHIN, a finer PARTITION BY, "
+        "an aggregate with few values (COUNT, MIN, MAX), or raise "
+        "ceql.runtime.correlated.MAX_RUNS.")
 
 _Key = tuple[int, Registers]
 
@@ -739,10 +759,13 @@ class RegisterRuns:
 
     def _leave(self, P: Partition, states: dict[_Key, list[Node]], accs: list[Node] | None,
                wkey: Any, eps: Any) -> list[Node] | None:
-        """After an event: the ranked cap, the window on what accepted, consumption."""
-        if self.ranked and len(states) > RANKED_RUNS:
-            raise _ranked_error("partial matches in a partition", len(states),
-                                self.strategy_name)
+        """After an event: the caps on runs, the window on what accepted, consumption."""
+        if self.ranked:
+            if len(states) > RANKED_RUNS:
+                raise _ranked_error("partial matches in a partition", len(states),
+                                    self.strategy_name)
+        elif len(states) > MAX_RUNS:
+            raise _runs_error(len(states), P)
         if accs is None:
             return None
         if self.chain in (1, 2) and len(accs) > 1 and self.fate is None:
@@ -855,6 +878,8 @@ class RegisterRuns:
                         index.drop(plan, dead)
             else:
                 _add(ul, node, fifo, wkey)
+        if new and len(states) > MAX_RUNS and not self.ranked:
+            raise _runs_error(len(states), P)
         sig = P.sig
         if index.moved or sig is None or sig[0] != P.g:
             index.moved = False
@@ -1036,7 +1061,8 @@ class RegisterEnumerator(Enumerator):
     """Complex events of register runs: duplicates removed, then the strategy, the SELECT
     projection (when the runs kept every marked position) and LIMIT."""
 
-    __slots__ = ("barriers", "consume", "deferred", "full_d", "parts", "strategy", "user_limit")
+    __slots__ = ("barriers", "consume", "deferred", "full_d", "parts", "plan", "strategy",
+                 "user_limit")
 
     def __init__(self, clock: Clock, eps: Any, limit: int | None, strategy: str,
                  full_d: bool, parts: Partitions, consume: str, deferred: bool = False) -> None:
@@ -1052,11 +1078,23 @@ class RegisterEnumerator(Enumerator):
         #: ranked strategies with CONSUME BY: the end of the last output, per partition key
         #: (None for ANY); later outputs must start after it (runs are kept: they rank)
         self.barriers: dict[Any, int] = {}
+        #: the runs' plan, when known: when its paths are one per complex event
+        #: (:attr:`RegisterPlan.one_path`), ALL and ANY stream as Algorithm 1's enumerator
+        #: does (LIMIT stops the walk) instead of collecting an end's matches to deduplicate
+        self.plan: RegisterPlan | None = None
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
              tkey: Any) -> Iterator[list[Match]]:
         limit = self.user_limit
         ranked = self.strategy in ("NEXT", "LAST", "MAX")
+        plan = self.plan
+        if not ranked and not self.full_d and plan is not None and plan.one_path:
+            return self.walk(P, accs, pos, wkey, tkey, limit)
+        return self._collected(P, accs, pos, wkey, tkey, limit, ranked)
+
+    def _collected(self, P: Partition, accs: list[Node], pos: int, wkey: Any, tkey: Any,
+                   limit: int | None, ranked: bool) -> Iterator[list[Match]]:
+        """:meth:`emit` by collecting every complex event ending at ``pos`` first."""
         eps = self.eps
         groups: dict[tuple[int, tuple[int, ...]], list[Match]] = {}
         if ranked:

@@ -4,7 +4,9 @@ A depth-first walk below each accepting node (left before right, as
 :func:`~ceql.runtime.tecs.enumerate_node`), carrying the positions and labels met so far as
 tuples (latest last), so a match costs its bottom node and one object; union branches that start
 outside the window are not entered (output-linear delay). LIMIT caps the matches per end
-position; matches come in chunks so a consumer can stop early.
+position, and the walk stops as soon as it has them (a chunk is full after the match that fills
+it, even in the middle of a spine of unions), so LIMIT n costs n matches, not every match;
+matches come in chunks so a consumer can stop early.
 
 Prepending to a tuple copies it, so a long match would cost the square of its length: the walk
 prepends to tuples of at most :data:`RUN` entries and sets full ones aside in a linked list
@@ -59,8 +61,13 @@ class Enumerator:
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
              tkey: Any) -> Iterator[list[Match]]:
         """The complex events ending at ``pos``, in chunks of at most :data:`CHUNK`."""
+        return self.walk(P, accs, pos, wkey, tkey, self.limit)
+
+    def walk(self, P: Partition, accs: list[Node], pos: int, wkey: Any, tkey: Any,
+             limit_n: int | None) -> Iterator[list[Match]]:
+        """:meth:`emit` with at most ``limit_n`` matches (None: all)."""
         eps = self.eps if self.eps is not None else float("inf")
-        limit = self.limit if self.limit is not None else -1
+        limit = limit_n if limit_n is not None else -1
         if limit == 0:
             return
         clock = self.clock
@@ -109,6 +116,9 @@ class Enumerator:
                                 m.positions = pl
                                 m._labels = ll
                                 append(m)
+                                if len(out) >= cap:  # a chunk (or LIMIT) is full: r later
+                                    push((r, ps, ls, runs))
+                                    break
                                 n = r
                             else:
                                 push((r, ps, ls, runs))

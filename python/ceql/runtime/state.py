@@ -135,6 +135,7 @@ class Evaluation:
                          RegisterRuns(plan, self.parts, eps, consume, ranked, ast.strategy))
             self.enum = RegisterEnumerator(self.clock, eps, limit, ast.strategy,
                                            plan.full_d, self.parts, consume, cea.edge_rank)
+            self.enum.plan = plan
             self.inert = RegisterInertness(plan, self.dfa.g0)
         else:
             # SELECT LAST with an edge NOT: runs kept apart by start, none expires (the edge
