@@ -212,7 +212,7 @@ class Clock:
         n = norm_slow(v) if not isinstance(v, str) else v
         if isinstance(n, (_dt.date, _dt.datetime)):
             return self.row_timestamp(n, pos)
-        if n is None or isinstance(n, (int, float)) and not isinstance(n, bool):
+        if n is None or (isinstance(n, (int, float)) and not isinstance(n, bool)):
             if n is not None and n - n == 0:
                 return n, self.decide(False, pos)
             raise CeqlInputError(  # NaN (which the value model reads as NULL), ±inf
