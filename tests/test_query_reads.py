@@ -13,13 +13,13 @@ import pytest
 pytest.importorskip("pyoxigraph")
 pytest.importorskip("pyspark")
 
-from pyspark.sql.types import LongType, StringType, StructField, StructType  # noqa: E402
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-import ceql.spaseq as sp  # noqa: E402
-from ceql.rdf import RdfInputError, StaticDataset  # noqa: E402
-from ceql.spark import MatchCeqlError  # noqa: E402
-from ceql.spark._spaseq_plan import check_dataset_access, plan_spaseq  # noqa: E402
-from ceql.spark._spec import CallInfo  # noqa: E402
+import ceql.spaseq as sp
+from ceql.rdf import RdfInputError, StaticDataset
+from ceql.spark import MatchCeqlError
+from ceql.spark._spaseq_plan import check_dataset_access, plan_spaseq
+from ceql.spark._spec import CallInfo
 
 SECRET = "hunter2-secret-token"
 KB = '@prefix : <http://example/> . :H1 :owner :john .'
