@@ -117,6 +117,8 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                 yield released  # their events were attached when they began to wait
         P = by_key.get(key)
         if P is None:
+            if inert(fresh, c) and not parts.nan_seen:
+                continue
             ck = parts.canonical(key)  # a NaN of another object: NaN equals NaN
             if ck is None:
                 continue

@@ -83,7 +83,7 @@ class Partition:
 class Partitions:
     """Every live partition, by key, with the CONSUME BY ANY epoch."""
 
-    __slots__ = ("by_key", "epoch", "g0", "nan_null", "windowed")
+    __slots__ = ("by_key", "epoch", "g0", "nan_null", "nan_seen", "windowed")
 
     def __init__(self, g0: int, windowed: bool, nan_null: tuple[bool, ...] = ()) -> None:
         self.by_key: dict[tuple[Any, ...], Partition] = {}
@@ -93,6 +93,8 @@ class Partitions:
         #: per key attribute: whether a NaN there puts the event in no partition (see
         #: :func:`canonical_key`)
         self.nan_null = nan_null
+        #: a key holding NaN was met: a missed lookup may be a NaN of another object
+        self.nan_seen = False
 
     def __len__(self) -> int:
         return len(self.by_key)
@@ -108,8 +110,11 @@ class Partitions:
         """The partition of ``key`` (a key :meth:`canonical` keeps), created on first use."""
         P = self.by_key.get(key)
         if P is None:
-            key = canonical_key(key) or key  # (None only with nan_null)
-            P = self.by_key.get(key)
+            canon = canonical_key(key) or key  # (None only with nan_null)
+            if canon is not key:  # (rebuilt only when it holds a NaN)
+                self.nan_seen = True
+                key = canon
+                P = self.by_key.get(key)
         if P is None:
             P = Partition(key, self.g0, self.windowed, self.epoch)
             self.by_key[key] = P
