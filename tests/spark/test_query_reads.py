@@ -95,3 +95,14 @@ def test_spaseq_dataset_reads_no_file_unless_allowed(spark: Any, secret: Path) -
         assert f"dataset file {secret}: not valid" in message and SECRET not in message
     finally:
         spark.conf.unset("spark.ceql.spaseq.datasetPaths")
+
+
+def test_run_reads_no_file_from_query_text(spark: Any, secret: Path) -> None:
+    """``ceql.spark.run(spark, query)`` reads what the query's FROM names: tables and views, as
+    MATCH_CEQL does (a relative path: Spark cannot parse a '/' in the name it is given)."""
+    with pytest.raises(cs.MatchCeqlError) as err:
+        cs.run(spark, "SELECT * FROM `text.passwd` WHERE A")
+    assert str(err.value) == (
+        "MATCH_CEQL: the FROM name 'text.passwd' is no table or view, and ceql reads only tables "
+        "and views from query text, not files (text.`path`); register the data as a view, or "
+        "set spark.ceql.from.files=true to let FROM name files.")
