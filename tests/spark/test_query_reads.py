@@ -97,7 +97,7 @@ def test_spaseq_dataset_reads_no_file_unless_allowed(spark: Any, secret: Path) -
         spark.conf.unset("spark.ceql.spaseq.datasetPaths")
 
 
-def test_run_reads_no_file_from_query_text(spark: Any, secret: Path) -> None:
+def test_run_reads_no_file_from_query_text(spark: Any) -> None:
     """``ceql.spark.run(spark, query)`` reads what the query's FROM names: tables and views, as
     MATCH_CEQL does (a relative path: Spark cannot parse a '/' in the name it is given)."""
     with pytest.raises(cs.MatchCeqlError) as err:
