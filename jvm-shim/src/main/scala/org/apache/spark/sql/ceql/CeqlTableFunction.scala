@@ -261,7 +261,7 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
           org.apache.spark.sql.execution.datasources.DataSource
             .lookupDataSource(parts(0), session.sessionState.conf)
           true
-        } catch { case _: Throwable => false }
+        } catch { case scala.util.control.NonFatal(_) => false } // no such data source
       if (isSource) throw refused(
         s"$name: the FROM name ${Json.str(from)} is no table or view but a ${parts(0)} file " +
         s"path, and ceql reads only tables and views from query text; register the data as a " +
