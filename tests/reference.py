@@ -123,6 +123,16 @@ def _is_number(v: object) -> bool:
     return isinstance(v, (int, float, Fraction)) and not isinstance(v, bool)
 
 
+_NAN_KEY = ("NaN",)  # one key part for every NaN (None and NaN objects never equal it)
+
+
+def _is_nan(v: object) -> bool:
+    try:
+        return bool(v != v)
+    except (TypeError, ValueError):
+        return False
+
+
 def _clean(v: object) -> object:
     """Missing, None and NaN are all NULL."""
     if v is None:
@@ -1043,15 +1053,17 @@ def reference_matches(query: A.Query, events: Sequence[Mapping[str, Any]], *,
     members = _stream_members(events, query.streams, stream_key)
     written = _written_qualified(query.where)
 
-    # 1. PARTITION BY: composite key of non-NULL values; events lacking one are dropped.
+    # 1. PARTITION BY: composite key of non-NULL values; events lacking one are dropped; NaN
+    # groups with NaN (SQL's GROUP BY), though it compares as NULL in conditions.
     groups: dict[tuple[Any, ...], list[int]] = {}
     keys: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # equal keys: the first one seen
     for i in members:
-        key = tuple(events[i].get(a) for a in query.partition_by)
-        if any(_clean(v) is UNKNOWN for v in key):
+        key = tuple(_NAN_KEY if _is_nan(v) else v
+                    for v in (events[i].get(a) for a in query.partition_by))
+        if any(v is None for v in key):
             continue
         groups.setdefault(key, []).append(i)
-        keys.setdefault(key, key)
+        keys.setdefault(key, tuple(events[i].get(a) for a in query.partition_by))
 
     _check_times(events, sorted(i for g in groups.values() for i in g), query, time)
 

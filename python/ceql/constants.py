@@ -14,6 +14,8 @@ from dataclasses import dataclass
 __all__ = [
     "CALL_ARGUMENT",
     "CALL_BAD_PARTITION_BY",
+    "CALL_DATASET_PATHS",
+    "CALL_DATASET_TRUSTED",
     "CALL_DESCENDING",
     "CALL_NO_INPUT",
     "CALL_ORDER_BY",
@@ -28,10 +30,12 @@ __all__ = [
     "COLUMN_MATCH_START",
     "COLUMN_MATCH_START_PREFIX",
     "COLUMN_VARIABLE",
+    "CONF_FROM_FILES",
     "CONF_PARSER_ENABLED",
     "CONF_PREFILTER_ENABLED",
     "CONF_PREFIX",
     "CONF_PYTHON",
+    "CONF_SPASEQ_DATASET_PATHS",
     "CONSUME_ANY",
     "CONSUME_NONE",
     "CONSUME_PARTITION",
@@ -238,6 +242,12 @@ CALL_TABLE_NAME = "table_name"
 CALL_STREAMS = "streams"
 #: Call description key: no table argument and no FROM name to read.
 CALL_NO_INPUT = "no_input"
+#: Call description key: the directories MATCH_SPASEQ's dataset option may read (the shim
+#: writes the session's CONF_SPASEQ_DATASET_PATHS).
+CALL_DATASET_PATHS = "dataset_paths"
+#: Call description key: the dataset option came from a Python caller (the DataFrame API), not
+#: from query text.
+CALL_DATASET_TRUSTED = "dataset_trusted"
 
 #: Named argument by which the shim asks analyze for a prefilter (it applies it).
 PREFILTER_ARGUMENT = "_prefilter"
@@ -258,6 +268,10 @@ CONF_PARSER_ENABLED = "spark.ceql.parser.enabled"
 CONF_PREFILTER_ENABLED = "spark.ceql.prefilter.enabled"
 #: Spark setting: the Python the shim starts (see ceql.spark.conf).
 CONF_PYTHON = "spark.ceql.python"
+#: Spark setting: MATCH_CEQL's FROM may name files (`format`.`path`) (see ceql.spark.conf).
+CONF_FROM_FILES = "spark.ceql.from.files"
+#: Spark setting: where MATCH_SPASEQ's dataset option may read (see ceql.spark.conf).
+CONF_SPASEQ_DATASET_PATHS = "spark.ceql.spaseq.datasetPaths"
 
 #: The shim's table functions; a new one is one more entry (and its Python class).
 TABLE_FUNCTIONS = (

@@ -14,7 +14,7 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 import ceql
 import ceql.spark
-from ceql.spark._runner import MatchRunner
+from ceql.spark._runner import MatchRunner, partition_starts
 from ceql.spark._spec import CallInfo, MatchSpec, plan_match
 
 pytestmark = pytest.mark.spark
@@ -181,3 +181,13 @@ def test_a_waiting_match_keeps_its_rows_past_rows_of_other_streams() -> None:
         got.append(runner.close())
         out = [r for b in got if b is not None for r in b.to_pylist()]
         assert [(r["match_start"], r["match_end"]) for r in out] == [(0, 1)], cut
+
+
+def test_partition_starts_groups_nan_with_nan() -> None:
+    """Spark sorts a partition's NaN rows together and groups them as one key; the runner
+    splitting a batch by key must not cut between them (issue 28, item 6)."""
+    nan = float("nan")
+    col = pa.array([1.0, nan, nan, None, None, 2.0, -0.0, 0.0], pa.float64())
+    assert partition_starts([col]) == [1, 3, 5, 6]
+    tagged = pa.array(["a", "a", "b", "b", "b", "b", "b", "b"])
+    assert partition_starts([col, tagged]) == [1, 2, 3, 5, 6]

@@ -161,8 +161,12 @@ def test_dataset_option_reads_named_graphs_for_graph(spark: Any, tmp_path: Path)
     events = [house(10, 1, 1), house(25, 2, 2), house(30, 3, 3)]
     option = f"{EX}kb={tmp_path / 'kb.ttl'}, {tmp_path / 'more.trig'}"
     frame(spark, events).createOrReplaceTempView("ev")
-    got = rows(spark.sql(sql("ev", text, options=f", dataset => {sql_string(option)}")),
-               ("h", "n", "a"))
+    spark.conf.set("spark.ceql.spaseq.datasetPaths", str(tmp_path))  # SQL reads only there
+    try:
+        got = rows(spark.sql(sql("ev", text, options=f", dataset => {sql_string(option)}")),
+                   ("h", "n", "a"))
+    finally:
+        spark.conf.unset("spark.ceql.spaseq.datasetPaths")
     kb = StaticDataset().load(KB, graph=f"{EX}kb").load(path=tmp_path / "more.trig")
     assert got == local(text, events, dataset=kb)
     assert [r[4] for r in got] == [{"h": f"{EX}H1", "n": f"{EX}john", "a": None},
@@ -301,7 +305,7 @@ def test_wrong_options_are_refused_with_exact_messages(options: dict[str, str], 
     schema = StructType([StructField("stream", StringType()), StructField("time", LongType()),
                          StructField("graph", graph)])
     with pytest.raises(cs.MatchCeqlError) as err:
-        plan_spaseq(schema, {"query": OK, **options}, CallInfo())
+        plan_spaseq(schema, {"query": OK, **options}, CallInfo(dataset_paths="/"))
     assert str(err.value) == message
 
 

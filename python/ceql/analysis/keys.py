@@ -15,8 +15,12 @@ variables. A ``NOT`` looks at events no variable of the match holds: the key hol
 every NOT is named and tied to the key the same way (``A AS a ; NOT B AS n ; C AS c FILTER
 n[user = a.user] AND c[user = a.user]``: the events it forbids share the match's ``user``, so
 the substream holds all of them); an unnamed ``NOT B`` forbids a ``B`` of any user, which
-partitioning would hide, so it leaves no implied key. With an explicit ``PARTITION BY [k]``,
-``X[k = Y.k]`` is true of any two events of a substream and is dropped anywhere.
+partitioning would hide, so it leaves no implied key.
+
+NaN: PARTITION BY groups NaN with NaN (as SQL's GROUP BY does), but ``X[k = Y.k]`` is unknown
+on NaN (a NaN compares as NULL). So an implied key puts an event with NaN there in no
+partition (``Partitions.nan_null``), and with an explicit ``PARTITION BY [k]`` the equalities
+``X[k = Y.k]`` are kept: in the substream of NaN they fail.
 """
 
 from __future__ import annotations
@@ -160,24 +164,12 @@ def planned(q: N.Query) -> N.Query:
     """The query as evaluated: an implied partition key added to PARTITION BY, and the
     equalities a partition key makes true dropped."""
     key = implied_key(q)
-    pkeys = q.partition_by
-    drop: set[int] = set()
-    if key is not None:
-        attr, atoms = key
-        if attr not in pkeys:
-            pkeys = (*pkeys, attr)
-        drop |= {id(a) for a in atoms}
-    for node in formula_nodes(q.where):
-        if isinstance(node, N.Filter):
-            for c in _conjuncts(node.cond):
-                if isinstance(c, N.FilterAtom):
-                    eq = equality_attr(c)
-                    if eq is not None and eq[0] in q.partition_by:
-                        drop.add(id(c))
-    if not drop:
+    if key is None or key[0] in q.partition_by:
         return q
+    attr, atoms = key
+    drop = {id(a) for a in atoms}
     where = _without(q.where, drop)
-    return dataclasses.replace(q, where=where, partition_by=pkeys)
+    return dataclasses.replace(q, where=where, partition_by=(*q.partition_by, attr))
 
 
 def _without(root: N.Formula, drop: set[int]) -> N.Formula:

@@ -99,8 +99,8 @@ class StaticDataset:
         node = None if graph is None else _graph_node(graph, source)
         try:
             parsed = list(ox.parse(text, fmt, base_iri=base_iri, rename_blank_nodes=True))
-        except SyntaxError as e:
-            raise parse_error(e, text, fmt, source) from None
+        except SyntaxError as e:  # a file's text is never quoted (it may be any file)
+            raise parse_error(e, text, fmt, source, quote=path is None) from None
         quads = []
         for q in parsed:
             if isinstance(q.graph_name, ox.DefaultGraph):

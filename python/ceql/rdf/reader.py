@@ -116,12 +116,18 @@ def sniff_format(text: str | bytes, dataset: bool = False) -> ox.RdfFormat:
     return ox.RdfFormat.TRIG if dataset else ox.RdfFormat.TURTLE
 
 
-def parse_error(e: SyntaxError, text: str | bytes, fmt: ox.RdfFormat, source: str
-                ) -> RdfInputError:
-    """A parser's error as an :class:`RdfInputError` with the line, column and a caret."""
+def parse_error(e: SyntaxError, text: str | bytes, fmt: ox.RdfFormat, source: str,
+                quote: bool = True) -> RdfInputError:
+    """A parser's error as an :class:`RdfInputError` with the line, column and a caret;
+    ``quote=False`` (a file's text): the line and column alone, since the parser's words and
+    the caret quote the text, which a message must not show of a file."""
     message = str(e.msg if e.msg is not None else e)
     detail = _WHERE.sub("", message, count=1)
     line, column = e.lineno or 0, e.offset or 0
+    if not quote:
+        where = f" at line {line}, column {column}" if line else ""
+        return RdfInputError(f"not valid {fmt.name}{where} (its text is not quoted here: "
+                             "open the file there)", source=source, line=line, column=column)
     if not line:
         return RdfInputError(f"bad {fmt.name}: {detail}", source=source)
     if isinstance(text, bytes):

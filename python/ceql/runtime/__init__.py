@@ -4,5 +4,6 @@
 from .evaluator import Evaluator
 from .match import Match
 from .notices import NameSet, unseen_names_message
+from .partitions import canonical_key
 
-__all__ = ["Evaluator", "Match", "NameSet", "unseen_names_message"]
+__all__ = ["Evaluator", "Match", "NameSet", "canonical_key", "unseen_names_message"]

@@ -24,7 +24,7 @@ from ..errors import CeqlError, CeqlInputError, CeqlTypeError
 from ..predicates.mixing import WATCH, Hook
 from .lazy import Rows
 from .match import Match
-from .partitions import Partition
+from .partitions import Partition, canonical_key
 from .state import Evaluation
 from .times import column, show_event
 
@@ -107,14 +107,26 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
             due, next_key, floor = ev.sweep_rows, ev.sweep_key, ev.sweep_floor
         c = row_class(e)
         if edges is not None:
+            if pkeys:
+                ck = parts.canonical(key)
+                if ck is None:
+                    continue
+                key = ck
             released = edges.see_row(key, pos, wkey, c, e)
             if released:
                 yield released  # their events were attached when they began to wait
         P = by_key.get(key)
         if P is None:
-            if inert(fresh, c):
+            if inert(fresh, c) and not parts.nan_seen:
                 continue
-            P = parts.get(key)
+            ck = parts.canonical(key)  # a NaN of another object: NaN equals NaN
+            if ck is None:
+                continue
+            P = by_key.get(ck) if ck is not key else None
+            if P is None:
+                if inert(fresh, c):
+                    continue
+                P = parts.get(ck)
         sub = P.n
         P.n = sub + 1
         if events:
@@ -309,6 +321,9 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
                 "timestamp.")
         pcols.append(col)
         keep &= np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+        if ev.parts.nan_null[len(pcols) - 1] and pa.types.is_floating(col.type):
+            keep &= ~np.asarray(pc.is_nan(col).fill_null(False).to_numpy(zero_copy_only=False),
+                               dtype=bool)
     idx = np.flatnonzero(keep)
     ev.offset += n
     if ev.kept is not None:
@@ -450,8 +465,13 @@ def _factorize(pcols: list[pa.Array], idx: np.ndarray) -> tuple[np.ndarray,
         for d in reversed(dicts):
             u, r = divmod(u, max(len(d), 1))
             parts.append(d[r])
-        keys.append(tuple(reversed(parts)))
-    return inv.reshape(-1).astype(np.int64), keys
+        keys.append(canonical_key(tuple(reversed(parts))) or ())
+    codes = inv.reshape(-1).astype(np.int64)
+    if len(set(keys)) < len(keys):  # Arrow tells 0.0 from -0.0 (and NaNs apart), Python not
+        first: dict[tuple[Any, ...], int] = {}
+        merged = np.array([first.setdefault(k, len(first)) for k in keys], dtype=np.int64)
+        codes, keys = merged[codes], list(first)
+    return codes, keys
 
 
 def _run_grouped(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ...]],

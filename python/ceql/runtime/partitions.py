@@ -13,7 +13,30 @@ from typing import Any
 
 from .tecs import KIND_POS, LEFT, MAX_START_KEY, NEXT, RIGHT, Fifo, Node
 
-__all__ = ["Partition", "Partitions"]
+__all__ = ["NAN", "Partition", "Partitions", "canonical_key"]
+
+#: The one NaN object partition keys hold: SQL groups NaN with NaN (as Spark does), while
+#: Python compares distinct NaN objects unequal, so each NaN of a key is replaced by this one.
+NAN = float("nan")
+
+
+def _is_nan(v: object) -> bool:
+    try:
+        return bool(v != v)  # NaN of float, NumPy or Decimal (NaT too)
+    except (TypeError, ValueError):  # pandas' NA has no truth value: a value like any other
+        return False
+
+
+def canonical_key(key: tuple[Any, ...], nan_null: tuple[bool, ...] = ()
+                  ) -> tuple[Any, ...] | None:
+    """``key`` with each NaN replaced by :data:`NAN` (the same tuple when it holds none), or
+    None when a NaN sits where ``nan_null`` is true (an implied key, which stands for an
+    equality that NaN fails: see :mod:`ceql.analysis.keys`)."""
+    if not any(_is_nan(v) for v in key):
+        return key
+    if any(nan_null[i] for i, v in enumerate(key) if i < len(nan_null) and _is_nan(v)):
+        return None
+    return tuple(NAN if _is_nan(v) else v for v in key)
 
 
 class Partition:
@@ -60,13 +83,18 @@ class Partition:
 class Partitions:
     """Every live partition, by key, with the CONSUME BY ANY epoch."""
 
-    __slots__ = ("by_key", "epoch", "g0", "windowed")
+    __slots__ = ("by_key", "epoch", "g0", "nan_null", "nan_seen", "windowed")
 
-    def __init__(self, g0: int, windowed: bool) -> None:
+    def __init__(self, g0: int, windowed: bool, nan_null: tuple[bool, ...] = ()) -> None:
         self.by_key: dict[tuple[Any, ...], Partition] = {}
         self.epoch = 0
         self.g0 = g0
         self.windowed = windowed
+        #: per key attribute: whether a NaN there puts the event in no partition (see
+        #: :func:`canonical_key`)
+        self.nan_null = nan_null
+        #: a key holding NaN was met: a missed lookup may be a NaN of another object
+        self.nan_seen = False
 
     def __len__(self) -> int:
         return len(self.by_key)
@@ -74,9 +102,19 @@ class Partitions:
     def __iter__(self) -> Iterator[Partition]:
         return iter(self.by_key.values())
 
+    def canonical(self, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """``key`` as partitions are keyed (NaN equals NaN), None if it names none."""
+        return canonical_key(key, self.nan_null)
+
     def get(self, key: tuple[Any, ...]) -> Partition:
-        """The partition of ``key``, created on first use."""
+        """The partition of ``key`` (a key :meth:`canonical` keeps), created on first use."""
         P = self.by_key.get(key)
+        if P is None:
+            canon = canonical_key(key) or key  # (None only with nan_null)
+            if canon is not key:  # (rebuilt only when it holds a NaN)
+                self.nan_seen = True
+                key = canon
+                P = self.by_key.get(key)
         if P is None:
             P = Partition(key, self.g0, self.windowed, self.epoch)
             self.by_key[key] = P

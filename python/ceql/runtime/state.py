@@ -106,7 +106,9 @@ class Evaluation:
         # (SELECT LAST, or keyed NEXT, with an edge NOT: runs hold no unions, so no FIFO cuts
         # them)
         keyed = cea.edge_last or cea.edge_next
-        self.parts = Partitions(self.dfa.g0, eps is not None and not keyed)
+        # an implied key's NaN fails the equality it stands for: no partition
+        self.parts = Partitions(self.dfa.g0, eps is not None and not keyed,
+                                tuple(a not in query.ast.partition_by for a in self.pkeys))
         self.runs: Runs | RegisterRuns
         self.enum: Enumerator | EdgeEnumerator
         self.inert: Inertness | RegisterInertness

@@ -186,7 +186,7 @@ class Clock:
             raise self.no_time(ev, pos)
         if isinstance(v, (_dt.date, _dt.datetime)):
             return self.row_timestamp(v, pos)
-        if isinstance(v, (int, float)) and v == v:
+        if isinstance(v, (int, float)) and v - v == 0:  # not NaN, not ±inf
             return v, self.decide(False, pos)
         return self.row_time_slow(ev, v, pos)
 
@@ -212,8 +212,12 @@ class Clock:
         n = norm_slow(v) if not isinstance(v, str) else v
         if isinstance(n, (_dt.date, _dt.datetime)):
             return self.row_timestamp(n, pos)
-        if isinstance(n, (int, float)) and not isinstance(n, bool) and n == n:
-            return n, self.decide(False, pos)
+        if n is None or (isinstance(n, (int, float)) and not isinstance(n, bool)):
+            if n is not None and n - n == 0:
+                return n, self.decide(False, pos)
+            raise CeqlInputError(  # NaN (which the value model reads as NULL), ±inf
+                f"Event {pos} has time {v} in attribute {self.time!r}: a time must be a finite "
+                f"number (NaN and ±inf order nothing); drop or fix the event: {show_event(ev)}.")
         if isinstance(v, str):
             hint = (", or pass time_format (the strptime format of these strings, e.g. "
                     "time_format='%Y-%m-%d %H:%M:%S')")
@@ -244,9 +248,9 @@ class Clock:
         """The ``WITHIN n [attr]`` key of one event, checked for order."""
         wkey = ev.get(self.wattr) if self.wattr is not None else None
         if (wkey is None or isinstance(wkey, bool) or not isinstance(wkey, (int, float))
-                or wkey != wkey):
+                or wkey - wkey != 0):  # NaN, ±inf
             n = norm_slow(wkey)
-            if isinstance(n, bool) or not isinstance(n, (int, float)) or n != n:
+            if isinstance(n, bool) or not isinstance(n, (int, float)) or n - n != 0:
                 raise CeqlInputError(
                     f"Event {pos} has no number in attribute {self.wattr!r}, which WITHIN "
                     f"measures the window on (got {_short.repr(wkey)}); the event: "
@@ -354,10 +358,12 @@ class Clock:
                 f"event {_batch_event(rb, i)}; every event needs a number or a timestamp there."
             )
         arr = sel.to_numpy(zero_copy_only=False)
-        if arr.dtype.kind == "f" and np.isnan(arr).any():
-            i = int(idx[np.flatnonzero(np.isnan(arr))[0]])
-            raise CeqlInputError(f"Event {i + base} has time NaN in attribute {self.time!r}: "
-                                 f"{_batch_event(rb, i)}.")
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            i = int(idx[np.flatnonzero(~np.isfinite(arr))[0]])
+            raise CeqlInputError(
+                f"Event {i + base} has time {arr[np.flatnonzero(~np.isfinite(arr))[0]]} in "
+                f"attribute {self.time!r}: a time must be a finite number (NaN and ±inf order "
+                f"nothing); drop or fix the event: {_batch_event(rb, i)}.")
         self.check_order(arr, idx, base, "time", rb)
         if temporal and (arr[0] < _MIN_US or arr[-1] > _MAX_US):  # in order: ends are extremes
             raise self.out_of_range(original, idx, base)
@@ -441,7 +447,7 @@ class Clock:
         arr = np.asarray(sel.to_numpy(zero_copy_only=False))
         bad = np.asarray(pc.is_null(sel).to_numpy(zero_copy_only=False), dtype=bool)
         if arr.dtype.kind == "f":
-            bad |= np.isnan(arr)
+            bad |= ~np.isfinite(arr)  # NaN, ±inf
         if bad.any():
             i = int(idx[np.flatnonzero(bad)[0]])
             raise CeqlInputError(

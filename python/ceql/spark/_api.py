@@ -33,8 +33,9 @@ from ceql.constants import (
 from ._compiling import compile_on_driver
 from ._connect import apply, has_extension, is_connect
 from ._errors import MatchCeqlError
-from ._spec import WARNED_ARGUMENT, CallInfo
+from ._spec import WARNED_ARGUMENT, CallInfo, quote_identifier
 from ._stream import match_stream
+from .conf import FROM_FILES
 
 __all__ = ["match", "run"]
 
@@ -148,10 +149,28 @@ def run(spark: Any, query: str | Path, source: Any = None, *, time: str | None =
         return _call(source, text, CallInfo(), time=time, type_col=type_col, rows=rows,
                      time_unit=time_unit, bounds=bounds, time_format=time_format)
     names = (source,) if isinstance(source, str) else q.ast.streams
+    if source is None:  # names from query text: tables and views only, as in SQL
+        for name in names:
+            _no_file(spark, name)
     call = CallInfo(table_name=names[0] if len(names) == 1 else None,
                     streams=tuple(names) if len(names) > 1 else ())
     return _call(_merged(spark, names), text, call, time=time, type_col=type_col, rows=rows,
                  time_unit=time_unit, bounds=bounds, time_format=time_format)
+
+
+def _no_file(spark: Any, name: str) -> None:
+    """Refuse a FROM name of two parts that is no table or view (Spark would read it as a
+    ``format``.``path`` file), unless ``spark.ceql.from.files`` allows files: the shim's rule
+    for MATCH_CEQL, here for :func:`run`."""
+    parts = name.split(".")
+    if len(parts) != 2 or FROM_FILES.get(spark):
+        return
+    if spark.catalog.tableExists(".".join(quote_identifier(p) for p in parts)):
+        return
+    raise MatchCeqlError(
+        f"MATCH_CEQL: the FROM name {name!r} is no table or view, and ceql reads only tables "
+        f"and views from query text, not files ({parts[0]}.`path`); register the data as a "
+        f"view, or set {FROM_FILES.key}=true to let FROM name files.")
 
 
 def _merged(spark: Any, names: Sequence[str]) -> Any:

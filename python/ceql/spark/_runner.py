@@ -31,6 +31,7 @@ from ceql.constants import (
     ROWS_EVENTS,
     TIME_UNIT_PER_SECOND,
 )
+from ceql.runtime import canonical_key
 
 from ._errors import MatchCeqlError, TieOrderWarning
 from ._notices import key_of, said, say
@@ -68,14 +69,18 @@ def _match_ids(x: Any) -> Any:
 
 
 def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
-    """Rows (after the first) where any of ``columns`` changes value; NULL equals NULL."""
+    """Rows (after the first) where any of ``columns`` changes value; NULL equals NULL and
+    NaN equals NaN (as Spark groups, and as the engine's partitions do)."""
     n = len(columns[0])
     if n < 2:
         return []
     changed: Any = False
     for c in columns:
         a, b = c.slice(1), c.slice(0, n - 1)
-        diff = pc.or_(pc.fill_null(pc.not_equal(a, b), False),
+        unequal = pc.not_equal(a, b)
+        if pa.types.is_floating(c.type):
+            unequal = pc.and_(unequal, pc.invert(pc.and_(pc.is_nan(a), pc.is_nan(b))))
+        diff = pc.or_(pc.fill_null(unequal, False),
                       pc.not_equal(pc.is_null(a), pc.is_null(b)))
         changed = pc.or_(changed, diff)
     return [int(i) + 1 for i in np.flatnonzero(changed.to_numpy(zero_copy_only=False))]
@@ -281,8 +286,9 @@ class MatchRunner:
         ends = pa.array([m.end_position - base for m in matches], pa.int64())
         parts = {c: _flat(table.column(c).take(ends)) for c in spec.partition}
         keys: list[tuple[Any, ...]] = (
-            list(zip(*(parts[c].to_pylist() for c in spec.partition), strict=True)) if parts
-            else [()] * len(matches))
+            [canonical_key(k) or k
+             for k in zip(*(parts[c].to_pylist() for c in spec.partition), strict=True)]
+            if parts else [()] * len(matches))
         seeds: list[int] = []
         for k in keys:
             n = self._ordinals.get(k)

@@ -93,7 +93,8 @@ def match_spaseq(df: Any, query: str, *, time: str = "time", stream: str = "stre
     from pyspark.sql.functions import lit
 
     args = {k: lit(v) for k, v in options.items()}
-    args[CALL_ARGUMENT] = lit(CallInfo(partition_by=parts).to_json())
+    # the caller gave the dataset itself, so it may read it (SQL needs the session's leave)
+    args[CALL_ARGUMENT] = lit(CallInfo(partition_by=parts, dataset_trusted=True).to_json())
     udtf = spaseq_table_function(spark)
     if not is_connect(spark):
         return udtf(df.asTable(), **args)

@@ -43,6 +43,7 @@ from ceql.constants import (
     MATCH_SPASEQ,
     PREFILTER_ARGUMENT,
 )
+from ceql.constants import CONF_SPASEQ_DATASET_PATHS as CONF_DATASET_PATHS
 from ceql.rdf import RdfInputError, StaticDataset
 
 from ._errors import MatchCeqlError
@@ -53,6 +54,7 @@ __all__ = [
     "OPTIONS",
     "TYPES",
     "SpaseqSpec",
+    "check_dataset_access",
     "compiled",
     "dataset_items",
     "load_dataset",
@@ -132,6 +134,27 @@ def dataset_items(option: str) -> list[tuple[str | None, str]]:
         raise MatchCeqlError(f"{MATCH_SPASEQ}: the dataset option names no file; write "
                              "dataset => 'http://example/kb=/data/kb.ttl' or leave it out.")
     return items
+
+
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root
+
+
+def check_dataset_access(option: str, allowed: str | None) -> None:
+    """Refuse a ``dataset`` option of query text that names a file outside the directories
+    ``spark.ceql.spaseq.datasetPaths`` lists (``allowed``, as the shim read it; None or empty:
+    no file), before anything is read: query text reads only what the session allows."""
+    roots = [os.path.realpath(r.strip()) for r in (allowed or "").split(",") if r.strip()]
+    for _, path in dataset_items(option):
+        real = os.path.realpath(path)
+        if not any(_inside(real, r) for r in roots):
+            where = (f"only files under {', '.join(roots)}" if roots
+                     else "no file (it is unset in this session)")
+            raise MatchCeqlError(
+                f"{MATCH_SPASEQ}: the dataset option names {path}, but {CONF_DATASET_PATHS} "
+                f"lets query text read {where}. Set {CONF_DATASET_PATHS} to the directories "
+                "holding your datasets (e.g. SET spark.ceql.spaseq.datasetPaths=/data/kb), or "
+                "pass dataset= to ceql.spark.match_spaseq from Python.")
 
 
 def load_dataset(option: str) -> StaticDataset:
@@ -268,6 +291,8 @@ def plan_spaseq(schema: StructType, options: Mapping[str, Any], call: CallInfo) 
     if call.no_input:
         raise MatchCeqlError(f"{MATCH_SPASEQ} takes exactly one table argument, got 0: {_USAGE}.")
     dataset = _option(options, OPTION_DATASET)
+    if dataset is not None and not call.dataset_trusted:
+        check_dataset_access(dataset, call.dataset_paths)
     query = compiled(text, dataset)
     time = _resolve(_option(options, OPTION_TIME) or "time", schema, OPTION_TIME)
     stream = _resolve(_option(options, OPTION_STREAM) or "stream", schema, OPTION_STREAM)

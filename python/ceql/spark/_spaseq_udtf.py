@@ -37,6 +37,7 @@ from ceql.constants import (
     MATCH_SPASEQ,
     OPTION_QUERY,
 )
+from ceql.runtime import canonical_key
 
 from ._errors import MatchCeqlError
 from ._runner import match_id, partition_starts
@@ -161,7 +162,8 @@ class MatchSpaseq:
                 return
         starts = [0, *partition_starts([rb.column(c) for c in cols]), rb.num_rows]
         for s, e in pairwise(starts):
-            yield tuple(rb.column(c)[s].as_py() for c in cols), rb.slice(s, e - s)
+            key = tuple(rb.column(c)[s].as_py() for c in cols)
+            yield canonical_key(key) or key, rb.slice(s, e - s)  # NaN equals NaN
 
     def terminate(self) -> Iterator[pa.RecordBatch]:
         """The input ended: the matches of the last instant."""

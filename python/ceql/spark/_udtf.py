@@ -30,6 +30,7 @@ from ceql.constants import (
     PREFILTER_KEY,
     PREFILTER_ON,
 )
+from ceql.runtime import canonical_key
 
 from ._errors import MatchCeqlError
 from ._notices import key_of, say
@@ -194,7 +195,7 @@ class MatchCeql:
         starts = [0, *partition_starts([rb.column(c) for c in cols]), rb.num_rows]
         for s, e in pairwise(starts):
             key = tuple(rb.column(c)[s].as_py() for c in cols)
-            yield key, rb.slice(s, e - s)
+            yield canonical_key(key) or key, rb.slice(s, e - s)
 
     def terminate(self) -> Iterator[pa.RecordBatch]:
         """The input ended: output the matches that waited for time to pass (a trailing NOT

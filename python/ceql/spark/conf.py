@@ -14,9 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ceql.constants import CONF_PARSER_ENABLED, CONF_PREFILTER_ENABLED, CONF_PYTHON
+from ceql.constants import (
+    CONF_FROM_FILES,
+    CONF_PARSER_ENABLED,
+    CONF_PREFILTER_ENABLED,
+    CONF_PYTHON,
+    CONF_SPASEQ_DATASET_PATHS,
+)
 
-__all__ = ["CONFS", "PARSER_ENABLED", "PREFILTER_ENABLED", "PYTHON", "ConfEntry"]
+__all__ = ["CONFS", "FROM_FILES", "PARSER_ENABLED", "PREFILTER_ENABLED", "PYTHON",
+           "SPASEQ_DATASET_PATHS", "ConfEntry"]
 
 T = TypeVar("T", bool, str)
 
@@ -65,5 +72,17 @@ PYTHON = ConfEntry(
     "The Python executable MATCH_CEQL starts (it must be able to import ceql). When unset: "
     "spark.pyspark.python, else $PYSPARK_PYTHON, else python3.")
 
+FROM_FILES = ConfEntry(
+    CONF_FROM_FILES, bool, False,
+    "Whether the FROM of a MATCH_CEQL query without a table argument may name a file, as "
+    "`format.path` (binaryFile./etc/hosts), which Spark reads when spark.sql.runSQLOnFiles is "
+    "true. When false, FROM names only tables and views: query text reads no file.")
+SPASEQ_DATASET_PATHS = ConfEntry(
+    CONF_SPASEQ_DATASET_PATHS, str, None,
+    "Comma-separated directories whose files the dataset option of MATCH_SPASEQ in SQL may "
+    "read (symbolic links and '..' resolved first). When unset, that option reads no file; "
+    "ceql.spark.match_spaseq(dataset=...) from Python is not limited.")
+
 #: Every setting, in the order the docs list them.
-CONFS: tuple[ConfEntry[Any], ...] = (PARSER_ENABLED, PREFILTER_ENABLED, PYTHON)
+CONFS: tuple[ConfEntry[Any], ...] = (PARSER_ENABLED, PREFILTER_ENABLED, PYTHON, FROM_FILES,
+                                     SPASEQ_DATASET_PATHS)

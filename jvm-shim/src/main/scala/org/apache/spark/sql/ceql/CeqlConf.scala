@@ -52,8 +52,44 @@ object CeqlConf {
       .stringConf
       .createOptional
 
+  /**
+   * `spark.ceql.from.files`: Whether the FROM of a MATCH_CEQL query without a table argument may
+   * name a file, as `format.path` (binaryFile./etc/hosts), which Spark reads when
+   * spark.sql.runSQLOnFiles is true. When false, FROM names only tables and views: query text reads
+   * no file.
+   */
+  val FromFiles: ConfigEntry[Boolean] =
+    SQLConf.buildConf(CeqlConstants.ConfFromFiles)
+      .doc("Whether the FROM of a MATCH_CEQL query without a table argument may name a file, " +
+           "as `format.path` (binaryFile./etc/hosts), which Spark reads when " +
+           "spark.sql.runSQLOnFiles is true. When false, FROM names only tables and views: " +
+           "query text reads no file.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(false)
+
+  /**
+   * `spark.ceql.spaseq.datasetPaths`: Comma-separated directories whose files the dataset option of
+   * MATCH_SPASEQ in SQL may read (symbolic links and '..' resolved first). When unset, that option
+   * reads no file; ceql.spark.match_spaseq(dataset=...) from Python is not limited.
+   */
+  val SpaseqDatasetPaths: OptionalConfigEntry[String] =
+    SQLConf.buildConf(CeqlConstants.ConfSpaseqDatasetPaths)
+      .doc("Comma-separated directories whose files the dataset option of MATCH_SPASEQ in SQL " +
+           "may read (symbolic links and '..' resolved first). When unset, that option reads " +
+           "no file; ceql.spark.match_spaseq(dataset=...) from Python is not limited.")
+      .version("0.1.0")
+      .stringConf
+      .createOptional
+
   /** Every setting. */
-  val All: Seq[ConfigEntry[_]] = Seq(ParserEnabled, PrefilterEnabled, Python)
+  val All: Seq[ConfigEntry[_]] = Seq(
+    ParserEnabled,
+    PrefilterEnabled,
+    Python,
+    FromFiles,
+    SpaseqDatasetPaths
+  )
 
   /**
    * Registers the settings with SQLConf (done once, when this object is first used), so that SET -v

@@ -262,6 +262,18 @@ object CeqlConstants {
   final val CallNoInput = "no_input"
 
   /**
+   * `CALL_DATASET_PATHS`: Call description key: the directories MATCH_SPASEQ's dataset option may
+   * read (the shim writes the session's CONF_SPASEQ_DATASET_PATHS).
+   */
+  final val CallDatasetPaths = "dataset_paths"
+
+  /**
+   * `CALL_DATASET_TRUSTED`: Call description key: the dataset option came from a Python caller (the
+   * DataFrame API), not from query text.
+   */
+  final val CallDatasetTrusted = "dataset_trusted"
+
+  /**
    * `PREFILTER_ARGUMENT`: Named argument by which the shim asks analyze for a prefilter (it applies
    * it).
    */
@@ -298,6 +310,18 @@ object CeqlConstants {
 
   /** `CONF_PYTHON`: Spark setting: the Python the shim starts (see ceql.spark.conf). */
   final val ConfPython = "spark.ceql.python"
+
+  /**
+   * `CONF_FROM_FILES`: Spark setting: MATCH_CEQL's FROM may name files (`format`.`path`) (see
+   * ceql.spark.conf).
+   */
+  final val ConfFromFiles = "spark.ceql.from.files"
+
+  /**
+   * `CONF_SPASEQ_DATASET_PATHS`: Spark setting: where MATCH_SPASEQ's dataset option may read (see
+   * ceql.spark.conf).
+   */
+  final val ConfSpaseqDatasetPaths = "spark.ceql.spaseq.datasetPaths"
 
   /**
    * `TABLE_FUNCTIONS`: The shim's table functions; a new one is one more entry (and its Python

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.api.python.{PythonEvalType, PythonFunction}
 import org.apache.spark.internal.Logging
-import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.{AnalysisException, DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.analysis.{UnresolvedAttribute, UnresolvedRelation, UnresolvedStar}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, AttributeReference, Descending, Expression, ExpressionInfo, FunctionTableSubqueryArgumentExpression, Literal, NamedArgumentExpression, PythonUDTF, SortOrder}
@@ -75,12 +75,18 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
       NamedArgumentExpression(k, Literal(v))
     }
     org.apache.spark.sql.classic.Dataset.ofRows(ds.sparkSession,
-      build(ds.sparkSession, table +: named))
+      build(ds.sparkSession, table +: named, trusted = true))
   }
 
+  /** `trusted`: the options come from a Python caller (the DataFrame API), not query text. */
   private def build(session: org.apache.spark.sql.classic.SparkSession,
-      args: Seq[Expression]): LogicalPlan = {
-    val (withTable, call) = describeCall(args)
+      args: Seq[Expression], trusted: Boolean = false): LogicalPlan = {
+    args.collectFirst { case NamedArgumentExpression(k, _) if k.equalsIgnoreCase(CallArgument) =>
+      throw refused(s"$name: $CallArgument is ceql's own argument, written by the shim; " +
+        "leave it out.")
+    }
+    val (withTable, described) = describeCall(session, args)
+    val call = withAccess(session, described, trusted)
     val exprs = withTable :+ NamedArgumentExpression(CallArgument, Literal(call))
     val func = CeqlPython.function(spec)
     exprs.zipWithIndex.filter { case (e, _) => tableOf(e).isDefined } match {
@@ -170,14 +176,24 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
       case _ => None
     }
 
-  private def describeCall(args: Seq[Expression]): (Seq[Expression], String) = {
+  /** The call description with what the session lets the query's options read. */
+  private def withAccess(session: org.apache.spark.sql.classic.SparkSession, call: String,
+      trusted: Boolean): String = {
+    val paths = session.sessionState.conf.getConf(CeqlConf.SpaseqDatasetPaths).getOrElse("")
+    val extra = Json.str(CallDatasetPaths) + ":" + Json.str(paths) + "," +
+      Json.str(CallDatasetTrusted) + ":" + trusted.toString
+    if (call == "{}") "{" + extra + "}" else call.stripSuffix("}") + "," + extra + "}"
+  }
+
+  private def describeCall(session: org.apache.spark.sql.classic.SparkSession,
+      args: Seq[Expression]): (Seq[Expression], String) = {
     val tables = args.zipWithIndex.flatMap { case (e, i) => tableOf(e).map(t => (t, i)) }
     tables match {
       case Seq((t, i)) =>
         val stripped = t.copy(partitionByExpressions = Nil, withSinglePartition = false,
           orderByExpressions = Nil)
         (args.updated(i, rewrap(args(i), stripped)), tableCall(t))
-      case Seq() if spec.inlineCeql => fromClause(args) // CEQL's FROM names the tables
+      case Seq() if spec.inlineCeql => fromClause(session, args) // CEQL's FROM names the tables
       case _ => (args, "{}") // several tables, or none: analyze says what is wrong
     }
   }
@@ -208,12 +224,14 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
   }
 
   /** No table argument: read the tables the query's FROM clause names. */
-  private def fromClause(args: Seq[Expression]): (Seq[Expression], String) = {
+  private def fromClause(session: org.apache.spark.sql.classic.SparkSession,
+      args: Seq[Expression]): (Seq[Expression], String) = {
     val text = args.collectFirst {
       case NamedArgumentExpression(OptionQuery, Literal(v, _)) if v != null => v.toString
       case Literal(v, _) if v != null => v.toString
     }
     val names = text.map(CeqlSyntax.fromNames).getOrElse(Nil)
+    if (!session.sessionState.conf.getConf(CeqlConf.FromFiles)) names.foreach(noFile(session, _))
     val (plan, call) = names match {
       case Seq() =>
         (OneRowRelation(), Json.obj(CallNoInput -> "true"))
@@ -229,6 +247,32 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
     }
     (FunctionTableSubqueryArgumentExpression(plan) +: args, call)
   }
+
+  /**
+   * Refuses a FROM name that Spark would read as a file (`format`.`path`, with
+   * spark.sql.runSQLOnFiles): a name of two parts that is no table or view and whose first
+   * part is a data source. Query text then reads only tables and views.
+   */
+  private def noFile(session: org.apache.spark.sql.classic.SparkSession, from: String): Unit = {
+    val parts = from.split('.')
+    if (parts.length == 2 && !session.catalog.tableExists(quoteParts(from))) {
+      val isSource =
+        try {
+          org.apache.spark.sql.execution.datasources.DataSource
+            .lookupDataSource(parts(0), session.sessionState.conf)
+          true
+        } catch { case scala.util.control.NonFatal(_) => false } // no such data source
+      if (isSource) throw refused(
+        s"$name: the FROM name ${Json.str(from)} is no table or view but a ${parts(0)} file " +
+        s"path, and ceql reads only tables and views from query text; register the data as a " +
+        s"view (CREATE TEMPORARY VIEW ... USING ${parts(0)}) or set " +
+        s"$ConfFromFiles=true to let FROM name files.")
+    }
+  }
+
+  private def refused(message: String): AnalysisException =
+    new AnalysisException(errorClass = "TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON",
+      messageParameters = Map("msg" -> message))
 
   private def relation(name: String): LogicalPlan =
     UnresolvedRelation(CatalystSqlParser.parseMultipartIdentifier(quoteParts(name)))
