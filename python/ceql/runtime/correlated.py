@@ -54,8 +54,15 @@ from .tecs import (
 )
 from .times import Clock
 
-__all__ = ["FatedRuns", "MAX_RUNS", "RANKED_MATCHES", "RANKED_RUNS", "RegisterEnumerator",
-           "RegisterInertness", "RegisterRuns"]
+__all__ = [
+    "MAX_RUNS",
+    "RANKED_MATCHES",
+    "RANKED_RUNS",
+    "FatedRuns",
+    "RegisterEnumerator",
+    "RegisterInertness",
+    "RegisterRuns",
+]
 
 #: SELECT ALL and ANY keep one run per (state, registers) of a partition within the window.
 #: Registers that take many values multiply runs — an aggregate over an iterated variable
