@@ -19,11 +19,13 @@ from ..ir import nodes as A
 __all__ = ["Reporter", "and_list", "did_you_mean", "names_list", "written_name"]
 
 def names_list(names: Iterable[str]) -> str:
+    """``names`` sorted and joined by commas ('nothing' when none)."""
     ordered = sorted(set(names), key=lambda n: (n.lower(), n))
     return ", ".join(ordered) if ordered else "nothing"
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the name of ``known`` closest to ``name``, or ''."""
     close = difflib.get_close_matches(name, sorted(set(known)), n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -58,6 +60,8 @@ class Reporter:
 
     def report(self, cls: type[CeqlValidationError], message: str, span: A.Span,
                width: int | None = None) -> None:
+        """Add an error ``cls(message)`` located at ``span`` (caret ``width`` columns wide, by
+        default the span's)."""
         if span.line:
             if width is None:
                 width = span.end - span.start if span.end_line == span.line else 10**6
@@ -70,6 +74,7 @@ class Reporter:
         self.errors.append((key, len(self.errors), err))
 
     def show(self, expr: A.Expr) -> str:
+        """``expr`` as the query writes it, on one line (formatted when its text is unknown)."""
         s = expr.span
         if s.line and 0 <= s.start < s.end <= len(self.text):
             return " ".join(self.text[s.start:s.end].split())
@@ -82,6 +87,7 @@ class Reporter:
         return ""
 
     def leaf_text(self, leaf: A.FilterAtom | A.FilterMatch) -> str:
+        """A FILTER condition as written (``b[price > a.price]``), on one line."""
         text = self.text_at(leaf.span)
         return " ".join(text.split()) if text else format_filter(leaf)
 
@@ -91,6 +97,7 @@ class Reporter:
         return " ".join(text.split()) if text else format_formula(node)
 
     def formula_text(self, node: A.Formula) -> str:
+        """A formula as written, on one line."""
         text = self.text_at(node.span)
         return " ".join(text.split()) if text else format_formula(node)
 

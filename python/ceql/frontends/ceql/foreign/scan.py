@@ -26,23 +26,31 @@ _OPEN = frozenset({"LPAR"})
 _SHUT = frozenset({"RPAR"})
 
 
-def scan_forward(tokens: Sequence[Tok], k: int, stop: Callable[[str], bool] | None = None,
-                 opens: frozenset[str] = _OPEN, shuts: frozenset[str] = _SHUT) -> int:
-    """The index of the first token from ``tokens[k]`` on that closes a bracket opened before
-    ``k`` or, outside the brackets opened from ``k``, is a ``stop`` (by its type);
-    ``len(tokens)`` when there is none."""
+def _scan(tokens: Sequence[Tok], indices: range, deeper: frozenset[str],
+          shallower: frozenset[str], stop: Callable[[str], bool] | None) -> int | None:
+    """The first of ``indices`` whose token leaves the bracket level the walk starts at
+    (``shallower`` at depth 0) or, at that level, is a ``stop``; None when there is none."""
     depth = 0
-    for i in range(k, len(tokens)):
+    for i in indices:
         kind = tokens[i].type
-        if kind in opens:
+        if kind in deeper:
             depth += 1
-        elif kind in shuts:
+        elif kind in shallower:
             if depth == 0:
                 return i
             depth -= 1
         elif depth == 0 and stop is not None and stop(kind):
             return i
-    return len(tokens)
+    return None
+
+
+def scan_forward(tokens: Sequence[Tok], k: int, stop: Callable[[str], bool] | None = None,
+                 opens: frozenset[str] = _OPEN, shuts: frozenset[str] = _SHUT) -> int:
+    """The index of the first token from ``tokens[k]`` on that closes a bracket opened before
+    ``k`` or, outside the brackets opened from ``k``, is a ``stop`` (by its type);
+    ``len(tokens)`` when there is none."""
+    found = _scan(tokens, range(k, len(tokens)), opens, shuts, stop)
+    return len(tokens) if found is None else found
 
 
 def scan_back(tokens: Sequence[Tok], end: int, stop: Callable[[str], bool] | None = None,
@@ -51,18 +59,8 @@ def scan_back(tokens: Sequence[Tok], end: int, stop: Callable[[str], bool] | Non
     """Going back from ``tokens[end - 1]`` to ``tokens[first]``: the index of the first token
     that opens a bracket not closed before ``end`` or, outside the brackets closed before
     ``end``, is a ``stop`` (by its type); ``first - 1`` when there is none."""
-    depth = 0
-    for i in range(end - 1, first - 1, -1):
-        kind = tokens[i].type
-        if kind in shuts:
-            depth += 1
-        elif kind in opens:
-            if depth == 0:
-                return i
-            depth -= 1
-        elif depth == 0 and stop is not None and stop(kind):
-            return i
-    return first - 1
+    found = _scan(tokens, range(end - 1, first - 1, -1), shuts, opens, stop)
+    return first - 1 if found is None else found
 
 
 def match_back(tokens: Sequence[Tok], close: int, open_: str = "LPAR",
