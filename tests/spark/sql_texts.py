@@ -35,7 +35,7 @@ class Call:
 class SqlText:
     """A SQL text, its real calls' spans [start, end) and CEQL texts, and the text Spark's
     parser must read as it with each call's CEQL replaced by ``'CEQLPLACEHOLDER<i>'`` (None
-    when the text was cut inside a call)."""
+    when the text was cut inside a call: then ``calls`` are the whole ones before it)."""
 
     text: str
     calls: tuple[tuple[int, int, str], ...]
@@ -156,7 +156,7 @@ def sql_texts(draw: st.DrawFn) -> SqlText:
     if cut is None:
         return SqlText(text, tuple(calls), expected)
     if any(s < cut < e for s, e, _ in calls):
-        return SqlText(text[:cut], (), None)
+        return SqlText(text[:cut], tuple(c for c in calls if c[1] <= cut), None)
     kept = [(c, g) for c, g in zip(calls, grown, strict=True) if c[1] <= cut]
     return SqlText(text[:cut], tuple(c for c, _ in kept),
                    expected[:cut + sum(g for _, g in kept)])
