@@ -93,7 +93,8 @@ object CeqlSyntax {
     for (call <- found) {
       if (!call.closed) throw new UnclosedCall(call)
       sb.append(sql, last, call.open + 1)
-      sb.append(CeqlConstants.OptionQuery).append(" => ").append(sqlString(ceqlText(sql, call), how))
+      sb.append(CeqlConstants.OptionQuery).append(" => ")
+        .append(sqlString(ceqlText(sql, call), how))
       sb.append(sql, call.bodyEnd, call.close + 1)
       last = call.close + 1
     }
@@ -255,7 +256,8 @@ object CeqlSyntax {
    * quote), quoted names, comments (nested) and hints are found exactly as Spark finds them.
    * Token kinds are read by name, never by number: the numbers differ between Spark lines. */
   private final class SqlTokens(sql: String, from: Int) {
-    private val lexer = new SqlBaseLexer(new UpperCased(CharStreams.fromString(sql.substring(from))))
+    private val lexer =
+      new SqlBaseLexer(new UpperCased(CharStreams.fromString(sql.substring(from))))
     lexer.removeErrorListeners()
     private val vocabulary = lexer.getVocabulary
     private val read = ArrayBuffer.empty[Tok]
