@@ -1,10 +1,10 @@
 """Random Spark SQL texts for the inline syntax's lexing differential (issue 28.5).
 
 A text mixes string literals ('…' and "…" with backslash escapes, raw R'…' and r"…"),
-back-quoted names, ``--`` comments (with ``\\``-newline continuations), nested ``/* … */`` comments and hints
-``/*+ … */``, whose contents hold the text ``MATCH_CEQL(`` and other traps, with real inline
-``MATCH_CEQL( <CEQL> )`` calls; it may be cut short anywhere. Each text comes with where its
-real calls lie and the CEQL text each one passes.
+back-quoted names, ``--`` comments (with ``\\``-newline continuations), nested ``/* … */``
+comments and hints ``/*+ … */``, whose contents hold the text ``MATCH_CEQL(`` and other traps,
+with real inline ``MATCH_CEQL( <CEQL> )`` calls; it may be cut short anywhere. Each text comes
+with where its real calls lie and the CEQL text each one passes.
 """
 
 from __future__ import annotations
