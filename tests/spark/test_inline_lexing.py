@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from pyspark.errors.exceptions.captured import CapturedException
 from sql_texts import SqlText, placeholder, sql_texts
 
 from ceql.spark._inline_calls import inline_calls
+from ceql.spark._spec import sql_string
 
 ESCAPED = "spark.sql.parser.escapedStringLiterals"
 MODES = (False, True)
@@ -135,6 +137,18 @@ def test_the_ceql_literal_reads_back_exactly(spark: Any, escaped: Any, mode: boo
         assert value == (s + "\n" if lone_backslash else s)
 
     check()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_strings_ceql_writes_in_sql_read_back_in_either_mode(
+        spark: Any, escaped: Any, mode: bool) -> None:
+    """The Python side's literals (a time_format pattern, in the ordering and the prefilter)."""
+    escaped(mode)
+    pattern, odd = "yyyy-MM-dd'T'HH:mm:ss", "C:\\ it's"
+    row = spark.sql(f"SELECT {sql_string(pattern)} AS p, {sql_string(odd)} AS q, "
+                    f"try_to_timestamp('2024-01-01T00:00:01', {sql_string(pattern)}) AS t"
+                    ).collect()[0]
+    assert (row.p, row.q, row.t) == (pattern, odd, datetime(2024, 1, 1, 0, 0, 1))
 
 
 def test_a_lone_quote_with_escaped_literals_and_double_quoted_names(
