@@ -151,6 +151,18 @@ def test_the_strings_ceql_writes_in_sql_read_back_in_either_mode(
     assert (row.p, row.q, row.t) == (pattern, odd, datetime(2024, 1, 1, 0, 0, 1))
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_time_format_with_quoted_text_in_either_mode(
+        spark: Any, escaped: Any, mode: bool) -> None:
+    escaped(mode)
+    spark.createDataFrame([("A", "2024-01-01T00:00:09"), ("B", "2024-01-01T00:00:10"),
+                           ("A", "2023-12-31T23:59:59")], "type string, ts string"
+                          ).createOrReplaceTempView("text_times")
+    rows = spark.sql("SELECT match_start FROM MATCH_CEQL( SELECT * FROM text_times WHERE A ; B "
+                     "WITHIN 5 SECONDS, time_format => \"yyyy-MM-dd'T'HH:mm:ss\")").collect()
+    assert [r.match_start for r in rows] == [datetime(2024, 1, 1, 0, 0, 9)]
+
+
 def test_a_lone_quote_with_escaped_literals_and_double_quoted_names(
         spark: Any, ev: None, escaped: Any) -> None:
     escaped(True)
