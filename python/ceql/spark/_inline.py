@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from ._errors import MatchCeqlError
+from ._inline_calls import inline_calls
 
 __all__ = ["INLINE_NEEDS_EXTENSION", "NOT_REGISTERED", "PARTITION_IN_QUERY",
            "inside_inline_call", "refused"]
@@ -45,7 +46,6 @@ _UNRESOLVED = re.compile(r"\[UNRESOLVABLE_TABLE_VALUED_FUNCTION\][^\n]*`MATCH_CE
 _POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
 _SQL_HEADER = re.compile(r"== SQL[^\n]*==\n")
 _CARET = re.compile(r"-*\^+")
-_INLINE_CALL = re.compile(r"\bMATCH_CEQL\s*\(\s*SELECT\b", re.I)
 _QUOTES = "'\"`"
 
 
@@ -77,9 +77,8 @@ def refused(text: str) -> MatchCeqlError | None:
 
 def inside_inline_call(before: str) -> bool:
     """Whether the end of SQL text ``before`` lies inside the parentheses of a
-    ``MATCH_CEQL( SELECT …`` call (quoted text skipped)."""
-    return any(closing_paren(before, call.end()) is None
-               for call in _INLINE_CALL.finditer(before))
+    ``MATCH_CEQL( SELECT …`` call, found as the shim finds calls (:mod:`._inline_calls`)."""
+    return any(call.end is None for call in inline_calls(before))
 
 
 def closing_paren(text: str, start: int) -> int | None:

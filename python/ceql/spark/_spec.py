@@ -98,8 +98,12 @@ def quote_identifier(name: str) -> str:
 
 
 def sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """``text`` as a Spark SQL string expression that reads the same under either
+    ``spark.sql.parser.escapedStringLiterals``: a literal, or, when ``text`` holds a quote or a
+    backslash (which that setting reads differently), the cast of its UTF-8 bytes."""
+    if "'" in text or "\\" in text:
+        return f"CAST(X'{text.encode('utf-8', 'surrogatepass').hex().upper()}' AS STRING)"
+    return f"'{text}'"
 
 
 @dataclass(frozen=True)

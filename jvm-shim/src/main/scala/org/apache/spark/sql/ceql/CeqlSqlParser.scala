@@ -32,11 +32,18 @@ class CeqlSqlParser(val delegate: ParserInterface) extends ParserInterface {
     if (!enabled || !CeqlSyntax.mayHaveCalls(sqlText)) {
       return sqlText
     }
-    try CeqlSyntax.rewrite(sqlText, loose)
+    val conf = SQLConf.get
+    val how = CeqlSyntax.Literals(conf.escapedStringLiterals,
+      conf.ansiEnabled && conf.doubleQuotedIdentifiers)
+    try CeqlSyntax.rewrite(sqlText, loose, how)
     catch {
       case e: CeqlSyntax.UnclosedCall =>
         throw new ParseException(Some(sqlText), Origin(), "PARSE_SYNTAX_ERROR",
           Map("error" -> s"'${e.call.function}('", "hint" -> s": ${e.getMessage}"))
+      case e: CeqlSyntax.UnwritableQuery =>
+        throw new ParseException(Some(sqlText), Origin(), "PARSE_SYNTAX_ERROR",
+          Map("error" -> s"'${CeqlSyntax.functions.mkString("/")}('",
+            "hint" -> s": ${e.getMessage}"))
     }
   }
 

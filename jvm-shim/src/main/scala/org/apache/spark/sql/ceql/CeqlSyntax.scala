@@ -2,15 +2,21 @@ package org.apache.spark.sql.ceql
 
 import scala.collection.mutable.ArrayBuffer
 
+import org.antlr.v4.runtime.{CharStream, CharStreams, CodePointCharStream, Token}
+import org.antlr.v4.runtime.misc.Interval
+
+import org.apache.spark.sql.catalyst.parser.SqlBaseLexer
+
 /**
  * Lexical reading of the inline syntax `MATCH_CEQL( <CEQL> [, name => value]... )`, for every
  * table function whose entry has `inlineCeql` (MATCH_CEQL).
  *
- * It finds such calls in SQL text (skipping Spark strings, quoted names and comments), finds
- * where the CEQL text ends (skipping CEQL strings, quoted names and comments, balancing
- * parentheses) and rewrites each into the table function call
- * `MATCH_CEQL(query => '<CEQL>' [, name => value]...)`. It never interprets CEQL: the engine
- * compiles the text when the table function is analysed.
+ * It finds such calls among the tokens Spark's own lexer reads in SQL text (so nothing inside
+ * a string, raw string, quoted name or comment is ever a call), finds where the CEQL text ends
+ * (skipping CEQL strings, quoted names and comments, balancing parentheses) and rewrites each
+ * into the table function call `MATCH_CEQL(query => <CEQL as a string literal> [, name =>
+ * value]...)`; after a call, Spark's lexer reads on from its `)`. It never interprets CEQL: the
+ * engine compiles the text when the table function is analysed.
  *
  * A call's text is CEQL when it starts with SELECT. With `loose`, also when it starts with
  * another word followed by neither `(`, `.`, `,`, `)` nor `=>` (so not a SQL expression
@@ -48,40 +54,38 @@ object CeqlSyntax {
   /** Every inline CEQL call of `sql`, in text order (see the object's doc for `loose`). */
   def calls(sql: String, loose: Boolean): Vector[Call] = {
     val out = Vector.newBuilder[Call]
-    var i = 0
-    val n = sql.length
-    while (i < n) {
-      val c = sql.charAt(i)
-      if (c == '\'' || c == '"') i = skipSqlString(sql, i)
-      else if (c == '`') i = skipQuotedName(sql, i)
-      else if (sql.startsWith("--", i)) i = skipLine(sql, i)
-      else if (sql.startsWith("/*", i)) i = skipSqlComment(sql, i)
-      else if (isSqlWordChar(c)) {
-        val w = wordEnd(sql, i)
-        val function = functions.find(f =>
-          w - i == f.length && sql.regionMatches(true, i, f, 0, w - i))
-        if (function.isDefined && (i == 0 || sql.charAt(i - 1) != '.')) {
-          inlineCall(function.get, sql, i, w, loose) match {
-            case Some(call) =>
-              out += call
-              i = call.end(n)
-            case None => i = w
-          }
-        } else {
-          i = w
-        }
-      } else i += 1
+    var toks = new SqlTokens(sql, 0)
+    var k = 0
+    def at(j: Int): Tok = toks(j)
+    while (at(k).code) {
+      val t = at(k)
+      val function =
+        if (t.kind == "IDENTIFIER") functions.find(_.equalsIgnoreCase(t.text)) else None
+      val call =
+        if (function.isEmpty || (k > 0 && at(k - 1).kind == "DOT") ||
+          at(k + 1).kind != "LEFT_PAREN") None
+        else inlineCall(function.get, sql, t.start, at(k + 1).start, at(k + 2), at(k + 3), loose)
+      call match {
+        case Some(c) if !c.closed =>
+          out += c
+          return out.result()
+        case Some(c) =>
+          out += c
+          toks = new SqlTokens(sql, c.close + 1)
+          k = 0
+        case None => k += 1
+      }
     }
     out.result()
   }
 
   /** `sql` with every inline call (text starting with SELECT) rewritten; unchanged when there
    * is none. */
-  def rewrite(sql: String): String = rewrite(sql, loose = false)
+  def rewrite(sql: String): String = rewrite(sql, loose = false, DefaultLiterals)
 
-  /** `sql` with every inline call rewritten (see the object's doc for `loose`); unchanged when
-   * there is none. */
-  def rewrite(sql: String, loose: Boolean): String = {
+  /** `sql` with every inline call rewritten (see the object's doc for `loose`; `how`: how
+   * Spark reads the string literal the CEQL text becomes); unchanged when there is none. */
+  def rewrite(sql: String, loose: Boolean, how: Literals): String = {
     val found = calls(sql, loose)
     if (found.isEmpty) return sql
     val sb = new java.lang.StringBuilder
@@ -89,7 +93,8 @@ object CeqlSyntax {
     for (call <- found) {
       if (!call.closed) throw new UnclosedCall(call)
       sb.append(sql, last, call.open + 1)
-      sb.append(CeqlConstants.OptionQuery).append(" => ").append(sqlString(ceqlText(sql, call)))
+      sb.append(CeqlConstants.OptionQuery).append(" => ")
+        .append(sqlString(ceqlText(sql, call), how))
       sb.append(sql, call.bodyEnd, call.close + 1)
       last = call.close + 1
     }
@@ -101,9 +106,46 @@ object CeqlSyntax {
   def ceqlText(sql: String, call: Call): String =
     sql.substring(call.bodyStart, call.bodyEnd).replace("\\;", ";").stripTrailing()
 
-  /** A Spark SQL string literal holding `s` exactly. */
-  def sqlString(s: String): String =
-    "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+  /** How Spark reads string literals: `escaped` is `spark.sql.parser.escapedStringLiterals`,
+   * `doubleQuotedNames` is true when `"..."` is a name (`spark.sql.ansi.doubleQuotedIdentifiers`
+   * in ANSI mode). */
+  final case class Literals(escaped: Boolean, doubleQuotedNames: Boolean)
+
+  /** Spark's default reading of literals. */
+  val DefaultLiterals: Literals = Literals(escaped = false, doubleQuotedNames = false)
+
+  /** A CEQL text that no string literal can hold under the session's settings. */
+  final class UnwritableQuery extends IllegalArgumentException(
+    "this CEQL query has a quote (') that no SQL string literal can hold while " +
+      "spark.sql.parser.escapedStringLiterals and spark.sql.ansi.doubleQuotedIdentifiers are " +
+      "both true; set either to false for this statement")
+
+  /** A Spark SQL string literal (adjacent literals, which Spark joins, where one cannot do)
+   * whose value is `s` when Spark reads literals as `how` says. When a literal's text is its
+   * value (`escaped`; the setting does not make raw strings `R'...'` raw), no literal can end
+   * in a lone backslash: such an `s` gets a newline after it. */
+  def sqlString(s: String, how: Literals): String = {
+    if (!how.escaped) return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    // Spark's lexer still reads `\` and the character after it as one, which then stays in
+    // the value as written: so a quote alone changes the quote the literal is written in
+    val sb = new java.lang.StringBuilder
+    var q = '\''
+    sb.append(q)
+    var i = 0
+    while (i < s.length) {
+      val c = s.charAt(i)
+      val unit = if (c == '\\' && i + 1 < s.length) 2 else 1
+      if (unit == 1 && c == q) {        // end the piece, and write c in the other quote
+        if (how.doubleQuotedNames) throw new UnwritableQuery
+        q = if (q == '\'') '"' else '\''
+        sb.append(c).append(' ').append(q).append(c)
+      } else if (unit == 1 && c == '\\') {
+        sb.append("\\\n")                     // the lone backslash at the end
+      } else sb.append(s, i, i + unit)
+      i += unit
+    }
+    sb.append(q).toString
+  }
 
   /** The names in the FROM clause of a CEQL text (empty when there is none to read). */
   def fromNames(ceql: String): Seq[String] = {
@@ -142,14 +184,12 @@ object CeqlSyntax {
 
   // ------------------------------------------------------------------ the call's extent
 
-  private def inlineCall(function: String, sql: String, start: Int,
-      afterName: Int, loose: Boolean): Option[Call] = {
-    val open = skipSqlSpace(sql, afterName)
-    if (open >= sql.length || sql.charAt(open) != '(') return None
-    val body = skipSqlSpace(sql, open + 1)
-    val w = wordEnd(sql, body)
-    val select = w - body == 6 && sql.regionMatches(true, body, "SELECT", 0, 6)
-    if (!select && !(loose && looksLikeCeql(sql, body, w))) return None
+  /** The call of `function` (its name at `start`, `(` at `open`) whose first tokens after
+   * `(` are `first` and `second`; None when its text is not CEQL. */
+  private def inlineCall(function: String, sql: String, start: Int, open: Int, first: Tok,
+      second: Tok, loose: Boolean): Option[Call] = {
+    val body = first.start
+    if (first.kind != "SELECT" && !(loose && looksLikeCeql(first, second))) return None
     var depth = 0
     var i = body
     while (i < sql.length) {
@@ -162,44 +202,105 @@ object CeqlSyntax {
       else if (c == ')' && depth > 0) { depth -= 1; i += 1 }
       else if (c == ')') return Some(Call(function, start, open, body, i, i))
       else if (c == ',' && depth == 0 && startsOption(sql, i + 1)) {
-        return Some(Call(function, start, open, body, i, closeOfOptions(sql, i)))
+        return Some(Call(function, start, open, body, i, closeOfOptions(sql, i + 1)))
       } else i += 1
     }
     Some(Call(function, start, open, body, sql.length, -1))
   }
 
-  /** A call's first word `[body, w)` that is not SELECT but starts CEQL text rather than a SQL
-   * argument: a name, not TABLE, followed by something other than `(`, `.`, `,`, `)`, `=>`. */
-  private def looksLikeCeql(sql: String, body: Int, w: Int): Boolean = {
-    if (w == body || !isCeqlNameStart(sql.charAt(body))) return false
-    if (w - body == 5 && sql.regionMatches(true, body, "TABLE", 0, 5)) return false
-    val next = skipSqlSpace(sql, w)
-    next < sql.length && !"(.,)".contains(sql.charAt(next)) && !sql.startsWith("=>", next)
-  }
+  /** A call's first token that is not SELECT but starts CEQL text rather than a SQL argument:
+   * a name, not TABLE, followed by something other than `(`, `.`, `,`, `)`, `=>`. */
+  private def looksLikeCeql(first: Tok, second: Tok): Boolean =
+    first.text.nonEmpty && isCeqlNameStart(first.text.charAt(0)) &&
+      first.text.forall(isSqlWordChar) && !first.text.equalsIgnoreCase("TABLE") &&
+      second.code && !Set("LEFT_PAREN", "DOT", "COMMA", "RIGHT_PAREN", "FAT_ARROW")(second.kind)
 
-  /** True if `name =>` follows (after spaces): the CEQL text has ended, options begin. */
+  /** True if SQL `name =>` follows: the CEQL text has ended, options begin. */
   private def startsOption(sql: String, from: Int): Boolean = {
-    val w0 = skipSqlSpace(sql, from)
-    val w1 = wordEnd(sql, w0)
-    w1 > w0 && sql.startsWith("=>", skipSqlSpace(sql, w1))
+    val toks = new SqlTokens(sql, from)
+    toks(0).code && toks(0).text.nonEmpty && toks(0).text.forall(isSqlWordChar) &&
+      toks(1).kind == "FAT_ARROW"
   }
 
   /** The `)` closing a call whose options (SQL) start at `from`; -1 if there is none. */
   private def closeOfOptions(sql: String, from: Int): Int = {
+    val toks = new SqlTokens(sql, from)
     var depth = 0
-    var i = from
-    while (i < sql.length) {
-      val c = sql.charAt(i)
-      if (c == '\'' || c == '"') i = skipSqlString(sql, i)
-      else if (c == '`') i = skipQuotedName(sql, i)
-      else if (sql.startsWith("--", i)) i = skipLine(sql, i)
-      else if (sql.startsWith("/*", i)) i = skipSqlComment(sql, i)
-      else if (c == '(') { depth += 1; i += 1 }
-      else if (c == ')' && depth == 0) return i
-      else if (c == ')') { depth -= 1; i += 1 }
-      else i += 1
+    var k = 0
+    while (toks(k).code) {
+      toks(k).kind match {
+        case "LEFT_PAREN" => depth += 1
+        case "RIGHT_PAREN" if depth == 0 => return toks(k).start
+        case "RIGHT_PAREN" => depth -= 1
+        case _ =>
+      }
+      k += 1
     }
     -1
+  }
+
+  // ------------------------------------------------------------------ Spark's tokens
+
+  /** One token of Spark's lexer: its symbolic name (`IDENTIFIER`, `LEFT_PAREN`, `SELECT`,
+   * `EOF`, ...), where it lies in the text ([start, end), in chars), and its text. */
+  private final case class Tok(kind: String, start: Int, end: Int, text: String) {
+    /** False at the end, and at a quote Spark's lexer found no end for (an unterminated
+     * string or quoted name: Spark's parser refuses the statement, and what follows it is
+     * that literal's text to the user, so nothing after it is read as a call). */
+    def code: Boolean =
+      kind != "EOF" && !(kind == "UNRECOGNIZED" && (text == "'" || text == "\"" || text == "`"))
+  }
+
+  /** The tokens Spark's parser reads in `sql` from `from` (comments and spaces left out),
+   * lexed by Spark's own lexer as it is read, so strings (with escapes, raw, in either
+   * quote), quoted names, comments (nested) and hints are found exactly as Spark finds them.
+   * Token kinds are read by name, never by number: the numbers differ between Spark lines. */
+  private final class SqlTokens(sql: String, from: Int) {
+    private val lexer =
+      new SqlBaseLexer(new UpperCased(CharStreams.fromString(sql.substring(from))))
+    lexer.removeErrorListeners()
+    private val vocabulary = lexer.getVocabulary
+    private val read = ArrayBuffer.empty[Tok]
+    private var codePoint = 0   // a code point index of the lexed text (ANTLR counts those)...
+    private var char = from     // ...and the same place in `sql`, in chars
+
+    private def offset(cp: Int): Int = {
+      char = sql.offsetByCodePoints(char, cp - codePoint)
+      codePoint = cp
+      char
+    }
+
+    /** The `k`-th token (the end's token, kind `EOF`, from there on). */
+    def apply(k: Int): Tok = {
+      while (read.length <= k && (read.isEmpty || read.last.kind != "EOF")) {
+        val t = lexer.nextToken()
+        if (t.getType == Token.EOF) read += Tok("EOF", sql.length, sql.length, "")
+        else if (t.getChannel == Token.DEFAULT_CHANNEL) {
+          val start = offset(t.getStartIndex)
+          val end = offset(t.getStopIndex + 1)
+          read += Tok(vocabulary.getSymbolicName(t.getType), start, end,
+            sql.substring(start, end))
+        }
+      }
+      read(math.min(k, read.length - 1))
+    }
+  }
+
+  /** Spark's lexer matches the text upper-cased (its keywords are upper case); token texts
+   * stay as written. */
+  private final class UpperCased(text: CodePointCharStream) extends CharStream {
+    override def LA(i: Int): Int = {
+      val c = text.LA(i)
+      if (c <= 0) c else Character.toUpperCase(c)
+    }
+    override def consume(): Unit = text.consume()
+    override def mark(): Int = text.mark()
+    override def release(marker: Int): Unit = text.release(marker)
+    override def index(): Int = text.index()
+    override def seek(index: Int): Unit = text.seek(index)
+    override def size(): Int = text.size()
+    override def getSourceName: String = text.getSourceName
+    override def getText(interval: Interval): String = text.getText(interval)
   }
 
   // ------------------------------------------------------------------ lexical helpers
@@ -215,14 +316,6 @@ object CeqlSyntax {
   }
 
   private def ceqlWordEnd(s: String, from: Int): Int = wordEnd(s, from)
-
-  /** Spark string: quote-delimited, backslash escapes a character. */
-  private def skipSqlString(s: String, from: Int): Int = {
-    val q = s.charAt(from)
-    var i = from + 1
-    while (i < s.length && s.charAt(i) != q) i += (if (s.charAt(i) == '\\') 2 else 1)
-    math.min(i + 1, s.length)
-  }
 
   /** CEQL string: single-quoted, `''` is a quote. */
   private def skipCeqlString(s: String, from: Int): Int = {
@@ -251,37 +344,10 @@ object CeqlSyntax {
     if (nl < 0) s.length else nl + 1
   }
 
-  /** Spark's bracketed comments nest. */
-  private def skipSqlComment(s: String, from: Int): Int = {
-    var depth = 0
-    var i = from
-    while (i < s.length) {
-      if (s.startsWith("/*", i)) { depth += 1; i += 2 }
-      else if (s.startsWith("*/", i)) {
-        depth -= 1
-        i += 2
-        if (depth == 0) return i
-      } else i += 1
-    }
-    s.length
-  }
-
   /** CEQL's block comments do not nest. */
   private def skipCeqlComment(s: String, from: Int): Int = {
     val e = s.indexOf("*/", from + 2)
     if (e < 0) s.length else e + 2
-  }
-
-  private def skipSqlSpace(s: String, from: Int): Int = {
-    var i = from
-    var moved = true
-    while (moved && i < s.length) {
-      moved = false
-      while (i < s.length && Character.isWhitespace(s.charAt(i))) { i += 1; moved = true }
-      if (s.startsWith("--", i)) { i = skipLine(s, i); moved = true }
-      else if (s.startsWith("/*", i)) { i = skipSqlComment(s, i); moved = true }
-    }
-    i
   }
 
   private def skipCeqlSpace(s: String, from: Int): Int = {
