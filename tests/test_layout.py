@@ -57,12 +57,12 @@ def _stage(module: str) -> str:
     return parts[1] if len(parts) > 1 else "ceql"
 
 
-def _imports(module: str, path: Path) -> list[tuple[str, list[str], bool]]:
-    """(imported module, names, at module level) for every ceql import of ``module``."""
+def _imports(module: str, path: Path) -> list[tuple[str, list[str]]]:
+    """(imported module, names) for every ceql import of ``module``, at module level or in a
+    function alike."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = []
-    top = set(map(id, tree.body))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -77,14 +77,14 @@ def _imports(module: str, path: Path) -> list[tuple[str, list[str], bool]]:
             # ``from pkg import submodule`` imports a module
             for name in names:
                 if f"{target}.{name}" in MODULES:
-                    out.append((f"{target}.{name}", [], id(node) in top))
+                    out.append((f"{target}.{name}", []))
             rest = [n for n in names if f"{target}.{n}" not in MODULES]
             if rest:
-                out.append((target, rest, id(node) in top))
+                out.append((target, rest))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.split(".")[0] == "ceql":
-                    out.append((a.name, [], id(node) in top))
+                    out.append((a.name, []))
     return out
 
 
@@ -92,7 +92,7 @@ def _imports(module: str, path: Path) -> list[tuple[str, list[str], bool]]:
 def test_stages_import_only_earlier_stages(module: str) -> None:
     stage = _stage(module)
     assert stage in ALLOWED, f"{module}: stage {stage!r} is not in the layout table"
-    for target, _, _ in _imports(module, MODULES[module]):
+    for target, _ in _imports(module, MODULES[module]):
         other = _stage(target)
         assert other == stage or other in ALLOWED[stage], (
             f"{module} imports {target}: stage {stage!r} may not depend on {other!r}")
@@ -100,7 +100,7 @@ def test_stages_import_only_earlier_stages(module: str) -> None:
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_private_names_cross_modules(module: str) -> None:
-    for target, names, _ in _imports(module, MODULES[module]):
+    for target, names in _imports(module, MODULES[module]):
         private = [n for n in names if n.startswith("_") and not n.startswith("__")]
         assert not private, f"{module} imports private names {private} from {target}"
 
@@ -108,8 +108,8 @@ def test_no_private_names_cross_modules(module: str) -> None:
 def test_no_import_cycles() -> None:
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
     for m, path in MODULES.items():
-        for target, _, top in _imports(m, path):
-            if top and target in MODULES and target != m:
+        for target, _ in _imports(m, path):
+            if target in MODULES and target != m:  # function-level imports count too
                 graph[m].add(target)
     # a package's __init__ re-exporting its modules is not a cycle through them
     state: dict[str, int] = {}

@@ -7,10 +7,9 @@ of its positions, in order), or when they are passed in.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..markup import esc, table, value, wrap
-from .match import Match
 
 __all__ = ["MAX_ROWS", "match_html", "matches_html"]
 
@@ -20,6 +19,28 @@ MAX_ROWS = 30
 _MAX_CELL_POSITIONS = 20
 
 Events = Mapping[int, Mapping[str, Any]]
+
+
+class Match(Protocol):
+    """What this module reads of a :class:`ceql.Match` (``runtime/match.py`` imports this
+    module for ``_repr_html_``, so it names the match by its shape)."""
+
+    @property
+    def positions(self) -> tuple[int, ...]: ...
+    @property
+    def start_position(self) -> int: ...
+    @property
+    def end_position(self) -> int: ...
+    @property
+    def start_time(self) -> Any: ...
+    @property
+    def end_time(self) -> Any: ...
+    @property
+    def partition(self) -> tuple[Any, ...]: ...
+    @property
+    def timed(self) -> bool: ...
+    @property
+    def variables(self) -> dict[str, tuple[int, ...]]: ...
 
 
 def _events(m: Match, events: Sequence[Any] | None) -> Events | None:

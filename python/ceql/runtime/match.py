@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, SupportsIndex, overload
 
 from ..errors import CeqlValidationError
+from .display import match_html, matches_html
 from .times import from_micros, iso
 
 __all__ = ["Match", "Matches", "match_restored", "match_state"]
@@ -144,8 +145,6 @@ class Match:
 
     def _repr_html_(self) -> str:
         """The match in a notebook: interval, times, variables or the events' fields."""
-        from .display import match_html
-
         return match_html(self)
 
 
@@ -171,8 +170,6 @@ class Matches(list[Match]):
 
     def _repr_html_(self) -> str:
         """One row per match, one column per variable (the first ``display.MAX_ROWS``)."""
-        from .display import matches_html
-
         return matches_html(self)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from ceql import CeqlError, CeqlWarning
 from ceql.constants import TABLE_FUNCTIONS
 
+from ._inline import refused
+
 __all__ = ["MatchCeqlError", "TieOrderWarning", "unwrap"]
 
 
@@ -52,9 +54,8 @@ def unwrap(exc: BaseException) -> MatchCeqlError | None:
         at = text.find(f"Failed to analyze the Python user defined table function: {f.name}")
         if at >= 0:
             return MatchCeqlError(_trim(text[text.index(f.name, at):]))
-    from ._inline import refused  # imports this module
-
-    return refused(text)
+    message = refused(text)
+    return None if message is None else MatchCeqlError(message)
 
 
 def _trim(message: str) -> str:

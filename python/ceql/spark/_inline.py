@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 
-from ._errors import MatchCeqlError
 from ._inline_calls import inline_calls
 
 __all__ = ["INLINE_NEEDS_EXTENSION", "NOT_REGISTERED", "PARTITION_IN_QUERY",
@@ -49,14 +48,14 @@ _CARET = re.compile(r"-*\^+")
 _QUOTES = "'\"`"
 
 
-def refused(text: str) -> MatchCeqlError | None:
-    """ceql's error for Spark's exception text when it says MATCH_CEQL is not registered,
+def refused(text: str) -> str | None:
+    """ceql's error message for Spark's exception text when it says MATCH_CEQL is not registered,
     that the Python UDTF was given a partitioned table argument, or that the parser failed
     inside an inline ``MATCH_CEQL( SELECT … )``; else None."""
     if _UNRESOLVED.search(text):
-        return MatchCeqlError(NOT_REGISTERED)
+        return NOT_REGISTERED
     if _TABLE_PARTITIONED.search(text):
-        return MatchCeqlError(PARTITION_IN_QUERY)
+        return PARTITION_IN_QUERY
     if _PARSE_ERROR not in text:
         return None
     at, header = _POSITION.search(text), _SQL_HEADER.search(text)
@@ -72,7 +71,7 @@ def refused(text: str) -> MatchCeqlError | None:
     if not 1 <= line <= len(lines):
         return None
     before = "\n".join([*lines[:line - 1], lines[line - 1][:pos]])
-    return MatchCeqlError(INLINE_NEEDS_EXTENSION) if inside_inline_call(before) else None
+    return INLINE_NEEDS_EXTENSION if inside_inline_call(before) else None
 
 
 def inside_inline_call(before: str) -> bool:
