@@ -28,6 +28,7 @@ __all__ = [
     "COLUMN_MATCH_START",
     "COLUMN_MATCH_START_PREFIX",
     "COLUMN_VARIABLE",
+    "CONF_OUTPUT_MAX_BATCH_BYTES",
     "CONF_PARSER_ENABLED",
     "CONF_PREFILTER_ENABLED",
     "CONF_PREFIX",
@@ -258,6 +259,9 @@ CONF_PARSER_ENABLED = "spark.ceql.parser.enabled"
 CONF_PREFILTER_ENABLED = "spark.ceql.prefilter.enabled"
 #: Spark setting: the Python the shim starts (see ceql.spark.conf).
 CONF_PYTHON = "spark.ceql.python"
+#: Spark setting: the bytes of one output batch of MATCH_CEQL, MATCH_SPASEQ and match_stream
+#: (see ceql.spark.conf).
+CONF_OUTPUT_MAX_BATCH_BYTES = "spark.ceql.output.maxBatchBytes"
 
 #: The shim's table functions; a new one is one more entry (and its Python class).
 TABLE_FUNCTIONS = (

@@ -14,9 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ceql.constants import CONF_PARSER_ENABLED, CONF_PREFILTER_ENABLED, CONF_PYTHON
+from ceql.constants import (
+    CONF_OUTPUT_MAX_BATCH_BYTES,
+    CONF_PARSER_ENABLED,
+    CONF_PREFILTER_ENABLED,
+    CONF_PYTHON,
+)
 
-__all__ = ["CONFS", "PARSER_ENABLED", "PREFILTER_ENABLED", "PYTHON", "ConfEntry"]
+__all__ = ["CONFS", "OUTPUT_MAX_BATCH_BYTES", "PARSER_ENABLED", "PREFILTER_ENABLED", "PYTHON",
+           "ConfEntry"]
 
 T = TypeVar("T", bool, str)
 
@@ -65,5 +71,13 @@ PYTHON = ConfEntry(
     "The Python executable MATCH_CEQL starts (it must be able to import ceql). When unset: "
     "spark.pyspark.python, else $PYSPARK_PYTHON, else python3.")
 
+OUTPUT_MAX_BATCH_BYTES = ConfEntry(
+    CONF_OUTPUT_MAX_BATCH_BYTES, str, "64m",
+    "About how many bytes one Arrow batch of MATCH_CEQL's, MATCH_SPASEQ's or match_stream's "
+    "output holds (a size as Spark writes them: 1048576, 512k, 64m, 1g), besides "
+    "spark.sql.execution.arrow.maxRecordsPerBatch rows. A large answer flows as many batches; "
+    "a task fails when one output row alone is larger.")
+
 #: Every setting, in the order the docs list them.
-CONFS: tuple[ConfEntry[Any], ...] = (PARSER_ENABLED, PREFILTER_ENABLED, PYTHON)
+CONFS: tuple[ConfEntry[Any], ...] = (PARSER_ENABLED, PREFILTER_ENABLED, PYTHON,
+                                     OUTPUT_MAX_BATCH_BYTES)
