@@ -33,6 +33,7 @@ from ceql.constants import (
     TIME_UNIT_PER_SECOND,
 )
 
+from ._batching import BatchLimits
 from ._errors import MatchCeqlError
 from ._runner import MatchRunner
 from ._spec import MatchSpec
@@ -188,10 +189,12 @@ class KeyState:
                 return promised
         return w
 
-    def release(self, plan: StreamPlan, watermark_ms: int) -> Iterator[pa.RecordBatch]:
+    def release(self, plan: StreamPlan, watermark_ms: int, limits: BatchLimits | None = None
+                ) -> Iterator[pa.RecordBatch]:
         """Evaluate the held rows before :meth:`bound_us`, move the engine's time on to it,
         and drop the engine once the key is idle past its window; yield the output rows, in
-        bounded batches as the engine finds them (consume it whole before saving the state)."""
+        batches within ``limits`` (the task's when None) as the engine finds them (consume it
+        whole before saving the state)."""
         w = self.bound_us(plan, watermark_ms)
         if w is None:
             return
@@ -208,12 +211,12 @@ class KeyState:
                     self.runner = MatchRunner(plan.spec, self.ordinals)
                     self.ordinals = {}
                 for rb in ready.select(list(plan.columns)).combine_chunks().to_batches():
-                    yield from self.runner.feed(rb)
+                    yield from self.runner.feed(rb, limits)
                 self.last_us = int(us[cut - 1])
         runner = self.runner
         if runner is not None and plan.window_us is not None:
             if runner.fed:
-                yield from runner.advance(plan.time_value(w))
+                yield from runner.advance(plan.time_value(w), limits)
             if (plan.drop_idle and self.held is None and runner.waiting_until() is None
                     and self.last_us is not None and w > self.last_us + plan.window_us + 1):
                 # every later row is beyond the window of every row seen: a new engine gives
