@@ -6,6 +6,8 @@ the setting."""
 
 from __future__ import annotations
 
+import json
+import os
 from itertools import pairwise
 from typing import Any
 
@@ -206,3 +208,69 @@ def test_a_streams_key_releases_bounded_batches() -> None:
     out = list(ks.release(plan, 60_000, limits))
     assert sum(b.num_rows for b in out) == engine_count(QUERY, burst(10, "w" * 2000)) == 1023
     assert len(out) > 10 and all(b.num_rows <= 100 and b.nbytes <= 200_000 for b in out)
+
+
+# ---------------------------------------------------------------- through Spark
+
+SPARK_SCHEMA = "type string, k long, ts long, payload string"
+
+
+@pytest.fixture
+def budget(spark: Any) -> Any:
+    """Set ``spark.ceql.output.maxBatchBytes`` for one test."""
+    def set_to(value: str) -> None:
+        spark.conf.set(CONF_OUTPUT_MAX_BATCH_BYTES, value)
+
+    yield set_to
+    spark.conf.unset(CONF_OUTPUT_MAX_BATCH_BYTES)
+
+
+def test_match_ceql_answers_the_seventeen_rows(spark: Any, budget: Any) -> None:
+    """Before: one ~1 GB Arrow batch, OutOfDirectMemoryError, the session dead."""
+    budget("8m")
+    df = spark.createDataFrame(burst(15), SPARK_SCHEMA)
+    got = ceql.spark.match(df, QUERY, time="ts").selectExpr(
+        "count(*) AS n", "count(DISTINCT match_id) AS ids", "max(size(b)) AS most").collect()
+    assert (got[0]["n"], got[0]["ids"], got[0]["most"]) == (2**15 - 1, 2**15 - 1, 15)
+    assert spark.range(3).count() == 3  # the session lives on
+
+
+def test_a_too_large_match_fails_its_task_with_ceqls_message(spark: Any, budget: Any) -> None:
+    budget("16k")
+    df = spark.createDataFrame(burst(6), SPARK_SCHEMA)
+    with pytest.raises(Exception) as err:
+        ceql.spark.match(df, QUERY, time="ts").collect()
+    error = ceql.spark.unwrap(err.value)
+    assert error is not None, str(err.value)
+    message = str(error)
+    assert message.startswith(f"MATCH_CEQL: a match of the query {QUERY!r} in partition "
+                              "{'k': 1}")
+    assert f"({CONF_OUTPUT_MAX_BATCH_BYTES} = 16 kB)" in message
+    assert "Traceback" not in str(err.value)
+    budget("nonsense")
+    with pytest.raises(Exception) as err:
+        ceql.spark.match(df, QUERY, time="ts").collect()
+    assert f"{CONF_OUTPUT_MAX_BATCH_BYTES} is 'nonsense', which is not a size" in str(err.value)
+
+
+def test_a_stream_answers_a_huge_burst_in_bounded_batches(spark: Any, budget: Any,
+                                                           tmp_path: Any) -> None:
+    """match_stream: the 2^12 - 1 matches of one micro-batch leave as bounded batches; the key's
+    state is saved after them, and the next micro-batch (the row moving the watermark) goes on
+    from it."""
+    budget("1m")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rows = [*burst(12), {"type": "Z", "k": 1, "ts": 10_000, "payload": ""}]
+    for i, piece in enumerate((rows[:-1], rows[-1:])):
+        path = folder / f"part-{i}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in piece), encoding="utf-8")
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    df = spark.readStream.schema(SPARK_SCHEMA).option("maxFilesPerTrigger", 1).json(str(folder))
+    out = ceql.spark.match(df, QUERY, time="ts", watermark="1 second")
+    q = (out.writeStream.format("memory").queryName("burst_out").outputMode("append")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert q.exception() is None
+    got = spark.sql("SELECT count(*) AS n, count(DISTINCT match_id) AS ids FROM burst_out")
+    assert tuple(got.collect()[0]) == (2**12 - 1, 2**12 - 1)
