@@ -29,6 +29,7 @@ from ceql.spark._batching import (
     cuts,
     parse_bytes,
     row_bytes,
+    shown_query,
 )
 from ceql.spark._keystate import TIME_US, KeyState, stream_plan
 from ceql.spark._runner import MatchRunner
@@ -274,3 +275,57 @@ def test_a_stream_answers_a_huge_burst_in_bounded_batches(spark: Any, budget: An
     assert q.exception() is None
     got = spark.sql("SELECT count(*) AS n, count(DISTINCT match_id) AS ids FROM burst_out")
     assert tuple(got.collect()[0]) == (2**12 - 1, 2**12 - 1)
+
+
+# ---------------------------------------------------------------- MATCH_SPASEQ
+
+SPASEQ = ("PREFIX : <http://example/>\nSELECT ?h ?p ?w WITHIN 100 SECONDS\n"
+          "FROM STREAM S1 <http://example/power>\nFROM STREAM S2 <http://example/weather>\n"
+          "WHERE { SEQ (A ; B)\nDEFINE GPM A ON S1 { ?h :pow ?p . ?h :loc ?l . }\n"
+          "DEFINE GPM B ON S2 { ?w :value ?v . ?w :loc ?l . } }")
+
+
+def spaseq_events(n: int, size: int) -> list[dict[str, Any]]:
+    """``n`` houses whose power is a literal of ``size`` characters, then ``n`` weathers at
+    the same place: each house with the next weather."""
+    ex = "@prefix : <http://example/> . "
+    houses = [{"stream": "S1", "time": i,
+               "graph": f'{ex}:H{i} :pow "{"p" * size}" . :H{i} :loc :L1 .'} for i in range(n)]
+    weathers = [{"stream": "S2", "time": n + i, "graph": f"{ex}:W{i} :value :V . :W{i} :loc :L1 ."}
+                for i in range(n)]
+    return houses + weathers
+
+
+def spaseq_run(events: list[dict[str, Any]], limits: BatchLimits) -> list[pa.RecordBatch]:
+    from pyspark.sql.types import StructType as Struct
+
+    from ceql.spark._spaseq_plan import plan_spaseq, spaseq_schema
+    from ceql.spark._spaseq_udtf import SpaseqRunner
+
+    schema = Struct([StructField("stream", StringType()), StructField("time", LongType()),
+                     StructField("graph", StringType())])
+    spec = plan_spaseq(schema, {"query": SPASEQ}, CallInfo())
+    runner = SpaseqRunner(spec, spaseq_schema(spec, schema), ())
+    rb = pa.RecordBatch.from_pylist(events)
+    return [*runner.feed(rb, limits), *runner.close(limits)]
+
+
+def test_match_spaseq_output_is_bounded_and_unchanged() -> None:
+    import ceql.spaseq
+
+    events = spaseq_events(60, 2000)
+    want = sum(1 for _ in ceql.spaseq.compile(SPASEQ).run(events))
+    assert want == 60
+    whole = spaseq_run(events, BatchLimits(2**31 - 1, 1 << 40))
+    small = BatchLimits(7, 20_000)
+    parts = spaseq_run(events, small)
+    assert len(whole) == 1 and len(parts) >= want * 2000 // small.bytes
+    assert all(b.num_rows <= small.rows and b.nbytes <= small.bytes for b in parts)
+    assert pa.Table.from_batches(parts).equals(pa.Table.from_batches(whole))
+    assert pa.Table.from_batches(parts).num_rows == want
+    with pytest.raises(ceql.spark.MatchCeqlError) as err:
+        spaseq_run(events, BatchLimits(50, 1000))
+    assert str(err.value).startswith(
+        f"MATCH_SPASEQ: a match of the query {shown_query(SPASEQ)!r} (from 0 to 60, 2 "
+        "events) needs about 2.04 kB as one output row")
+    assert f"({CONF_OUTPUT_MAX_BATCH_BYTES} = 1000 B)" in str(err.value)

@@ -25,7 +25,7 @@ from ._errors import MatchCeqlError
 from .conf import OUTPUT_MAX_BATCH_BYTES
 
 __all__ = ["MAX_RECORDS_CONF", "MAX_SPARK_BYTES_CONF", "BatchLimits", "TooLarge", "cuts",
-           "parse_bytes", "row_bytes", "shown_bytes"]
+           "parse_bytes", "row_bytes", "shown_bytes", "shown_query"]
 
 #: Spark's cap on the rows of an Arrow batch (its default 10 000; 0 or less: no cap)
 MAX_RECORDS_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
@@ -48,6 +48,12 @@ def parse_bytes(text: str, key: str = CONF_OUTPUT_MAX_BATCH_BYTES) -> int:
             f"{key} is {text!r}, which is not a size: write a positive number of bytes, "
             "optionally with a unit (1048576, 512k, 64m, 1g).")
     return int(m.group(1)) * _UNITS[m.group(2)]
+
+
+def shown_query(text: str, most: int = 200) -> str:
+    """A query's text on one line, cut to ``most`` characters, for a message."""
+    line = " ".join(text.split())
+    return line if len(line) <= most else line[:most - 3] + "..."
 
 
 def shown_bytes(n: float) -> str:

@@ -34,7 +34,7 @@ from ceql.constants import (
     TIME_UNIT_PER_SECOND,
 )
 
-from ._batching import BatchLimits, TooLarge, cuts, row_bytes, shown_bytes
+from ._batching import BatchLimits, TooLarge, cuts, row_bytes, shown_bytes, shown_query
 from ._errors import MatchCeqlError, TieOrderWarning
 from ._notices import key_of, said, say
 from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
@@ -412,14 +412,12 @@ class MatchRunner:
         key = {c: table.column(c)[end].as_py() for c in spec.partition}
         time = table.column(spec.engine_time)
         where = f" in partition {key!r}" if key else ""
-        query = " ".join(spec.query.split())
-        shown = query if len(query) <= 200 else query[:197] + "..."
         one = ("one of its rows (an event's)" if spec.rows == ROWS_EVENTS
                else "its one output row")
         instead = ("" if spec.rows == ROWS_EVENTS
                    else ", or rows => 'events' (a row per event of a match)")
         return MatchCeqlError(
-            f"MATCH_CEQL: a match of the query {shown!r}{where} (from "
+            f"MATCH_CEQL: a match of the query {shown_query(spec.query)!r}{where} (from "
             f"{time[match.start_position - self._base].as_py()!r} to "
             f"{time[end].as_py()!r}, {len(match.positions)} events) needs about "
             f"{shown_bytes(size)} for {one}, more than an output batch may hold "

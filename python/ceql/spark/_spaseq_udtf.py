@@ -39,7 +39,7 @@ from ceql.constants import (
     OPTION_QUERY,
 )
 
-from ._batching import BatchLimits, shown_bytes
+from ._batching import BatchLimits, shown_bytes, shown_query
 from ._errors import MatchCeqlError
 from ._runner import match_id, partition_starts
 from ._spaseq_plan import COLUMN_POSITIONS, SpaseqSpec, compiled, plan_spaseq, spaseq_schema
@@ -278,7 +278,8 @@ class SpaseqRunner:
             size = sum(_value_bytes(x) for x in row.values())
             if size > limits.bytes:
                 raise MatchCeqlError(
-                    f"{MATCH_SPASEQ}{self._where}: a match (from {m.start_time!r} to "
+                    f"{MATCH_SPASEQ}: a match of the query {shown_query(spec.query)!r}"
+                    f"{self._where} (from {m.start_time!r} to "
                     f"{m.end_time!r}, {len(m.positions)} events) needs about "
                     f"{shown_bytes(size)} as one output row, more than an output batch may "
                     f"hold ({CONF_OUTPUT_MAX_BATCH_BYTES} = {shown_bytes(limits.bytes)}). "
