@@ -9,12 +9,14 @@ one — and builds Arrow batches in the output schema that :mod:`ceql.spark._spe
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import itertools
 import json
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -305,22 +307,24 @@ class MatchRunner:
                  ) -> Iterator[pa.RecordBatch]:
         """The output rows of ``matches`` in batches within ``limits``: matches are taken from
         the engine a chunk at a time (at most a batch's rows, and :data:`CHUNK_POSITIONS`
-        events), each chunk cut by the rows' sizes before any of its values is copied."""
-        it = iter(matches)
-        first = next(it, None)
-        if first is None:
-            return
+        events), each chunk cut by the rows' sizes before any of its values is copied.
+
+        The cyclic collector is off while the engine and this code work, as in
+        :meth:`ceql.Evaluator.feed` (it would rescan the engine's many young objects at every
+        batch), and on while Spark's code consumes a batch."""
         if limits is None:
             limits = BatchLimits.of_task()
-        chunk = [first]
-        count = len(first.positions)
-        for m in it:
-            if len(chunk) >= limits.rows or count >= CHUNK_POSITIONS:
-                yield from self._assemble(chunk, limits)
-                chunk, count = [], 0
-            chunk.append(m)
-            count += len(m.positions)
-        yield from self._assemble(chunk, limits)
+        it = iter(matches)
+        while True:
+            with _no_gc():
+                chunk = _take(it, limits.rows)
+                if not chunk:
+                    return
+                slices, build = self._plan(chunk, limits)
+            for start, stop in slices:
+                with _no_gc():
+                    rb = build(start, stop)
+                yield rb
 
     def _row_sizes(self) -> Any:
         """The bytes of each kept row's event columns (cached per kept batch)."""
@@ -333,8 +337,10 @@ class MatchRunner:
                 self._sizes[i] = sizes
         return np.concatenate(self._sizes) if len(self._sizes) > 1 else self._sizes[0]
 
-    def _assemble(self, matches: list[ceql.Match], limits: BatchLimits
-                  ) -> Iterator[pa.RecordBatch]:
+    def _plan(self, matches: list[ceql.Match], limits: BatchLimits
+              ) -> tuple[list[tuple[int, int]], Callable[[int, int], pa.RecordBatch]]:
+        """The output rows of ``matches`` as slices within ``limits`` (by the rows' sizes,
+        before any value is copied) and the function that builds the batch of a slice."""
         spec = self._spec
         table = pa.Table.from_batches(self._kept)
         base = self._base
@@ -363,14 +369,19 @@ class MatchRunner:
         if spec.rows == ROWS_EVENTS:
             rows = _event_rows(matches, spec.variables, base)
             types = table.column(spec.type_key)
-            for start, stop in slices:
+
+            def build_events(start: int, stop: int) -> pa.RecordBatch:
                 cols = _event_slice(rows, start, stop, fixed, types, events)
-                yield pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
-            return
-        for start, stop in slices:
+                return pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
+
+            return slices, build_events
+
+        def build_matches(start: int, stop: int) -> pa.RecordBatch:
             cols = {k: v.slice(start, stop - start) for k, v in fixed.items()}
             cols.update(_variable_lists(matches[start:stop], spec.variables, base, events))
-            yield pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
+            return pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
+
+        return slices, build_matches
 
     def _match_columns(self, matches: list[ceql.Match], table: pa.Table
                        ) -> dict[str, pa.Array]:
@@ -425,6 +436,30 @@ class MatchRunner:
             f"{CONF_OUTPUT_MAX_BATCH_BYTES} (e.g. SET {CONF_OUTPUT_MAX_BATCH_BYTES}=1g) if "
             "the executors have that memory to spare, or make the matches smaller: a shorter "
             f"WITHIN, SELECT fewer variables{instead}.")
+
+
+def _take(matches: Iterator[ceql.Match], rows: int) -> list[ceql.Match]:
+    """The next matches: at most ``rows``, and as many as hold about
+    :data:`CHUNK_POSITIONS` events."""
+    chunk: list[ceql.Match] = []
+    count = 0
+    for m in matches:
+        chunk.append(m)
+        count += len(m.positions)
+        if len(chunk) >= rows or count >= CHUNK_POSITIONS:
+            break
+    return chunk
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _EventRows(NamedTuple):
