@@ -31,6 +31,7 @@ __all__ = [
     "COLUMN_MATCH_START_PREFIX",
     "COLUMN_VARIABLE",
     "CONF_FROM_FILES",
+    "CONF_OUTPUT_MAX_BATCH_BYTES",
     "CONF_PARSER_ENABLED",
     "CONF_PREFILTER_ENABLED",
     "CONF_PREFIX",
@@ -272,6 +273,9 @@ CONF_PYTHON = "spark.ceql.python"
 CONF_FROM_FILES = "spark.ceql.from.files"
 #: Spark setting: where MATCH_SPASEQ's dataset option may read (see ceql.spark.conf).
 CONF_SPASEQ_DATASET_PATHS = "spark.ceql.spaseq.datasetPaths"
+#: Spark setting: the bytes of one output batch of MATCH_CEQL, MATCH_SPASEQ and match_stream
+#: (see ceql.spark.conf).
+CONF_OUTPUT_MAX_BATCH_BYTES = "spark.ceql.output.maxBatchBytes"
 
 #: The shim's table functions; a new one is one more entry (and its Python class).
 TABLE_FUNCTIONS = (

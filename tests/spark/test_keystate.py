@@ -13,6 +13,7 @@ from __future__ import annotations
 import pickle
 import random
 import zlib
+from collections.abc import Iterable
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -58,7 +59,7 @@ def _key_of(spec: MatchSpec, row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row[c] for c in spec.partition) if spec.spark_partitioned else ()
 
 
-def _rows(batches: list[pa.RecordBatch]) -> list[dict[str, Any]]:
+def _rows(batches: Iterable[pa.RecordBatch]) -> list[dict[str, Any]]:
     return [r for b in batches for r in b.to_pylist()]
 
 
@@ -99,13 +100,13 @@ def _batch_answer(spec: MatchSpec, plan: StreamPlan, table: pa.Table, until_us: 
     out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for key, rows in parts.items():
         runner = MatchRunner(spec)
-        got = [runner.feed(pa.RecordBatch.from_pylist(rows, schema=ARROW))]
+        got = list(runner.feed(pa.RecordBatch.from_pylist(rows, schema=ARROW)))
         end = ends[key]
         if end is None:
-            got.append(runner.close())
+            got.extend(runner.close())
         elif plan.window_us is not None:
-            got.append(runner.advance(plan.time_value(end)))
-        out[key] = _rows([b for b in got if b is not None])
+            got.extend(runner.advance(plan.time_value(end)))
+        out[key] = _rows(got)
     return _by_partition(spec, out)
 
 
@@ -358,7 +359,7 @@ def test_a_row_older_than_what_a_key_released_is_late_even_before_sparks_waterma
     ks = KeyState()
     assert ks.accept(plan, rows(("SELL", 10, 0), ("BUY", 12, 6)), 0).num_rows == 0
     ks.saw(10 * 10**6)
-    assert ks.release(plan, 0) == []  # the SELL at 0 s is evaluated, the BUY at 6 s waits
+    assert list(ks.release(plan, 0)) == []  # the SELL at 0 s is evaluated, the BUY at 6 s waits
     late = ks.accept(plan, rows(("SELL", 9, 3), ("SELL", 8, 5)), 0)  # Spark's watermark: none
     assert late.to_pylist() == [{"name": "A", "type": "SELL", "price": 9, "t": 3}]
     assert ks.late == 1

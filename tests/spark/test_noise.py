@@ -46,8 +46,8 @@ def feed(query: str, batches: list[list[tuple[int, str, str, float]]],
          call: CallInfo | None = None, **options: str) -> None:
     runner = MatchRunner(plan_match(SCHEMA, {"query": query, **options}, call or CallInfo()))
     for rows in batches:
-        runner.feed(batch(rows))
-    runner.close()
+        list(runner.feed(batch(rows)))
+    list(runner.close())
 
 
 # ------------------------------------------------------------------ a task's rows, no Spark
@@ -246,6 +246,6 @@ def test_a_streams_equal_times_are_said_unless_tie_break_orders_them(
             for s, t, ts in ((1, "A", 1.0), (2, "B", 1.0), (3, "A", 2.0))]
     ks.accept(plan, pa.RecordBatch.from_pylist(rows), 0)
     ks.saw(10 * 10**6)
-    ks.release(plan, 0)
+    list(ks.release(plan, 0))
     notices = said(capsys.readouterr().err)
     assert [n[0] for n in notices] == ([] if tie_break else ["TieOrderWarning"])

@@ -50,8 +50,7 @@ def run_tasks(spec: MatchSpec, table: pa.Table, size: int) -> list[dict[str, Any
     for part in parts:
         runner = MatchRunner(spec)
         for b in batches(part, size):
-            rb = runner.feed(b)
-            if rb is not None:
+            for rb in runner.feed(b):
                 out.extend(rb.to_pylist())
     return out
 
@@ -75,8 +74,7 @@ def test_rows_retained_stay_bounded_without_within(query: str, rows: str) -> Non
     runner = MatchRunner(plan(query, rows=rows))
     found = 0
     for b in batches(events(60_000, (1, 1, 1)), size):
-        out = runner.feed(b)
-        found += out.num_rows if out is not None else 0
+        found += sum(out.num_rows for out in runner.feed(b))
         assert runner.retained_rows <= 2 * size  # not the 60 000 rows of the partition
     assert found > 1_000
 
@@ -87,7 +85,7 @@ def test_rows_of_a_live_run_are_kept() -> None:
     runner = MatchRunner(plan("SELECT * FROM S WHERE A ; B"))
     fed = 0
     for b in batches(table, 500):
-        runner.feed(b)
+        list(runner.feed(b))
         fed += b.num_rows
         assert runner.retained_rows >= fed - first_a  # it pairs with every later B
 
@@ -156,7 +154,7 @@ def test_an_attribute_window_that_goes_back_names_sparks_order() -> None:
     table = pa.table({"seq": [3, 1], "type": ["A", "B"], "k": [0, 0], "ts": [1.0, 2.0]},
                      schema=ARROW)
     with pytest.raises(ceql.spark.MatchCeqlError) as err:
-        runner.feed(table.to_batches()[0])
+        list(runner.feed(table.to_batches()[0]))
     message = str(err.value)
     assert "sort=True" not in message
     assert message.endswith(
@@ -176,10 +174,10 @@ def test_a_waiting_match_keeps_its_rows_past_rows_of_other_streams() -> None:
     for cut in ([1, 2], [1, 1, 1], [3]):
         runner, at, got = MatchRunner(spec), 0, []
         for n in cut:
-            got.append(runner.feed(rows.slice(at, n).to_batches()[0]))
+            got.extend(runner.feed(rows.slice(at, n).to_batches()[0]))
             at += n
-        got.append(runner.close())
-        out = [r for b in got if b is not None for r in b.to_pylist()]
+        got.extend(runner.close())
+        out = [r for b in got for r in b.to_pylist()]
         assert [(r["match_start"], r["match_end"]) for r in out] == [(0, 1)], cut
 
 

@@ -16,6 +16,7 @@ key's rows in exactly the batch order (ties by ``tie_break``, then by arrival).
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -32,6 +33,7 @@ from ceql.constants import (
     TIME_UNIT_PER_SECOND,
 )
 
+from ._batching import BatchLimits
 from ._errors import MatchCeqlError
 from ._runner import MatchRunner
 from ._spec import MatchSpec
@@ -187,15 +189,17 @@ class KeyState:
                 return promised
         return w
 
-    def release(self, plan: StreamPlan, watermark_ms: int) -> list[pa.RecordBatch]:
+    def release(self, plan: StreamPlan, watermark_ms: int, limits: BatchLimits | None = None
+                ) -> Iterator[pa.RecordBatch]:
         """Evaluate the held rows before :meth:`bound_us`, move the engine's time on to it,
-        and drop the engine once the key is idle past its window; return the output rows."""
+        and drop the engine once the key is idle past its window; yield the output rows, in
+        batches within ``limits`` (the task's when None) as the engine finds them (consume it
+        whole before saving the state)."""
         w = self.bound_us(plan, watermark_ms)
         if w is None:
-            return []
+            return
         if self.released_us is None or w > self.released_us:
             self.released_us = w
-        out: list[pa.RecordBatch] = []
         if self.held is not None:
             held = self.held.sort_by(self._order(plan))
             us = held.column(TIME_US).to_numpy()
@@ -207,23 +211,18 @@ class KeyState:
                     self.runner = MatchRunner(plan.spec, self.ordinals)
                     self.ordinals = {}
                 for rb in ready.select(list(plan.columns)).combine_chunks().to_batches():
-                    got = self.runner.feed(rb)
-                    if got is not None:
-                        out.append(got)
+                    yield from self.runner.feed(rb, limits)
                 self.last_us = int(us[cut - 1])
         runner = self.runner
         if runner is not None and plan.window_us is not None:
             if runner.fed:
-                got = runner.advance(plan.time_value(w))
-                if got is not None:
-                    out.append(got)
+                yield from runner.advance(plan.time_value(w), limits)
             if (plan.drop_idle and self.held is None and runner.waiting_until() is None
                     and self.last_us is not None and w > self.last_us + plan.window_us + 1):
                 # every later row is beyond the window of every row seen: a new engine gives
                 # the same matches, so only the ordinals (for the match ids) are kept
                 self.ordinals = runner.ordinals
                 self.runner = None
-        return out
 
     def _order(self, plan: StreamPlan) -> list[tuple[str, str]]:
         first = TIME_US if plan.timestamp else plan.spec.time

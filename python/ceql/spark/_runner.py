@@ -9,12 +9,15 @@ one — and builds Arrow batches in the output schema that :mod:`ceql.spark._spe
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
+import itertools
 import json
 import warnings
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +29,7 @@ from ceql.constants import (
     COLUMN_MATCH_ID,
     COLUMN_MATCH_START,
     COLUMN_VARIABLE,
+    CONF_OUTPUT_MAX_BATCH_BYTES,
     INTERNAL_STREAM_COLUMN,
     INTERNAL_TYPE_COLUMN,
     ROWS_EVENTS,
@@ -33,6 +37,7 @@ from ceql.constants import (
 )
 from ceql.runtime import canonical_key
 
+from ._batching import BatchLimits, TooLarge, cuts, row_bytes, shown_bytes, shown_query
 from ._errors import MatchCeqlError, TieOrderWarning
 from ._notices import key_of, said, say
 from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
@@ -94,6 +99,12 @@ def _tie_key(spec: MatchSpec) -> str:
 
 #: batches of at most this many rows are evaluated row by row
 SMALL_BATCH = 16
+#: at most about this many events of matches are taken from the engine before their output
+#: rows are built (with at most a batch's rows of matches)
+CHUNK_POSITIONS = 1 << 18
+#: bytes an output row takes beyond its events' values (ids, times, offsets), and per event
+_PER_MATCH = 64
+_PER_EVENT = 8
 
 
 class MatchRunner:
@@ -108,6 +119,7 @@ class MatchRunner:
         self._ev = query.evaluator(time=spec.engine_time, type_key=spec.type_key,
                                    stream_key=spec.stream_key, time_unit=spec.time_unit)
         self._kept: list[pa.RecordBatch] = []
+        self._sizes: list[Any] = []  # per kept batch: its rows' bytes (row_bytes), or None
         self._base = 0  # engine position of the first kept row
         self._fed = 0   # rows fed to the engine so far
         # partition key: (seed, next ordinal); given when a stream's idle key starts afresh
@@ -123,6 +135,16 @@ class MatchRunner:
             self._horizon: float | None = spec.window_seconds * per_s
         else:
             self._horizon = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a stream's key state pickles its runner: the sizes are a cache, recomputed
+        state = dict(self.__dict__)
+        state.pop("_sizes", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._sizes = [None] * len(self._kept)
 
     # ------------------------------------------------------------------ input
     def _prepare(self, rb: pa.RecordBatch) -> pa.RecordBatch:
@@ -173,24 +195,32 @@ class MatchRunner:
                 f"{shown_row(rb, i)}.")
         return rb.append_column(INTERNAL_TIME_COLUMN, read.times)
 
-    def feed(self, rb: pa.RecordBatch) -> pa.RecordBatch | None:
-        """Evaluate the next rows of the partition; return the output rows they complete."""
+    def feed(self, rb: pa.RecordBatch, limits: BatchLimits | None = None
+             ) -> Iterator[pa.RecordBatch]:
+        """Evaluate the next rows of the partition; yield the output rows they complete, in
+        batches within ``limits`` (the task's: :meth:`BatchLimits.of_task`), built as the
+        engine enumerates the matches. Consume it whole before the next call."""
         rb = self._prepare(rb)
         if rb.num_rows == 0:
-            return None
+            return
         if self._ties is not None:
             self._watch_ties(rb)
+        self._kept.append(rb)
+        self._sizes.append(None)
+        self._fed += rb.num_rows
+        # A few rows (a partition key with few events: one runner each) cost less as rows
+        # than the Arrow path's fixed cost per batch; both give the same matches.
+        yield from self._batches(
+            self._engine(self._ev.iter_feed(rb.to_pylist() if rb.num_rows <= SMALL_BATCH
+                                            else rb)), limits)
+        self._forget()
+
+    def _engine(self, matches: Iterator[ceql.Match]) -> Iterator[ceql.Match]:
+        """``matches``, the engine's errors (bad data) told as MATCH_CEQL's."""
         try:
-            # A few rows (a partition key with few events: one runner each) cost less as rows
-            # than the Arrow path's fixed cost per batch; both give the same matches.
-            matches = self._ev.feed(rb.to_pylist() if rb.num_rows <= SMALL_BATCH else rb)
+            yield from matches
         except ceql.CeqlError as e:
             raise MatchCeqlError(f"MATCH_CEQL{self._where}: {self._spark_words(str(e))}") from None
-        self._kept.append(rb)
-        self._fed += rb.num_rows
-        out = self._assemble(matches) if matches else None
-        self._forget()
-        return out
 
     def _watch_ties(self, rb: pa.RecordBatch) -> None:
         assert self._ties is not None
@@ -204,22 +234,21 @@ class MatchRunner:
             tie_message(self._where, spec.time, tied[0].get(spec.engine_time),
                         spec.tie_columns, tied, (*spec.partition, spec.engine_time)))
 
-    def close(self) -> pa.RecordBatch | None:
+    def close(self, limits: BatchLimits | None = None) -> Iterator[pa.RecordBatch]:
         """The partition's rows ended: the output rows of the matches that waited for time
-        to pass (a trailing NOT)."""
-        matches = self._ev.close()
-        return self._assemble(matches) if matches else None
+        to pass (a trailing NOT), in batches within ``limits`` (as :meth:`feed`)."""
+        yield from self._batches(self._ev.close(), limits)
 
-    def advance(self, time: Any) -> pa.RecordBatch | None:
+    def advance(self, time: Any, limits: BatchLimits | None = None) -> Iterator[pa.RecordBatch]:
         """No row still to come is older than ``time`` (a stream's watermark): the output rows
-        of the matches that makes final (a trailing NOT waits for time to pass)."""
+        of the matches that makes final (a trailing NOT waits for time to pass), in batches
+        within ``limits`` (as :meth:`feed`)."""
         try:
             matches = self._ev.advance(time)
         except ceql.CeqlError as e:
             raise MatchCeqlError(f"MATCH_CEQL{self._where}: {self._spark_words(str(e))}") from None
-        out = self._assemble(matches) if matches else None
+        yield from self._batches(matches, limits)
         self._forget()
-        return out
 
     def waiting_until(self) -> Any:
         """The time after which the first match waiting for time to pass is final (None: no
@@ -266,6 +295,7 @@ class MatchRunner:
                 break
             self._base += first.num_rows
             self._kept.pop(0)
+            self._sizes.pop(0)
 
     def _outside_window(self, first: pa.RecordBatch) -> bool:
         """Whether WITHIN keeps every row of ``first`` out of any later match."""
@@ -278,9 +308,90 @@ class MatchRunner:
         return False
 
     # ------------------------------------------------------------------ output
-    def _assemble(self, matches: list[ceql.Match]) -> pa.RecordBatch:
+    def _batches(self, matches: Iterable[ceql.Match], limits: BatchLimits | None
+                 ) -> Iterator[pa.RecordBatch]:
+        """The output rows of ``matches`` in batches within ``limits``: matches are taken from
+        the engine a chunk at a time (at most a batch's rows, and :data:`CHUNK_POSITIONS`
+        events), each chunk cut by the rows' sizes before any of its values is copied.
+
+        The cyclic collector is off while the engine and this code work, as in
+        :meth:`ceql.Evaluator.feed` (it would rescan the engine's many young objects at every
+        batch), and on while Spark's code consumes a batch."""
+        if limits is None:
+            limits = BatchLimits.of_task()
+        it = iter(matches)
+        while True:
+            with _no_gc():
+                chunk = _take(it, limits.rows)
+                if not chunk:
+                    return
+                slices, build = self._plan(chunk, limits)
+            for start, stop in slices:
+                with _no_gc():
+                    rb = build(start, stop)
+                yield rb
+
+    def _row_sizes(self) -> Any:
+        """The bytes of each kept row's event columns (cached per kept batch)."""
+        columns = self._spec.event_columns
+        for i, rb in enumerate(self._kept):
+            if self._sizes[i] is None:
+                sizes = np.full(rb.num_rows, _PER_EVENT, np.int64)
+                for c in columns:
+                    sizes += row_bytes(rb.column(c))
+                self._sizes[i] = sizes
+        return np.concatenate(self._sizes) if len(self._sizes) > 1 else self._sizes[0]
+
+    def _plan(self, matches: list[ceql.Match], limits: BatchLimits
+              ) -> tuple[list[tuple[int, int]], Callable[[int, int], pa.RecordBatch]]:
+        """The output rows of ``matches`` as slices within ``limits`` (by the rows' sizes,
+        before any value is copied) and the function that builds the batch of a slice."""
         spec = self._spec
         table = pa.Table.from_batches(self._kept)
+        base = self._base
+        lengths = np.fromiter((len(m.positions) for m in matches), np.int64, len(matches))
+        flat = np.fromiter(itertools.chain.from_iterable(m.positions for m in matches),
+                           np.int64, int(lengths.sum())) - base
+        per_event = self._row_sizes()[flat]
+        overhead = _PER_MATCH + 16 * len(spec.bounds)
+        if spec.rows == ROWS_EVENTS:
+            sizes = per_event + overhead
+        else:
+            ends = np.zeros(len(matches) + 1, np.int64)
+            np.cumsum(lengths, out=ends[1:])
+            total = np.zeros(len(flat) + 1, np.int64)
+            np.cumsum(per_event, out=total[1:])
+            sizes = total[ends[1:]] - total[ends[:-1]] + overhead
+        try:
+            slices = cuts(sizes, limits)
+        except TooLarge as e:
+            owner = (int(np.searchsorted(np.cumsum(lengths), e.index, side="right"))
+                     if spec.rows == ROWS_EVENTS else e.index)
+            raise self._too_large(matches[owner], table, e.size, limits) from None
+        fixed = self._match_columns(matches, table)
+        events = table.select(list(spec.event_columns))
+        names = list(spec.output_names)
+        if spec.rows == ROWS_EVENTS:
+            rows = _event_rows(matches, spec.variables, base)
+            types = table.column(spec.type_key)
+
+            def build_events(start: int, stop: int) -> pa.RecordBatch:
+                cols = _event_slice(rows, start, stop, fixed, types, events)
+                return pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
+
+            return slices, build_events
+
+        def build_matches(start: int, stop: int) -> pa.RecordBatch:
+            cols = {k: v.slice(start, stop - start) for k, v in fixed.items()}
+            cols.update(_variable_lists(matches[start:stop], spec.variables, base, events))
+            return pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
+
+        return slices, build_matches
+
+    def _match_columns(self, matches: list[ceql.Match], table: pa.Table
+                       ) -> dict[str, pa.Array]:
+        """The columns with one value per match: its id, start, end, bounds and partition."""
+        spec = self._spec
         base = self._base
         starts = pa.array([m.start_position - base for m in matches], pa.int64())
         ends = pa.array([m.end_position - base for m in matches], pa.int64())
@@ -306,42 +417,99 @@ class MatchRunner:
             first, last = bound_columns(c)
             cols[first] = _flat(table.column(c).take(starts))
             cols[last] = _flat(table.column(c).take(ends))
-        events = table.select(list(spec.event_columns))
-        if spec.rows == ROWS_EVENTS:
-            cols.update(self._event_rows(matches, table, events, cols))
-        else:
+        if spec.rows != ROWS_EVENTS:
             cols.update(parts)
-            cols.update(_variable_lists(matches, spec.variables, base, events))
-        return pa.RecordBatch.from_arrays([cols[n] for n in spec.output_names],
-                                          names=list(spec.output_names))
+        return cols
 
-    def _event_rows(self, matches: list[ceql.Match], table: pa.Table, events: pa.Table,
-                    fixed: dict[str, pa.Array]) -> dict[str, pa.Array]:
-        """One row per (match, event): repeat the match columns, add the variable name."""
-        base = self._base
-        order = {v: i for i, v in enumerate(self._spec.variables)}
-        rows: list[int] = []
-        owner: list[int] = []
-        labels: list[list[str]] = []
-        for i, m in enumerate(matches):
-            by_pos: dict[int, list[str]] = {}
-            for v, ps in m.variables.items():
-                for p in ps:
-                    by_pos.setdefault(p, []).append(v)
-            for p in m.positions:
-                rows.append(p - base)
-                owner.append(i)
-                labels.append(sorted(by_pos.get(p, []), key=lambda v: order.get(v, len(order))))
-        idx = pa.array(rows, pa.int64())
-        types = _flat(table.column(self._spec.type_key).take(idx)).to_pylist()
-        who = pa.array(owner, pa.int64())
-        out = {k: v.take(who) for k, v in fixed.items()}
-        out[COLUMN_VARIABLE] = pa.array(
-            [_primary(ls, t) for ls, t in zip(labels, types, strict=True)], pa.string())
-        taken = events.take(idx)
-        for name in events.column_names:
-            out[name] = _flat(taken.column(name))
-        return out
+    def _too_large(self, match: ceql.Match, table: pa.Table, size: int,
+                   limits: BatchLimits) -> MatchCeqlError:
+        """The error for a match whose one output row exceeds the byte budget."""
+        spec = self._spec
+        end = match.end_position - self._base
+        key = {c: table.column(c)[end].as_py() for c in spec.partition}
+        time = table.column(spec.engine_time)
+        where = f" in partition {key!r}" if key else ""
+        one = ("one of its rows (an event's)" if spec.rows == ROWS_EVENTS
+               else "its one output row")
+        instead = ("" if spec.rows == ROWS_EVENTS
+                   else ", or rows => 'events' (a row per event of a match)")
+        return MatchCeqlError(
+            f"MATCH_CEQL: a match of the query {shown_query(spec.query)!r}{where} (from "
+            f"{time[match.start_position - self._base].as_py()!r} to "
+            f"{time[end].as_py()!r}, {len(match.positions)} events) needs about "
+            f"{shown_bytes(size)} for {one}, more than an output batch may hold "
+            f"({CONF_OUTPUT_MAX_BATCH_BYTES} = {shown_bytes(limits.bytes)}). Raise "
+            f"{CONF_OUTPUT_MAX_BATCH_BYTES} (e.g. SET {CONF_OUTPUT_MAX_BATCH_BYTES}=1g) if "
+            "the executors have that memory to spare, or make the matches smaller: a shorter "
+            f"WITHIN, SELECT fewer variables{instead}.")
+
+
+def _take(matches: Iterator[ceql.Match], rows: int) -> list[ceql.Match]:
+    """The next matches: at most ``rows``, and as many as hold about
+    :data:`CHUNK_POSITIONS` events."""
+    chunk: list[ceql.Match] = []
+    count = 0
+    for m in matches:
+        chunk.append(m)
+        count += len(m.positions)
+        if len(chunk) >= rows or count >= CHUNK_POSITIONS:
+            break
+    return chunk
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _EventRows(NamedTuple):
+    """The rows of ``rows => 'events'`` for a chunk of matches: per row its kept row, the
+    index of its match and the variables that bound it."""
+
+    rows: Any
+    owner: Any
+    labels: list[list[str]]
+
+
+def _event_rows(matches: list[ceql.Match], variables: Sequence[str], base: int) -> _EventRows:
+    """One row per (match, event), in order."""
+    order = {v: i for i, v in enumerate(variables)}
+    rows: list[int] = []
+    owner: list[int] = []
+    labels: list[list[str]] = []
+    for i, m in enumerate(matches):
+        by_pos: dict[int, list[str]] = {}
+        for v, ps in m.variables.items():
+            for p in ps:
+                by_pos.setdefault(p, []).append(v)
+        for p in m.positions:
+            rows.append(p - base)
+            owner.append(i)
+            labels.append(sorted(by_pos.get(p, []), key=lambda v: order.get(v, len(order))))
+    return _EventRows(np.array(rows, np.int64), np.array(owner, np.int64), labels)
+
+
+def _event_slice(rows: _EventRows, start: int, stop: int, fixed: dict[str, pa.Array],
+                 types: pa.ChunkedArray, events: pa.Table) -> dict[str, pa.Array]:
+    """The columns of event rows ``start:stop``: the match columns repeated, the variable
+    name, the event's columns."""
+    idx = pa.array(rows.rows[start:stop], pa.int64())
+    who = pa.array(rows.owner[start:stop], pa.int64())
+    out = {k: v.take(who) for k, v in fixed.items()}
+    kinds = _flat(types.take(idx)).to_pylist()
+    out[COLUMN_VARIABLE] = pa.array(
+        [_primary(ls, t) for ls, t in zip(rows.labels[start:stop], kinds, strict=True)],
+        pa.string())
+    taken = events.take(idx)
+    for name in events.column_names:
+        out[name] = _flat(taken.column(name))
+    return out
 
 
 def _primary(labels: list[str], event_type: Any) -> str | None:

@@ -34,11 +34,13 @@ from ceql.constants import (
     COLUMN_MATCH_END,
     COLUMN_MATCH_ID,
     COLUMN_MATCH_START,
+    CONF_OUTPUT_MAX_BATCH_BYTES,
     MATCH_SPASEQ,
     OPTION_QUERY,
 )
 from ceql.runtime import canonical_key
 
+from ._batching import BatchLimits, shown_bytes, shown_query
 from ._errors import MatchCeqlError
 from ._runner import match_id, partition_starts
 from ._spaseq_plan import COLUMN_POSITIONS, SpaseqSpec, compiled, plan_spaseq, spaseq_schema
@@ -120,6 +122,7 @@ class MatchSpaseq:
         self._out = analysis.out
         self._runner: SpaseqRunner | None = None
         self._key: tuple[Any, ...] | None = None
+        self._limits: BatchLimits | None = None  # read in the task (a bad value: its error)
 
     def eval(self, *args: Any, **kwargs: Any) -> Iterator[pa.RecordBatch]:
         """Feed one Arrow batch (it may hold several partitions, one after another); yield
@@ -130,19 +133,17 @@ class MatchSpaseq:
             raise _reported(e) from None
 
     def _eval(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        if self._limits is None:
+            self._limits = BatchLimits.of_task()
         for a in (*args, *kwargs.values()):
             if isinstance(a, pa.RecordBatch):
                 for key, part in self._segments(a):
                     if self._runner is None or key != self._key:
                         if self._runner is not None:
-                            out = self._runner.close()
-                            if out is not None:
-                                yield out
+                            yield from self._runner.close(self._limits)
                         self._runner = SpaseqRunner(self._spec, self._out, key)
                         self._key = key
-                    out = self._runner.feed(part)
-                    if out is not None:
-                        yield out
+                    yield from self._runner.feed(part, self._limits)
                 return
         raise MatchCeqlError(f"{MATCH_SPASEQ} received no table rows as an Arrow batch; it must "
                              "run with Spark's Arrow UDTF eval type and one TABLE argument.")
@@ -171,11 +172,9 @@ class MatchSpaseq:
         if runner is None:
             return
         try:
-            out = runner.close()
+            yield from runner.close(self._limits or BatchLimits.of_task())
         except ceql.CeqlError as e:
             raise _reported(e) from None
-        if out is not None:
-            yield out
 
 
 _EVENTS = re.compile(r"(events? )(\d+)(?:( and )(\d+))?")
@@ -199,12 +198,13 @@ class SpaseqRunner:
                        if spec.partition else "")
         self._arrow = {f.name: to_arrow_type(f.dataType, timezone="UTC") for f in out.fields}
 
-    def feed(self, rb: pa.RecordBatch) -> pa.RecordBatch | None:
-        """Evaluate the partition's next rows; the output rows of the matches they complete."""
+    def feed(self, rb: pa.RecordBatch, limits: BatchLimits) -> Iterator[pa.RecordBatch]:
+        """Evaluate the partition's next rows; the output rows of the matches they complete,
+        in batches within ``limits``."""
         spec = self._spec
         n = rb.num_rows
         if n == 0:
-            return None
+            return
         streams = rb.column(spec.stream).to_pylist()
         times = rb.column(spec.time).to_pylist()
         graphs = rb.column(spec.graph).to_pylist()
@@ -224,15 +224,16 @@ class SpaseqRunner:
         else:
             self._open = tail
         self._current = []
-        return self._assemble(matches) if matches else None
+        yield from self._batches(matches, limits)
 
-    def close(self) -> pa.RecordBatch | None:
-        """The partition's rows ended: the matches of its last instant."""
+    def close(self, limits: BatchLimits) -> Iterator[pa.RecordBatch]:
+        """The partition's rows ended: the matches of its last instant, in batches within
+        ``limits``."""
         try:
             matches = self._ev.close()
         except ceql.CeqlError as e:
             raise MatchCeqlError(self._message(e)) from None
-        return self._assemble(matches) if matches else None
+        yield from self._batches(matches, limits)
 
     def _message(self, e: ceql.CeqlError) -> str:
         """The engine's message with the events it starts with shown by their stream and time
@@ -252,28 +253,56 @@ class SpaseqRunner:
                     + (m.group(3) + shown(m.group(4)) if m.group(3) else "") + text[m.end():])
         return f"{MATCH_SPASEQ}{self._where}: {text}"
 
-    def _assemble(self, matches: list[ceql.spaseq.Match]) -> pa.RecordBatch:
+    def _batches(self, matches: list[ceql.spaseq.Match], limits: BatchLimits
+                 ) -> Iterator[pa.RecordBatch]:
+        """The output rows of ``matches``, converted one match at a time and sent as a batch
+        before it would pass ``limits`` (its size counted from the values themselves)."""
         spec = self._spec
-        ids = []
-        for _ in matches:
-            ids.append(match_id(self._key, self._ordinal))
+        names = [f.name for f in self._out.fields]
+        cols: dict[str, list[Any]] = {name: [] for name in names}
+        held = 0
+        for m in matches:
+            row: dict[str, Any] = {
+                COLUMN_MATCH_ID: match_id(self._key, self._ordinal),
+                COLUMN_MATCH_START: m.start_time,
+                COLUMN_MATCH_END: m.end_time,
+                COLUMN_POSITIONS: list(m.positions),
+            }
             self._ordinal += 1
-        cols: dict[str, list[Any]] = {
-            COLUMN_MATCH_ID: ids,
-            COLUMN_MATCH_START: [m.start_time for m in matches],
-            COLUMN_MATCH_END: [m.end_time for m in matches],
-            COLUMN_POSITIONS: [list(m.positions) for m in matches],
-        }
-        for c, k in zip(spec.partition, self._key, strict=True):
-            cols[c] = [k] * len(matches)
-        for v in spec.variables:
-            kind = spec.type_of(v)
-            if v in spec.lists:
-                cols[v] = [[self._value(v, kind, x) for x in m.bindings[v]] for m in matches]
-            else:
-                cols[v] = [self._value(v, kind, m.bindings[v]) for m in matches]
-        arrays = [pa.array(cols[f.name], self._arrow[f.name]) for f in self._out.fields]
-        return pa.RecordBatch.from_arrays(arrays, names=[f.name for f in self._out.fields])
+            for c, k in zip(spec.partition, self._key, strict=True):
+                row[c] = k
+            for v in spec.variables:
+                kind = spec.type_of(v)
+                if v in spec.lists:
+                    row[v] = [self._value(v, kind, x) for x in m.bindings[v]]
+                else:
+                    row[v] = self._value(v, kind, m.bindings[v])
+            size = sum(_value_bytes(x) for x in row.values())
+            if size > limits.bytes:
+                raise MatchCeqlError(
+                    f"{MATCH_SPASEQ}: a match of the query {shown_query(spec.query)!r}"
+                    f"{self._where} (from {m.start_time!r} to "
+                    f"{m.end_time!r}, {len(m.positions)} events) needs about "
+                    f"{shown_bytes(size)} as one output row, more than an output batch may "
+                    f"hold ({CONF_OUTPUT_MAX_BATCH_BYTES} = {shown_bytes(limits.bytes)}). "
+                    f"Raise {CONF_OUTPUT_MAX_BATCH_BYTES} (e.g. SET "
+                    f"{CONF_OUTPUT_MAX_BATCH_BYTES}=1g) if the executors have that memory to "
+                    "spare, or make the matches smaller (a shorter WITHIN, fewer variables).")
+            if cols[COLUMN_MATCH_ID] and (held + size > limits.bytes
+                                          or len(cols[COLUMN_MATCH_ID]) >= limits.rows):
+                yield self._batch(cols)
+                cols = {name: [] for name in names}
+                held = 0
+            for name in names:
+                cols[name].append(row[name])
+            held += size
+        if cols[COLUMN_MATCH_ID]:
+            yield self._batch(cols)
+
+    def _batch(self, cols: dict[str, list[Any]]) -> pa.RecordBatch:
+        fields = self._out.fields
+        arrays = [pa.array(cols[f.name], self._arrow[f.name]) for f in fields]
+        return pa.RecordBatch.from_arrays(arrays, names=[f.name for f in fields])
 
     def _value(self, variable: str, kind: str, value: Any) -> Any:
         if value is None:
@@ -290,6 +319,15 @@ class SpaseqRunner:
 
 
 _BAD = object()
+
+
+def _value_bytes(value: Any) -> int:
+    """About the bytes ``value`` takes in an Arrow column."""
+    if isinstance(value, str | bytes):
+        return len(value) + 4
+    if isinstance(value, list):
+        return 4 + sum(_value_bytes(x) for x in value)
+    return 8
 
 
 def value_text(value: Any) -> str:

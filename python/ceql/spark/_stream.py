@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import pickle
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -366,17 +366,17 @@ class _Processor(_processor_base()):  # type: ignore[misc]
                     late.append(got)
             # the micro-batch's other keys' rows move Spark's next watermark too
             ks.saw(int(frame.iloc[:, -1].max()))
-        out = ks.release(self._plan, w)
+        # output flows batch by batch as the engine finds it; the state is saved after it
+        yield from self._frames(ks.release(self._plan, w), late)
         self._save(ks)
-        yield from self._frames(out, late)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any,
                            expiredTimerInfo: Any) -> Iterator[Any]:
         ks = self._load()
         ks.fired(int(expiredTimerInfo.getExpiryTimeInMs()))  # Spark deletes it after this call
-        out = ks.release(self._plan, timerValues.getCurrentWatermarkInMs())
+        yield from self._frames(ks.release(self._plan, timerValues.getCurrentWatermarkInMs()),
+                                [])
         self._save(ks)
-        yield from self._frames(out, [])
 
     def close(self) -> None:
         pass
@@ -402,7 +402,8 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         self._state.update((pickle.dumps(ks, protocol=5),))
 
     # ------------------------------------------------------------------ rows
-    def _frames(self, out: list[pa.RecordBatch], late: list[pa.RecordBatch]) -> Iterator[Any]:
+    def _frames(self, out: Iterable[pa.RecordBatch], late: list[pa.RecordBatch]
+                ) -> Iterator[Any]:
         import pandas as pd
 
         for rb in out:

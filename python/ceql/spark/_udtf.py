@@ -32,6 +32,7 @@ from ceql.constants import (
 )
 from ceql.runtime import canonical_key
 
+from ._batching import BatchLimits
 from ._errors import MatchCeqlError
 from ._notices import key_of, say
 from ._pushdown import prefilter
@@ -154,9 +155,11 @@ class MatchCeql:
         self._spec = analysis.spec
         self._runner: MatchRunner | None = None
         self._key: tuple[Any, ...] | None = None
+        self._limits: BatchLimits | None = None  # read in the task (a bad value: its error)
 
     def eval(self, *args: Any, **kwargs: Any) -> Iterator[pa.RecordBatch]:
-        """Feed one Arrow batch; yield the rows of the matches it completes.
+        """Feed one Arrow batch; yield the rows of the matches it completes, in batches
+        bounded by rows and bytes (:mod:`ceql.spark._batching`).
 
         A batch may hold several partitions, one after another (Spark sorted them by key): each
         partition gets its own engine, started when its first row arrives. An error of ceql's
@@ -168,18 +171,16 @@ class MatchCeql:
             raise _reported(e) from None
 
     def _eval(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        if self._limits is None:
+            self._limits = BatchLimits.of_task()
         for a in (*args, *kwargs.values()):
             if isinstance(a, pa.RecordBatch):
                 for key, part in self._segments(a):
                     if self._runner is None or key != self._key:
                         if self._runner is not None:  # that partition's rows ended
-                            out = self._runner.close()
-                            if out is not None:
-                                yield out
+                            yield from self._runner.close(self._limits)
                         self._runner, self._key = MatchRunner(self._spec), key
-                    out = self._runner.feed(part)
-                    if out is not None:
-                        yield out
+                    yield from self._runner.feed(part, self._limits)
                 return
         raise MatchCeqlError(
             "MATCH_CEQL received no table rows as an Arrow batch (got "
@@ -204,9 +205,7 @@ class MatchCeql:
         if runner is None:
             return
         try:
-            out = runner.close()
+            yield from runner.close(self._limits or BatchLimits.of_task())
         except ceql.CeqlError as e:
             raise _reported(e) from None
-        if out is not None:
-            yield out
 

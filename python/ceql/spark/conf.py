@@ -16,14 +16,15 @@ from typing import Any, Generic, TypeVar
 
 from ceql.constants import (
     CONF_FROM_FILES,
+    CONF_OUTPUT_MAX_BATCH_BYTES,
     CONF_PARSER_ENABLED,
     CONF_PREFILTER_ENABLED,
     CONF_PYTHON,
     CONF_SPASEQ_DATASET_PATHS,
 )
 
-__all__ = ["CONFS", "FROM_FILES", "PARSER_ENABLED", "PREFILTER_ENABLED", "PYTHON",
-           "SPASEQ_DATASET_PATHS", "ConfEntry"]
+__all__ = ["CONFS", "FROM_FILES", "OUTPUT_MAX_BATCH_BYTES", "PARSER_ENABLED",
+           "PREFILTER_ENABLED", "PYTHON", "SPASEQ_DATASET_PATHS", "ConfEntry"]
 
 T = TypeVar("T", bool, str)
 
@@ -83,6 +84,13 @@ SPASEQ_DATASET_PATHS = ConfEntry(
     "read (symbolic links and '..' resolved first). When unset, that option reads no file; "
     "ceql.spark.match_spaseq(dataset=...) from Python is not limited.")
 
+OUTPUT_MAX_BATCH_BYTES = ConfEntry(
+    CONF_OUTPUT_MAX_BATCH_BYTES, str, "64m",
+    "About how many bytes one Arrow batch of MATCH_CEQL's, MATCH_SPASEQ's or match_stream's "
+    "output holds (a size as Spark writes them: 1048576, 512k, 64m, 1g), besides "
+    "spark.sql.execution.arrow.maxRecordsPerBatch rows. A large answer flows as many batches; "
+    "a task fails when one output row alone is larger.")
+
 #: Every setting, in the order the docs list them.
 CONFS: tuple[ConfEntry[Any], ...] = (PARSER_ENABLED, PREFILTER_ENABLED, PYTHON, FROM_FILES,
-                                     SPASEQ_DATASET_PATHS)
+                                     SPASEQ_DATASET_PATHS, OUTPUT_MAX_BATCH_BYTES)

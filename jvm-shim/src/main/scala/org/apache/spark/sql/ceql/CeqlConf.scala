@@ -82,13 +82,30 @@ object CeqlConf {
       .stringConf
       .createOptional
 
+  /**
+   * `spark.ceql.output.maxBatchBytes`: About how many bytes one Arrow batch of MATCH_CEQL's,
+   * MATCH_SPASEQ's or match_stream's output holds (a size as Spark writes them: 1048576, 512k, 64m,
+   * 1g), besides spark.sql.execution.arrow.maxRecordsPerBatch rows. A large answer flows as many
+   * batches; a task fails when one output row alone is larger.
+   */
+  val OutputMaxBatchBytes: ConfigEntry[String] =
+    SQLConf.buildConf(CeqlConstants.ConfOutputMaxBatchBytes)
+      .doc("About how many bytes one Arrow batch of MATCH_CEQL's, MATCH_SPASEQ's or " +
+           "match_stream's output holds (a size as Spark writes them: 1048576, 512k, 64m, 1g), " +
+           "besides spark.sql.execution.arrow.maxRecordsPerBatch rows. A large answer flows as " +
+           "many batches; a task fails when one output row alone is larger.")
+      .version("0.1.0")
+      .stringConf
+      .createWithDefault("64m")
+
   /** Every setting. */
   val All: Seq[ConfigEntry[_]] = Seq(
     ParserEnabled,
     PrefilterEnabled,
     Python,
     FromFiles,
-    SpaseqDatasetPaths
+    SpaseqDatasetPaths,
+    OutputMaxBatchBytes
   )
 
   /**

@@ -324,6 +324,12 @@ object CeqlConstants {
   final val ConfSpaseqDatasetPaths = "spark.ceql.spaseq.datasetPaths"
 
   /**
+   * `CONF_OUTPUT_MAX_BATCH_BYTES`: Spark setting: the bytes of one output batch of MATCH_CEQL,
+   * MATCH_SPASEQ and match_stream (see ceql.spark.conf).
+   */
+  final val ConfOutputMaxBatchBytes = "spark.ceql.output.maxBatchBytes"
+
+  /**
    * `TABLE_FUNCTIONS`: The shim's table functions; a new one is one more entry (and its Python
    * class).
    */
