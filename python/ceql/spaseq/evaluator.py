@@ -76,7 +76,7 @@ class Evaluator:
         self._gpms = {iri: GpmEvaluator(q, dataset, terms=True) for iri, q in by_stream.items()}
         lowered = lower_plan(plan)
         self._runs: Runs | EngineRuns
-        if engine and lowered.text is not None:
+        if engine and lowered.query is not None:
             self._runs = EngineRuns(plan, lowered, self._complete)
             self.path_reason: str | None = None
         else:
