@@ -55,6 +55,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from ceql.errors import CeqlTypeError, caret_snippet
+from ceql.rdf.bgp import Bgp, parse_bgp
 from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError, RdfInputError
 from ceql.rdf.exact import (
@@ -63,16 +64,7 @@ from ceql.rdf.exact import (
     constants_as_stand_ins,
     filters_on_originals,
 )
-from ceql.rdf.fast import (
-    Bgp,
-    Row,
-    TripleColumns,
-    TripleReader,
-    distinct_triples,
-    group_by_predicate,
-    match_batch,
-    parse_bgp,
-)
+from ceql.rdf.fast import Row, distinct_triples, group_by_predicate, match_batch
 from ceql.rdf.reader import (
     EventSource,
     as_python,
@@ -84,6 +76,7 @@ from ceql.rdf.reader import (
 )
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
 from ceql.rdf.terms import Term, Value, literal_value, term_text, term_value, to_value
+from ceql.rdf.triples import TripleColumns, TripleReader
 
 __all__ = ["RENEW_EVENTS", "GpmEvaluator", "GpmResults", "Solution"]
 
