@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
                     "constants", "errors"},
     "plot": {"runtime", "constants", "errors"},
     "rdf": {"errors"},
-    "spaseq": {"frontends", "rdf", "errors", "query"},
+    "spaseq": {"ir", "frontends", "rdf", "errors", "query"},
     "ceql": {"query", "explanation", "runtime", "plot", "errors", "constants"},
     "__main__": {"cli"},
     "cli": {"ceql", "constants", "runtime", "spark", "spaseq", "rdf"},

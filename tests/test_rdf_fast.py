@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ceql.rdf import GpmEvaluator, RdfInputError, StaticDataset, read_event
-from ceql.rdf import fast as fast_module
-from ceql.rdf.fast import RDF_TYPE, Slot, TripleReader, parse_bgp
+from ceql.rdf import triples as triples_module
+from ceql.rdf.bgp import RDF_TYPE, Slot, parse_bgp
+from ceql.rdf.triples import TripleReader
 
 EX = "http://ex/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -476,8 +477,8 @@ def test_forgetting_what_was_learnt_changes_nothing(batches: list[list[str]], li
                                                     ) -> None:
     queries = {"A": f"SELECT * {{ ?s <{EX}p0> ?o }}", "B": "SELECT ?s ?p ?o { ?s ?p ?o }"}
     fast, store = _both(queries, base_iri="http://base/", terms=True)
-    limit = fast_module._CACHE_LIMIT
-    fast_module._CACHE_LIMIT = 2  # forget at almost every batch
+    limit = triples_module._CACHE_LIMIT
+    triples_module._CACHE_LIMIT = 2  # forget at almost every batch
     try:
         for events in batches:
             batch: list[Any] = events
@@ -496,13 +497,13 @@ def test_forgetting_what_was_learnt_changes_nothing(batches: list[list[str]], li
                     continue
                 assert _blanks_out(fast.evaluate_many(again)) == _blanks_out(want)
     finally:
-        fast_module._CACHE_LIMIT = limit
+        triples_module._CACHE_LIMIT = limit
 
 
 def test_forgetting_midway_keeps_what_a_batch_already_read() -> None:
     fast, store = _both({"A": "SELECT ?s ?o { ?s ?p ?o }"}, base_iri="http://base/", terms=True)
-    limit = fast_module._CACHE_LIMIT
-    fast_module._CACHE_LIMIT = 2
+    limit = triples_module._CACHE_LIMIT
+    triples_module._CACHE_LIMIT = 2
     try:
         for k in range(3):  # texts learnt (a relative IRI, "05"), then met beside new ones
             batch = [f'<rel> <{EX}p0> "0{k}"^^<{XSD}int> .\n', f"<{EX}n{k}> <{EX}p0> <rel> .\n"]
@@ -511,7 +512,7 @@ def test_forgetting_midway_keeps_what_a_batch_already_read() -> None:
                       (f"<{EX}m{k}>", f"<{EX}p0>", k)]]
             assert fast.evaluate_many(lists) == store.evaluate_many(lists)
     finally:
-        fast_module._CACHE_LIMIT = limit
+        triples_module._CACHE_LIMIT = limit
 
 
 # ---------------------------------------------------------------- shortcuts of the batch reader
@@ -528,7 +529,7 @@ _PLAIN = re.compile(r'"[^"\\\n\r\x00]*"(?:\^\^<http://www\.w3\.org/2001/XMLSchem
 def test_literals_checked_at_once_are_exactly_the_plain_ones(texts: list[str]) -> None:
     # the check of the objects no GPM reads, on all of them at once: never yes wrongly
     # (and, for these pieces, never no wrongly either)
-    assert fast_module._plain_literals(texts, _TAILS) == all(_PLAIN.match(t) for t in texts)
+    assert triples_module._plain_literals(texts, _TAILS) == all(_PLAIN.match(t) for t in texts)
 
 
 _OTHER_OBJECTS = ['"plain"', '"x"@en', '"x"@en-GB', f'"7"^^<{XSD}integer>',

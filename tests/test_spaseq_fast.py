@@ -20,8 +20,11 @@ from ceql.frontends.spaseq import (
     UnaryExpr,
     Var,
     expr_to_sparql,
+    to_sparql,
 )
+from ceql.rdf.bgp import parse_bgp
 from ceql.rdf.sparql import canonical_form
+from ceql.spaseq.bgps import bgp_of
 from ceql.spaseq.conditions import FilterChecker, numeric_value
 from spaseq_reference import reference_matches
 from strategies import PROFILE
@@ -159,3 +162,51 @@ def test_indexed_runs_agree_with_reference(case: tuple[str, list[dict[str, Any]]
     q = sp.compile(text)
     assert as_set(q, events) == reference_matches(q.ast, events)
     assert _matches(q, events, True) == _matches(q, events, False)
+
+
+# GPMs whose basic graph pattern the tree gives, or not (and why not): every kind of group
+# element, of pattern term, and of FILTER the storeless path refuses or takes
+_GPMS = [
+    "?s ex:p ?o .",
+    "?s a ex:T ; ex:p ?o , ?o2 .",
+    "?s ?p ?o . FILTER (?o > 3 && ?o < 10)",
+    "?s ex:p ?o . FILTER (?o = 3) FILTER (?o != ?s)",
+    '?s ex:p ?o . FILTER (regex(str(?o), "a") || !(?o IN (1, "x"@en, ex:a)))',
+    "?s ex:p ?o . FILTER (?o NOT IN (1, 2.5))",
+    "?s ex:p ?o . FILTER (?o IN ())",
+    '?s ex:p ?o . FILTER (?o = "x"@not)',
+    "?s ex:p ?o . FILTER (ex:f(?o, ?s))",
+    '?s ex:p ?o . FILTER (?o = "5"^^ex:t)',
+    "?s ex:p 5 .",
+    '?s ex:p "x" .',
+    "_:b ex:p ?o .",
+    "?s ex:p ?o . OPTIONAL { ?s ex:q ?v }",
+    "{ ?s ex:p ?o } UNION { ?s ex:q ?o }",
+    "GRAPH <http://example/g> { ?s ex:p ?o }",
+    "{ ?s ex:p ?o }",
+]
+
+
+def test_basic_graph_patterns_from_the_tree_are_the_ones_in_the_text() -> None:
+    """A GPM reaches the storeless path as a structure built from its syntax tree
+    (ceql.spaseq.bgps), no longer found again in the SPARQL text printed for the store: the
+    two give the same pattern (the same path is taken), on GPMs of every kind."""
+    built = []
+    for body in _GPMS:
+        q = sp.compile("PREFIX ex: <http://example/> SELECT * WITHIN 10 SECONDS "
+                       "FROM STREAM S <http://example/s> "
+                       f"WHERE {{ SEQ (A) DEFINE GPM A ON S {{ {body} }} }}")
+        (gpm,) = q.ast.gpms
+        built.append(bgp_of(gpm))
+        assert built[-1] == parse_bgp(to_sparql(gpm)), body
+        assert q.plan.patterns == {"A": built[-1]}
+    assert 0 < sum(b is None for b in built) < len(built)  # both kinds drawn
+    assert any(b is not None and b.filters for b in built)
+
+
+@settings(max_examples=PROFILE.max_examples, deadline=None)
+@given(random_cases())
+def test_random_gpm_patterns_from_the_tree_are_the_ones_in_the_text(
+        case: tuple[str, list[dict[str, Any]]]) -> None:
+    for gpm in sp.compile(case[0]).ast.gpms:
+        assert bgp_of(gpm) == parse_bgp(to_sparql(gpm))

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 import ceql
 import ceql.spaseq as sp
+from ceql.frontends.ceql import parse
+from ceql.query import compile_ir
 from ceql.spaseq.lowering import SCALE, lower_plan, scaled
 from spaseq_reference import reference_matches
 from strategies import PROFILE
@@ -172,8 +174,16 @@ def test_queries_that_lower(seq: str) -> None:
     q = query("*", 10, seq, gpms="\n".join(d for n, d in defs.items() if n in used))
     lowered = lower_plan(q.plan)
     assert lowered.reason is None, lowered.reason
-    assert lowered.text is not None
-    ceql.compile(lowered.text)  # a valid CEQL query
+    assert lowered.text is not None and lowered.query is not None
+    # the query is built as IR and compiled without text; its text (the formatter's) only
+    # shows it, and reads back as the same query
+    assert parse(lowered.text) == lowered.query
+    assert compile_ir(lowered.query).ast == ceql.compile(lowered.text).ast
+
+
+def test_compile_ir_takes_an_ir_query_only() -> None:
+    with pytest.raises(ceql.CeqlTypeError, match=r"ceql\.ir\.nodes\.Query"):
+        compile_ir("SELECT * FROM S WHERE A")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("seq", "gpms", "reason"), [

@@ -17,7 +17,7 @@ from .automata import CEA, DFA, build_cea
 from .automata.registers import RegisterPlan
 from .constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_UNIT, DEFAULT_TYPE_COLUMN
 from .errors import CeqlInputError, CeqlTypeError, CeqlValidationError, UnseenNameWarning
-from .frontends.ceql import depth_floor, parse
+from .frontends.ceql import depth_floor, format_query, parse
 from .ir import MAX_DEPTH, depth, is_correlated_query, recursion_for
 from .ir import nodes as N
 from .predicates import AtomTable
@@ -27,7 +27,7 @@ from .runtime.lazy import LazyPlan, plan_lazy
 from .runtime.notices import warn
 from .runtime.times import Clock
 
-__all__ = ["DEFAULT_MAX_STATES", "Query", "compile"]
+__all__ = ["DEFAULT_MAX_STATES", "Query", "compile", "compile_ir"]
 
 DEFAULT_MAX_STATES = 10_000
 _CHUNK = 2048
@@ -318,6 +318,49 @@ def compile(text: str, *, schema: Any = None, max_states: int = DEFAULT_MAX_STAT
     for category, message in _compile_warnings(text, key, states):
         warnings.warn(message, category, stacklevel=2)
     return q
+
+
+def compile_ir(query: N.Query, *, schema: Any = None,
+               max_states: int = DEFAULT_MAX_STATES) -> Query:
+    """Validate and compile a query given as IR, without text to parse: what a front end
+    that builds :mod:`ceql.ir.nodes` (SPAseq's lowering) hands the engine. The query's
+    ``text`` (messages, explain, pickling) is the formatter's rendering of it. Options as for
+    :func:`compile` (cached likewise, by the IR).
+    """
+    if not isinstance(query, N.Query):
+        raise CeqlTypeError(f"compile_ir takes a ceql.ir.nodes.Query, not "
+                            f"{type(query).__name__}.")
+    sch = normalize_schema(schema) if schema is not None else None
+    key = tuple(sorted(sch.items())) if sch is not None else None
+    states = _checked_max_states(max_states)
+    q = _compile_ir_cached(query, key, states)
+    for category, message in _compile_ir_warnings(query, key, states):
+        warnings.warn(message, category, stacklevel=2)
+    return q
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_ir_cached(query: N.Query, schema: tuple[tuple[str, str], ...] | None,
+                       max_states: int) -> Query:
+    sch = dict(schema) if schema is not None else None
+    levels = depth(query.where)
+    if levels > MAX_DEPTH:
+        raise CeqlValidationError(
+            f"The query nests {levels} levels deep; ceql compiles at most {MAX_DEPTH}.")
+    with recursion_for(levels):
+        text = format_query(query)
+        ast = validate(query, text, sch)
+        q = Query(text, ast, sch, max_states)
+        q.automaton()  # compile now: errors surface at compile time
+    return q
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_ir_warnings(query: N.Query, schema: tuple[tuple[str, str], ...] | None,
+                         max_states: int) -> tuple[tuple[type[Warning], str], ...]:
+    """The warnings :func:`compile` would give the query (computed once)."""
+    kinds = dict(schema) if schema is not None else None
+    return compile_warnings(_compile_ir_cached(query, schema, max_states).ast, kinds)
 
 
 @functools.lru_cache(maxsize=256)

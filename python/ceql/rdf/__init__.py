@@ -7,6 +7,9 @@ query's graph patterns (GPMs) on each event with pyoxigraph (pure Python, no Spa
   values become terms;
 * :mod:`.dataset` — :class:`StaticDataset`, the named graphs ``GRAPH <iri> { … }`` reads;
 * :mod:`.gpm` — :class:`GpmEvaluator`, every GPM on one event or on a batch of events;
+* :mod:`.bgp` — the basic graph pattern (triple patterns and FILTERs) a GPM is, when it is
+  only that: what the storeless path matches;
+* :mod:`.triples` — a batch of events read into columns of the store's term texts;
 * :mod:`.fast` — basic graph patterns (and their FILTERs) matched on a batch without a store,
   with the store's term forms and FILTER outcomes;
 * :mod:`.sparql` — the rewrite that runs a GPM once per batch;

@@ -55,6 +55,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from ceql.errors import CeqlTypeError, caret_snippet
+from ceql.rdf.bgp import Bgp, parse_bgp
 from ceql.rdf.dataset import StaticDataset
 from ceql.rdf.errors import GpmError, RdfInputError
 from ceql.rdf.exact import (
@@ -63,16 +64,7 @@ from ceql.rdf.exact import (
     constants_as_stand_ins,
     filters_on_originals,
 )
-from ceql.rdf.fast import (
-    Bgp,
-    Row,
-    TripleColumns,
-    TripleReader,
-    distinct_triples,
-    group_by_predicate,
-    match_batch,
-    parse_bgp,
-)
+from ceql.rdf.fast import Row, distinct_triples, group_by_predicate, match_batch
 from ceql.rdf.reader import (
     EventSource,
     as_python,
@@ -84,6 +76,7 @@ from ceql.rdf.reader import (
 )
 from ceql.rdf.sparql import EVENT_VAR, BatchPlan, plan_batch
 from ceql.rdf.terms import Term, Value, literal_value, term_text, term_value, to_value
+from ceql.rdf.triples import TripleColumns, TripleReader
 
 __all__ = ["RENEW_EVENTS", "GpmEvaluator", "GpmResults", "Solution"]
 
@@ -183,6 +176,10 @@ class GpmEvaluator:
     store serves before it is rebuilt (see the module's docstring). ``fast``: match basic
     graph patterns without the store when every GPM is one (:mod:`ceql.rdf.fast`); ``False``
     keeps every batch on the store (the reference the tests and benchmarks compare with).
+    ``patterns``: GPM name → its basic graph pattern (:class:`ceql.rdf.bgp.Bgp`, constants as
+    written) or ``None`` when it is more, for a caller that has the GPM as a structure (SPAseq
+    builds it from its syntax tree): used instead of finding the pattern in the text
+    (:func:`ceql.rdf.bgp.parse_bgp`), the text then serving the store path only.
 
     >>> gpms = GpmEvaluator({"A": "SELECT ?v WHERE { ?s <http://ex/p> ?v FILTER(?v > 3) }"})
     >>> gpms.evaluate('<http://ex/s> <http://ex/p> 5 .')
@@ -192,7 +189,7 @@ class GpmEvaluator:
     def __init__(self, queries: Mapping[str, str], dataset: StaticDataset | None = None, *,
                  prefixes: Mapping[str, str] | None = None, base_iri: str | None = None,
                  terms: bool = False, renew_every: int | None = None,
-                 fast: bool = True) -> None:
+                 fast: bool = True, patterns: Mapping[str, Bgp | None] | None = None) -> None:
         if not isinstance(queries, Mapping):
             raise CeqlTypeError("queries must map GPM names to SPARQL text, not "
                                 f"{type(queries).__name__}")
@@ -211,7 +208,8 @@ class GpmEvaluator:
         self._events = 0  # events loaded, whose numbers name their graphs
         self._since = 0  # events loaded into this store
         self._store = self._new_store()
-        self._gpms = tuple(self._compile(name, text) for name, text in queries.items())
+        given = patterns if patterns is not None else {}
+        self._gpms = tuple(self._compile(name, text, given) for name, text in queries.items())
         self._reader = TripleReader(base_iri)
         # (GPM, FILTER constraint) → values of its variables → whether they pass
         self._decided: dict[tuple[str, int], dict[Row, bool]] = {}
@@ -264,7 +262,7 @@ class GpmEvaluator:
         assert isinstance(result, ox.QuerySolutions)  # checked by _compile
         return result
 
-    def _compile(self, name: str, text: str) -> _Gpm:
+    def _compile(self, name: str, text: str, patterns: Mapping[str, Bgp | None]) -> _Gpm:
         if not isinstance(name, str) or not isinstance(text, str):
             raise CeqlTypeError(f"GPM {name!r}: names and queries are str, not "
                                 f"{type(name).__name__} → {type(text).__name__}")
@@ -298,7 +296,7 @@ class GpmEvaluator:
                 raise GpmError(f"GPM {name!r}: its FILTERs could not be rewritten to read "
                                f"exact terms ({e}); please report it") from None
             exact_plan = self._plan(exact_text)
-        bgp = parse_bgp(text)
+        bgp = patterns[name] if name in patterns else parse_bgp(text)
         if bgp is not None:
             bgp = self._resolve(bgp)
         return _Gpm(name, text, variables, plan, bool(_ORDER_BY.search(text)), bgp,

@@ -18,7 +18,7 @@ from itertools import product
 from typing import Any
 
 from ..frontends.spaseq import CrossFilter
-from ..query import compile as compile_ceql
+from ..query import compile_ir
 from .conditions import FilterChecker, joined
 from .events import TimeKey
 from .lowering import Leaf, Lowered, scaled
@@ -61,12 +61,12 @@ class EngineRuns:
     def __init__(self, plan: Plan, lowered: Lowered,
                  complete: Callable[[Mapping[str, Sequence[Choice]]], dict[str, Sequence[Choice]]]
                  ) -> None:
-        assert lowered.text is not None
+        assert lowered.query is not None
         self._complete = complete
         self.plan = plan
         self._low = lowered
-        self._ev = compile_ceql(lowered.text).evaluator(time="t", time_unit="us",
-                                                          keep_events=True)
+        self._ev = compile_ir(lowered.query).evaluator(time="t", time_unit="us",
+                                                     keep_events=True)
         self._span = plan.span
         self._k = -1
         self._owner = plan.owner

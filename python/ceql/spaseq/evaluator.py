@@ -73,10 +73,13 @@ class Evaluator:
                 by_stream[iri][g] = plan.sparql[g]
             self._same.setdefault(first[0], []).append(
                 (g, dict(zip(first[1], names, strict=True))))
-        self._gpms = {iri: GpmEvaluator(q, dataset, terms=True) for iri, q in by_stream.items()}
+        self._gpms = {iri: GpmEvaluator(q, dataset, terms=True,
+                                        patterns={g: plan.patterns[g] for g in q
+                                                  if g in plan.patterns})
+                      for iri, q in by_stream.items()}
         lowered = lower_plan(plan)
         self._runs: Runs | EngineRuns
-        if engine and lowered.text is not None:
+        if engine and lowered.query is not None:
             self._runs = EngineRuns(plan, lowered, self._complete)
             self.path_reason: str | None = None
         else:

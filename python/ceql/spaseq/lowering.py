@@ -45,12 +45,14 @@ found per record at run time, and the evaluation is handed to the run loop (:mod
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
+from fractions import Fraction
+from functools import reduce
 from typing import Any
 
+from ..frontends.ceql import format_query
 from ..frontends.spaseq import (
     SKIP_TILL_ANY,
     SKIP_TILL_NEXT,
@@ -62,6 +64,7 @@ from ..frontends.spaseq import (
     UnaryExpr,
     Var,
 )
+from ..ir import nodes as N
 from ..rdf.sparql import canonical_form
 from .conditions import compile_numeric, numeric_value
 from .plan import Element, Plan
@@ -73,7 +76,6 @@ SCALE = 10 ** 18
 fast path's decimals have at most 18 fraction digits)."""
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
-_TICKS = "<ticks>"  # stands for the record types of a ``,``'s NOT until they are all known
 _CMP = {"=", "!=", "<", "<=", ">", ">="}
 
 
@@ -101,14 +103,14 @@ class Leaf:
 
 @dataclass(frozen=True)
 class Lowered:
-    """The CEQL text (``None`` when the query does not lower: ``reason`` says why), the
+    """The CEQL query, as IR (``None`` when the query does not lower: ``reason`` says why), the
     leaves, each SPAseq variable's attribute number, the variables FILTERs read, per element
     the GPMs whose membership flags ``m<i>`` its records carry, per ``+`` element the
     shared variables its records must bind, and per element iterated by ``;`` the shared
     variables whose values key its records' ``pk`` (the last earlier instant with a record
     of the element with the same values)."""
 
-    text: str | None
+    query: N.Query | None
     reason: str | None
     leaves: tuple[Leaf, ...]
     var_index: dict[str, int]
@@ -131,6 +133,12 @@ class Lowered:
     """Leaves whose records are another's (:func:`sharing`): leaf index → (the index of the
     leaf whose records and types ``L``/``N`` it reads, the representative, itself included;
     the representative's variable → this leaf's)."""
+
+    @property
+    def text(self) -> str | None:
+        """The query as CEQL text (the formatter's), to show it; ``None`` when it does not
+        lower."""
+        return None if self.query is None else format_query(self.query)
 
 
 class _NoLowering(Exception):
@@ -207,8 +215,44 @@ def _bind(t: _Tree, chosen: dict[str, str | bool | None]) -> _Tree:
     return t
 
 
+def _attr(name: str, var: str | None = None) -> N.Attr:
+    return N.Attr(name, var=var)
+
+
+def _num(value: int) -> N.Literal:
+    return N.Literal(value)
+
+
+def _is(name: str, value: int, var: str | None = None) -> N.Compare:
+    """``var.name = value``: a flag's test."""
+    return N.Compare("=", _attr(name, var), _num(value))
+
+
+def _any(preds: list[N.Pred]) -> N.Pred:
+    """``a OR b OR …``, nested to the left as the parser nests it."""
+    return reduce(N.POr, preds)
+
+
+def _all(preds: list[N.Pred]) -> N.Pred:
+    """``a AND b AND …``, nested to the left."""
+    return reduce(N.PAnd, preds)
+
+
+def _either(formulas: list[N.Formula]) -> N.Formula:
+    """``A OR B OR …`` of event types, nested to the left."""
+    return reduce(N.Or, formulas)
+
+
+_ALWAYS: N.Pred = N.Compare("=", _attr("k"), _attr("k"))
+"""A condition every record satisfies (``k = k``)."""
+_NEVER: N.Pred = N.PNot(_ALWAYS)
+_UNKNOWN: N.Pred = _is("z", 0)
+"""SPARQL's error (an unbound operand): a condition no record satisfies (records have no
+``z``, which is NULL)."""
+
+
 class _Writer:
-    """Writes trees and conditions as CEQL text, attributes by number."""
+    """Writes trees as IR predicates, attributes by number."""
 
     def __init__(self, var_index: dict[str, int]) -> None:
         self.vi = var_index
@@ -218,27 +262,37 @@ class _Writer:
     def col(self, cvar: str | None, var: str) -> int:
         return self.cols.get(cvar, self.vi)[var]
 
-    def attr(self, cvar: str | None, name: str) -> str:
-        return name if cvar is None else f"{cvar}.{name}"
-
-    def tree(self, t: _Tree) -> str:
+    def tree(self, t: _Tree) -> N.Pred:
         kind = t[0]
         if kind == "const":
-            return {True: "k = k", False: "NOT (k = k)", None: "z = 0"}[t[1]]
+            return {True: _ALWAYS, False: _NEVER, None: _UNKNOWN}[t[1]]
         if kind == "not":
-            return f"NOT ({self.tree(t[1])})"
-        if kind in ("and", "or"):
-            return f"({self.tree(t[1])} {kind.upper()} {self.tree(t[2])})"
+            return N.PNot(self.tree(t[1]))
+        if kind == "and":
+            return N.PAnd(self.tree(t[1]), self.tree(t[2]))
+        if kind == "or":
+            return N.POr(self.tree(t[1]), self.tree(t[2]))
         _, op, a, b = t
-        return f"{self.operand(a)} {op} {self.operand(b)}"
+        return N.Compare(op, self.operand(a), self.operand(b))
 
-    def operand(self, x: tuple[object, ...]) -> str:
+    def operand(self, x: tuple[object, ...]) -> N.Expr:
         if x[0] == "lit":
-            return str(x[1])
+            assert isinstance(x[1], int)
+            return _num(x[1])
         cvar, var = x[1], x[2]
         assert isinstance(var, str)
         src = cvar if isinstance(cvar, str) else None
-        return self.attr(src, f"q{self.col(src, var)}")
+        return _attr(f"q{self.col(src, var)}", src)
+
+
+def _qualifiers(p: N.Pred) -> set[str]:
+    """The variables whose attributes ``p`` reads (``e1.q0`` → ``e1``)."""
+    if isinstance(p, N.PAnd | N.POr):
+        return _qualifiers(p.left) | _qualifiers(p.right)
+    if isinstance(p, N.PNot):
+        return _qualifiers(p.operand)
+    assert isinstance(p, N.Compare)
+    return {e.var for e in (p.left, p.right) if isinstance(e, N.Attr) and e.var is not None}
 
 
 @dataclass
@@ -337,8 +391,10 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
     alias: dict[int, tuple[int, dict[str, str]]] = {}
     leaves: dict[tuple[str, ...], Leaf] = {}
     slots: list[list[_Slot]] = []  # per element: its one CEQL variable
-    forms: list[str] = []
-    conds: list[str] = []
+    # the SEQ's elements; an int stands for a ``,``'s NOT (of the variable ``t<int>``) until
+    # all the record types are known
+    forms: list[N.Formula | int] = []
+    conds: list[N.FilterExpr] = []
     plus_shared: dict[int, frozenset[str]] = {}
     after: dict[int, tuple[str, ...]] = {}
     post: dict[int, list[tuple[str, CrossFilter]]] = {}
@@ -360,12 +416,12 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
 
     types: set[tuple[str, int]] = set()  # the record types the query reads
 
-    def kind(leaf: Leaf, letter: str = "L") -> str:
+    def kind(leaf: Leaf, letter: str = "L") -> N.EventType:
         """The record type ``L<i>`` (or its negative copies' ``N<i>``) of ``leaf``'s
         records."""
         i = alias[leaf.index][0] if leaf.index in alias else leaf.index
         types.add((letter, i))
-        return f"{letter}{i}"
+        return N.EventType(f"{letter}{i}")
 
     for j, el in enumerate(plan.elements):
         negated = el.op == SKIP_TILL_NEXT
@@ -385,20 +441,19 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
             primary.cols = {v: vi[back[v]] for v in plan.variables[el.gpms[0]]}
         w.cols[primary.name] = primary.cols
         slots.append([primary])
-        form = " OR ".join(kind(leaf) for leaf in primary.leaves)
-        form = f"({form}) AS e{j}" if len(primary.leaves) > 1 else f"{form} AS e{j}"
+        form: N.Formula = N.As(_either([kind(leaf) for leaf in primary.leaves]), f"e{j}")
         if el.kleene:
-            form = f"({form})+"
+            form = N.Plus(form)
         if j and el.op == STRICT:
             # σ , Ψ: no instant strictly between, which the last record of each instant
             # witnesses (its ``kt`` is the instant's ``k``, the others' -1; an instant
             # without records has a tick record ``T``); the NOT kills a run as soon as it
             # waits too long. Its record types are filled in below (all of them).
-            forms.append(f"NOT (({_TICKS}) AS t{j})")
+            forms.append(j)
             ticks = True
         if j and negated:
-            negs = " OR ".join(kind(leaf, "N") for leaf in primary.leaves)
-            forms.append(f"NOT (({negs}) AS n{j})")
+            negs = _either([kind(leaf, "N") for leaf in primary.leaves])
+            forms.append(N.Not(N.As(negs, f"n{j}")))
         forms.append(form)
         if el.kleene:
             mine = {v for g in el.gpms for v in plan.variables[g] if v in shared}
@@ -413,31 +468,37 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
                 # a record of the element with equal shared values is the previous
                 # iteration's" (``pk``, see the engine)
                 after[j] = tuple(sorted(mine))
-                loop = "pk = PREV(k)"
+                loop = N.Compare("=", _attr("pk"), N.Prev("k"))
                 if fixed is not None:
                     # the record's copy whose interval holds the run's value of the fixed
                     # variable (its pk is the previous fit instant for such values)
-                    x = f"{fixed[1]}.q{w.col(fixed[1], fixed[0])}"
-                    conds.append(f"e{j}[({x} > plo OR (plc = 1 AND {x} = plo)) AND "
-                                 f"({x} < phi OR (phc = 1 AND {x} = phi))]")
+                    x = _attr(f"q{w.col(fixed[1], fixed[0])}", fixed[1])
+                    conds.append(N.FilterAtom(f"e{j}", N.PAnd(
+                        N.POr(N.Compare(">", x, _attr("plo")),
+                              N.PAnd(_is("plc", 1), N.Compare("=", x, _attr("plo")))),
+                        N.POr(N.Compare("<", x, _attr("phi")),
+                              N.PAnd(_is("phc", 1), N.Compare("=", x, _attr("phi")))))))
+            elif el.loop_op == SKIP_TILL_ANY:
+                loop = N.Compare(">", _attr("k"), N.Prev("k"))
             else:
-                loop = "k > PREV(k)" if el.loop_op == SKIP_TILL_ANY else "k = PREV(k) + 1"
-            conds.append(f"e{j}[{loop}]")
+                loop = N.Compare("=", _attr("k"), N.Arith("+", N.Prev("k"), _num(1)))
+            conds.append(N.FilterAtom(f"e{j}", loop))
             for v in sorted(mine):
                 i = primary.cols[v]
-                conds.append(f"e{j}[v{i} = PREV(v{i})]")
+                conds.append(N.FilterAtom(f"e{j}", N.Compare("=", _attr(f"v{i}"),
+                                                             N.Prev(f"v{i}"))))
 
     window_ms = math.floor(plan.window * 1000) + 1
     for j, el in enumerate(plan.elements):
         here = slots[j]
         before = [s for ss in slots[:j] for s in ss]
         if j:
-            p = f"e{j - 1}"
-            conds.append(f"e{j}[k > {p}.k]")
+            p = _attr("k", f"e{j - 1}")
+            conds.append(N.FilterAtom(f"e{j}", N.Compare(">", _attr("k"), p)))
             if el.op == STRICT:  # after every iteration of a + before
-                conds.append(f"t{j}[kt > {p}.k]")
+                conds.append(N.FilterAtom(f"t{j}", N.Compare(">", _attr("kt"), p)))
             if el.op == SKIP_TILL_NEXT:
-                conds.append(f"n{j}[k > {p}.k]")
+                conds.append(N.FilterAtom(f"n{j}", N.Compare(">", _attr("k"), p)))
         # shared variables: compatible with every earlier CEQL variable binding them
         for n, c in enumerate(here):
             others = before + here[:n]
@@ -454,12 +515,12 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
                         # two slots whose records always bind v just join on it (a hash
                         # lookup in the engine); else an unbound side is compatible
                         h = s.cols[v]
-                        eq = f"v{i} = {s.name}.v{h}"
+                        eq: N.Pred = N.Compare("=", _attr(f"v{i}"), _attr(f"v{h}", s.name))
                         if not (c.always_binds(v, plan) and s.always_binds(v, plan)):
-                            eq = f"b{i} = 0 OR {s.name}.b{h} = 0 OR {eq}"
-                        conds.append(f"{c.name}[{eq}]")
+                            eq = _any([_is(f"b{i}", 0), _is(f"b{h}", 0, s.name), eq])
+                        conds.append(N.FilterAtom(c.name, eq))
                         if n == 0 and el.op == SKIP_TILL_NEXT and s.element < j:
-                            conds.append(f"n{j}[{eq}]")
+                            conds.append(N.FilterAtom(f"n{j}", eq))
         # cross-GPM FILTERs
         # after ';' (or between ';'-iterations) a FILTER decides which choice is next
         entered_next = (j > 0 and el.op == SKIP_TILL_NEXT) or (
@@ -467,7 +528,7 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
         for g in el.gpms:
             for f in plan.filters[g]:
                 try:
-                    texts = _filter_conditions(w, f, g, j, el.op, here, before, plan, vi, gi)
+                    atoms = _filter_conditions(w, f, g, j, el.op, here, before, plan, vi, gi)
                 except _NoLowering:
                     # the FILTER decides which choices are fit for the NOT of ';': it must be
                     # a condition of the engine; elsewhere it only accepts or refuses whole
@@ -478,27 +539,25 @@ def _lower(plan: Plan, vi: dict[str, int], gi: dict[str, int],
                     continue
                 if entered_next:
                     exact.update(f.variables)
-                    conds.extend(texts)
+                    conds.extend(atoms)
                     continue
                 # values the translation cannot compare (not an xsd:integer/decimal) set
                 # the record's ``u``: the condition lets them by and SPARQL decides on the
                 # complete match
                 relaxed.setdefault(j, []).append((g, f))
                 loose.update(f.variables)
-                for cond in texts:
-                    subject, _, body = cond.partition("[")
-                    reads = sorted(set(re.findall(r"\b(e\d+)\.", body)) - {subject})
-                    flags = " OR ".join(["u = 1", *(f"{r}.u = 1" for r in reads)])
-                    conds.append(f"{subject}[{flags} OR ({body[:-1]})]")
-    where = " ; ".join(forms)
-    if ticks:
-        where = where.replace(_TICKS, " OR ".join([*(f"{c}{i}" for c, i in sorted(types)),
-                                                   "T"]))
-    text = f"SELECT * FROM S WHERE ({where})"
+                for atom in atoms:
+                    reads = sorted(_qualifiers(atom.pred) - {atom.var})
+                    flags = _any([_is("u", 1), *(_is("u", 1, r) for r in reads)])
+                    conds.append(N.FilterAtom(atom.var, N.POr(flags, atom.pred)))
+    every = _either([*(N.EventType(f"{c}{i}") for c, i in sorted(types)), N.EventType("T")])
+    where: N.Formula = reduce(N.Seq, [N.Not(N.As(every, f"t{x}")) if isinstance(x, int) else x
+                                      for x in forms])
     if conds:
-        text += " FILTER " + " AND ".join(conds)
-    text += f" WITHIN {window_ms} MILLISECONDS"
-    return Lowered(text, None, tuple(sorted(leaves.values(), key=lambda x: x.index)), vi, gi,
+        where = N.Filter(where, reduce(N.FilterAnd, conds))
+    query = N.Query("ANY", None, ("S",), where,
+                    within=N.Within("time", Fraction(window_ms, 1000)))
+    return Lowered(query, None, tuple(sorted(leaves.values(), key=lambda x: x.index)), vi, gi,
                    frozenset(exact | loose), tuple(el.gpms for el in plan.elements),
                    plus_shared, after, frozenset(exact),
                    {j: tuple(fs) for j, fs in post.items()},
@@ -565,7 +624,7 @@ def _fixed_fitness(el: Element, j: int, before: list[_Slot], plan: Plan,
 
 def _filter_conditions(w: _Writer, f: CrossFilter, g: str, j: int, op: str | None,
                        here: list[_Slot], before: list[_Slot], plan: Plan,
-                       vi: dict[str, int], gi: dict[str, int]) -> list[str]:
+                       vi: dict[str, int], gi: dict[str, int]) -> list[N.FilterAtom]:
     """The conditions of GPM ``g``'s cross-GPM FILTER ``f`` (on its element's variable, and
     on the NOT's after a ``;``), or :class:`_NoLowering`."""
     tree = _tree(f.expr)
@@ -581,16 +640,16 @@ def _filter_conditions(w: _Writer, f: CrossFilter, g: str, j: int, op: str | Non
     out = []
     w.cols[None] = home.cols
     for subject in subjects:
-        text = _filter_text(w, tree, f.variables, g, home, j, here, before, plan, vi)
+        pred = _filter_pred(w, tree, f.variables, g, home, j, here, before, plan, vi)
         if not home.only(g):
-            text = f"m{gi[g]} = 0 OR ({text})"
-        out.append(f"{subject}[{text}]")
+            pred = N.POr(_is(f"m{gi[g]}", 0), pred)
+        out.append(N.FilterAtom(subject, pred))
     return out
 
 
-def _filter_text(w: _Writer, tree: _Tree, variables: tuple[str, ...], g: str, home: _Slot,
+def _filter_pred(w: _Writer, tree: _Tree, variables: tuple[str, ...], g: str, home: _Slot,
                  j: int, here: list[_Slot], before: list[_Slot], plan: Plan,
-                 vi: dict[str, int]) -> str:
+                 vi: dict[str, int]) -> N.Pred:
     """A FILTER of GPM ``g`` (on CEQL variable ``home``) as a condition: each variable read
     from the first source that binds it — the record itself, the element's other CEQL
     variables, earlier ones — guarded by their ``b`` flags when there are several."""
@@ -619,12 +678,12 @@ def _filter_text(w: _Writer, tree: _Tree, variables: tuple[str, ...], g: str, ho
                 found.append(s.name)
         sources[v] = found
     plural = [v for v in variables if len(sources[v]) > 1]
-    branches: list[str] = []
+    branches: list[N.Pred] = []
 
-    def flag(src: str | None, v: str) -> str:
-        return w.attr(src, f"b{w.col(src, v)}")
+    def flag(src: str | None, v: str, value: int) -> N.Pred:
+        return _is(f"b{w.col(src, v)}", value, src)
 
-    def walk(n: int, chosen: dict[str, str | bool | None], guards: list[str]) -> None:
+    def walk(n: int, chosen: dict[str, str | bool | None], guards: list[N.Pred]) -> None:
         if n == len(plural):
             full = dict(chosen)
             for v in variables:
@@ -633,21 +692,20 @@ def _filter_text(w: _Writer, tree: _Tree, variables: tuple[str, ...], g: str, ho
             body = _bind(tree, full)
             if body == ("const", False) or body == ("const", None):
                 return
-            text = "k = k" if body == ("const", True) else w.tree(body)
-            branches.append(" AND ".join([*guards, f"({text})"]))
+            branches.append(_all([*guards, w.tree(body)]))
             return
         v = plural[n]
-        done: list[str] = []
+        done: list[N.Pred] = []
         for src in sources[v]:
             chosen[v] = src
-            walk(n + 1, chosen, [*guards, *done, f"{flag(src, v)} = 1"])
-            done.append(f"{flag(src, v)} = 0")
+            walk(n + 1, chosen, [*guards, *done, flag(src, v, 1)])
+            done.append(flag(src, v, 0))
         chosen[v] = False
         walk(n + 1, chosen, [*guards, *done])
         del chosen[v]
 
     walk(0, {}, [])
     if not branches:
-        return "NOT (k = k)"
-    return " OR ".join(f"({b})" for b in branches)
+        return _NEVER
+    return _any(branches)
 

@@ -32,6 +32,8 @@ from ..frontends.spaseq import (
     gpm_names,
     to_sparql,
 )
+from ..rdf.bgp import Bgp
+from .bgps import bgp_of
 from .events import MICROS
 
 __all__ = ["Element", "Plan", "alternatives", "certain_variables", "lower"]
@@ -70,6 +72,10 @@ class Plan:
     variables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     certain: dict[str, frozenset[str]] = field(default_factory=dict)
     """GPM → the variables every mapping of it binds (:func:`certain_variables`)."""
+    patterns: dict[str, Bgp | None] = field(default_factory=dict)
+    """GPM → its basic graph pattern, built from its syntax tree (:func:`.bgps.bgp_of`),
+    ``None`` when it is more: what the storeless path matches, where ``sparql`` is the
+    store's."""
 
     @property
     def span(self) -> int | Fraction:
@@ -132,4 +138,5 @@ def lower(query: SpaseqQuery) -> Plan:
         window=query.window.seconds,
         variables={g.name: g.variables for g in query.gpms},
         certain={g.name: certain_variables(g.pattern) for g in query.gpms},
+        patterns={g.name: bgp_of(g) for g in query.gpms},
     )
