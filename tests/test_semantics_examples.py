@@ -388,3 +388,21 @@ def test_match_times_are_the_time_attribute_values() -> None:
     ev = [{"type": "A", "ts": 10}, {"type": "B", "ts": 12.5}]
     out = run("SELECT * FROM S WHERE A ; B", ev, time="ts")
     assert [(m.start_time, m.end_time) for m in out] == [(10, 12.5)]
+
+
+def test_an_edge_nots_condition_reads_a_stream_qualified_name_of_plain_leaves() -> None:
+    """``S>C`` over a plain ``C`` leaf, read by a leading NOT's condition: the C events of S
+    (an event without a stream belongs to every stream), though no match reports ``S>C``.
+    The B at 0 (c = 0) differs from the C at 1 (c = 1): it forbids nothing."""
+    ev = [{"type": "B", "c": 0}, {"type": "C", "c": 1}, {"type": "A", "c": 0}]
+    for text, want in (
+            ("SELECT * FROM S WHERE NOT B AS n ; C FILTER n[c = `S>C`.c] WITHIN 2 EVENTS",
+             {1: {(1,)}}),
+            ("SELECT * FROM S WHERE NOT B AS n ; (A AND (C FILTER C[PREV(a) >= 0])) "
+             "FILTER n[c = `S>C`.c] WITHIN 2 EVENTS", {2: {(1, 2)}})):
+        out = run(text, ev)
+        assert per_end(out) == want
+        assert all("S>C" not in m.variables for m in out)
+    out = run("SELECT * FROM S WHERE NOT B AS n ; C FILTER n[c = `S>C`.c] WITHIN 2 EVENTS",
+              [{"type": "B", "c": 1}, {"type": "C", "c": 1}])
+    assert out == []  # equal values: the B forbids it

@@ -905,12 +905,15 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
     # the edge stage projects where it needs the events a SELECT list leaves out: those its
     # conditions read, or (LAST, keyed NEXT) every event, as they compare D before the
     # projection
-    dropped = _dropped_reads(edges, query) or (
+    unshown = _unshown_reads(edges, query)
+    dropped = bool(unshown) or (
         (edge_last or edge_next or edge_rank) and query.select is not None)
     select = frozenset(query.select) if query.select is not None and not dropped else None
     shown = frozenset(output_variables(query if not dropped else replace(query, select=None)))
-    if dropped:  # the edge stage projects: the list's names are labels too
-        shown |= frozenset(query.select or ())
+    # the output: the SELECT list, or under SELECT * the variables a match reports
+    output = frozenset(query.select) if query.select is not None else shown
+    if dropped:  # the edge stage projects: the list's names and the names read are labels
+        shown |= output | unshown
     trans: Iterable[Transition] = (_frozen(r, select, shown) for r in _records(fr.rope))
     if query.strategy == "STRICT":
         # STRICT keeps D = {i..j}: a run may never skip an event once started.
@@ -924,7 +927,7 @@ def build_cea(query: A.Query, atoms: AtomTable) -> CEA:
                    trailing=None if trail is None else trail.kill(),
                    leading_conds=tuple(lead.conds) if lead is not None else (),
                    trailing_conds=tuple(trail.conds) if trail is not None else (),
-                   edge_select=frozenset(query.select or ()) if dropped else None,
+                   edge_select=output if dropped else None,
                    edge_last=edge_last, edge_next=edge_next, edge_rank=edge_rank,
                    edge_reads=reads or frozenset())
 
@@ -994,14 +997,17 @@ def _looped_leaves(root: A.Formula) -> frozenset[int]:
     return frozenset(out)
 
 
-def _dropped_reads(edges: dict[str, _Neg], query: A.Query) -> bool:
-    """Whether a leading or trailing NOT's conditions read a variable the SELECT list leaves
-    out (the check needs its events, so the automaton keeps them)."""
-    if query.select is None:
-        return False
+def _unshown_reads(edges: dict[str, _Neg], query: A.Query) -> frozenset[str]:
+    """The names a leading or trailing NOT's conditions read that a match would not carry as
+    labels: left out by the SELECT list, or (``SELECT *``) not reported — ``S>T`` over plain
+    ``T`` leaves (:func:`~ceql.ir.walks.stream_views`). The check needs their events, so
+    the automaton keeps them and the edge stage projects after it."""
     read: set[str] = set()
     for neg in edges.values():
         for c in neg.conds:
             read |= condition_refs(c.var, c.pred)
         read.discard(neg.name or "")
-    return bool(read - set(query.select))
+    if query.select is not None:
+        return frozenset(read - set(query.select))
+    # (a type name that only repeats an alias is read through the alias's label)
+    return frozenset(read - set(output_variables(query)) - set(variable_leaves(query.where)))
