@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import ceql
-from ceql.spark import match_id
+from ceql.spark import match_ids
 
 #: (match_id, partition key, ((variable, event ids), ...)) for each match
 Found = list[tuple[int, tuple[Any, ...], tuple[tuple[str, tuple[Any, ...]], ...]]]
@@ -26,10 +26,11 @@ def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[st
     out: Found = []
     for key, group in groups.items():
         group.sort(key=lambda r: (r[time], r[id_col]))
-        for n, m in enumerate(q.run(group, time=time, **kw)):
+        ms = list(q.run(group, time=time, **kw))
+        for m, mid in zip(ms, match_ids(key, ms, [r[time] for r in group]), strict=True):
             bound = tuple(sorted((v, tuple(group[p][id_col] for p in ps))
                                  for v, ps in m.variables.items() if v in q.variables))
-            out.append((match_id(key, n), key, bound))
+            out.append((mid, key, bound))
     return sorted(out, key=repr)
 
 

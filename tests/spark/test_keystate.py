@@ -122,19 +122,25 @@ class _Operator:
         self.plan = plan
         self.states: dict[tuple[Any, ...], bytes] = {}
         self.timers: dict[tuple[Any, ...], set[int]] = {}
+        self.late = 0
 
     def call(self, key: tuple[Any, ...], rows: pa.RecordBatch | None, w_ms: int,
              fired: int | None = None, seen_us: int | None = None) -> list[dict[str, Any]]:
-        """One call for one key: restore, accept, release, reschedule, save."""
+        """One call for one key: restore, accept, release, reschedule, save (or, idle, drop
+        the key's state and timers)."""
         plan = self.plan
         ks = pickle.loads(self.states[key]) if key in self.states else KeyState(plan.buckets)
         if fired is not None:
             ks.fired(fired)
         if rows is not None:
-            ks.accept(plan, _with_us(plan, rows), w_ms)
+            self.late += ks.accept(plan, _with_us(plan, rows), w_ms).num_rows
         if seen_us is not None:
             ks.saw(seen_us)
         out = _rows(ks.release(plan, w_ms))
+        if ks.idle:
+            self.states.pop(key, None)
+            self.timers.pop(key, None)
+            return out
         new = ks.reschedule(plan)
         timers = self.timers.setdefault(key, set())
         if new is not None:
@@ -234,19 +240,16 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
     w_ms = (max_ts or 0) * 1000 + 10**9
     for key, out in op.batch({}, w_ms).items():
         got.setdefault(key, []).extend(out)
-    states = op.states
-    late = sum(pickle.loads(b).late for b in states.values())
-    assert late == len(events) - len(in_time)
+    assert op.late == len(events) - len(in_time)
     want = _batch_answer(spec, plan, table.take(pa.array(in_time, pa.int64())), w_ms * 1000)
     assert _by_partition(spec, got) == want
     if plan.window_us is not None:
         final = _batch_answer(spec, plan, table.take(pa.array(in_time, pa.int64())), None)
         assert _by_partition(spec, got) == final
-    for b in states.values():  # idle past the window: only the ordinals are left
-        ks = pickle.loads(b)
-        assert ks.held is None
-        if plan.window_us is not None and plan.drop_idle:
-            assert ks.runner is None
+    for b in op.states.values():
+        assert pickle.loads(b).held is None
+    if plan.window_us is not None and plan.drop_idle:  # idle past the window: nothing left
+        assert op.states == {} and op.timers == {}
 
 
 @PROFILE

@@ -10,8 +10,6 @@ one — and builds Arrow batches in the output schema that :mod:`ceql.spark._spe
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +24,7 @@ from ceql.constants import (
     COLUMN_MATCH_ID,
     COLUMN_MATCH_START,
     COLUMN_VARIABLE,
+    INTERNAL_PREFIX,
     INTERNAL_STREAM_COLUMN,
     INTERNAL_TYPE_COLUMN,
     ROWS_EVENTS,
@@ -33,38 +32,17 @@ from ceql.constants import (
 )
 
 from ._errors import MatchCeqlError, TieOrderWarning
+from ._ids import TieRanks, ids_of, time_keys
 from ._notices import key_of, said, say
 from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
 from ._ties import TieWatch, tie_message
 from ._times import read_times, shown_row, spark_shape
 
-__all__ = ["MatchRunner", "match_id", "partition_starts"]
+__all__ = ["MatchRunner", "partition_starts"]
 
-_MASK64 = (1 << 64) - 1
-
-
-def match_id(partition: Sequence[Any], ordinal: int) -> int:
-    """The ``match_id`` of the ``ordinal``-th match (0-based, output order) of a partition.
-
-    ``partition`` holds the partition columns' values (empty without partitioning). The id is
-    a signed 64-bit hash, the same on every run over the same ordered input.
-    """
-    return int(_match_ids(np.array([_partition_seed(partition) + ordinal], np.uint64))[0])
-
-
-def _partition_seed(partition: Sequence[Any]) -> int:
-    key = json.dumps(list(partition), default=str, separators=(",", ":"))
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
-
-
-def _match_ids(x: Any) -> Any:
-    """SplitMix64's finalizer over ``partition seed + ordinal``, as signed 64-bit ids."""
-    with np.errstate(over="ignore"):
-        z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    return z.view(np.int64)
+#: each kept row's time key and tie rank (what its matches' ``match_id``s name it by)
+_TIME_KEY = INTERNAL_PREFIX + "time_key"
+_TIE_RANK = INTERNAL_PREFIX + "tie_rank"
 
 
 def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
@@ -94,8 +72,7 @@ SMALL_BATCH = 16
 class MatchRunner:
     """The engine over one partition's rows, fed batch by batch (time order)."""
 
-    def __init__(self, spec: MatchSpec,
-                 ordinals: dict[tuple[Any, ...], tuple[int, int]] | None = None) -> None:
+    def __init__(self, spec: MatchSpec) -> None:
         self._spec = spec
         with warnings.catch_warnings():  # analyze said them once, on the driver
             warnings.simplefilter("ignore", ceql.CeqlWarning)
@@ -105,8 +82,7 @@ class MatchRunner:
         self._kept: list[pa.RecordBatch] = []
         self._base = 0  # engine position of the first kept row
         self._fed = 0   # rows fed to the engine so far
-        # partition key: (seed, next ordinal); given when a stream's idle key starts afresh
-        self._ordinals: dict[tuple[Any, ...], tuple[int, int]] = dict(ordinals or {})
+        self._ranks = TieRanks(spec.partition, spec.spark_partitioned)
         self._where = ""
         # rows of equal time that nothing orders: said once per query (see _notices); rows
         # of two partition keys (one task reading several) are ordered by the engine's keys
@@ -118,6 +94,18 @@ class MatchRunner:
             self._horizon: float | None = spec.window_seconds * per_s
         else:
             self._horizon = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "_ordinals" in state:  # pickled by an earlier ceql (a stream's checkpoint), whose
+            del state["_ordinals"]  # ids counted matches: its kept rows get their time keys
+            self.__dict__.update(state)
+            spec = self._spec
+            self._ranks = TieRanks(spec.partition, spec.spark_partitioned)
+            kept, self._kept = self._kept, []
+            for rb in kept:
+                self._keep(rb)
+            return
+        self.__dict__.update(state)
 
     # ------------------------------------------------------------------ input
     def _prepare(self, rb: pa.RecordBatch) -> pa.RecordBatch:
@@ -181,11 +169,18 @@ class MatchRunner:
             matches = self._ev.feed(rb.to_pylist() if rb.num_rows <= SMALL_BATCH else rb)
         except ceql.CeqlError as e:
             raise MatchCeqlError(f"MATCH_CEQL{self._where}: {self._spark_words(str(e))}") from None
-        self._kept.append(rb)
+        self._keep(rb)
         self._fed += rb.num_rows
         out = self._assemble(matches) if matches else None
         self._forget()
         return out
+
+    def _keep(self, rb: pa.RecordBatch) -> None:
+        """Keep ``rb``'s rows for later matches, with each row's time key and tie rank."""
+        keys = time_keys(rb.column(self._spec.engine_time))
+        ranks = self._ranks.ranks(rb, keys)
+        self._kept.append(rb.append_column(_TIME_KEY, pa.array(keys)).append_column(
+            _TIE_RANK, pa.array(ranks)))
 
     def _watch_ties(self, rb: pa.RecordBatch) -> None:
         assert self._ties is not None
@@ -225,11 +220,6 @@ class MatchRunner:
     def fed(self) -> int:
         """How many rows the engine has evaluated."""
         return self._fed
-
-    @property
-    def ordinals(self) -> dict[tuple[Any, ...], tuple[int, int]]:
-        """Per partition key: the seed of its ``match_id``s and its next match ordinal."""
-        return dict(self._ordinals)
 
     def _spark_words(self, message: str) -> str:
         """An engine message as a MATCH_CEQL user reads it: the time column by its own name,
@@ -283,16 +273,11 @@ class MatchRunner:
         keys: list[tuple[Any, ...]] = (
             list(zip(*(parts[c].to_pylist() for c in spec.partition), strict=True)) if parts
             else [()] * len(matches))
-        seeds: list[int] = []
-        for k in keys:
-            n = self._ordinals.get(k)
-            if n is None:
-                n = self._ordinals[k] = (_partition_seed(k), 0)
-            seeds.append((n[0] + n[1]) & _MASK64)
-            self._ordinals[k] = (n[0], n[1] + 1)
+        ids = ids_of(keys, matches, table.column(_TIME_KEY).to_numpy(),
+                     table.column(_TIE_RANK).to_numpy(), base)
         time = table.column(spec.engine_time)
         cols: dict[str, pa.Array] = {
-            COLUMN_MATCH_ID: pa.array(_match_ids(np.array(seeds, np.uint64)), pa.int64()),
+            COLUMN_MATCH_ID: pa.array(ids, pa.int64()),
             COLUMN_MATCH_START: _flat(time.take(starts)),
             COLUMN_MATCH_END: _flat(time.take(ends)),
         }

@@ -39,7 +39,8 @@ from ceql.constants import (
 )
 
 from ._errors import MatchCeqlError
-from ._runner import match_id, partition_starts
+from ._ids import ordinal_match_id
+from ._runner import partition_starts
 from ._spaseq_plan import COLUMN_POSITIONS, SpaseqSpec, compiled, plan_spaseq, spaseq_schema
 from ._spec import CallInfo
 
@@ -254,7 +255,7 @@ class SpaseqRunner:
         spec = self._spec
         ids = []
         for _ in matches:
-            ids.append(match_id(self._key, self._ordinal))
+            ids.append(ordinal_match_id(self._key, self._ordinal))
             self._ordinal += 1
         cols: dict[str, list[Any]] = {
             COLUMN_MATCH_ID: ids,
