@@ -132,7 +132,7 @@ def engine_answer(rows: list[dict[str, Any]]) -> Found:
     for name in sorted({r["name"] for r in rows}):
         group = sorted((r for r in rows if r["name"] == name), key=lambda r: r["ts"])
         ms = list(q.run(group, time="ts"))
-        for m, mid in zip(ms, match_ids((name,), ms, [r["ts"] for r in group]), strict=True):
+        for m, mid in zip(ms, match_ids((name,), ms, group), strict=True):
             bound = tuple(sorted((v, tuple(group[p]["seq"] for p in m.variables[v]))
                                  for v in VARIABLES))
             out.append((mid, name, bound))

@@ -92,7 +92,7 @@ def stock(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str
 
 def expected(query: str, rows: Sequence[dict[str, Any]], partition: Sequence[str]) -> list[Any]:
     """What the local engine finds, in the job's shape: per match ``[match_id, key,
-    [[variable, [seq, …]], …]]``, ids by ``match_ids`` (the partition's rows in time order)."""
+    [[variable, [seq, …]], …]]``, ids by ``match_ids`` over the partition's rows."""
     q = ceql.compile(query)
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
@@ -100,7 +100,7 @@ def expected(query: str, rows: Sequence[dict[str, Any]], partition: Sequence[str
     out = []
     for key, group in groups.items():
         ms = list(q.run(group, time="ts", time_unit="us"))
-        for m, mid in zip(ms, match_ids(key, ms, [r["ts"] for r in group]), strict=True):
+        for m, mid in zip(ms, match_ids(key, ms, group), strict=True):
             bound = sorted([v, [group[p]["seq"] for p in ps]]
                            for v, ps in m.variables.items() if v in q.variables)
             out.append([mid, list(key), bound])

@@ -68,7 +68,7 @@ def _engine(query: str, rows: Sequence[dict[str, Any]]) -> Found:
     for name in sorted({r["name"] for r in rows}):
         group = sorted((r for r in rows if r["name"] == name), key=lambda r: (r["ts"], r["seq"]))
         ms = list(q.run(group, time="ts"))
-        for m, mid in zip(ms, match_ids((name,), ms, [r["ts"] for r in group]), strict=True):
+        for m, mid in zip(ms, match_ids((name,), ms, group), strict=True):
             bound = tuple(sorted((v, tuple(group[p]["seq"] for p in ps))
                                  for v, ps in m.variables.items() if v in VARIABLES))
             out.append((mid, (name,), bound))

@@ -27,7 +27,7 @@ def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[st
     for key, group in groups.items():
         group.sort(key=lambda r: (r[time], r[id_col]))
         ms = list(q.run(group, time=time, **kw))
-        for m, mid in zip(ms, match_ids(key, ms, [r[time] for r in group]), strict=True):
+        for m, mid in zip(ms, match_ids(key, ms, group), strict=True):
             bound = tuple(sorted((v, tuple(group[p][id_col] for p in ps))
                                  for v, ps in m.variables.items() if v in q.variables))
             out.append((mid, key, bound))

@@ -1,12 +1,17 @@
-"""``match_id``: a 64-bit hash of what identifies a match, so that nothing counts matches.
+"""``match_id``: a 64-bit hash of what a match is, so that nothing counts matches.
 
-MATCH_CEQL names a match by its partition key and its events, each with the variables it binds
-(:attr:`ceql.Match.positions` and their labels), and by the first and last events of its
-interval (a projection may leave them out). An event is named without its position in the
-partition, which a stream does not keep once a key has been idle: by its time and its *tie
-rank*, how many earlier rows of its partition key share that time (0 unless times tie). A batch
-task and a stream read a key's rows in the same order (time, then ``tie_break``), so both give
-a match the same id, and a stream keeps nothing per key for it — an idle key's state can go.
+MATCH_CEQL names a match by its partition key, its events (:attr:`ceql.Match.positions`), each
+by its row's values and with the variables it binds, and the first and last events of its
+interval (a projection may leave them out). Rows, not positions: a stream does not keep a key's
+positions once the key has been idle, and rows no variable can use (dropped before the engine
+on one path, kept on another) would move them. So a batch task and a stream give a match the
+same id, whatever they kept, and a stream keeps nothing per key for it — an idle key's state
+can go. Two matches whose events are equal rows (every column, the time too) under the same
+variables are indistinguishable, and share their id.
+
+A row's hash is a sum over its non-NULL columns (a missing column is a NULL one), so the order
+of the columns does not matter; numbers, times (µs) and dates (days) are hashed as the float64
+of their value, so an integer column and a DOUBLE one holding the same values agree.
 
 MATCH_SPASEQ numbers its matches per partition instead (:func:`ordinal_match_id`).
 """
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,16 +29,21 @@ import pyarrow.compute as pc
 
 import ceql
 
-__all__ = ["TieRanks", "ids_of", "match_ids", "ordinal_match_id", "partition_seed", "time_keys"]
+__all__ = ["ids_of", "match_ids", "ordinal_match_id", "partition_seed", "row_hashes"]
 
-_START = np.uint64(0x5354415254)  # "START": the interval's first event
-_END = np.uint64(0x454E44)        # "END": its last
+_START = np.uint64(0x5354415254)    # "START": the interval's first event
+_END = np.uint64(0x454E44)          # "END": its last
+_STRING = np.uint64(0x535452)       # text and bytes, apart from numbers
+_P = np.uint64(0x100000001B3)       # the string hash's multiplier (FNV's prime)
+
+
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 def partition_seed(partition: Sequence[Any]) -> int:
     """A 64-bit hash of a partition key's values (empty without partitioning)."""
-    key = json.dumps(list(partition), default=str, separators=(",", ":"))
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
+    return _hash64(json.dumps(list(partition), default=str, separators=(",", ":")))
 
 
 def _mix(x: Any) -> Any:
@@ -52,134 +62,125 @@ def ordinal_match_id(partition: Sequence[Any], ordinal: int) -> int:
     return int(_mix(np.array([seed], np.uint64)).view(np.int64)[0])
 
 
-def time_keys(times: pa.Array | pa.ChunkedArray) -> Any:
-    """Each time as an int64 that is equal exactly when the times are: timestamps in µs,
-    dates in days, integers as they are, floating numbers by their bits (-0.0 as 0.0)."""
-    t = times.type
+def _number_keys(values: pa.Array) -> Any:
+    """A column of numbers, times or dates as the bits of their float64 values."""
+    t = values.type
     if pa.types.is_timestamp(t):
-        times = pc.cast(pc.cast(times, pa.timestamp("us", tz=t.tz)), pa.int64())
+        values = pc.cast(pc.cast(values, pa.timestamp("us", tz=t.tz)), pa.int64())
     elif pa.types.is_date(t):
-        times = pc.cast(pc.cast(times, pa.date32()), pa.int32())
-    elif pa.types.is_decimal(t):
-        times = pc.cast(times, pa.float64())
-    elif not (pa.types.is_integer(t) or pa.types.is_floating(t)):
-        raise TypeError(f"match ids: times of type {t} are not comparable")
-    if isinstance(times, pa.ChunkedArray):
-        times = times.combine_chunks()
-    values = times.to_numpy(zero_copy_only=False)
-    if values.dtype.kind == "f":
-        return (values.astype(np.float64) + 0.0).view(np.int64)
-    return values.astype(np.int64)
+        values = pc.cast(pc.cast(values, pa.date32()), pa.int32())
+    elif pa.types.is_boolean(t):
+        values = pc.cast(values, pa.int8())
+    if values.null_count:
+        values = pc.fill_null(values, pa.scalar(0).cast(values.type, safe=False))
+    floats = pc.cast(values, pa.float64(), safe=False)  # beyond 2**53: rounded, still a hash
+    return (floats.to_numpy(zero_copy_only=False) + 0.0).view(np.uint64)  # -0.0 as 0.0
 
 
-class TieRanks:
-    """The tie rank of each row fed, batch after batch in the engine's order: how many earlier
-    rows of its partition key have the same time. Only the counts at the last time read are
-    carried from one batch to the next (rows of one time come together, in time order)."""
-
-    __slots__ = ("_carry", "_last", "_one_key", "_partition")
-
-    def __init__(self, partition: Sequence[str], one_key: bool) -> None:
-        self._partition = tuple(partition)
-        self._one_key = one_key or not partition  # every row of one partition key
-        self._last: int | None = None             # the time key of the last row
-        self._carry: dict[tuple[Any, ...], int] = {}  # rows at that time, per partition key
-
-    def ranks(self, rb: pa.RecordBatch, keys: Any) -> Any:
-        """The tie ranks (int64) of ``rb``'s rows, whose time keys are ``keys``."""
-        n = len(keys)
-        if n == 0:
-            return np.zeros(0, np.int64)
-        first = np.ones(n, dtype=bool)
-        first[1:] = keys[1:] != keys[:-1]       # a row starting a run of equal times
-        idx = np.arange(n, dtype=np.int64)
-        if self._one_key:
-            rank = idx - np.maximum.accumulate(np.where(first, idx, 0))
-        else:
-            rank = self._ranks_by_key(rb, first, idx)
-        head = int(np.argmax(first[1:])) + 1 if first[1:].any() else n  # end of the first run
-        if self._last is not None and int(keys[0]) == self._last and self._carry:
-            rank[:head] += self._carries(rb, 0, head)
-        tail = n - 1 - int(np.argmax(first[::-1]))  # start of the last run
-        carry = {} if self._last != int(keys[-1]) or tail else dict(self._carry)
-        for key, r in zip(self._keys(rb, tail, n), rank[tail:].tolist(), strict=True):
-            carry[key] = max(carry.get(key, 0), r + 1)
-        self._last, self._carry = int(keys[-1]), carry
-        return rank
-
-    def _keys(self, rb: pa.RecordBatch, start: int, end: int) -> list[tuple[Any, ...]]:
-        if self._one_key:
-            return [()] * (end - start)
-        part = rb.slice(start, end - start)
-        return list(zip(*(part.column(c).to_pylist() for c in self._partition), strict=True))
-
-    def _carries(self, rb: pa.RecordBatch, start: int, end: int) -> Any:
-        return np.array([self._carry.get(k, 0) for k in self._keys(rb, start, end)], np.int64)
-
-    def _ranks_by_key(self, rb: pa.RecordBatch, first: Any, idx: Any) -> Any:
-        """Ranks when rows of several partition keys share a run of equal times."""
-        codes = np.zeros(len(idx), np.int64)
-        for c in self._partition:
-            enc = pc.dictionary_encode(rb.column(c)).indices.to_numpy(zero_copy_only=False)
-            codes = codes * (int(enc.max()) + 1) + enc.astype(np.int64)
-        run = np.cumsum(first)
-        order = np.lexsort((idx, codes, run))
-        group = np.ones(len(idx), dtype=bool)
-        group[1:] = (run[order][1:] != run[order][:-1]) | (codes[order][1:] != codes[order][:-1])
-        ranked = idx - np.maximum.accumulate(np.where(group, idx, 0))
-        rank = np.empty_like(ranked)
-        rank[order] = ranked
-        return rank
-
-
-def _event(keys: Any, ranks: Any, tag: Any) -> Any:
+def _string_keys(values: pa.Array) -> Any:
+    """A column of text or bytes hashed by its UTF-8 bytes (vectorised: a polynomial per
+    value, then mixed with its length)."""
+    if pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type):
+        values = pc.cast(values, pa.large_binary())
+        width: Any = np.int64
+    else:
+        values = pc.cast(values, pa.binary())
+        width = np.int32
+    n = len(values)
+    offsets = np.frombuffer(values.buffers()[1], dtype=width)[values.offset:values.offset + n + 1]
+    offsets = offsets.astype(np.int64)
+    data = values.buffers()[2]
+    raw = (np.frombuffer(data, dtype=np.uint8) if data is not None
+           else np.zeros(0, np.uint8))[offsets[0]:offsets[-1]].astype(np.uint64)
+    starts, lengths = offsets[:-1] - offsets[0], np.diff(offsets)
+    out = np.zeros(n, np.uint64)
+    if len(raw):
+        within = np.arange(len(raw), dtype=np.int64) - np.repeat(starts, lengths)
+        with np.errstate(over="ignore"):
+            weighted = raw * np.power(_P, within.astype(np.uint64))
+            full = lengths > 0
+            out[full] = np.add.reduceat(weighted, starts[full])
     with np.errstate(over="ignore"):
-        return _mix(_mix(keys.view(np.uint64) ^ tag) + ranks.astype(np.uint64))
+        return _mix(out ^ _STRING) + lengths.astype(np.uint64)
 
 
-def _label_tag(labels: frozenset[str]) -> int:
-    text = "\x00".join(sorted(labels)).encode("utf-8")
-    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big")
+def _column_keys(values: pa.Array) -> Any:
+    t = values.type
+    if any(f(t) for f in (pa.types.is_integer, pa.types.is_floating, pa.types.is_timestamp,
+                          pa.types.is_date, pa.types.is_decimal, pa.types.is_boolean)):
+        return _number_keys(values)
+    if any(f(t) for f in (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
+                          pa.types.is_large_binary)):
+        return _string_keys(values)
+    # anything else (lists, structs, …): by the JSON text of each value
+    return np.array([_hash64(json.dumps(v, default=str, sort_keys=True))
+                     for v in values.to_pylist()], np.uint64)
 
 
-def ids_of(partitions: Sequence[tuple[Any, ...]], matches: Sequence[ceql.Match], keys: Any,
-           ranks: Any, base: int = 0) -> Any:
-    """The ``match_id``s (int64) of ``matches``, of the partition keys ``partitions``; ``keys``
-    and ``ranks`` are the time keys and tie ranks of the rows from engine position ``base``."""
+def row_hashes(rows: pa.Table | pa.RecordBatch) -> Any:
+    """A 64-bit hash (uint64) of each row's values, over its non-NULL columns."""
+    out = np.zeros(rows.num_rows, np.uint64)
+    for name, column in zip(rows.column_names, rows.columns, strict=True):
+        values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if values.null_count == len(values):
+            continue
+        with np.errstate(over="ignore"):
+            h = _mix(_column_keys(values) ^ np.uint64(_hash64(name)))
+            if values.null_count:
+                h[pc.is_null(values).to_numpy(zero_copy_only=False)] = 0
+            out += h
+    return out
+
+
+def ids_of(partitions: Sequence[tuple[Any, ...]], matches: Sequence[ceql.Match],
+           rows: pa.Table, base: int = 0) -> Any:
+    """The ``match_id``s (int64) of ``matches``, whose partition keys are ``partitions``;
+    ``rows`` holds the events (the columns to hash) from engine position ``base`` on."""
     n = len(matches)
+    if not n:
+        return np.zeros(0, np.int64)
     seeds: dict[tuple[Any, ...], int] = {}
-    seed = np.array([seeds.get(p) or seeds.setdefault(p, partition_seed(p)) for p in partitions],
-                    np.uint64)
-    starts = np.array([m.start_position for m in matches], np.int64) - base
-    ends = np.array([m.end_position for m in matches], np.int64) - base
-    acc = np.zeros(n, np.uint64)
+    seed = np.array([seeds[p] if p in seeds else seeds.setdefault(p, partition_seed(p))
+                     for p in partitions], np.uint64)
     groups: dict[tuple[frozenset[str], ...], list[int]] = {}
     for i, m in enumerate(matches):
         groups.setdefault(m._labels, []).append(i)
+    shaped = [(labels, members,
+               np.array([matches[i].positions for i in members], np.int64).reshape(
+                   len(members), len(labels)) - base)
+              for labels, members in groups.items()]
+    ends = np.array([[m.start_position, m.end_position] for m in matches],
+                    np.int64).reshape(n, 2) - base
+    every = np.concatenate([ends.ravel(), *(pos.ravel() for _, _, pos in shaped)])
+    unique, where = np.unique(every, return_inverse=True)
+    hashed = row_hashes(rows.take(pa.array(unique, pa.int64())))[where]
+    edge = hashed[:2 * n].reshape(n, 2)
+    acc = np.zeros(n, np.uint64)
     tags: dict[frozenset[str], int] = {}
+    at = 2 * n
     with np.errstate(over="ignore"):
-        for labels, members in groups.items():
-            if not labels:
-                continue
-            tag = np.array([tags.get(ls) or tags.setdefault(ls, _label_tag(ls)) for ls in labels],
-                           np.uint64)
-            pos = np.array([matches[i].positions for i in members], np.int64) - base
-            acc[members] = _event(keys[pos], ranks[pos], tag[None, :]).sum(axis=1,
-                                                                           dtype=np.uint64)
-        start = _event(keys[starts], ranks[starts], _START)
-        end = _event(keys[ends], ranks[ends], _END)
+        for labels, members, pos in shaped:
+            tag = np.array([tags[ls] if ls in tags
+                            else tags.setdefault(ls, _hash64("\x00".join(sorted(ls))))
+                            for ls in labels], np.uint64)
+            mine = hashed[at:at + pos.size].reshape(pos.shape)
+            at += pos.size
+            acc[members] = _mix(mine ^ tag[None, :]).sum(axis=1, dtype=np.uint64)
+        start, end = _mix(edge[:, 0] ^ _START), _mix(edge[:, 1] ^ _END)
         out = _mix(seed + _mix(start + _mix(end + _mix(acc))))
     return out.view(np.int64)
 
 
 def match_ids(partition: Sequence[Any], matches: Sequence[ceql.Match],
-              times: Sequence[Any] | pa.Array) -> list[int]:
-    """The ``match_id``s MATCH_CEQL gives ``matches``, the engine's matches over the rows of
-    one partition key (``partition``: its values) whose times, in the order read, are
-    ``times``. A signed 64-bit hash of each match's events (by time and tie rank) and their
-    variables: the same on every run over the same ordered input, batch or stream."""
-    arr = times if isinstance(times, pa.Array) else pa.array(list(times))
-    keys = time_keys(arr)
-    ranks = TieRanks((), True).ranks(pa.record_batch([arr], names=["t"]), keys)
+              rows: Sequence[Mapping[str, Any]] | pa.Table) -> list[int]:
+    """The ``match_id``s MATCH_CEQL gives ``matches``, the engine's matches over ``rows``,
+    the rows of one partition key (``partition``: its values) in the order read (every column
+    of the table MATCH_CEQL reads; a column a row leaves out is NULL)."""
+    if isinstance(rows, pa.Table):
+        table = rows
+    else:
+        listed = list(rows)
+        names = list(dict.fromkeys(c for r in listed for c in r))
+        table = pa.table({c: [r.get(c) for r in listed] for c in names})
     key = tuple(partition)
-    return [int(i) for i in ids_of([key] * len(matches), matches, keys, ranks)]
+    return [int(i) for i in ids_of([key] * len(matches), matches, table)]

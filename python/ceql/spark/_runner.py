@@ -24,7 +24,6 @@ from ceql.constants import (
     COLUMN_MATCH_ID,
     COLUMN_MATCH_START,
     COLUMN_VARIABLE,
-    INTERNAL_PREFIX,
     INTERNAL_STREAM_COLUMN,
     INTERNAL_TYPE_COLUMN,
     ROWS_EVENTS,
@@ -32,18 +31,13 @@ from ceql.constants import (
 )
 
 from ._errors import MatchCeqlError, TieOrderWarning
-from ._ids import TieRanks, ids_of, time_keys
+from ._ids import ids_of
 from ._notices import key_of, said, say
 from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
 from ._ties import TieWatch, tie_message
 from ._times import read_times, shown_row, spark_shape
 
 __all__ = ["MatchRunner", "partition_starts"]
-
-#: each kept row's time key and tie rank (what its matches' ``match_id``s name it by)
-_TIME_KEY = INTERNAL_PREFIX + "time_key"
-_TIE_RANK = INTERNAL_PREFIX + "tie_rank"
-
 
 def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
     """Rows (after the first) where any of ``columns`` changes value; NULL equals NULL."""
@@ -82,7 +76,6 @@ class MatchRunner:
         self._kept: list[pa.RecordBatch] = []
         self._base = 0  # engine position of the first kept row
         self._fed = 0   # rows fed to the engine so far
-        self._ranks = TieRanks(spec.partition, spec.spark_partitioned)
         self._where = ""
         # rows of equal time that nothing orders: said once per query (see _notices); rows
         # of two partition keys (one task reading several) are ordered by the engine's keys
@@ -96,15 +89,7 @@ class MatchRunner:
             self._horizon = None
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        if "_ordinals" in state:  # pickled by an earlier ceql (a stream's checkpoint), whose
-            del state["_ordinals"]  # ids counted matches: its kept rows get their time keys
-            self.__dict__.update(state)
-            spec = self._spec
-            self._ranks = TieRanks(spec.partition, spec.spark_partitioned)
-            kept, self._kept = self._kept, []
-            for rb in kept:
-                self._keep(rb)
-            return
+        state.pop("_ordinals", None)  # a stream checkpoint of an earlier ceql: ids counted
         self.__dict__.update(state)
 
     # ------------------------------------------------------------------ input
@@ -169,18 +154,11 @@ class MatchRunner:
             matches = self._ev.feed(rb.to_pylist() if rb.num_rows <= SMALL_BATCH else rb)
         except ceql.CeqlError as e:
             raise MatchCeqlError(f"MATCH_CEQL{self._where}: {self._spark_words(str(e))}") from None
-        self._keep(rb)
+        self._kept.append(rb)
         self._fed += rb.num_rows
         out = self._assemble(matches) if matches else None
         self._forget()
         return out
-
-    def _keep(self, rb: pa.RecordBatch) -> None:
-        """Keep ``rb``'s rows for later matches, with each row's time key and tie rank."""
-        keys = time_keys(rb.column(self._spec.engine_time))
-        ranks = self._ranks.ranks(rb, keys)
-        self._kept.append(rb.append_column(_TIME_KEY, pa.array(keys)).append_column(
-            _TIE_RANK, pa.array(ranks)))
 
     def _watch_ties(self, rb: pa.RecordBatch) -> None:
         assert self._ties is not None
@@ -273,8 +251,8 @@ class MatchRunner:
         keys: list[tuple[Any, ...]] = (
             list(zip(*(parts[c].to_pylist() for c in spec.partition), strict=True)) if parts
             else [()] * len(matches))
-        ids = ids_of(keys, matches, table.column(_TIME_KEY).to_numpy(),
-                     table.column(_TIE_RANK).to_numpy(), base)
+        events = table.select(list(spec.event_columns))
+        ids = ids_of(keys, matches, events, base)  # what each match is: nothing counted
         time = table.column(spec.engine_time)
         cols: dict[str, pa.Array] = {
             COLUMN_MATCH_ID: pa.array(ids, pa.int64()),
@@ -285,7 +263,6 @@ class MatchRunner:
             first, last = bound_columns(c)
             cols[first] = _flat(table.column(c).take(starts))
             cols[last] = _flat(table.column(c).take(ends))
-        events = table.select(list(spec.event_columns))
         if spec.rows == ROWS_EVENTS:
             cols.update(self._event_rows(matches, table, events, cols))
         else:
