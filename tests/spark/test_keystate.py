@@ -400,3 +400,37 @@ def test_timers_are_registered_only_when_the_next_work_comes_earlier() -> None:
     state[KeyState.__slots__.index("timers")] = None
     old.__setstate__(tuple(state))
     assert old.timers == ()
+
+
+def test_a_checkpoint_of_match_ordinals_goes_on() -> None:
+    """A key's state pickled before issue 28 (its match ordinals beside the state, in the
+    engine and in the key) is read, the ordinals dropped, and the key goes on: its later
+    matches come with the ids a batch run gives them."""
+    schema = StructType([StructField("name", StringType()), StructField("type", StringType()),
+                         StructField("price", LongType()), StructField("t", LongType())])
+    spec = plan_match(schema, {"query": WORKED_QUERY, "time": "t"}, CallInfo())
+    plan = stream_plan(spec, "ALL", timestamp=False, delay_ms=0)
+    rows = [{"name": "A", "type": "SELL", "price": 10, "t": 0},
+            {"name": "A", "type": "BUY", "price": 12, "t": 3}]
+
+    def batch(rs: list[dict[str, Any]]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pylist([{**r, TIME_US: r["t"] * 10**6} for r in rs])
+
+    ks = KeyState()
+    ks.accept(plan, batch(rows[:1]), 0)
+    ks.saw(2 * 10**6)
+    assert ks.release(plan, 0) == []
+    assert ks.runner is not None
+    ks.runner.__dict__["_ordinals"] = {("A",): (1, 0)}  # as an earlier ceql pickled them
+    old = list(ks.__getstate__())
+    old.insert(6, {("A",): (1, 2)})  # KeyState's slots then: …, newest_us, ordinals, …
+    restored = KeyState.__new__(KeyState)
+    restored.__setstate__(tuple(pickle.loads(pickle.dumps(old))))
+    restored.runner = pickle.loads(pickle.dumps(restored.runner))
+    assert restored.runner is not None and "_ordinals" not in vars(restored.runner)
+    restored.accept(plan, batch(rows[1:]), 0)
+    restored.saw(9 * 10**6)
+    got = [r for b in restored.release(plan, 0) for r in b.to_pylist()]
+    runner = MatchRunner(spec)
+    want = runner.feed(pa.RecordBatch.from_pylist(rows))
+    assert want is not None and got == want.to_pylist()
