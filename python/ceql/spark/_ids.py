@@ -21,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,9 @@ _START = np.uint64(0x5354415254)    # "START": the interval's first event
 _END = np.uint64(0x454E44)          # "END": its last
 _STRING = np.uint64(0x535452)       # text and bytes, apart from numbers
 _P = np.uint64(0x100000001B3)       # the string hash's multiplier (FNV's prime)
+_POSITIONS = attrgetter("positions")
+_STARTS = attrgetter("start_position")
+_ENDS = attrgetter("end_position")
 
 
 def _hash64(text: str) -> int:
@@ -146,11 +151,14 @@ def ids_of(partitions: Sequence[tuple[Any, ...]], matches: Sequence[ceql.Match],
     for i, m in enumerate(matches):
         groups.setdefault(m._labels, []).append(i)
     shaped = [(labels, members,
-               np.array([matches[i].positions for i in members], np.int64).reshape(
-                   len(members), len(labels)) - base)
+               np.fromiter(chain.from_iterable(map(_POSITIONS, map(matches.__getitem__, members))),
+                           np.int64, len(members) * len(labels)).reshape(len(members), len(labels))
+               - base)
               for labels, members in groups.items()]
-    ends = np.array([[m.start_position, m.end_position] for m in matches],
-                    np.int64).reshape(n, 2) - base
+    ends = np.empty((n, 2), np.int64)
+    ends[:, 0] = np.fromiter(map(_STARTS, matches), np.int64, n)
+    ends[:, 1] = np.fromiter(map(_ENDS, matches), np.int64, n)
+    ends -= base
     every = np.concatenate([ends.ravel(), *(pos.ravel() for _, _, pos in shaped)])
     unique, where = np.unique(every, return_inverse=True)
     hashed = row_hashes(rows.take(pa.array(unique, pa.int64())))[where]
