@@ -122,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import ceql.spark
 
+    # a loaded machine starts Python workers slowly: Spark's 15 s for one to connect back
+    # fails the stream's first micro-batch
     spark = ceql.spark.local_session(**{"spark.log.level": "ERROR",
-                                        "spark.sql.shuffle.partitions": "2"})
+                                        "spark.sql.shuffle.partitions": "2",
+                                        "spark.python.authenticate.socketTimeout": "300s"})
     spark.sparkContext.setLogLevel("ERROR")
     OUT.mkdir(exist_ok=True)
     out = OUT / f"stream-state-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"

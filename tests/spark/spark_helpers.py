@@ -13,9 +13,11 @@ Found = list[tuple[int, tuple[Any, ...], tuple[tuple[str, tuple[Any, ...]], ...]
 
 
 def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[str] = (),
-           time: str = "ts", id_col: str = "seq", **kw: Any) -> Found:
+           time: str = "ts", id_col: str = "seq", columns: Sequence[str] | None = None,
+           **kw: Any) -> Found:
     """Run the engine per partition (NULL keys dropped), rows in (time, id) order; the
-    variables MATCH_CEQL reports (``Query.variables``)."""
+    variables MATCH_CEQL reports (``Query.variables``); ``match_id``s over the rows' values,
+    or only their ``columns`` (those of the table MATCH_CEQL reads)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         key = tuple(r.get(c) for c in partition)
@@ -27,7 +29,8 @@ def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[st
     for key, group in groups.items():
         group.sort(key=lambda r: (r[time], r[id_col]))
         ms = list(q.run(group, time=time, **kw))
-        for m, mid in zip(ms, match_ids(key, ms, group), strict=True):
+        read = group if columns is None else [{c: r.get(c) for c in columns} for r in group]
+        for m, mid in zip(ms, match_ids(key, ms, read), strict=True):
             bound = tuple(sorted((v, tuple(group[p][id_col] for p in ps))
                                  for v, ps in m.variables.items() if v in q.variables))
             out.append((mid, key, bound))
