@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 import ceql
-from ceql.spark import match_id
+from ceql.spark import match_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 #: `make spark-lines` makes one venv per pyspark version here (the Makefile's SPARK_LINES)
@@ -131,10 +131,11 @@ def engine_answer(rows: list[dict[str, Any]]) -> Found:
     out: Found = []
     for name in sorted({r["name"] for r in rows}):
         group = sorted((r for r in rows if r["name"] == name), key=lambda r: r["ts"])
-        for n, m in enumerate(q.run(group, time="ts")):
+        ms = list(q.run(group, time="ts"))
+        for m, mid in zip(ms, match_ids((name,), ms, group), strict=True):
             bound = tuple(sorted((v, tuple(group[p]["seq"] for p in m.variables[v]))
                                  for v in VARIABLES))
-            out.append((match_id((name,), n), name, bound))
+            out.append((mid, name, bound))
     return sorted(out)
 
 

@@ -26,7 +26,7 @@ from cluster_helpers import WORKER_CLASS, Cluster, alive, build_wheel, descendan
 from cluster_job import FORMS
 
 import ceql
-from ceql.spark import match_id
+from ceql.spark import match_ids
 
 pytestmark = pytest.mark.e2e
 
@@ -92,17 +92,18 @@ def stock(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str
 
 def expected(query: str, rows: Sequence[dict[str, Any]], partition: Sequence[str]) -> list[Any]:
     """What the local engine finds, in the job's shape: per match ``[match_id, key,
-    [[variable, [seq, …]], …]]``, the k-th match of key ``key`` numbered ``match_id(key, k)``."""
+    [[variable, [seq, …]], …]]``, ids by ``match_ids`` over the partition's rows."""
     q = ceql.compile(query)
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(tuple(r[c] for c in partition), []).append(r)
     out = []
     for key, group in groups.items():
-        for k, m in enumerate(q.run(group, time="ts", time_unit="us")):
+        ms = list(q.run(group, time="ts", time_unit="us"))
+        for m, mid in zip(ms, match_ids(key, ms, group), strict=True):
             bound = sorted([v, [group[p]["seq"] for p in ps]]
                            for v, ps in m.variables.items() if v in q.variables)
-            out.append([match_id(key, k), list(key), bound])
+            out.append([mid, list(key), bound])
     return sorted(out, key=repr)
 
 

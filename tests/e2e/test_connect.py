@@ -30,7 +30,7 @@ import pytest
 
 import ceql
 import ceql.spark as cs
-from ceql.spark import match_id
+from ceql.spark import match_ids
 
 pytestmark = pytest.mark.e2e
 
@@ -67,10 +67,11 @@ def _engine(query: str, rows: Sequence[dict[str, Any]]) -> Found:
     out: Found = []
     for name in sorted({r["name"] for r in rows}):
         group = sorted((r for r in rows if r["name"] == name), key=lambda r: (r["ts"], r["seq"]))
-        for n, m in enumerate(q.run(group, time="ts")):
+        ms = list(q.run(group, time="ts"))
+        for m, mid in zip(ms, match_ids((name,), ms, group), strict=True):
             bound = tuple(sorted((v, tuple(group[p]["seq"] for p in ps))
                                  for v, ps in m.variables.items() if v in VARIABLES))
-            out.append((match_id((name,), n), (name,), bound))
+            out.append((mid, (name,), bound))
     return sorted(out, key=repr)
 
 

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ceql
-from ceql.spark import match_id
+from ceql.spark import match_ids
 
 pytestmark = pytest.mark.e2e
 
@@ -50,15 +50,15 @@ def _wait(what: Any, proc: subprocess.Popen[bytes], timeout: float = 240) -> Non
 
 def _expected(trades: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
     """(match_id, name, first and last time) of every alert, from the engine without Spark:
-    per ticker, the k-th match has the id ``match_id((name,), k)``."""
+    per ticker, ids by ``match_ids`` over its rows."""
     q = ceql.compile(streaming.QUERY)
     out = set()
     for name in sorted({t["name"] for t in trades}):
         rows = [{**t, "ts": dt.datetime.fromisoformat(t["ts"])} for t in trades
                 if t["name"] == name]
-        for k, m in enumerate(q.run(rows, time="ts")):
-            out.add((match_id((name,), k), name, rows[m.start_position]["ts"],
-                     rows[m.end_position]["ts"]))
+        ms = list(q.run(rows, time="ts"))
+        for m, mid in zip(ms, match_ids((name,), ms, rows), strict=True):
+            out.add((mid, name, rows[m.start_position]["ts"], rows[m.end_position]["ts"]))
     return out
 
 

@@ -6,16 +6,18 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import ceql
-from ceql.spark import match_id
+from ceql.spark import match_ids
 
 #: (match_id, partition key, ((variable, event ids), ...)) for each match
 Found = list[tuple[int, tuple[Any, ...], tuple[tuple[str, tuple[Any, ...]], ...]]]
 
 
 def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[str] = (),
-           time: str = "ts", id_col: str = "seq", **kw: Any) -> Found:
+           time: str = "ts", id_col: str = "seq", columns: Sequence[str] | None = None,
+           **kw: Any) -> Found:
     """Run the engine per partition (NULL keys dropped), rows in (time, id) order; the
-    variables MATCH_CEQL reports (``Query.variables``)."""
+    variables MATCH_CEQL reports (``Query.variables``); ``match_id``s over the rows' values,
+    or only their ``columns`` (those of the table MATCH_CEQL reads)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         key = tuple(r.get(c) for c in partition)
@@ -26,10 +28,12 @@ def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[st
     out: Found = []
     for key, group in groups.items():
         group.sort(key=lambda r: (r[time], r[id_col]))
-        for n, m in enumerate(q.run(group, time=time, **kw)):
+        ms = list(q.run(group, time=time, **kw))
+        read = group if columns is None else [{c: r.get(c) for c in columns} for r in group]
+        for m, mid in zip(ms, match_ids(key, ms, read), strict=True):
             bound = tuple(sorted((v, tuple(group[p][id_col] for p in ps))
                                  for v, ps in m.variables.items() if v in q.variables))
-            out.append((match_id(key, n), key, bound))
+            out.append((mid, key, bound))
     return sorted(out, key=repr)
 
 

@@ -123,19 +123,25 @@ class _Operator:
         self.plan = plan
         self.states: dict[tuple[Any, ...], bytes] = {}
         self.timers: dict[tuple[Any, ...], set[int]] = {}
+        self.late = 0
 
     def call(self, key: tuple[Any, ...], rows: pa.RecordBatch | None, w_ms: int,
              fired: int | None = None, seen_us: int | None = None) -> list[dict[str, Any]]:
-        """One call for one key: restore, accept, release, reschedule, save."""
+        """One call for one key: restore, accept, release, reschedule, save (or, idle, drop
+        the key's state and timers)."""
         plan = self.plan
         ks = pickle.loads(self.states[key]) if key in self.states else KeyState(plan.buckets)
         if fired is not None:
             ks.fired(fired)
         if rows is not None:
-            ks.accept(plan, _with_us(plan, rows), w_ms)
+            self.late += ks.accept(plan, _with_us(plan, rows), w_ms).num_rows
         if seen_us is not None:
             ks.saw(seen_us)
         out = _rows(ks.release(plan, w_ms))
+        if ks.idle:
+            self.states.pop(key, None)
+            self.timers.pop(key, None)
+            return out
         new = ks.reschedule(plan)
         timers = self.timers.setdefault(key, set())
         if new is not None:
@@ -235,19 +241,16 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
     w_ms = (max_ts or 0) * 1000 + 10**9
     for key, out in op.batch({}, w_ms).items():
         got.setdefault(key, []).extend(out)
-    states = op.states
-    late = sum(pickle.loads(b).late for b in states.values())
-    assert late == len(events) - len(in_time)
+    assert op.late == len(events) - len(in_time)
     want = _batch_answer(spec, plan, table.take(pa.array(in_time, pa.int64())), w_ms * 1000)
     assert _by_partition(spec, got) == want
     if plan.window_us is not None:
         final = _batch_answer(spec, plan, table.take(pa.array(in_time, pa.int64())), None)
         assert _by_partition(spec, got) == final
-    for b in states.values():  # idle past the window: only the ordinals are left
-        ks = pickle.loads(b)
-        assert ks.held is None
-        if plan.window_us is not None and plan.drop_idle:
-            assert ks.runner is None
+    for b in op.states.values():
+        assert pickle.loads(b).held is None
+    if plan.window_us is not None and plan.drop_idle:  # idle past the window: nothing left
+        assert op.states == {} and op.timers == {}
 
 
 @PROFILE
@@ -398,3 +401,37 @@ def test_timers_are_registered_only_when_the_next_work_comes_earlier() -> None:
     state[KeyState.__slots__.index("timers")] = None
     old.__setstate__(tuple(state))
     assert old.timers == ()
+
+
+def test_a_checkpoint_of_match_ordinals_goes_on() -> None:
+    """A key's state pickled before issue 28 (its match ordinals beside the state, in the
+    engine and in the key) is read, the ordinals dropped, and the key goes on: its later
+    matches come with the ids a batch run gives them."""
+    schema = StructType([StructField("name", StringType()), StructField("type", StringType()),
+                         StructField("price", LongType()), StructField("t", LongType())])
+    spec = plan_match(schema, {"query": WORKED_QUERY, "time": "t"}, CallInfo())
+    plan = stream_plan(spec, "ALL", timestamp=False, delay_ms=0)
+    rows = [{"name": "A", "type": "SELL", "price": 10, "t": 0},
+            {"name": "A", "type": "BUY", "price": 12, "t": 3}]
+
+    def batch(rs: list[dict[str, Any]]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pylist([{**r, TIME_US: r["t"] * 10**6} for r in rs])
+
+    ks = KeyState()
+    ks.accept(plan, batch(rows[:1]), 0)
+    ks.saw(2 * 10**6)
+    assert ks.release(plan, 0) == []
+    assert ks.runner is not None
+    ks.runner.__dict__["_ordinals"] = {("A",): (1, 0)}  # as an earlier ceql pickled them
+    old = list(ks.__getstate__())
+    old.insert(6, {("A",): (1, 2)})  # KeyState's slots then: …, newest_us, ordinals, …
+    restored = KeyState.__new__(KeyState)
+    restored.__setstate__(tuple(pickle.loads(pickle.dumps(old))))
+    restored.runner = pickle.loads(pickle.dumps(restored.runner))
+    assert restored.runner is not None and "_ordinals" not in vars(restored.runner)
+    restored.accept(plan, batch(rows[1:]), 0)
+    restored.saw(9 * 10**6)
+    got = [r for b in restored.release(plan, 0) for r in b.to_pylist()]
+    runner = MatchRunner(spec)
+    want = runner.feed(pa.RecordBatch.from_pylist(rows))
+    assert want is not None and got == want.to_pylist()

@@ -181,9 +181,13 @@ def test_timestamp_date_and_numeric_time_agree(spark: Any) -> None:
     as_s = cs.match(spark.createDataFrame(secs, schema.format("double")), q).collect()
     as_ms = cs.match(spark.createDataFrame(millis, schema.format("bigint")), q,
                      time_unit="ms").collect()
-    expected = engine(q, rows, partition=("name",))
-    for got in (as_ts, as_s, as_ms):
-        assert spark_rows(got, ("a", "c"), partition=("name",)) == expected
+    # the same matches; their ids hash the rows, times in each one's own terms (issue 28)
+    for got, want in ((as_ts, engine(q, rows, partition=("name",))),
+                      (as_s, engine(q, secs, partition=("name",))),
+                      (as_ms, engine(q, millis, partition=("name",), time_unit="ms"))):
+        assert spark_rows(got, ("a", "c"), partition=("name",)) == want
+        assert sorted((m[1:] for m in want), key=repr) == \
+            sorted((m[1:] for m in engine(q, rows, partition=("name",))), key=repr)
     assert isinstance(as_ts[0].match_start, dt.datetime)
     assert isinstance(as_s[0].match_start, float)
     assert isinstance(as_ms[0].match_start, int)
@@ -281,7 +285,9 @@ def test_several_from_tables_merge_by_time_and_name_the_types(spark: Any) -> Non
     q = "SELECT * FROM sells, buys WHERE sells AS s ; buys AS b PARTITION BY [name]"
     merged = [{**r, "type": "sells", "stream": "sells"} for r in sells] + \
              [{**r, "type": "buys", "stream": "buys"} for r in buys]
-    expected = engine(q, merged, partition=("name",))
+    # the ids hash the table's columns; the type and the stream are ceql's own there
+    expected = engine(q, merged, partition=("name",),
+                      columns=("name", "price", "ts", "seq", "qty"))
     assert len(expected) == 3  # (0,2) (0,3) (1,3): the tie at ts 3 puts sells first
     for df in (spark.sql(f"SELECT * FROM MATCH_CEQL( {q} )"), cs.run(spark, q)):
         assert "qty" in df.schema["s"].dataType.elementType.names

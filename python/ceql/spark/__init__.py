@@ -28,7 +28,8 @@ from ._api import match, run
 from ._check import check
 from ._connect import late_rows
 from ._errors import MatchCeqlError, TieOrderWarning, unwrap
-from ._runner import match_id
+from ._ids import match_ids
+from ._ids import ordinal_match_id as match_id
 from ._session import configure, enable, jar_path, local_session, server_conf
 from ._spaseq import match_spaseq
 from ._stream import LATE_METRIC, METRICS, match_stream
@@ -50,6 +51,7 @@ __all__ = [
     "local_session",
     "match",
     "match_id",
+    "match_ids",
     "match_spaseq",
     "match_stream",
     "run",

@@ -101,14 +101,12 @@ def _watermark_us(watermark_ms: int) -> int | None:
 class KeyState:
     """A key's rows and engine between micro-batches (pickled into Spark's state store)."""
 
-    __slots__ = ("arrivals", "buckets", "held", "last_us", "late", "newest_us", "ordinals",
-                 "released_us", "runner", "timers")
+    __slots__ = ("arrivals", "buckets", "held", "last_us", "late", "newest_us", "released_us",
+                 "runner", "timers")
 
     def __init__(self, buckets: int = 0) -> None:
         self.buckets = buckets  # the plan's: a checkpoint must be read with the same
         self.runner: MatchRunner | None = None
-        #: match ordinals of a key whose engine was dropped (idle past its window)
-        self.ordinals: dict[tuple[Any, ...], tuple[int, int]] = {}
         self.held: pa.Table | None = None  # rows the watermark has not passed yet
         self.arrivals = 0                  # rows held so far (their arrival order)
         self.last_us: int | None = None    # the time of the last row evaluated
@@ -123,14 +121,20 @@ class KeyState:
         return tuple(getattr(self, k) for k in self.__slots__)
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        for k, v in zip(self.__slots__, state, strict=True):
-            setattr(self, k, v)
+        slots: tuple[str, ...] = self.__slots__
+        if len(state) == len(slots) + 1:  # an older checkpoint: match ordinals, now unused
+            slots = (*slots[:6], "ordinals", *slots[6:])
+        for k, v in zip(slots, state, strict=True):
+            if k != "ordinals":
+                setattr(self, k, v)
         if not isinstance(self.timers, tuple):  # an older checkpoint: one timer or None
             self.timers = () if self.timers is None else (int(self.timers),)
 
     @property
     def idle(self) -> bool:
-        """Whether only the match ordinals remain (nothing held, no engine)."""
+        """Whether nothing remains (no row held, no engine): the key's state can go, and a
+        row of it arriving later starts afresh (late or not by Spark's watermark, which is
+        past :attr:`released_us` from the next micro-batch on)."""
         return self.runner is None and self.held is None
 
     @property
@@ -208,8 +212,7 @@ class KeyState:
             if cut:
                 ready = held.slice(0, cut)
                 if self.runner is None:
-                    self.runner = MatchRunner(plan.spec, self.ordinals)
-                    self.ordinals = {}
+                    self.runner = MatchRunner(plan.spec)
                 for rb in ready.select(list(plan.columns)).combine_chunks().to_batches():
                     yield from self.runner.feed(rb, limits)
                 self.last_us = int(us[cut - 1])
@@ -220,8 +223,8 @@ class KeyState:
             if (plan.drop_idle and self.held is None and runner.waiting_until() is None
                     and self.last_us is not None and w > self.last_us + plan.window_us + 1):
                 # every later row is beyond the window of every row seen: a new engine gives
-                # the same matches, so only the ordinals (for the match ids) are kept
-                self.ordinals = runner.ordinals
+                # the same matches with the same ids (they name events by time), so the key
+                # is idle and its state goes
                 self.runner = None
 
     def _order(self, plan: StreamPlan) -> list[tuple[str, str]]:

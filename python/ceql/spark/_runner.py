@@ -12,9 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import hashlib
 import itertools
-import json
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -39,39 +37,13 @@ from ceql.runtime import canonical_key
 
 from ._batching import BatchLimits, TooLarge, cuts, row_bytes, shown_bytes, shown_query
 from ._errors import MatchCeqlError, TieOrderWarning
+from ._ids import ids_of
 from ._notices import key_of, said, say
 from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
 from ._ties import TieWatch, tie_message
 from ._times import read_times, shown_row, spark_shape
 
-__all__ = ["MatchRunner", "match_id", "partition_starts"]
-
-_MASK64 = (1 << 64) - 1
-
-
-def match_id(partition: Sequence[Any], ordinal: int) -> int:
-    """The ``match_id`` of the ``ordinal``-th match (0-based, output order) of a partition.
-
-    ``partition`` holds the partition columns' values (empty without partitioning). The id is
-    a signed 64-bit hash, the same on every run over the same ordered input.
-    """
-    return int(_match_ids(np.array([_partition_seed(partition) + ordinal], np.uint64))[0])
-
-
-def _partition_seed(partition: Sequence[Any]) -> int:
-    key = json.dumps(list(partition), default=str, separators=(",", ":"))
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
-
-
-def _match_ids(x: Any) -> Any:
-    """SplitMix64's finalizer over ``partition seed + ordinal``, as signed 64-bit ids."""
-    with np.errstate(over="ignore"):
-        z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    return z.view(np.int64)
-
+__all__ = ["MatchRunner", "partition_starts"]
 
 def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
     """Rows (after the first) where any of ``columns`` changes value; NULL equals NULL and
@@ -110,8 +82,7 @@ _PER_EVENT = 8
 class MatchRunner:
     """The engine over one partition's rows, fed batch by batch (time order)."""
 
-    def __init__(self, spec: MatchSpec,
-                 ordinals: dict[tuple[Any, ...], tuple[int, int]] | None = None) -> None:
+    def __init__(self, spec: MatchSpec) -> None:
         self._spec = spec
         with warnings.catch_warnings():  # analyze said them once, on the driver
             warnings.simplefilter("ignore", ceql.CeqlWarning)
@@ -122,8 +93,6 @@ class MatchRunner:
         self._sizes: list[Any] = []  # per kept batch: its rows' bytes (row_bytes), or None
         self._base = 0  # engine position of the first kept row
         self._fed = 0   # rows fed to the engine so far
-        # partition key: (seed, next ordinal); given when a stream's idle key starts afresh
-        self._ordinals: dict[tuple[Any, ...], tuple[int, int]] = dict(ordinals or {})
         self._where = ""
         # rows of equal time that nothing orders: said once per query (see _notices); rows
         # of two partition keys (one task reading several) are ordered by the engine's keys
@@ -143,6 +112,7 @@ class MatchRunner:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.pop("_ordinals", None)  # a stream checkpoint of an earlier ceql: ids counted
         self.__dict__.update(state)
         self._sizes = [None] * len(self._kept)
 
@@ -259,11 +229,6 @@ class MatchRunner:
     def fed(self) -> int:
         """How many rows the engine has evaluated."""
         return self._fed
-
-    @property
-    def ordinals(self) -> dict[tuple[Any, ...], tuple[int, int]]:
-        """Per partition key: the seed of its ``match_id``s and its next match ordinal."""
-        return dict(self._ordinals)
 
     def _spark_words(self, message: str) -> str:
         """An engine message as a MATCH_CEQL user reads it: the time column by its own name,
@@ -400,16 +365,11 @@ class MatchRunner:
             [canonical_key(k) or k
              for k in zip(*(parts[c].to_pylist() for c in spec.partition), strict=True)]
             if parts else [()] * len(matches))
-        seeds: list[int] = []
-        for k in keys:
-            n = self._ordinals.get(k)
-            if n is None:
-                n = self._ordinals[k] = (_partition_seed(k), 0)
-            seeds.append((n[0] + n[1]) & _MASK64)
-            self._ordinals[k] = (n[0], n[1] + 1)
+        events = table.select(list(spec.event_columns))
+        ids = ids_of(keys, matches, events, base)  # what each match is: nothing counted
         time = table.column(spec.engine_time)
         cols: dict[str, pa.Array] = {
-            COLUMN_MATCH_ID: pa.array(_match_ids(np.array(seeds, np.uint64)), pa.int64()),
+            COLUMN_MATCH_ID: pa.array(ids, pa.int64()),
             COLUMN_MATCH_START: _flat(time.take(starts)),
             COLUMN_MATCH_END: _flat(time.take(ends)),
         }

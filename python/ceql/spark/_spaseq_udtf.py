@@ -42,7 +42,8 @@ from ceql.runtime import canonical_key
 
 from ._batching import BatchLimits, shown_bytes, shown_query
 from ._errors import MatchCeqlError
-from ._runner import match_id, partition_starts
+from ._ids import ordinal_match_id
+from ._runner import partition_starts
 from ._spaseq_plan import COLUMN_POSITIONS, SpaseqSpec, compiled, plan_spaseq, spaseq_schema
 from ._spec import CallInfo
 
@@ -263,7 +264,7 @@ class SpaseqRunner:
         held = 0
         for m in matches:
             row: dict[str, Any] = {
-                COLUMN_MATCH_ID: match_id(self._key, self._ordinal),
+                COLUMN_MATCH_ID: ordinal_match_id(self._key, self._ordinal),
                 COLUMN_MATCH_START: m.start_time,
                 COLUMN_MATCH_END: m.end_time,
                 COLUMN_POSITIONS: list(m.positions),

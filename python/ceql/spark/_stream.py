@@ -6,7 +6,8 @@ the rows are grouped by the query's partition key and handed to Spark's
 :class:`~ceql.spark._keystate.KeyState` in the state store (RocksDB): the rows the watermark has
 not passed yet and the engine's state. Checkpoints make it exactly once; an event-time timer per
 key evaluates held rows, releases matches waiting for a trailing NOT, and drops the engine of a
-key idle past its window (its match ordinals stay: ``match_id`` is the batch one).
+key idle past its window, and with it the key's state entry: ``match_id`` names a match by its
+events' times (:mod:`ceql.spark._ids`), so it is the batch one without any count kept per key.
 
 Late rows (older than the watermark when they arrive) are counted in the query's progress —
 ``observedMetrics["ceql"]["late_rows"]``, under another name than ``"ceql"`` with ``metrics=`` —
@@ -384,6 +385,7 @@ class _Processor(_processor_base()):  # type: ignore[misc]
     # ------------------------------------------------------------------ state
     def _load(self) -> KeyState:
         got = self._state.get()  # None when absent: one call to the state server, not two
+        self._stored = got is not None
         if got is not None:
             ks: KeyState = pickle.loads(got[0])
             if ks.buckets != self._plan.buckets:
@@ -396,6 +398,12 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         return KeyState(self._plan.buckets)
 
     def _save(self, ks: KeyState) -> None:
+        if ks.idle:  # nothing left to do or to remember: the key leaves no state
+            for ms in ks.timers:
+                self._handle.deleteTimer(ms)
+            if self._stored:
+                self._state.clear()
+            return
         new = ks.reschedule(self._plan)
         if new is not None:
             self._handle.registerTimer(new)
