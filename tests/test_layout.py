@@ -11,31 +11,24 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "ceql"
 
-# stage → the stages it may import (besides itself); ``ceql`` is the public API module
-ALLOWED: dict[str, set[str]] = {
-    "constants": set(),
-    "errors": set(),
-    "ir": {"constants", "errors"},
-    "frontends": {"ir", "constants", "errors"},
-    "predicates": {"ir", "constants", "errors"},
-    "automata": {"ir", "predicates", "constants", "errors"},
-    "analysis": {"ir", "frontends", "predicates", "automata", "constants", "errors"},
-    "markup": set(),
-    "runtime": {"ir", "predicates", "automata", "markup", "constants", "errors"},
-    "display": {"ir", "frontends", "predicates", "automata", "markup", "constants", "errors"},
-    "query": {"ir", "frontends", "analysis", "predicates", "automata", "runtime", "display",
-              "constants", "errors"},
-    "explanation": {"ir", "frontends", "predicates", "automata", "display", "query",
-                    "constants", "errors"},
-    "plot": {"runtime", "constants", "errors"},
-    "rdf": {"errors"},
-    "spaseq": {"ir", "frontends", "rdf", "errors", "query"},
-    "ceql": {"query", "explanation", "runtime", "plot", "errors", "constants"},
-    "__main__": {"cli"},
-    "cli": {"ceql", "constants", "runtime", "spark", "spaseq", "rdf"},
-    "spark": {"ceql", "analysis", "ir", "predicates", "runtime", "constants", "errors",
-              "spaseq", "rdf"},
-}
+ARCHITECTURE = PACKAGE.parents[1] / "ARCHITECTURE.md"
+
+
+def _allowed() -> dict[str, set[str]]:
+    """Stage → the stages it may import (besides itself), read from ARCHITECTURE.md's table
+    of layers (``| `stage`, … | may import |``); ``ceql`` is the public API module."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    table = text[text.index("| stage | may import |"):].split("\n\n", 1)[0]
+    out: dict[str, set[str]] = {}
+    for row in table.splitlines()[2:]:
+        stages, allowed = (cell.strip() for cell in row.strip("|").split("|"))
+        names = {x.strip() for x in allowed.split(",")} - {"—"}
+        for stage in stages.split(","):
+            out[stage.strip().split("`")[1]] = names
+    return out
+
+
+ALLOWED = _allowed()
 
 
 def _modules() -> dict[str, Path]:
