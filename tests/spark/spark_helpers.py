@@ -14,10 +14,12 @@ Found = list[tuple[int, tuple[Any, ...], tuple[tuple[str, tuple[Any, ...]], ...]
 
 def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[str] = (),
            time: str = "ts", id_col: str = "seq", columns: Sequence[str] | None = None,
-           **kw: Any) -> Found:
+           hashed: Sequence[dict[str, Any]] | None = None, **kw: Any) -> Found:
     """Run the engine per partition (NULL keys dropped), rows in (time, id) order; the
     variables MATCH_CEQL reports (``Query.variables``); ``match_id``s over the rows' values,
-    or only their ``columns`` (those of the table MATCH_CEQL reads)."""
+    or only their ``columns`` (those of the table MATCH_CEQL reads), or over ``hashed``: the
+    same rows (by ``id_col``) as the table holds them (times as text, say)."""
+    table = {r[id_col]: r for r in hashed} if hashed is not None else None
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         key = tuple(r.get(c) for c in partition)
@@ -29,7 +31,9 @@ def engine(query: str, rows: Sequence[dict[str, Any]], *, partition: Sequence[st
     for key, group in groups.items():
         group.sort(key=lambda r: (r[time], r[id_col]))
         ms = list(q.run(group, time=time, **kw))
-        read = group if columns is None else [{c: r.get(c) for c in columns} for r in group]
+        read = group if table is None else [table[r[id_col]] for r in group]
+        if columns is not None:
+            read = [{c: r.get(c) for c in columns} for r in read]
         for m, mid in zip(ms, match_ids(key, ms, read), strict=True):
             bound = tuple(sorted((v, tuple(group[p][id_col] for p in ps))
                                  for v, ps in m.variables.items() if v in q.variables))

@@ -40,11 +40,11 @@ def _runner_ids(query: str, rows: list[dict[str, Any]], cuts: list[int]) -> list
     bounds = sorted({0, *(c for c in cuts if 0 < c < len(rows)), len(rows)})
     for a, b in pairwise(bounds):
         for rb in table.slice(a, b - a).to_batches():
-            got = runner.feed(rb)
-            if got is not None:
+            for got in runner.feed(rb):  # bounded output batches
                 out += got.column("match_id").to_pylist()
-    got = runner.close()
-    return out + (got.column("match_id").to_pylist() if got is not None else [])
+    for got in runner.close():
+        out += got.column("match_id").to_pylist()
+    return out
 
 
 QUERIES = ("SELECT * FROM S WHERE S AS s ; B AS b WITHIN 4 SECONDS",
