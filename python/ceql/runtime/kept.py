@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import CeqlInputError
+from .codec import Unencodable, encode
 from .match import Match
 
 __all__ = ["KeptEvents"]
@@ -117,18 +118,16 @@ class KeptEvents:
         self.size_after_rebuild = len(self.rows)
         self.batches = deque(batches)
 
-    def check_picklable(self) -> None:
-        """Refuse to save events that cannot be saved, naming the first."""
-        import pickle
-
+    def check_saveable(self) -> None:
+        """Refuse to save events a snapshot cannot hold, naming the first."""
         for p, e in self.rows.items():
             if p < self.low:
                 continue
             try:
-                pickle.dumps(e, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:
+                encode(e)
+            except Unencodable as exc:
                 raise CeqlInputError(
-                    f"Cannot save event {p} with the snapshot ({type(exc).__name__}: {exc}): "
-                    "an evaluator with keep_events=True saves the events a later match can "
-                    "include, so they must pickle; use plain values in events, or "
-                    "keep_events=False.") from None
+                    f"Cannot save event {p} with the snapshot (it holds {exc}): an evaluator "
+                    "with keep_events=True saves the events a later match can include, so "
+                    "they must be plain values (numbers, text, bytes, decimals, dates and "
+                    "times, lists and dicts of those), or use keep_events=False.") from None

@@ -252,6 +252,8 @@ def dump(ev: Evaluation) -> bytes:
     try:
         body = encode(payload)
     except Unencodable as exc:
+        if kept is not None:
+            kept.check_saveable()  # names the event a snapshot cannot hold
         raise CeqlInputError(
             f"Cannot save the evaluation: it holds {exc} (a partition key, a time, a value a "
             "condition keeps, or with keep_events an event), which a snapshot cannot hold; "
