@@ -32,7 +32,7 @@ from .match import Match
 from .notices import NameSet
 from .state import Compiled, Evaluation
 
-__all__ = ["ARROW_SLICE", "Caches", "Evaluator", "Live"]
+__all__ = ["ARROW_SLICE", "Caches", "Evaluator", "Live", "no_gc"]
 
 ARROW_SLICE = 262_144  # rows of an Arrow batch evaluated at a time
 
@@ -377,7 +377,7 @@ class Evaluator:
         kept = self._ev.kept
         if kept is not None:
             kept.forget(self.oldest_live_position())
-        with _no_gc():  # many young acyclic nodes: the cyclic collector only rescans them
+        with no_gc():  # many young acyclic nodes: the cyclic collector only rescans them
             return _snapshot.dump(self._ev)
 
     @classmethod
@@ -387,7 +387,7 @@ class Evaluator:
         ev = cls(query, time=opts.time, type_key=opts.type_key, stream_key=opts.stream_key,
                  time_unit=opts.time_unit, time_format=opts.time_format,
                  keep_events=opts.keep_events)
-        with _no_gc():
+        with no_gc():
             _snapshot.load(ev._ev, payload)
         return ev
 
@@ -444,7 +444,8 @@ def _time_key(ev: Evaluation, value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
+def no_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while a block builds many young acyclic objects."""
     enabled = gc.isenabled()
     gc.disable()
     try:

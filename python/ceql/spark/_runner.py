@@ -9,9 +9,7 @@ one — and builds Arrow batches in the output schema that :mod:`ceql.spark._spe
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import itertools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -33,7 +31,7 @@ from ceql.constants import (
     ROWS_EVENTS,
     TIME_UNIT_PER_SECOND,
 )
-from ceql.runtime import canonical_key
+from ceql.runtime import canonical_key, no_gc
 
 from ._batching import BatchLimits, TooLarge, cuts, row_bytes, shown_bytes, shown_query
 from ._errors import MatchCeqlError, TieOrderWarning
@@ -286,13 +284,13 @@ class MatchRunner:
             limits = BatchLimits.of_task()
         it = iter(matches)
         while True:
-            with _no_gc():
+            with no_gc():
                 chunk = _take(it, limits.rows)
                 if not chunk:
                     return
                 slices, build = self._plan(chunk, limits)
             for start, stop in slices:
-                with _no_gc():
+                with no_gc():
                     rb = build(start, stop)
                 yield rb
 
@@ -415,17 +413,6 @@ def _take(matches: Iterator[ceql.Match], rows: int) -> list[ceql.Match]:
         if len(chunk) >= rows or count >= CHUNK_POSITIONS:
             break
     return chunk
-
-
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class _EventRows(NamedTuple):
