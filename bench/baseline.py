@@ -77,9 +77,26 @@ def exported(rev: str, repo: Path) -> Iterator[Revision]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# glibc's malloc moves its mmap and trim thresholds with what a process has freed so far, so
+# the same numpy temporaries are either reused or mapped, faulted in and unmapped again on
+# every batch depending on heap history: p3_any's feed measured 0.12 s with no page faults
+# and 0.18 s with 12-15 k minor faults, same code (RESULTS.md section 19). Every process a
+# benchmark times runs with the thresholds pinned, so that runs compare code, not heap luck.
+PINNED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
+
+
+def pinned_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (this environment by default) with glibc's malloc thresholds pinned, unless the
+    caller set them."""
+    env = dict(os.environ if base is None else base)
+    for k, v in PINNED_MALLOC.items():
+        env.setdefault(k, v)
+    return env
+
+
 def env_for(python_dir: Path) -> dict[str, str]:
-    """This environment with ``python_dir`` first on ``PYTHONPATH``."""
-    env = dict(os.environ)
+    """This environment, malloc pinned, with ``python_dir`` first on ``PYTHONPATH``."""
+    env = pinned_env()
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(python_dir), env.get("PYTHONPATH", "")) if p)
     return env

@@ -386,7 +386,7 @@ def run_json(cmd: list[str], timeout: int, cwd: Path | None = None) -> dict[str,
     """Run a command that prints one JSON line last; its dict, or {'error': ...}."""
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
-                           cwd=cwd)
+                           cwd=cwd, env=baseline.pinned_env())
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout} s"}
     lines = r.stdout.strip().splitlines()

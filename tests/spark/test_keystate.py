@@ -1,6 +1,7 @@
 """A stream's keys against the batch runner, without Spark: random queries of every operator
 family, rows arriving out of order within the watermark delay (some later than that), cut
-into random micro-batches, each key's state pickled between them as Spark's state store does.
+into random micro-batches, each key's state saved as bytes between them (``_state_codec``),
+as Spark's state store keeps it.
 
 After every micro-batch the outputs so far must be exactly the batch answer over the in-time
 rows the watermark passed (advanced to the watermark): nothing lost, nothing repeated, nothing
@@ -10,6 +11,8 @@ calls them (issue 13, items 2, 4 and 6).
 
 from __future__ import annotations
 
+import copyreg
+import io
 import pickle
 import random
 import zlib
@@ -30,6 +33,7 @@ from ceql.ir import nodes as A
 from ceql.spark._keystate import TIME_US, KeyState, StreamPlan, stream_plan, time_us_of
 from ceql.spark._runner import MatchRunner
 from ceql.spark._spec import CallInfo, MatchSpec, plan_match
+from ceql.spark._state_codec import dump_state, load_state
 from strategies import PROFILE, Case, cases
 
 pytestmark = pytest.mark.spark
@@ -114,7 +118,7 @@ def _with_us(plan: StreamPlan, rb: pa.RecordBatch) -> pa.RecordBatch:
 
 
 class _Operator:
-    """Spark's transformWithStateInPandas as ceql uses it, modelled: a pickled state value and
+    """Spark's transformWithStateInPandas as ceql uses it, modelled: a state value (bytes) and
     a set of event-time timers per key; a micro-batch calls the keys with rows, then fires every
     timer at or below the watermark (deleting it after its call, as PySpark does)."""
 
@@ -129,7 +133,7 @@ class _Operator:
         """One call for one key: restore, accept, release, reschedule, save (or, idle, drop
         the key's state and timers)."""
         plan = self.plan
-        ks = pickle.loads(self.states[key]) if key in self.states else KeyState(plan.buckets)
+        ks = load_state(self.states[key], plan) if key in self.states else KeyState(plan.buckets)
         if fired is not None:
             ks.fired(fired)
         if rows is not None:
@@ -151,7 +155,7 @@ class _Operator:
         assert timers == set(ks.timers)
         due = ks.wake_ms(plan)
         assert due is None or min(timers) <= due, "the key's next work has no timer"
-        self.states[key] = pickle.dumps(ks)
+        self.states[key] = dump_state(ks)
         return out
 
     def batch(self, rows: dict[tuple[Any, ...], pa.RecordBatch], w_ms: int,
@@ -247,7 +251,7 @@ def check_stream_equals_batch(case: Case, data: st.DataObject) -> None:
         final = _batch_answer(spec, plan, table.take(pa.array(in_time, pa.int64())), None)
         assert _by_partition(spec, got) == final
     for b in op.states.values():
-        assert pickle.loads(b).held is None
+        assert load_state(b, plan).held is None
     if plan.window_us is not None and plan.drop_idle:  # idle past the window: nothing left
         assert op.states == {} and op.timers == {}
 
@@ -392,14 +396,36 @@ def test_timers_are_registered_only_when_the_next_work_comes_earlier() -> None:
     assert ks.reschedule(plan) == 3001 and ks.timers == (3001, 7001)
     ks.fired(3001)
     assert ks.timers == (7001,)
-    state = list(ks.__getstate__())
+    state = _slots(ks)
     state[KeyState.__slots__.index("timers")] = 7001
-    old = KeyState.__new__(KeyState)
-    old.__setstate__(tuple(state))
-    assert old.timers == (7001,)
+    assert load_state(_old_pickle(ks, {id(ks): tuple(state)}), plan).timers == (7001,)
     state[KeyState.__slots__.index("timers")] = None
-    old.__setstate__(tuple(state))
-    assert old.timers == ()
+    assert load_state(_old_pickle(ks, {id(ks): tuple(state)}), plan).timers == ()
+
+
+class _OldPickler(pickle.Pickler):
+    """Pickles the objects of ``states`` (by id) with the state given there, as an earlier
+    ceql's ``__getstate__`` made them."""
+
+    def __init__(self, f: Any, states: dict[int, Any]) -> None:
+        super().__init__(f, protocol=5)
+        self.states = states
+
+    def reducer_override(self, obj: Any) -> Any:
+        if id(obj) in self.states:
+            return (copyreg.__newobj__, (type(obj),), self.states[id(obj)])  # type: ignore[attr-defined]
+        return NotImplemented
+
+
+def _old_pickle(ks: KeyState, states: dict[int, Any]) -> bytes:
+    f = io.BytesIO()
+    _OldPickler(f, states).dump(ks)
+    return f.getvalue()
+
+
+def _slots(ks: KeyState) -> list[Any]:
+    """``ks``'s slots as a state tuple of ceql before key state format 1."""
+    return [getattr(ks, k) for k in KeyState.__slots__]
 
 
 def test_a_checkpoint_of_match_ordinals_goes_on() -> None:
@@ -421,12 +447,12 @@ def test_a_checkpoint_of_match_ordinals_goes_on() -> None:
     ks.saw(2 * 10**6)
     assert list(ks.release(plan, 0)) == []
     assert ks.runner is not None
-    ks.runner.__dict__["_ordinals"] = {("A",): (1, 0)}  # as an earlier ceql pickled them
-    old = list(ks.__getstate__())
+    runner_state = {k: v for k, v in vars(ks.runner).items() if k != "_sizes"}
+    runner_state["_ordinals"] = {("A",): (1, 0)}  # as an earlier ceql pickled them
+    old = _slots(ks)
     old.insert(6, {("A",): (1, 2)})  # KeyState's slots then: …, newest_us, ordinals, …
-    restored = KeyState.__new__(KeyState)
-    restored.__setstate__(tuple(pickle.loads(pickle.dumps(old))))
-    restored.runner = pickle.loads(pickle.dumps(restored.runner))
+    restored = load_state(_old_pickle(ks, {id(ks): tuple(old), id(ks.runner): runner_state}),
+                          plan)
     assert restored.runner is not None and "_ordinals" not in vars(restored.runner)
     restored.accept(plan, batch(rows[1:]), 0)
     restored.saw(9 * 10**6)

@@ -2,7 +2,8 @@
 between micro-batches, and when the key must wake up.
 
 Pure Python over Arrow (no Spark session): the streaming operator (:mod:`ceql.spark._stream`)
-keeps one :class:`KeyState` per group key in Spark's state store, pickled, and calls it with
+keeps one :class:`KeyState` per group key in Spark's state store (as bytes of
+:mod:`ceql.spark._state_codec`'s format), and calls it with
 each micro-batch's rows and watermark; tests drive it directly with random cuts and compare with
 the batch runner.
 
@@ -99,7 +100,7 @@ def _watermark_us(watermark_ms: int) -> int | None:
 
 
 class KeyState:
-    """A key's rows and engine between micro-batches (pickled into Spark's state store)."""
+    """A key's rows and engine between micro-batches (kept in Spark's state store)."""
 
     __slots__ = ("arrivals", "buckets", "held", "last_us", "late", "newest_us", "released_us",
                  "runner", "timers")
@@ -117,10 +118,8 @@ class KeyState:
         self.newest_us: int | None = None
         self.released_us: int | None = None  # rows before this time are evaluated
 
-    def __getstate__(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, k) for k in self.__slots__)
-
     def __setstate__(self, state: tuple[Any, ...]) -> None:
+        # a pickled checkpoint of ceql before key state format 1 (see _state_codec)
         slots: tuple[str, ...] = self.__slots__
         if len(state) == len(slots) + 1:  # an older checkpoint: match ordinals, now unused
             slots = (*slots[:6], "ordinals", *slots[6:])

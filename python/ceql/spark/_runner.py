@@ -77,16 +77,31 @@ _PER_MATCH = 64
 _PER_EVENT = 8
 
 
+class RunnerState(NamedTuple):
+    """What a :class:`MatchRunner` needs to continue (a stream's key state keeps it)."""
+
+    engine: bytes                   # the evaluator's snapshot
+    kept: list[pa.RecordBatch]      # rows a later match may still report
+    base: int                       # engine position of the first kept row
+    fed: int                        # rows fed to the engine so far
+    where: str                      # the partition, as messages name it
+    watching: bool                  # whether ties are still watched for
+    last: pa.RecordBatch | None     # the watch's last row
+
+
 class MatchRunner:
     """The engine over one partition's rows, fed batch by batch (time order)."""
 
-    def __init__(self, spec: MatchSpec) -> None:
+    def __init__(self, spec: MatchSpec, state: RunnerState | None = None) -> None:
+        """A runner of ``spec`` from the start, or continuing where ``state`` was saved
+        (:meth:`saved`)."""
         self._spec = spec
         with warnings.catch_warnings():  # analyze said them once, on the driver
             warnings.simplefilter("ignore", ceql.CeqlWarning)
             query = ceql.compile(spec.query)
-        self._ev = query.evaluator(time=spec.engine_time, type_key=spec.type_key,
-                                   stream_key=spec.stream_key, time_unit=spec.time_unit)
+        self._ev = (query.evaluator(time=spec.engine_time, type_key=spec.type_key,
+                                    stream_key=spec.stream_key, time_unit=spec.time_unit)
+                    if state is None else query.restore(state.engine))
         self._kept: list[pa.RecordBatch] = []
         self._sizes: list[Any] = []  # per kept batch: its rows' bytes (row_bytes), or None
         self._base = 0  # engine position of the first kept row
@@ -102,15 +117,24 @@ class MatchRunner:
             self._horizon: float | None = spec.window_seconds * per_s
         else:
             self._horizon = None
+        if state is not None:
+            self._kept = list(state.kept)
+            self._sizes = [None] * len(self._kept)
+            self._base, self._fed, self._where = state.base, state.fed, state.where
+            self._ties = (TieWatch(spec.engine_time, (*spec.partition, *spec.tie_columns),
+                                   state.last)
+                          if state.watching and spec.tie_columns is not None else None)
 
-    def __getstate__(self) -> dict[str, Any]:
-        # a stream's key state pickles its runner: the sizes are a cache, recomputed
-        state = dict(self.__dict__)
-        state.pop("_sizes", None)
-        return state
+    def saved(self) -> RunnerState:
+        """What :class:`MatchRunner` needs to continue exactly (between feeds)."""
+        return RunnerState(self._ev.snapshot(), list(self._kept), self._base, self._fed,
+                           self._where, self._ties is not None,
+                           None if self._ties is None else self._ties.last)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state.pop("_ordinals", None)  # a stream checkpoint of an earlier ceql: ids counted
+        # a pickled stream checkpoint of ceql before key state format 1 (read by
+        # _state_codec's allow-listed unpickler); the sizes are a cache, recomputed
+        state.pop("_ordinals", None)  # older still: ids were counted
         self.__dict__.update(state)
         self._sizes = [None] * len(self._kept)
 

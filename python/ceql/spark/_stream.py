@@ -2,8 +2,9 @@
 
 A streaming DataFrame cannot be sorted, so the table function's ``ORDER BY`` is out; instead
 the rows are grouped by the query's partition key and handed to Spark's
-``transformWithStateInPandas`` in event-time mode. Each key keeps a pickled
-:class:`~ceql.spark._keystate.KeyState` in the state store (RocksDB): the rows the watermark has
+``transformWithStateInPandas`` in event-time mode. Each key keeps its
+:class:`~ceql.spark._keystate.KeyState` in the state store (RocksDB, in
+:mod:`~ceql.spark._state_codec`'s format): the rows the watermark has
 not passed yet and the engine's state. Checkpoints make it exactly once; an event-time timer per
 key evaluates held rows, releases matches waiting for a trailing NOT, and drops the engine of a
 key idle past its window, and with it the key's state entry: ``match_id`` names a match by its
@@ -17,7 +18,6 @@ and, if asked, routed to a temporary view.
 from __future__ import annotations
 
 import datetime as _dt
-import pickle
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -46,6 +46,7 @@ from ._errors import MatchCeqlError
 from ._keystate import TIME_US, KeyState, StreamPlan, stream_plan
 from ._pushdown import prefilter
 from ._spec import CallInfo, output_schema, plan_match, quote_identifier
+from ._state_codec import dump_state, load_state
 
 __all__ = [
     "LATE_METRIC",
@@ -387,7 +388,7 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         got = self._state.get()  # None when absent: one call to the state server, not two
         self._stored = got is not None
         if got is not None:
-            ks: KeyState = pickle.loads(got[0])
+            ks = load_state(got[0], self._plan)
             if ks.buckets != self._plan.buckets:
                 raise MatchCeqlError(
                     f"match: this checkpoint keeps the stream's keys in "
@@ -407,7 +408,7 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         new = ks.reschedule(self._plan)
         if new is not None:
             self._handle.registerTimer(new)
-        self._state.update((pickle.dumps(ks, protocol=5),))
+        self._state.update((dump_state(ks),))
 
     # ------------------------------------------------------------------ rows
     def _frames(self, out: Iterable[pa.RecordBatch], late: list[pa.RecordBatch]

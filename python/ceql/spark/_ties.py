@@ -29,9 +29,15 @@ class TieWatch:
     """The rows of one partition in the order Spark gave them: the first two that no sort key
     orders and that differ (:meth:`find`)."""
 
-    def __init__(self, time: str, tie_columns: Sequence[str]) -> None:
+    def __init__(self, time: str, tie_columns: Sequence[str],
+                 last: pa.RecordBatch | None = None) -> None:
         self._keys = (time, *tie_columns)
-        self._last: pa.RecordBatch | None = None  # the previous batch's last row
+        self._last = last  # the previous batch's last row
+
+    @property
+    def last(self) -> pa.RecordBatch | None:
+        """The last row of the batches watched so far (a stream's key state keeps it)."""
+        return self._last
 
     def find(self, rb: pa.RecordBatch) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """Two rows of ``rb`` (the first may be the previous batch's last) that are equal in
