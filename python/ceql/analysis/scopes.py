@@ -21,6 +21,7 @@ from ..errors import (
 from ..frontends.ceql.formatter import format_filter, format_formula, format_name, format_pred
 from ..ir import (
     bound_variables,
+    chain_operands,
     condition_refs,
     expr_nodes,
     formula_nodes,
@@ -446,15 +447,7 @@ def _without_leaf(cond: A.FilterExpr, leaf: A.FilterAtom | A.FilterMatch
     nothing is left or when ``leaf`` is under an OR (then the whole condition moves)."""
     if cond is leaf:
         return None
-    # the AND chain's conditions, in text order
-    parts: list[A.FilterExpr] = []
-    todo: list[A.FilterExpr] = [cond]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, A.FilterAnd):
-            todo += [node.right, node.left]
-        else:
-            parts.append(node)
+    parts = chain_operands(cond, A.FilterAnd)  # the AND chain's conditions, in text order
     if not any(p is leaf for p in parts):
         return None
     rest = [p for p in parts if p is not leaf]

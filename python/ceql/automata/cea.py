@@ -25,6 +25,7 @@ from typing import TypeAlias, TypeVar, cast
 
 from ..errors import CeqlResourceError, CeqlValidationError
 from ..ir import (
+    chain_operands,
     condition_refs,
     is_correlated,
     output_variables,
@@ -803,15 +804,7 @@ def _dropped(f: A.Plus, under: int) -> bool:
 
 def _or_leaves(f: A.Or) -> list[A.Formula]:
     """The operands of a chain of ORs, left to right (one n-ary union instead of n - 1)."""
-    leaves: list[A.Formula] = []
-    todo: list[A.Formula] = [f]
-    while todo:
-        g = todo.pop()
-        if isinstance(g, A.Or):
-            todo += [g.right, g.left]
-        else:
-            leaves.append(g)
-    return leaves
+    return chain_operands(f, A.Or)
 
 
 def _and(a: GuardTree, b: GuardTree) -> GuardTree:

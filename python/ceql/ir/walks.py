@@ -11,6 +11,7 @@ import math
 import sys
 import threading
 from collections.abc import Iterator
+from typing import Any, TypeVar
 
 from . import nodes as N
 
@@ -18,6 +19,7 @@ __all__ = [
     "MAX_DEPTH",
     "bound_variables",
     "canonical_repr",
+    "chain_operands",
     "condition_refs",
     "depth",
     "expr_nodes",
@@ -41,6 +43,23 @@ __all__ = [
 
 MAX_DEPTH = 2000
 """The deepest query (in IR levels) ceql compiles; deeper ones are refused at compile time."""
+
+
+_T = TypeVar("_T")
+
+
+def chain_operands(node: _T, kind: type[Any] | tuple[type[Any], ...]) -> list[_T]:
+    """The operands of a chain of binary ``kind`` nodes (``left``/``right``: an OR of ORs,
+    an AND of ANDs) rooted at ``node``, left to right; ``[node]`` when it is not one."""
+    out: list[_T] = []
+    todo = [node]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, kind):
+            todo += [x.right, x.left]
+        else:
+            out.append(x)
+    return out
 
 
 def formula_nodes(root: N.Formula) -> Iterator[N.Formula]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..ir import expr_nodes
+from ..ir import chain_operands, expr_nodes
 from ..ir import nodes as N
 from .atoms import norm_op
 from .between import Condition
@@ -92,15 +92,7 @@ def _value(e: N.Expr, slots: dict[str, int]) -> _Fn:
 
 
 def _conjuncts(p: N.Pred) -> list[N.Pred]:
-    out: list[N.Pred] = []
-    todo = [p]
-    while todo:
-        x = todo.pop()
-        if isinstance(x, N.PAnd):
-            todo += [x.right, x.left]
-        else:
-            out.append(x)
-    return out
+    return chain_operands(p, N.PAnd)
 
 
 def _parts(c: Condition, v: str) -> list[tuple[str, _Fn]] | None:
