@@ -44,7 +44,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Work]:
     work = Work()
     advance = RegisterPlan.advance
     leave = correlated.RegisterRuns._leave
-    differ = correlated._differ
+    differ = correlated.differ
 
     def counting_advance(self: RegisterPlan, *args: Any) -> Any:
         work.moves += 1
@@ -60,7 +60,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Work]:
 
     monkeypatch.setattr(RegisterPlan, "advance", counting_advance)
     monkeypatch.setattr(correlated.RegisterRuns, "_leave", counting_leave)
-    monkeypatch.setattr(correlated, "_differ", counting_differ)
+    monkeypatch.setattr(correlated, "differ", counting_differ)  # as correlated reads it
     yield work
 
 
