@@ -1,0 +1,479 @@
+"""Leftmost, preferred-first matching of a row pattern (SQL's MATCH_RECOGNIZE), row by row.
+
+A pattern is compiled (:func:`compile_pattern`) into a small program — rows to take under a
+variable, ordered choices, jumps, exclusion marks, anchors — and run as a Pike machine: the
+threads of every start that is still open advance together, one row at a time, kept in
+preferment order (earlier start first; within one start, the order in which a backtracking
+matcher would try them: greedy before reluctant, left alternative before right). A thread is
+its program counter, its start, the *registers* the caller's conditions need (whatever of the
+match so far a DEFINE reads: a running sum, the last row of a variable; ``()`` when the
+conditions read rows only) and the rows it took. Two threads of one start at one counter with
+equal registers have the same futures, so only the preferred one is kept: with conditions that
+read no registers the threads are at most the program's size per open start, whatever the
+pattern's nesting.
+
+An iteration of an unbounded quantifier (past its minimum, which is unrolled) must take a row:
+one that took none would repeat for ever, so it fails, as in a backtracking matcher that
+refuses empty iterations. A thread carries a bit per loop it is in whose current iteration has
+taken nothing yet, so that two threads at one counter are merged only when that, too, agrees.
+
+A start's match is final once it has matched and no thread it prefers is alive; matches are
+given in start order, and the skip mode (``AFTER MATCH SKIP``) closes the starts the match
+passes over. Under SKIP PAST LAST ROW a thread is also dropped for an equal one of an earlier
+start (their futures are equal: if the earlier one matches, its match covers the later start,
+and if it dies, so would the later one); under the other modes a later start may be needed
+after an earlier one matched, so threads of different starts are kept apart.
+
+The caller owns the rows and the conditions: ``step(var, registers, i)`` says whether row ``i``
+may be taken as ``var`` by a thread with those registers (the row counting as ``var``, the
+running semantics of DEFINE), and returns the registers after it, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from itertools import permutations
+from typing import Any, NamedTuple
+
+from ..errors import CeqlInputError
+
+__all__ = [
+    "SKIP_PAST_LAST_ROW",
+    "SKIP_TO_FIRST",
+    "SKIP_TO_LAST",
+    "SKIP_TO_NEXT_ROW",
+    "Alt",
+    "Anchor",
+    "Concat",
+    "Exclude",
+    "LeftmostMatcher",
+    "PMatch",
+    "Pattern",
+    "Permute",
+    "Program",
+    "Quant",
+    "Var",
+    "compile_pattern",
+    "run_rows",
+    "variables_of",
+]
+
+SKIP_PAST_LAST_ROW = "PAST LAST ROW"
+SKIP_TO_NEXT_ROW = "TO NEXT ROW"
+SKIP_TO_FIRST = "TO FIRST"
+SKIP_TO_LAST = "TO LAST"
+
+
+# ---------------------------------------------------------------------- patterns
+
+@dataclass(frozen=True)
+class Var:
+    """One row taken as the pattern variable ``name``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Concat:
+    """The parts one after the other (no parts: the empty pattern)."""
+
+    parts: tuple[Pattern, ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    """One of the options, the left ones preferred."""
+
+    options: tuple[Pattern, ...]
+
+
+@dataclass(frozen=True)
+class Quant:
+    """``body`` ``lo`` to ``hi`` times (``hi`` None: unbounded); greedy prefers more."""
+
+    body: Pattern
+    lo: int
+    hi: int | None
+    greedy: bool = True
+
+
+@dataclass(frozen=True)
+class Permute:
+    """Every order of the parts, in the lexicographic order of their positions."""
+
+    parts: tuple[Pattern, ...]
+
+
+@dataclass(frozen=True)
+class Exclude:
+    """``body``, its rows left out of ALL ROWS PER MATCH's output."""
+
+    body: Pattern
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """``^`` (``start``: before the partition's first row) or ``$`` (after its last)."""
+
+    start: bool
+
+
+Pattern = Var | Concat | Alt | Quant | Permute | Exclude | Anchor
+
+
+# ---------------------------------------------------------------------- the program
+
+# instruction kinds
+_ROW, _SPLIT, _JMP, _MATCH, _EXCL_IN, _EXCL_OUT, _AT_START, _AT_END, _LOOP, _AGAIN = range(10)
+
+
+class Inst(NamedTuple):
+    """One instruction: ``kind``, the variable of a row, its successors."""
+
+    kind: int
+    var: str | None = None
+    a: int = -1  # next (ROW, JMP, marks, anchors) or the preferred branch (SPLIT)
+    b: int = -1  # SPLIT's other branch; a loop's exit
+    loop: int = 0  # a loop's bit (LOOP, AGAIN)
+    greedy: bool = True  # LOOP: whether another iteration is preferred to the exit
+
+
+@dataclass(frozen=True)
+class Program:
+    """A compiled pattern: instructions, the first at 0, one MATCH."""
+
+    insts: tuple[Inst, ...]
+    variables: tuple[str, ...] = field(default=())
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.insts: list[list[Any]] = []
+        self.loops = 0
+
+    def emit(self, kind: int, var: str | None = None) -> int:
+        self.insts.append([kind, var, -1, -1, 0, True])
+        return len(self.insts) - 1
+
+    def patch(self, holes: list[tuple[int, int]], target: int) -> None:
+        for i, slot in holes:
+            self.insts[i][slot] = target
+
+    def build(self, p: Pattern) -> tuple[int, list[tuple[int, int]]]:
+        """Compile ``p``: its entry and the holes (instruction, slot) to its continuation."""
+        if isinstance(p, Var):
+            i = self.emit(_ROW, p.name)
+            return i, [(i, 2)]
+        if isinstance(p, Anchor):
+            i = self.emit(_AT_START if p.start else _AT_END)
+            return i, [(i, 2)]
+        if isinstance(p, Exclude):
+            i = self.emit(_EXCL_IN)
+            entry, holes = self.build(p.body)
+            self.insts[i][2] = entry
+            o = self.emit(_EXCL_OUT)
+            self.patch(holes, o)
+            return i, [(o, 2)]
+        if isinstance(p, Concat):
+            if not p.parts:
+                i = self.emit(_JMP)
+                return i, [(i, 2)]
+            entry, holes = self.build(p.parts[0])
+            for part in p.parts[1:]:
+                e2, h2 = self.build(part)
+                self.patch(holes, e2)
+                holes = h2
+            return entry, holes
+        if isinstance(p, Permute):
+            orders = [Concat(tuple(p.parts[k] for k in order))
+                      for order in permutations(range(len(p.parts)))]
+            return self.build(Alt(tuple(orders)) if len(orders) > 1 else orders[0])
+        if isinstance(p, Alt):
+            if len(p.options) == 1:
+                return self.build(p.options[0])
+            s = self.emit(_SPLIT)
+            e1, h1 = self.build(p.options[0])
+            e2, h2 = self.build(Alt(p.options[1:]))
+            self.insts[s][2], self.insts[s][3] = e1, e2
+            return s, h1 + h2
+        assert isinstance(p, Quant)
+        parts: list[Pattern] = [p.body] * p.lo
+        if p.hi is None:
+            # LOOP: an iteration (its bit set: empty so far) or the exit; AGAIN ends an
+            # iteration, which must have taken a row (else it would loop without end)
+            entry, holes = (self.build(Concat(tuple(parts))) if parts else (-1, []))
+            bit = 1 << self.loops
+            self.loops += 1
+            s = self.emit(_LOOP)
+            e, h = self.build(p.body)
+            again = self.emit(_AGAIN)
+            self.patch(h, again)
+            self.insts[again][2] = s
+            self.insts[again][4] = self.insts[s][4] = bit
+            self.insts[s][2] = e
+            self.insts[s][5] = p.greedy
+            out = [(s, 3)]
+            if entry < 0:
+                return s, out
+            self.patch(holes, s)
+            return entry, out
+        entry, holes = self.build(Concat(tuple(parts)))
+        exits: list[tuple[int, int]] = []  # an optional copy skipped: no later copy either
+        for _ in range(p.hi - p.lo):
+            s = self.emit(_SPLIT)
+            e, h = self.build(p.body)
+            self.patch(holes, s)
+            self.insts[s][2 if p.greedy else 3] = e
+            exits.append((s, 3 if p.greedy else 2))
+            holes = h
+        return entry, holes + exits
+
+
+def _names(p: Pattern, out: dict[str, None]) -> None:
+    if isinstance(p, Var):
+        out[p.name] = None
+    elif isinstance(p, Concat | Permute):
+        for q in p.parts:
+            _names(q, out)
+    elif isinstance(p, Alt):
+        for q in p.options:
+            _names(q, out)
+    elif isinstance(p, Quant | Exclude):
+        _names(p.body, out)
+
+
+def compile_pattern(p: Pattern) -> Program:
+    """The program of ``p``: instruction 0 its entry, the last its MATCH."""
+    b = _Builder()
+    start = b.emit(_JMP)
+    entry, holes = b.build(p)
+    b.insts[start][2] = entry
+    m = b.emit(_MATCH)
+    b.patch(holes, m)
+    names: dict[str, None] = {}
+    _names(p, names)
+    return Program(tuple(Inst(*ins) for ins in b.insts), tuple(names))
+
+
+# ---------------------------------------------------------------------- matching
+
+class _Took(NamedTuple):
+    """A row a thread took (a persistent list, newest first)."""
+
+    row: int
+    var: str
+    excluded: bool
+    before: _Took | None
+
+
+class PMatch(NamedTuple):
+    """A match: its first row, its last (``start - 1`` when empty), and per row taken its
+    variable and whether it is excluded from ALL ROWS PER MATCH."""
+
+    start: int
+    end: int
+    rows: tuple[tuple[int, str, bool], ...]
+
+    @property
+    def empty(self) -> bool:
+        """Whether the match took no row."""
+        return self.end < self.start
+
+
+class _Thread(NamedTuple):
+    pc: int
+    start: int
+    regs: Hashable
+    took: _Took | None
+    excl: int  # exclusion depth
+    empty: int = 0  # the bits of the loops whose current iteration has taken no row yet
+
+
+def _pmatch(t: _Thread, end: int) -> PMatch:
+    rows: list[tuple[int, str, bool]] = []
+    n = t.took
+    while n is not None:
+        rows.append((n.row, n.var, n.excluded))
+        n = n.before
+    rows.reverse()
+    return PMatch(t.start, end, tuple(rows))
+
+
+Step = Callable[[str, Hashable, int], Hashable | None]
+
+
+class LeftmostMatcher:
+    """One partition's rows, fed in order: its matches (see the module docstring)."""
+
+    def __init__(self, program: Program, step: Step, skip: str = SKIP_PAST_LAST_ROW,
+                 skip_var: str | None = None, start_regs: Hashable = (),
+                 within: Callable[[int, int], bool] | None = None) -> None:
+        """``skip_var``: the variable of SKIP TO FIRST/LAST; ``within(start, i)``: whether a
+        match starting at row ``start`` may still take row ``i`` (None: always)."""
+        if skip in (SKIP_TO_FIRST, SKIP_TO_LAST) and skip_var is None:
+            raise ValueError(f"SKIP {skip} needs a variable")
+        self.prog = program.insts
+        self.step = step
+        self.skip = skip
+        self.skip_var = skip_var
+        self.start_regs = start_regs
+        self.within = within
+        # threads of several starts may merge (not under a window, which ends them apart)
+        self.shared = skip == SKIP_PAST_LAST_ROW and within is None
+        self.threads: list[_Thread] = []  # waiting at ROW (or AT_END) instructions
+        self.found: dict[int, PMatch] = {}  # per start: its preferred match so far
+        self.next_start = 0  # rows before this cannot start a match
+        self.open: list[int] = []  # starts not decided yet, ascending
+        self.pos = 0  # the next row's index
+        self.ended = False
+
+    # .................................................................. closure
+    def _close_over(self, seeds: list[_Thread], i: int, at_end: bool) -> list[_Thread]:
+        """Follow every instruction that takes no row from ``seeds`` (in preferment order):
+        the threads waiting for row ``i``; MATCHes are recorded per start and cut the
+        threads of that start they are preferred to."""
+        prog = self.prog
+        out: list[_Thread] = []
+        seen: set[Any] = set()
+        done: set[int] = set()  # starts that matched in this closure: the rest is less preferred
+        for seed in seeds:
+            stack = [seed]
+            while stack:
+                t = stack.pop()
+                if t.start in done:
+                    continue
+                key = ((t.pc, t.regs, t.excl, t.empty) if self.shared else
+                       (t.pc, t.start, t.regs, t.excl, t.empty))
+                if key in seen:
+                    continue
+                seen.add(key)
+                ins = prog[t.pc]
+                k = ins.kind
+                if k == _ROW:
+                    out.append(t)
+                elif k == _SPLIT:
+                    stack.append(t._replace(pc=ins.b))
+                    stack.append(t._replace(pc=ins.a))
+                elif k == _JMP:
+                    stack.append(t._replace(pc=ins.a))
+                elif k == _MATCH:
+                    self.found[t.start] = _pmatch(t, i - 1)
+                    done.add(t.start)
+                    # the start's threads found before are preferred: they stay
+                elif k == _LOOP:
+                    again = t._replace(pc=ins.a, empty=t.empty | ins.loop)
+                    out_ = t._replace(pc=ins.b, empty=t.empty & ~ins.loop)
+                    stack += (out_, again) if ins.greedy else (again, out_)
+                elif k == _AGAIN:
+                    if not t.empty & ins.loop:  # the iteration took a row
+                        stack.append(t._replace(pc=ins.a))
+                elif k == _EXCL_IN:
+                    stack.append(t._replace(pc=ins.a, excl=t.excl + 1))
+                elif k == _EXCL_OUT:
+                    stack.append(t._replace(pc=ins.a, excl=t.excl - 1))
+                elif k == _AT_START:
+                    if i == 0:
+                        stack.append(t._replace(pc=ins.a))
+                elif k == _AT_END:
+                    if at_end:
+                        stack.append(t._replace(pc=ins.a))
+                    else:
+                        out.append(t)  # waits: only the end can move it
+        return out
+
+    # .................................................................. rows
+    def feed(self, i: int) -> list[PMatch]:
+        """Read row ``i`` (the next one); the matches now final, in start order."""
+        if i != self.pos or self.ended:
+            raise ValueError(f"rows must be fed in order: expected row {self.pos}, got {i}")
+        seeds = list(self.threads)
+        if i >= self.next_start:
+            self.open.append(i)
+            seeds.append(_Thread(0, i, self.start_regs, None, 0))
+        waiting = self._close_over(seeds, i, at_end=False)
+        nxt: list[_Thread] = []
+        prog = self.prog
+        within = self.within
+        for t in waiting:
+            ins = prog[t.pc]
+            if ins.kind != _ROW:
+                continue  # an end anchor: the row is not the end
+            if within is not None and not within(t.start, i):
+                continue
+            assert ins.var is not None
+            regs = self.step(ins.var, t.regs, i)
+            if regs is None:
+                continue
+            nxt.append(_Thread(ins.a, t.start, regs, _Took(i, ins.var, t.excl > 0, t.took),
+                               t.excl))
+        self.pos = i + 1
+        # threads advanced past row i may match before row i + 1: their closure decides
+        self.threads = self._close_over(nxt, i + 1, at_end=False)
+        return self._decide()
+
+    def close(self) -> list[PMatch]:
+        """The partition ended: the remaining matches (``$`` holds now)."""
+        if not self.ended:
+            self.ended = True
+            self._close_over(self.threads, self.pos, at_end=True)
+            self.threads = []
+        return self._decide()
+
+    def _decide(self) -> list[PMatch]:
+        out: list[PMatch] = []
+        alive = {t.start for t in self.threads}
+        while self.open:
+            s = self.open[0]
+            m = self.found.get(s)
+            # a thread of s alive now is preferred to s's match (less preferred ones were cut)
+            if s in alive and not self.ended:
+                break
+            self.open.pop(0)
+            self.found.pop(s, None)
+            if m is None:
+                continue  # no match starts at s
+            out.append(m)
+            target = self._skip_to(m)
+            self.next_start = target
+            self.open = [o for o in self.open if o >= target]
+            self.found = {k: v for k, v in self.found.items() if k >= target}
+            self.threads = [t for t in self.threads if t.start >= target]
+            alive = {t.start for t in self.threads}
+        return out
+
+    def _skip_to(self, m: PMatch) -> int:
+        if self.skip == SKIP_PAST_LAST_ROW:
+            return max(m.end + 1, m.start + 1)
+        if self.skip == SKIP_TO_NEXT_ROW:
+            return m.start + 1
+        rows = [r for r, v, _ in m.rows if v == self.skip_var]
+        if not rows:
+            raise CeqlInputError(
+                f"AFTER MATCH SKIP {self.skip} {self.skip_var}: the match of rows {m.start} to "
+                f"{m.end} maps no row to {self.skip_var}, so there is no row to skip to")
+        target = rows[0] if self.skip == SKIP_TO_FIRST else rows[-1]
+        if target == m.start:
+            raise CeqlInputError(
+                f"AFTER MATCH SKIP {self.skip} {self.skip_var} would restart at the first row "
+                f"of the match of rows {m.start} to {m.end} (row {target}), which would find "
+                "the same match again")
+        return target
+
+
+def run_rows(program: Program, step: Step, n: int, skip: str = SKIP_PAST_LAST_ROW,
+             skip_var: str | None = None, start_regs: Hashable = ()) -> list[PMatch]:
+    """Every match over rows ``0 … n - 1`` of one partition."""
+    m = LeftmostMatcher(program, step, skip, skip_var, start_regs)
+    out: list[PMatch] = []
+    for i in range(n):
+        out += m.feed(i)
+    out += m.close()
+    return out
+
+
+def variables_of(p: Pattern) -> Sequence[str]:
+    """The pattern's variables, in the order it names them."""
+    names: dict[str, None] = {}
+    _names(p, names)
+    return tuple(names)
