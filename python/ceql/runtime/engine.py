@@ -143,9 +143,13 @@ class Choice(NamedTuple):
     forced: bool  #: lazy regions on every batch (``lazy=True``), not as the planner sees fit
 
     @property
+    def base_name(self) -> str:
+        """The base engine in words."""
+        return _BASES[self.base]
+
+    @property
     def name(self) -> str:
         """The stack in words, outermost first."""
-        base = _BASES[self.base]
         layers = []
         if self.kept:
             layers.append("kept rows")
@@ -153,15 +157,16 @@ class Choice(NamedTuple):
             layers.append("edge NOTs")
         if self.lazy is not None:
             layers.append("lazy regions")
-        return " → ".join([*layers, base])
+        return " → ".join([*layers, self.base_name])
 
 
 _BASES = {
     "core": "CORE's Algorithm 1 over the tECS",
-    "last": "Algorithm 1 without unions, one LAST chain per (state, start)",
-    "next": "Algorithm 1 without unions, one NEXT chain per (state, start, reads)",
-    "registers": "register runs (Algorithm 1 over (state, registers))",
-    "fated": "register runs kept apart by fate (Algorithm 1 over (state, registers))",
+    "last": "Algorithm 1 over the tECS without unions, a LAST chain per (state, start)",
+    "next": "Algorithm 1 over the tECS without unions, a NEXT chain per (state, start, "
+            "events the NOT reads)",
+    "registers": "register runs, Algorithm 1 over (state, registers)",
+    "fated": "register runs kept apart by fate, Algorithm 1 over (state, registers)",
 }
 
 

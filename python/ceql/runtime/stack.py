@@ -334,11 +334,10 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
     if ev.names.missing_mask:
         core.inert.on_new = ev.new_class
     base: CoreEngine = (RegisterEngine if core.plan is not None else CoreEngine)(
-        core, choice.name.split(" → ")[-1])
+        core, choice.base_name)
     engine: Engine = base
     if choice.lazy is not None:
-        _, cea_ = query.automaton(type_key, stream_key)
-        engine = LazyRegions(base, Lazy(choice.lazy, cea_, choice.forced))
+        engine = LazyRegions(base, Lazy(choice.lazy, cea, choice.forced))
     if edges is not None:
         engine = EdgeCheck(engine, edges)
     if choice.kept:
