@@ -8,7 +8,8 @@ offer the same interface (:mod:`ceql.runtime.stack` implements them). :func:`cho
 stack once, from the plan of the query, and names it for ``explain``.
 
 An engine runs over an :class:`~ceql.runtime.state.Evaluation` (the clock, partitions,
-counters and notices its layers share), passed to each call. A wrapper that takes part in the
+counters and notices its layers share, and the base engine's parts, :class:`~.state.Core`),
+passed to each call. A wrapper that takes part in the
 loops row by row (the NOTs' events, the rows kept, the rows chosen) hands its part inward
 explicitly, as :class:`Taps`.
 """
@@ -21,35 +22,15 @@ from typing import Any, NamedTuple, Protocol
 import pyarrow as pa
 
 from ..automata import CEA
-from ..automata.registers import RegisterPlan
 from ..ir import nodes as N
 from ..predicates.mixing import Hook
-from .algorithm import Runs
-from .correlated import RegisterInertness, RegisterRuns
-from .edges import EdgeEnumerator, Edges
-from .enumeration import Enumerator
+from .edges import Edges
 from .kept import KeptEvents
 from .lazy import Lazy, LazyPlan, LazyReport, plan_lazy
 from .match import Match
-from .skipping import Inertness
+from .state import Evaluation
 
-__all__ = ["Choice", "Core", "Engine", "Taps", "choose"]
-
-
-class Core:
-    """The parts of a base engine the loops drive: its runs (Algorithm 1's ``step``), its
-    enumerator (``emit``), its inertness, and the register plan (register runtime only)."""
-
-    __slots__ = ("enum", "inert", "plan", "runs")
-
-    def __init__(self, runs: Runs | RegisterRuns, enum: Enumerator | EdgeEnumerator,
-                 inert: Inertness | RegisterInertness, plan: RegisterPlan | None) -> None:
-        self.runs = runs
-        self.enum = enum
-        self.inert = inert
-        #: the register plan (None: CORE's Algorithm 1); the register runtime reads each
-        #: row's values, so the row loop hands the row to its ``step``
-        self.plan = plan
+__all__ = ["NO_TAPS", "Choice", "Engine", "Taps", "choose"]
 
 
 class Taps(NamedTuple):
@@ -66,33 +47,33 @@ NO_TAPS = Taps()
 
 
 class Engine(Protocol):
-    """An evaluation of a compiled query over the shared state ``ev`` (an
-    :class:`~ceql.runtime.state.Evaluation`): matches come out in stream order, in chunks."""
+    """An evaluation of a compiled query over the shared state ``ev``: matches come out in
+    stream order, in chunks."""
 
     @property
     def name(self) -> str:
         """The engine and its wrappers, outermost first (what ``explain`` shows)."""
         ...
 
-    def feed_rows(self, ev: Any, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
         """Evaluate mappings one by one (``hook``: hears of strings met with numbers)."""
         ...
 
-    def feed_arrow(self, ev: Any, rb: pa.RecordBatch,
+    def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
         """Evaluate one Arrow record batch."""
         ...
 
-    def flush(self, ev: Any) -> Iterator[list[Match]]:
+    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
         """Run what is held for later (before rows one by one, or a snapshot)."""
         ...
 
-    def advance(self, ev: Any, key: Any) -> list[Match]:
+    def advance(self, ev: Evaluation, key: Any) -> list[Match]:
         """No event before window key ``key`` is still to come: the matches made final."""
         ...
 
-    def close(self, ev: Any) -> list[Match]:
+    def close(self, ev: Evaluation) -> list[Match]:
         """The input ended: the matches still waiting."""
         ...
 

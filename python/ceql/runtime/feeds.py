@@ -22,11 +22,11 @@ import pyarrow.compute as pc
 from ..constants import CONSUME_ANY, WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlError, CeqlInputError, CeqlTypeError
 from ..predicates.mixing import WATCH, Hook
-from .engine import NO_TAPS, Core, Taps
+from .engine import NO_TAPS, Taps
 from .lazy import Rows
 from .match import Match
 from .partitions import Partition, canonical_key
-from .state import Evaluation
+from .state import Core, Evaluation
 from .times import column, show_event
 
 __all__ = ["feed_arrow", "feed_rows", "merged", "not_an_event", "not_events", "row_error",
@@ -39,10 +39,12 @@ _end_position = attrgetter("end_position")
 # ---------------------------------------------------------------------- rows
 
 def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
-              hook: Hook | None = None, taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+              hook: Hook | None = None, taps: Taps = NO_TAPS,
+              reads: bool = False) -> Iterator[list[Match]]:
     """Evaluate mappings one by one with the base engine ``core``; yield the matches in stream
     order, in chunks (with their events when kept: ``taps.kept``). ``hook`` hears of strings
-    met with numbers while rows are read; ``taps.edges`` sees every row first.
+    met with numbers while rows are read; ``taps.edges`` sees every row first; ``reads``: the
+    engine's ``step`` takes the row (the register runtime reads its values).
 
     A row inert for a partition that does not exist creates none: it would only count in it,
     and a partition with no run and the initial strategy state starts over like a new one.
@@ -69,8 +71,6 @@ def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
     fresh = inertness.fresh
     step = core.runs.step
     emit = core.enum.emit
-    # register runs read the row's values (conditions between events): handed to their step
-    reads = core.plan is not None
     edges = taps.edges
     since = ev.since_sweep
     due, next_key, floor = ev.sweep_rows, ev.sweep_key, ev.sweep_floor
@@ -334,8 +334,6 @@ def _feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
         ev.mixed.check_batch(rb, idx, base)
     WATCH.hook = None  # the row path's listener (the row fallback runs row closures)
     WATCH.between = ev.between_hook()  # conditions between events read Python values
-    if core.plan is not None:
-        core.runs.load_batch(rb, base)  # type: ignore[union-attr]
     classes = ev.atoms.batch_classes(rb)
     uniq, inv = np.unique(np.asarray(classes)[idx], return_inverse=True)
     cls_list = [int(x) for x in uniq.tolist()]

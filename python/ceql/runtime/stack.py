@@ -22,14 +22,14 @@ from .algorithm import Runs
 from .correlated import FatedRuns, RegisterEnumerator, RegisterInertness, RegisterRuns
 from .edge_last import LastRuns, NextRuns
 from .edges import EdgeEnumerator, Edges
-from .engine import NO_TAPS, Choice, Core, Engine, Taps, choose
+from .engine import NO_TAPS, Choice, Engine, Taps, choose
 from .enumeration import Enumerator
 from .feeds import feed_arrow, feed_rows, merged, run_rows
 from .kept import KeptEvents
 from .lazy import Lazy, LazyReport
 from .match import Match
 from .skipping import Inertness
-from .state import Compiled, Evaluation
+from .state import Compiled, Core, Evaluation
 
 __all__ = ["CoreEngine", "EdgeCheck", "KeptRows", "LazyRegions", "RegisterEngine", "start"]
 
@@ -90,9 +90,23 @@ class CoreEngine:
 
 class RegisterEngine(CoreEngine):
     """The register runtime (:mod:`.correlated`): Algorithm 1 over (CEA state, registers)
-    runs, for conditions between events; the row loop hands each row to its ``step``."""
+    runs, for conditions between events, which read the events' values: the row loop hands
+    each row to its ``step``, a batch's columns are loaded before its rows run."""
 
-    __slots__ = ()
+    __slots__ = ("runs",)
+
+    def __init__(self, core: Core, name: str, runs: RegisterRuns) -> None:
+        super().__init__(core, name)
+        self.runs = runs
+
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+        return feed_rows(ev, self.core, rows, hook, taps, reads=True)
+
+    def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
+                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+        self.runs.load_batch(rb, ev.offset)
+        yield from feed_arrow(ev, self.core, rb, taps)
 
 
 class EdgeCheck:
@@ -333,8 +347,9 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
     core.inert.on_full = ev.dfa_full
     if ev.names.missing_mask:
         core.inert.on_new = ev.new_class
-    base: CoreEngine = (RegisterEngine if core.plan is not None else CoreEngine)(
-        core, choice.base_name)
+    runs = core.runs
+    base = (RegisterEngine(core, choice.base_name, runs) if isinstance(runs, RegisterRuns)
+            else CoreEngine(core, choice.base_name))
     engine: Engine = base
     if choice.lazy is not None:
         engine = LazyRegions(base, Lazy(choice.lazy, cea, choice.forced))

@@ -30,14 +30,17 @@ from ..ir import nodes as N
 from ..predicates import AtomTable
 from ..predicates.atoms import Atom, TypeIs
 from ..predicates.mixing import WATCH
-from .correlated import RegisterRuns
+from .algorithm import Runs
+from .correlated import RegisterInertness, RegisterRuns
 from .edge_last import LastRuns
-from .engine import Core
+from .edges import EdgeEnumerator
+from .enumeration import Enumerator
 from .notices import Attributes, BetweenValues, Names, ValueTypes, query_attributes
 from .partitions import Partitions
+from .skipping import Inertness
 from .times import Clock, exact
 
-__all__ = ["SWEEP_MIN", "Compiled", "Evaluation"]
+__all__ = ["SWEEP_MIN", "Compiled", "Core", "Evaluation"]
 
 SWEEP_MIN = 4096  #: rows between two sweeps of expired partitions, at least (read at each sweep)
 
@@ -57,6 +60,22 @@ class Compiled(Protocol):
                       fated: bool = False) -> RegisterPlan: ...
 
     def automaton(self, type_key: str, stream_key: str) -> tuple[AtomTable, CEA]: ...
+
+
+class Core:
+    """The parts of a base engine the loops drive: its runs (Algorithm 1's ``step``), its
+    enumerator (``emit``), its inertness, and the register plan (register runtime only)."""
+
+    __slots__ = ("enum", "inert", "plan", "runs")
+
+    def __init__(self, runs: Runs | RegisterRuns, enum: Enumerator | EdgeEnumerator,
+                 inert: Inertness | RegisterInertness, plan: RegisterPlan | None) -> None:
+        self.runs = runs
+        self.enum = enum
+        self.inert = inert
+        #: the register plan (None: CORE's Algorithm 1); the register runtime reads each
+        #: row's values, so the row loop hands the row to its ``step``
+        self.plan = plan
 
 
 class Evaluation:
