@@ -73,7 +73,7 @@ class Evaluator:
                  type_key: str = DEFAULT_TYPE_COLUMN, stream_key: str = DEFAULT_STREAM_COLUMN,
                  time_unit: str = DEFAULT_TIME_UNIT, time_format: str | None = None,
                  keep_events: bool = False, lazy: bool | None = None) -> None:
-        #: the shared state, and the engine stack chosen for the query (once, here)
+        #: the shared state, and the engine stack engine.choose picked for the query
         self._ev: Evaluation
         self._engine: Engine
         self._ev, self._engine = start(query, time, type_key, stream_key, time_unit,

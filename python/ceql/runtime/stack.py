@@ -327,7 +327,7 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
     ast = query.plan  # with an implied partition key
     _, cea = query.automaton(type_key, stream_key)
     choice = choose(ast, cea, keep_events, lazy)
-    eps = ev.parts_eps
+    eps = ev.initial_eps
     limit, consume = ast.limit, ast.consume
     edges: Edges | None = None
     if choice.edges:

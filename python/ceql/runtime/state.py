@@ -83,7 +83,7 @@ class Evaluation:
     built around it by :func:`ceql.runtime.stack.start`)."""
 
     __slots__ = ("atoms", "attrs", "between", "clock", "closed", "consume", "core", "dfa",
-                 "keep_events", "mixed", "names", "offset", "parts", "parts_eps", "pkeys",
+                 "initial_eps", "keep_events", "mixed", "names", "offset", "parts", "pkeys",
                  "query", "query_streams", "query_types", "since_sweep", "stream_key", "streams",
                  "sweep_floor", "sweep_key", "sweep_rows", "time", "time_format", "time_unit",
                  "type_key", "wamount", "wkind")
@@ -115,7 +115,7 @@ class Evaluation:
         if w is not None and w.kind in (WITHIN_EVENTS, WITHIN_ATTR):
             eps = exact(w.amount)
         #: the window bound the engine starts with (a time window's is set at the first time)
-        self.parts_eps = eps
+        self.initial_eps = eps
         self.clock = Clock(time, w.attr if w is not None and w.kind == WITHIN_ATTR else None,
                            time_format)
         _, cea = query.automaton(type_key, stream_key)
