@@ -29,8 +29,8 @@ from .partitions import Partition, canonical_key
 from .state import Core, Evaluation
 from .times import column, show_event
 
-__all__ = ["feed_arrow", "feed_rows", "merged", "not_an_event", "not_events", "row_error",
-           "run_rows"]
+__all__ = ["feed_arrow", "feed_rows", "not_an_event", "not_events", "row_error", "run_rows",
+           "with_released"]
 
 _MISSING = object()
 _end_position = attrgetter("end_position")
@@ -261,7 +261,7 @@ def feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
         yield chunk
 
 
-def merged(out: list[Match], released: list[tuple[int, Match]]) -> list[Match]:
+def with_released(out: list[Match], released: list[tuple[int, Match]]) -> list[Match]:
     """``out`` (by end position) with each released complex event placed before the matches
     ending at the position that released it."""
     merged: list[Match] = []

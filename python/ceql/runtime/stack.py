@@ -24,7 +24,7 @@ from .edge_last import LastRuns, NextRuns
 from .edges import EdgeEnumerator, Edges
 from .engine import NO_TAPS, Choice, Engine, Taps, choose
 from .enumeration import Enumerator
-from .feeds import feed_arrow, feed_rows, merged, run_rows
+from .feeds import feed_arrow, feed_rows, run_rows, with_released
 from .kept import KeptEvents
 from .lazy import Lazy, LazyReport
 from .match import Match
@@ -133,7 +133,7 @@ class EdgeCheck:
             out += chunk
         released = self.edges.take_released()
         if released:
-            out = merged(out, released)
+            out = with_released(out, released)
         if out:
             yield out
 
