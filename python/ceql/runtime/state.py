@@ -1,7 +1,9 @@
-"""What one evaluation holds: the query's settings and the parts of the runtime, wired together.
+"""What one evaluation shares across its engine stack: the query's settings, the clock,
+partitions, counters and notices, and the base engine's parts (:class:`Core`).
 
-:class:`Evaluation` is plain state (the loops of :mod:`ceql.runtime.feeds` drive it, the
-:class:`~ceql.Evaluator` owns it, :mod:`ceql.runtime.snapshot` saves and restores it).
+:class:`Evaluation` is plain state (the engines of :mod:`ceql.runtime.stack` drive it through
+the loops of :mod:`ceql.runtime.feeds`, the :class:`~ceql.Evaluator` owns it,
+:mod:`ceql.runtime.snapshot` saves and restores it with each layer's own part).
 
 It also decides when partitions are swept (:meth:`Evaluation.sweep_due`): after as many rows
 as partitions were kept by the last sweep (at least :data:`SWEEP_MIN`), so sweeping costs O(1)
