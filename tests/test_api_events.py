@@ -84,15 +84,15 @@ def test_memory_follows_the_live_runs() -> None:
     for _ in range(40):
         assert rows_ev.feed(batch)[-1].events is not None
         arrow_ev.feed(table)
-        rows = rows_ev._ev.kept
-        arrow = arrow_ev._ev.kept
+        rows = rows_ev._engine.kept  # type: ignore[attr-defined]
+        arrow = arrow_ev._engine.kept  # type: ignore[attr-defined]
         assert rows is not None and arrow is not None
         assert len(rows.rows) <= 2 * 1024 + 1000
         assert len(arrow.batches) <= 2 and len(arrow.rows) <= 2 * 1024 + 1000
     # events that move no run are never kept
     ev = q.evaluator(keep_events=True)
     ev.feed([{"type": "C"}] * 500)
-    assert ev._ev.kept is not None and ev._ev.kept.rows == {}
+    assert ev._engine.kept.rows == {}  # type: ignore[attr-defined]
 
 
 def test_events_survive_a_snapshot() -> None:

@@ -149,7 +149,7 @@ def test_register_matches_stream_in_chunks(built: list[int]) -> None:
     ("(A AS a ; B AS b) AND (A AS c)+ FILTER b[v > c.v]", False),
 ])
 def test_one_path_per_complex_event(where: str, one: bool) -> None:
-    plan = ceql.compile(f"SELECT * FROM S WHERE {where}").evaluator()._ev.plan
+    plan = ceql.compile(f"SELECT * FROM S WHERE {where}").evaluator()._ev.core.plan
     assert plan is not None
     assert plan.one_path is one
 

@@ -213,7 +213,8 @@ def test_explain_is_the_text_and_draws_in_notebooks() -> None:
     plan = q.lazy_plan()
     assert not plan.eligible
     expected = describe(cea, atoms, format_query(q.ast),
-                        [f"lazy evaluation: not used ({plan.reason}); every row is fed"])
+                        [f"engine: {q.engine().name}",
+                         f"lazy evaluation: not used ({plan.reason}); every row is fed"])
     assert e == expected and str(e) == expected and type(str(e)) is str
     assert pretty(e) == expected  # IPython's text/plain: the listing, not a quoted repr
     assert e.rstrip("\n").splitlines()[0] == "SELECT ANY * FROM Stock"

@@ -100,20 +100,21 @@ def test_a_big_arrow_batch_is_evaluated_in_bounded_slices(
     # The working arrays of one Arrow batch are bounded by the slice, not the batch: over a
     # long stream of big batches, large transient arrays fragment the C heap (issue 9's soak).
     from ceql.runtime import evaluator as evaluator_module
+    from ceql.runtime import stack as stack_module
 
     sizes: list[int] = []
-    real = evaluator_module.feed_arrow
+    real = stack_module.feed_arrow  # the base engine's batch loop
 
-    def spy(ev: Any, rb: pa.RecordBatch) -> Any:
+    def spy(ev: Any, core: Any, rb: pa.RecordBatch, taps: Any) -> Any:
         sizes.append(rb.num_rows)
-        return real(ev, rb)
+        return real(ev, core, rb, taps)
 
     rnd = random.Random(7)
     events = [{"type": rnd.choice("ABC"), "k": rnd.randrange(5), "t": i} for i in range(1000)]
     q = ceql.compile(WINDOWED)
     whole = [m.key() for m in q.evaluator(time="t").feed(pa.Table.from_pylist(events))]
     monkeypatch.setattr(evaluator_module, "ARROW_SLICE", 64)
-    monkeypatch.setattr(evaluator_module, "feed_arrow", spy)
+    monkeypatch.setattr(stack_module, "feed_arrow", spy)
     sliced = [m.key() for m in q.evaluator(time="t").feed(pa.Table.from_pylist(events))]
     assert sliced == whole and len(whole) > 100
     assert max(sizes) == 64 and sum(sizes) == 1000

@@ -65,8 +65,13 @@ def explain(text: str | Query, *, dot: bool = False) -> Explanation:
     if dot:
         return Explanation(to_dot(cea, atoms), q)
     with recursion_for(depth(q.ast)):
-        lines = _conditions(q, cea) + _negations(q, cea) + _lazy(q, atoms)
+        lines = _engine(q) + _conditions(q, cea) + _negations(q, cea) + _lazy(q, atoms)
         return Explanation(describe(cea, atoms, format_query(q.ast), lines), q)
+
+
+def _engine(q: Query) -> list[str]:
+    """The engine stack an evaluator runs (outermost first), for ``explain``."""
+    return [f"engine: {q.engine().name}"]
 
 
 def _lazy(q: Query, atoms: AtomTable) -> list[str]:

@@ -22,6 +22,7 @@ from .ir import MAX_DEPTH, depth, is_correlated_query, recursion_for
 from .ir import nodes as N
 from .predicates import AtomTable
 from .runtime import Evaluator, Match, unseen_names_message
+from .runtime.engine import Choice, choose
 from .runtime.feeds import not_an_event
 from .runtime.lazy import LazyPlan, plan_lazy
 from .runtime.notices import warn
@@ -184,6 +185,13 @@ class Query:
         """Whether lazy evaluation may run this query (and why not), and the conditions every
         match has an event for, which it checks rarest first (see :mod:`ceql.runtime.lazy`)."""
         return plan_lazy(self.plan, self.automaton(type_key, stream_key)[1])
+
+    def engine(self, type_key: str = DEFAULT_TYPE_COLUMN,
+               stream_key: str = DEFAULT_STREAM_COLUMN, keep_events: bool = False,
+               lazy: bool | None = None) -> Choice:
+        """The engine stack an evaluator with these options runs (``.name`` says it in
+        words): the base engine and the wrappers around it, chosen once, here."""
+        return choose(self.plan, self.automaton(type_key, stream_key)[1], keep_events, lazy)
 
     def restore(self, data: bytes) -> Evaluator:
         """Continue an evaluation of this query saved by :meth:`Evaluator.snapshot`.

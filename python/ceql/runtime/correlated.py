@@ -10,7 +10,7 @@ the SELECT projection and LIMIT. Windows, partitions, consumption and snapshots 
 Algorithm 1.
 
 The event's values are read only for the attributes conditions need: a row feed hands its
-mapping over (:attr:`RegisterRuns.event`), an Arrow feed its batch
+mapping to :meth:`RegisterRuns.step`, an Arrow feed its batch
 (:meth:`RegisterRuns.load_batch`).
 """
 
@@ -182,8 +182,8 @@ class RegisterRuns:
     """Algorithm 1 over (state, registers) runs for one query over one evaluation's
     partitions (same interface as :class:`~ceql.runtime.algorithm.Runs`)."""
 
-    __slots__ = ("base", "chain", "cols", "consume", "eps", "event", "fate", "on_full", "parts",
-                 "plan", "ranked", "strategy_name")
+    __slots__ = ("base", "chain", "cols", "consume", "eps", "fate", "on_full", "parts", "plan",
+                 "ranked", "strategy_name")
 
     def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str,
                  ranked: bool = False, strategy_name: str = "ALL") -> None:
@@ -210,8 +210,6 @@ class RegisterRuns:
         if ranked and strategy_name == "MAX" and _marks_in_a_cycle(plan):
             self.chain = 3
         self.on_full: Callable[[], None] | None = None
-        #: the row being read (row feeds), else None
-        self.event: Mapping[str, Any] | None = None
         #: the columns conditions read, of the batch being read (Arrow feeds)
         self.cols: dict[str, list[Any]] = {}
         self.base = 0
@@ -221,26 +219,26 @@ class RegisterRuns:
         names = set(rb.schema.names)
         self.cols = {a: rb.column(a).to_pylist() for a in self.plan.reads if a in names}
         self.base = base
-        self.event = None
 
-    def _event(self, pos: int) -> Mapping[str, Any]:
-        e = self.event
-        if e is not None:
-            return e
+    def _event(self, pos: int, row: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        """The event at ``pos``: ``row`` (a row feed's), else read from the batch."""
+        if row is not None:
+            return row
         i = pos - self.base
         return {a: col[i] for a, col in self.cols.items()}
 
     def step(self, P: Partition, c: int, pos: int, sub: int, wkey: Any,
-             tkey: Any) -> list[Node] | None:
-        """Read one event; return the accepting tECS nodes to enumerate (None if none)."""
+             tkey: Any, row: Mapping[str, Any] | None = None) -> list[Node] | None:
+        """Read one event (``row``: its mapping, on the row path; else it is read from the
+        batch loaded); return the accepting tECS nodes to enumerate (None if none)."""
         if self.plan.in_place:
-            return self._step_in_place(P, c, pos, sub, wkey, tkey)
+            return self._step_in_place(P, c, pos, sub, wkey, tkey, row)
         plan = self.plan
         eps = self._enter(P, wkey)
         fifo = None if self.ranked else P.fifo  # ranked runs never expire: no cut list
         chain = self.chain
         new: list[tuple[_Key, Node]] = []
-        accs, event = self._start(c, pos, sub, wkey, tkey, new)
+        accs, event = self._start(c, pos, sub, wkey, tkey, new, row)
         T2: dict[_Key, list[Node]] = {}
         advance = plan.advance
         move_kills = plan.move_kills
@@ -262,7 +260,7 @@ class RegisterRuns:
             for ck in condkills[q]:
                 if ck[0](c):  # a β event: the NOT's conditions decide, now or later
                     if event is None:
-                        event = self._event(pos)
+                        event = self._event(pos, row)
                     if ck[3] is None:
                         if plan.killed(ck, regs, event):
                             dies = True
@@ -281,7 +279,7 @@ class RegisterRuns:
             if not ms:
                 continue
             if event is None:
-                event = self._event(pos)
+                event = self._event(pos, row)
             if chain == 3 and len(ul) > 1:
                 accs = self._extend_each(new, ms, regs, ul, event, pos, accs)
                 continue
@@ -316,8 +314,9 @@ class RegisterRuns:
         return eps
 
     def _start(self, c: int, pos: int, sub: int, wkey: Any, tkey: Any,
-               new: list[tuple[_Key, Node]]) -> tuple[list[Node] | None,
-                                                      Mapping[str, Any] | None]:
+               new: list[tuple[_Key, Node]],
+               row: Mapping[str, Any] | None) -> tuple[list[Node] | None,
+                                                       Mapping[str, Any] | None]:
         """The runs the event starts (into ``new``); the accepting nodes and the event's
         values (None when not read)."""
         plan = self.plan
@@ -327,7 +326,7 @@ class RegisterRuns:
         if not start:
             return None, None
         accs: list[Node] | None = None
-        event = self._event(pos)
+        event = self._event(pos, row)
         b = (sub, wkey, pos, None, tkey)  # a bottom node
         empty = plan.empty
         for m in start:
@@ -363,7 +362,7 @@ class RegisterRuns:
         return accs
 
     def _step_in_place(self, P: Partition, c: int, pos: int, sub: int, wkey: Any,
-                       tkey: Any) -> list[Node] | None:
+                       tkey: Any, row: Mapping[str, Any] | None) -> list[Node] | None:
         """:meth:`step` when every waiting state has a gap: runs an event does not move stay
         as they are, so only those it can move are visited (by state, and through the hash
         index for an equality with an earlier event)."""
@@ -382,7 +381,7 @@ class RegisterRuns:
         new: list[tuple[_Key, Node]] = []
         caches = plan.move_cache
         if caches[0].get(c, True):
-            accs, event = self._start(c, pos, sub, wkey, tkey, new)
+            accs, event = self._start(c, pos, sub, wkey, tkey, new, row)
         else:  # the event starts no run
             accs = event = None
         advance = plan.advance
@@ -397,7 +396,7 @@ class RegisterRuns:
             if not ms:
                 continue
             if event is None:
-                event = self._event(pos)
+                event = self._event(pos, row)
             merged: dict[Registers, Node] = {}
             for m in ms:
                 for regs in index.candidates(plan, q, m, event):
@@ -432,14 +431,15 @@ class RegisterRuns:
         for q, ck in condkilling:  # ... those for which its conditions hold
             if at.get(q):
                 if event is None:
-                    event = self._event(pos)
+                    event = self._event(pos, row)
                 sure, maybe = index.killable(plan, q, event)
                 dead = [(q, regs) for regs in sure]
                 dead += [(q, regs) for regs in maybe if plan.killed(ck, regs, event)]
                 if dead:
                     index.drop(plan, dead)
         if recording:  # ... or record it, to be judged when the valuation completes
-            self._record(plan, states, index, recording, pos, event, new)
+            self._record(plan, states, index, recording, pos,
+                         event if event is not None else row, new)
         for key, node in new:
             ul = states.get(key)
             if ul is None:
@@ -479,7 +479,7 @@ class RegisterRuns:
         for q, cks in recording:
             if at.get(q):
                 if event is None:
-                    event = self._event(pos)
+                    event = self._event(pos, None)
                 for regs in list(at[q]):
                     regs2 = plan.recorded(cks, regs, event)
                     if regs2 is not regs and regs2 != regs:
@@ -548,9 +548,9 @@ class FatedRuns(RegisterRuns):
         self.fate = fate
 
     def step(self, P: Partition, c: int, pos: int, sub: int, wkey: Any,
-             tkey: Any) -> list[Node] | None:
+             tkey: Any, row: Mapping[str, Any] | None = None) -> list[Node] | None:
         self._age(P, wkey)
-        return super().step(P, c, pos, sub, wkey, tkey)
+        return super().step(P, c, pos, sub, wkey, tkey, row)
 
     def _age(self, P: Partition, wkey: Any) -> None:
         """Runs whose start left the window take the fate ``()`` (they pass), merging as the

@@ -26,10 +26,12 @@ from ..constants import (
 from ..errors import CeqlInputError, CeqlTypeError, CeqlValidationError
 from ..predicates.mixing import WATCH
 from . import snapshot as _snapshot
-from .feeds import feed_arrow, feed_held, feed_rows, not_events, row_error
+from .engine import Engine
+from .feeds import not_events, row_error
 from .lazy import LazyReport
 from .match import Match
 from .notices import NameSet
+from .stack import start
 from .state import Compiled, Evaluation
 
 __all__ = ["ARROW_SLICE", "Caches", "Evaluator", "Live", "no_gc"]
@@ -65,16 +67,19 @@ class Evaluator:
     ``lazy``: lazy evaluation of Arrow batches, see :meth:`lazy_report`).
     """
 
-    __slots__ = ("__weakref__", "_ev", "_oldest")
+    __slots__ = ("__weakref__", "_engine", "_ev", "_oldest")
 
     def __init__(self, query: Compiled, *, time: str | None = None,
                  type_key: str = DEFAULT_TYPE_COLUMN, stream_key: str = DEFAULT_STREAM_COLUMN,
                  time_unit: str = DEFAULT_TIME_UNIT, time_format: str | None = None,
                  keep_events: bool = False, lazy: bool | None = None) -> None:
-        self._ev = Evaluation(query, time, type_key, stream_key, time_unit, time_format,
-                              keep_events, lazy)
+        #: the shared state, and the engine stack engine.choose picked for the query
+        self._ev: Evaluation
+        self._engine: Engine
+        self._ev, self._engine = start(query, time, type_key, stream_key, time_unit,
+                                       time_format, keep_events, lazy)
         self._oldest = (0, 0, 0)  # oldest_live_position: (answer, events_seen then, cost)
-        self._ev.runs.on_full = self._collect
+        self._ev.core.runs.on_full = self._collect
         self._ev.dfa.attach(self)
 
     # ------------------------------------------------------------------ facts
@@ -111,7 +116,7 @@ class Evaluator:
     @property
     def keep_events(self) -> bool:
         """Whether matches carry their events (:attr:`ceql.Match.events`)."""
-        return self._ev.kept is not None and not self._ev.strip
+        return self._ev.keep_events
 
     @property
     def events_seen(self) -> int:
@@ -160,12 +165,11 @@ class Evaluator:
         mandatory elements in the order it checked them (rarest first) with their counts,
         and the rows looked at, fed and held (``.active``: the fraction fed). None when lazy
         evaluation is off for this evaluator (``explain`` says why) or no batch came yet."""
-        lazy = self._ev.lazy
-        return lazy.report if lazy is not None else None
+        return self._engine.lazy_report()
 
     def caches(self) -> Caches:
         """How many entries the caches it uses hold now (counts, for monitoring and tests)."""
-        return Caches(self._ev.dfa.cached, self._ev.inert.size)
+        return Caches(self._ev.dfa.cached, self._ev.core.inert.size)
 
     def oldest_live_position(self) -> int:
         """The position of the earliest event a match reported from now on can include
@@ -182,14 +186,9 @@ class Evaluator:
         if now - then < cost:
             return last  # runs only die or start later, so it is still a lower bound
         best, cost = ev.parts.oldest_start(last)
-        pos = now if best is None else best
-        if ev.edges is not None:  # matches waiting for a trailing NOT's window
-            waiting = ev.edges.oldest_start()
-            if waiting is not None and waiting < pos:
-                pos = waiting
-        held = ev.lazy.oldest_held() if ev.lazy is not None else None
-        if held is not None:  # rows lazy evaluation holds are still to be fed
-            pos = min(pos, held)
+        # (the engine's wrappers lower it: matches waiting for a trailing NOT's window, rows
+        # lazy evaluation holds)
+        pos = self._engine.oldest_live(now if best is None else best)
         self._oldest = (pos, now, cost)
         return pos
 
@@ -234,14 +233,8 @@ class Evaluator:
     def _chunks(self, batch: Any) -> Iterator[list[Match]]:
         """The matches of ``batch`` in stream order, as consecutive non-empty lists (with their
         events when kept); then what no later match includes is forgotten."""
-        if self._ev.strip:
-            for chunk in self._chunks_kept(batch):
-                yield _stripped(chunk)
-            return
-        yield from self._chunks_kept(batch)
-
-    def _chunks_kept(self, batch: Any) -> Iterator[list[Match]]:
         ev = self._ev
+        engine = self._engine
         self._check_open("feed")
         arrow = isinstance(batch, pa.Table | pa.RecordBatch)
         if arrow:
@@ -251,21 +244,21 @@ class Evaluator:
                 if ev.attrs.missing:
                     ev.attrs.note_names(rb.schema.names)
                 if rb.num_rows <= ARROW_SLICE:
-                    yield from feed_arrow(ev, rb)
+                    yield from engine.feed_arrow(ev, rb)
                     continue
-                for start in range(0, rb.num_rows, ARROW_SLICE):
-                    yield from feed_arrow(ev, rb.slice(start, ARROW_SLICE))
+                for first in range(0, rb.num_rows, ARROW_SLICE):
+                    yield from engine.feed_arrow(ev, rb.slice(first, ARROW_SLICE))
             WATCH.between = None
         else:
             wrong = not_events(batch)
             if wrong is not None:
                 raise wrong
-            yield from feed_held(ev)  # rows held for the next Arrow batch come first
+            yield from engine.flush(ev)  # rows held for the next Arrow batch come first
             base = ev.offset
             # the row path tells of strings met with numbers as it reads them (see notices)
             hook = ev.mixed_hook if not ev.mixed.done else None
             try:
-                yield from feed_rows(ev, batch, hook)
+                yield from engine.feed_rows(ev, batch, hook)
             except (AttributeError, TypeError, OverflowError) as exc:
                 # not events (or times that do not subtract): say which and why
                 err = row_error(ev, batch, base, exc)
@@ -274,8 +267,7 @@ class Evaluator:
                 raise err from exc
             finally:
                 WATCH.hook = WATCH.between = None
-        if ev.kept is not None:
-            ev.kept.forget(self.oldest_live_position())
+        engine.forget(self.oldest_live_position)
         if not arrow and ev.names.missing_mask:
             ev.sample_types(batch)
         if not arrow and ev.attrs.missing:
@@ -294,7 +286,6 @@ class Evaluator:
         """
         ev = self._ev
         self._check_open("advance")
-        edges = ev.edges
         clock = ev.clock
         kind = ev.wkind
         if kind == WITHIN_EVENTS:
@@ -316,19 +307,13 @@ class Evaluator:
             key = _time_key(ev, time)
             if clock.last_time is None or key > clock.last_time:
                 clock.last_time = key
-        if edges is None:
-            return []
-        out = edges.advance(key)
-        return _stripped(out) if ev.strip else out
+        return self._engine.advance(ev, key)
 
     @property
     def waiting(self) -> int:
         """How many complex events wait for a trailing NOT's window to pass (not yet
         returned); their events are kept however old (see :meth:`oldest_live_position`)."""
-        edges = self._ev.edges
-        if edges is None:
-            return 0
-        return len(edges.heap) + sum(len(p.pending) for p in edges.parts.values())
+        return self._engine.waiting()
 
     def waiting_until(self) -> Any:
         """The time after which the first match waiting for a trailing NOT becomes final:
@@ -336,9 +321,10 @@ class Evaluator:
         datetime for timestamps); None when no match waits or the window does not measure
         time (``WITHIN n EVENTS``, ``WITHIN n [attr]``). For streams: when to wake up."""
         ev = self._ev
-        if ev.edges is None or ev.wkind != WITHIN_TIME or not ev.edges.heap:
+        if ev.wkind != WITHIN_TIME:
             return None
-        return ev.clock.value(ev.edges.heap[0][0])
+        key = self._engine.waiting_until()
+        return None if key is None else ev.clock.value(key)
 
     def close(self) -> list[Match]:
         """The input ended: return the matches still waiting (a trailing NOT waits for time to
@@ -348,10 +334,7 @@ class Evaluator:
         if ev.closed:
             return []
         ev.closed = True
-        if ev.edges is None:
-            return []
-        out = ev.edges.close()
-        return _stripped(out) if ev.strip else out
+        return self._engine.close(ev)
 
     @property
     def closed(self) -> bool:
@@ -372,13 +355,12 @@ class Evaluator:
         pruned tECS, automaton states by content — plus the format number and a fingerprint of
         the query. Take it between feeds (not while an ``iter_feed`` iterator is unfinished).
         """
-        for _ in feed_held(self._ev):  # held rows end no match (see runtime/lazy.py)
+        engine = self._engine
+        for _ in engine.flush(self._ev):  # held rows end no match (see runtime/lazy.py)
             pass
-        kept = self._ev.kept
-        if kept is not None:
-            kept.forget(self.oldest_live_position())
+        engine.forget(self.oldest_live_position)
         with no_gc():  # many young acyclic nodes: the cyclic collector only rescans them
-            return _snapshot.dump(self._ev)
+            return _snapshot.dump(self._ev, engine)
 
     @classmethod
     def restore(cls, query: Compiled, data: bytes) -> Evaluator:
@@ -388,7 +370,7 @@ class Evaluator:
                  time_unit=opts.time_unit, time_format=opts.time_format,
                  keep_events=opts.keep_events)
         with no_gc():
-            _snapshot.load(ev._ev, payload)
+            _snapshot.load(ev._ev, ev._engine, payload)
         return ev
 
     def _label_positions(self, label: Any) -> None:
@@ -409,15 +391,7 @@ class Evaluator:
 
     def dfa_was_reset(self) -> None:
         """The shared automaton dropped its caches: drop what was derived from them."""
-        self._ev.inert.clear()
-
-
-def _stripped(chunk: list[Match]) -> list[Match]:
-    """``chunk`` without the events the evaluation kept only for itself."""
-    for m in chunk:
-        with contextlib.suppress(AttributeError):
-            del m._events
-    return chunk
+        self._ev.core.inert.clear()
 
 
 def _number(value: Any, what: str) -> Any:

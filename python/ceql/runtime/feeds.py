@@ -22,13 +22,15 @@ import pyarrow.compute as pc
 from ..constants import CONSUME_ANY, WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlError, CeqlInputError, CeqlTypeError
 from ..predicates.mixing import WATCH, Hook
+from .engine import NO_TAPS, Taps
 from .lazy import Rows
 from .match import Match
 from .partitions import Partition, canonical_key
-from .state import Evaluation
+from .state import Core, Evaluation
 from .times import column, show_event
 
-__all__ = ["feed_arrow", "feed_held", "feed_rows", "not_an_event", "not_events", "row_error"]
+__all__ = ["feed_arrow", "feed_rows", "not_an_event", "not_events", "row_error", "run_rows",
+           "with_released"]
 
 _MISSING = object()
 _end_position = attrgetter("end_position")
@@ -36,10 +38,13 @@ _end_position = attrgetter("end_position")
 
 # ---------------------------------------------------------------------- rows
 
-def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
-              hook: Hook | None = None) -> Iterator[list[Match]]:
-    """Evaluate mappings one by one; yield the matches in stream order, in chunks (with their
-    events when kept). ``hook`` hears of strings met with numbers while rows are read.
+def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
+              hook: Hook | None = None, taps: Taps = NO_TAPS,
+              reads: bool = False) -> Iterator[list[Match]]:
+    """Evaluate mappings one by one with the base engine ``core``; yield the matches in stream
+    order, in chunks (with their events when kept: ``taps.kept``). ``hook`` hears of strings
+    met with numbers while rows are read; ``taps.edges`` sees every row first; ``reads``: the
+    engine's ``step`` takes the row (the register runtime reads its values).
 
     A row inert for a partition that does not exist creates none: it would only count in it,
     and a partition with no run and the initial strategy state starts over like a new one.
@@ -51,8 +56,8 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
     names = ev.names  # (types are noticed by class, where inertness is computed)
     seen_streams = names.seen_streams
     stracking = names.tracking_streams
-    kept = ev.kept.rows if ev.kept is not None else None
-    attach = ev.kept.attach if ev.kept is not None else None
+    kept = taps.kept.rows if taps.kept is not None else None
+    attach = taps.kept.attach if taps.kept is not None else None
     pkeys = ev.pkeys
     row_class = ev.atoms.row_class
     clock = ev.clock
@@ -61,14 +66,12 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
     events = ev.wkind == WITHIN_EVENTS
     parts = ev.parts
     by_key = parts.by_key
-    inertness = ev.inert
+    inertness = core.inert
     inert = inertness.inert
     fresh = inertness.fresh
-    step = ev.runs.step
-    emit = ev.enum.emit
-    # register runs read the row's values (conditions between events)
-    hand = ev.runs if ev.plan is not None else None
-    edges = ev.edges
+    step = core.runs.step
+    emit = core.enum.emit
+    edges = taps.edges
     since = ev.since_sweep
     due, next_key, floor = ev.sweep_rows, ev.sweep_key, ev.sweep_floor
     wkey: Any = 0
@@ -135,9 +138,10 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
             continue
         if kept is not None:
             kept[pos] = e
-        if hand is not None:
-            hand.event = e  # type: ignore[union-attr]
-        accs = step(P, c, pos, sub, wkey, tkey)
+        if reads:
+            accs = step(P, c, pos, sub, wkey, tkey, e)  # type: ignore[call-arg]
+        else:
+            accs = step(P, c, pos, sub, wkey, tkey)
         if accs:
             ev.since_sweep = since
             if attach is None:
@@ -151,8 +155,6 @@ def feed_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]],
             if between is not None:
                 WATCH.between = ev.between_hook()
     ev.since_sweep = since
-    if hand is not None:
-        hand.event = None  # type: ignore[union-attr]
     WATCH.hook = None
     WATCH.between = None
 
@@ -245,34 +247,21 @@ def not_an_event(e: object, pos: int) -> CeqlInputError:
 
 # ---------------------------------------------------------------------- Arrow batches
 
-def feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
-    """Evaluate one Arrow record batch; yield the matches in stream order, in chunks (with
-    their events when kept)."""
-    edges = ev.edges
-    if ev.kept is None and edges is None:
-        yield from _feed_arrow(ev, rb)
+def feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
+               taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+    """Evaluate one Arrow record batch with the base engine ``core``; yield the matches in
+    stream order, in chunks (with their events when kept: ``taps.kept``)."""
+    kept = taps.kept
+    if kept is None:
+        yield from _feed_arrow(ev, core, rb, taps)
         return
-    attach = ev.kept.attach if ev.kept is not None else None
-    if edges is None:
-        for chunk in _feed_arrow(ev, rb):
-            attach(chunk)  # type: ignore[misc]
-            yield chunk
-        return
-    # complex events a trailing NOT released go before the matches of the event that
-    # released them (the row path's order)
-    out: list[Match] = []
-    for chunk in _feed_arrow(ev, rb):
-        if attach is not None:
-            attach(chunk)
-        out += chunk
-    released = edges.take_released()
-    if released:
-        out = _merged(out, released)
-    if out:
-        yield out
+    attach = kept.attach
+    for chunk in _feed_arrow(ev, core, rb, taps):
+        attach(chunk)
+        yield chunk
 
 
-def _merged(out: list[Match], released: list[tuple[int, Match]]) -> list[Match]:
+def with_released(out: list[Match], released: list[tuple[int, Match]]) -> list[Match]:
     """``out`` (by end position) with each released complex event placed before the matches
     ending at the position that released it."""
     merged: list[Match] = []
@@ -287,7 +276,8 @@ def _merged(out: list[Match], released: list[tuple[int, Match]]) -> list[Match]:
     return merged
 
 
-def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
+def _feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
+                taps: Taps) -> Iterator[list[Match]]:
     n = rb.num_rows
     base = ev.offset
     if n == 0:
@@ -326,8 +316,8 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
                                dtype=bool)
     idx = np.flatnonzero(keep)
     ev.offset += n
-    if ev.kept is not None:
-        ev.kept.add_batch(base, rb)
+    if taps.kept is not None:
+        taps.kept.add_batch(base, rb)
     if idx.size == 0:
         return
     # times (checked for order over the rows that take part)
@@ -344,8 +334,6 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
         ev.mixed.check_batch(rb, idx, base)
     WATCH.hook = None  # the row path's listener (the row fallback runs row closures)
     WATCH.between = ev.between_hook()  # conditions between events read Python values
-    if ev.plan is not None:
-        ev.runs.load_batch(rb, base)  # type: ignore[union-attr]
     classes = ev.atoms.batch_classes(rb)
     uniq, inv = np.unique(np.asarray(classes)[idx], return_inverse=True)
     cls_list = [int(x) for x in uniq.tolist()]
@@ -358,7 +346,7 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
             seen.note_types_column(types, int(idx.size))
     inv = inv.reshape(-1)
     positions = idx + base
-    edges = ev.edges
+    edges = taps.edges
     if edges is not None:  # before any row runs: the NOTs' events of the whole batch
         ecodes, ekeys = _factorize(pcols, idx) if ev.pkeys else (None, None)
         ewk = None
@@ -372,9 +360,9 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
         last = wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None else positions
         now = last[-1:].tolist()[0]
     rows = Rows(cls_list, inv, positions, tkeys, wkeys_attr, pcols, idx)
-    if ev.lazy is not None:  # only the rows that can be in a match (see runtime/lazy.py)
-        rows = ev.lazy.select(ev.eps, rows, base, base + n) or rows
-    yield from _run_rows(ev, rows)
+    if taps.lazy is not None:  # only the rows that can be in a match (see runtime/lazy.py)
+        rows = taps.lazy.select(ev.eps, rows, base, base + n) or rows
+    yield from run_rows(ev, core, rows)
     if edges is not None:
         edges.end_batch(*edge_end)
     ev.since_sweep += int(idx.size)
@@ -382,45 +370,33 @@ def _feed_arrow(ev: Evaluation, rb: pa.RecordBatch) -> Iterator[list[Match]]:
         ev.sweep(now)
 
 
-def feed_held(ev: Evaluation) -> Iterator[list[Match]]:
-    """Feed the rows lazy evaluation holds for the next Arrow batch (before rows fed one by
-    one, or a snapshot); they end no match (see :mod:`ceql.runtime.lazy`)."""
-    rows = ev.lazy.release() if ev.lazy is not None else None
-    if rows is None:
-        return
-    attach = ev.kept.attach if ev.kept is not None else None
-    for chunk in _run_rows(ev, rows):
-        if attach is not None:
-            attach(chunk)
-        yield chunk
-
-
-def _run_rows(ev: Evaluation, rows: Rows) -> Iterator[list[Match]]:
+def run_rows(ev: Evaluation, core: Core, rows: Rows) -> Iterator[list[Match]]:
     """Run rows of the batch (rows ``take`` of partition columns ``pcols``), per partition."""
     cls_list, inv, positions, tkeys, wkeys_attr, pcols, take = rows
     if not ev.pkeys:
-        yield from _run_segment(ev, ev.parts.get(()), cls_list, inv, positions, tkeys,
+        yield from _run_segment(ev, core, ev.parts.get(()), cls_list, inv, positions, tkeys,
                                 wkeys_attr)
-    elif ev.parts.by_key or (moves := _moves_fresh(ev, cls_list)[inv]).any():
+    elif ev.parts.by_key or (moves := _moves_fresh(core, cls_list)[inv]).any():
         codes, keys = _factorize(pcols, take)
-        sel = _runnable(ev, codes, keys, moves if not ev.parts.by_key else None, cls_list, inv)
+        sel = _runnable(ev, core, codes, keys, moves if not ev.parts.by_key else None,
+                        cls_list, inv)
         if sel is not None:
             codes, inv, positions = codes[sel], inv[sel], positions[sel]
             tkeys = tkeys[sel] if tkeys is not None else None
             wkeys_attr = wkeys_attr[sel] if wkeys_attr is not None else None
         if codes.size:
             run = _run_interleaved if ev.consume == CONSUME_ANY else _run_grouped
-            yield from run(ev, codes, keys, cls_list, inv, positions, tkeys, wkeys_attr)
+            yield from run(ev, core, codes, keys, cls_list, inv, positions, tkeys, wkeys_attr)
 
 
-def _moves_fresh(ev: Evaluation, cls_list: list[int]) -> np.ndarray:
+def _moves_fresh(core: Core, cls_list: list[int]) -> np.ndarray:
     """Per event class: whether it moves a partition that has seen nothing."""
-    inert, fresh = ev.inert.inert, ev.inert.fresh
+    inert, fresh = core.inert.inert, core.inert.fresh
     return np.fromiter((not inert(fresh, c) for c in cls_list), dtype=bool,
                        count=len(cls_list))
 
 
-def _runnable(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ...]],
+def _runnable(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[tuple[Any, ...]],
               moves: np.ndarray | None, cls_list: list[int],
               inv: np.ndarray) -> np.ndarray | None:
     """Which rows to run (None: all): not those of a key without a partition before the key's
@@ -434,7 +410,7 @@ def _runnable(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ...]],
     else:
         missing = np.ones(len(keys), dtype=bool)
     if moves is None:
-        moves = _moves_fresh(ev, cls_list)[inv]
+        moves = _moves_fresh(core, cls_list)[inv]
     moving = np.flatnonzero(moves)
     first = np.full(len(keys), codes.size, dtype=np.int64)
     if moving.size:
@@ -474,7 +450,7 @@ def _factorize(pcols: list[pa.Array], idx: np.ndarray) -> tuple[np.ndarray,
     return codes, keys
 
 
-def _run_grouped(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ...]],
+def _run_grouped(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[tuple[Any, ...]],
                  cls_list: list[int], inv: np.ndarray, positions: np.ndarray,
                  tkeys: np.ndarray | None, wattr: np.ndarray | None) -> Iterator[list[Match]]:
     """Partitions are independent: run each one's events as a segment, then merge."""
@@ -488,7 +464,7 @@ def _run_grouped(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ...]],
         sel = order[start:end]
         start = end
         for chunk in _run_segment(
-                ev, ev.parts.get(k), cls_list, inv[sel], positions[sel],
+                ev, core, ev.parts.get(k), cls_list, inv[sel], positions[sel],
                 tkeys[sel] if tkeys is not None else None,
                 wattr[sel] if wattr is not None else None):
             out.extend(chunk)
@@ -497,7 +473,7 @@ def _run_grouped(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ...]],
         yield out
 
 
-def _run_interleaved(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ...]],
+def _run_interleaved(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[tuple[Any, ...]],
                      cls_list: list[int], inv: np.ndarray, positions: np.ndarray,
                      tkeys: np.ndarray | None,
                      wattr: np.ndarray | None) -> Iterator[list[Match]]:
@@ -526,9 +502,9 @@ def _run_interleaved(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ..
     t_l = tkeys.tolist() if tkeys is not None else pos_l
     w_l = wattr.tolist() if wattr is not None else None
     events = ev.wkind == WITHIN_EVENTS
-    inertness = ev.inert
+    inertness = core.inert
     # (register runs change their states in place: the active-state counts would not see it)
-    filtering = ev.dfa.constant_global and ev.plan is None
+    filtering = ev.dfa.constant_global and core.plan is None
     active: dict[int, int] = {}
     for P in parts:
         if P is not None and P.epoch == partitions.epoch:
@@ -537,8 +513,8 @@ def _run_interleaved(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ..
     cache: dict[frozenset[int], list[int] | None] = {}
     g0 = ev.dfa.g0
     inv_l = inv.tolist()
-    step = ev.runs.step
-    emit = ev.enum.emit
+    step = core.runs.step
+    emit = core.enum.emit
     i = 0
     gsig: frozenset[int] | None = None
     looks = skipped = 0
@@ -608,7 +584,7 @@ def _run_interleaved(ev: Evaluation, codes: np.ndarray, keys: list[tuple[Any, ..
             yield from emit(P, accs, pos_l[j], wkey, t_l[j])
 
 
-def _run_segment(ev: Evaluation, P: Partition, cls_list: list[int], inv: np.ndarray,
+def _run_segment(ev: Evaluation, core: Core, P: Partition, cls_list: list[int], inv: np.ndarray,
                  positions: np.ndarray, tkeys: np.ndarray | None,
                  wattr: np.ndarray | None) -> Iterator[list[Match]]:
     """Run one partition's events of a batch, skipping inert ones with NumPy."""
@@ -620,9 +596,9 @@ def _run_segment(ev: Evaluation, P: Partition, cls_list: list[int], inv: np.ndar
     cache: dict[tuple[int, frozenset[int]], list[int] | None] = {}
     i = 0
     ncls = len(cls_list)
-    inert = ev.inert.inert
-    step = ev.runs.step
-    emit = ev.enum.emit
+    inert = core.inert.inert
+    step = core.runs.step
+    emit = core.enum.emit
     # Python lists beat NumPy scalar access once many events need work; sparse
     # workloads keep the arrays and touch only the few events that matter.
     pos_l: Any = positions

@@ -33,6 +33,7 @@ from ..constants import TIME_UNIT_PER_SECOND, WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlInputError
 from ..ir import canonical_repr
 from .codec import Malformed, Unencodable, decode, encode, int_column
+from .engine import Engine
 from .partitions import Partition
 from .state import Compiled, Evaluation
 from .tecs import KIND_POS, LABEL, LEFT, MAX_START_KEY, NEXT, RIGHT, START_TIME, Node
@@ -213,12 +214,12 @@ def _run_key(key: Any) -> Any:
     return key
 
 
-def dump(ev: Evaluation) -> bytes:
-    """The evaluation's live state as bytes."""
+def dump(ev: Evaluation, engine: Engine) -> bytes:
+    """The evaluation's live state, and that of its engine stack, as bytes."""
     _prune(ev)
     dfa = ev.dfa
     # register runs are keyed by content already: (CEA state, registers)
-    key_of: Any = dfa.state_key if ev.plan is None else _same
+    key_of: Any = dfa.state_key if ev.core.plan is None else _same
     flat = _Flattener()
     parts = []
     for P in ev.parts:
@@ -228,12 +229,13 @@ def dump(ev: Evaluation) -> bytes:
         parts.append((P.key, dfa.global_key(P.g), P.n, states,
                       (int_column([k for k, _ in fifo]), int_column([i for _, i in fifo]))))
     clock = ev.clock
-    kept = ev.kept
+    layers: dict[str, Any] = {}
+    engine.save(layers)
     payload = {
         "format": FORMAT,
         "fingerprint": fingerprint(ev.query),
         "options": tuple(Options(ev.time, ev.type_key, ev.stream_key, ev.time_unit,
-                                 ev.time_format, kept is not None and not ev.strip)),
+                                 ev.time_format, ev.keep_events)),
         "offset": ev.offset,
         "since_sweep": ev.since_sweep,
         "epoch": ev.parts.epoch,
@@ -244,16 +246,15 @@ def dump(ev: Evaluation) -> bytes:
         "partitions": parts,
         "names": ev.names.state(),
         "mixed_done": ev.mixed.done,
-        "kept": kept.state() if kept is not None else None,
-        "barriers": dict(getattr(ev.enum, "barriers", {})),
-        "edges": ev.edges.state() if ev.edges is not None else None,
+        "kept": layers.get("kept"),
+        "barriers": layers["barriers"],
+        "edges": layers.get("edges"),
         "closed": ev.closed,
     }
     try:
         body = encode(payload)
     except Unencodable as exc:
-        if kept is not None:
-            kept.check_saveable()  # names the event a snapshot cannot hold
+        engine.check_saveable()  # names the event a snapshot cannot hold
         raise CeqlInputError(
             f"Cannot save the evaluation: it holds {exc} (a partition key, a time, a value a "
             "condition keeps, or with keep_events an event), which a snapshot cannot hold; "
@@ -363,11 +364,11 @@ def options(query: Compiled, data: bytes) -> tuple[Options, dict[str, Any]]:
     return opts, payload
 
 
-def load(ev: Evaluation, payload: dict[str, Any]) -> None:
+def load(ev: Evaluation, engine: Engine, payload: dict[str, Any]) -> None:
     """Put the state of a snapshot (as :func:`options` read it) into a fresh evaluation of the
-    same query."""
+    same query and its engine stack."""
     try:
-        _load(ev, payload)
+        _load(ev, engine, payload)
     except CeqlInputError:
         raise
     except Exception as exc:  # a snapshot that unpickles but does not hold what it should
@@ -392,7 +393,7 @@ def _check(payload: dict[str, Any]) -> None:
                              "what a snapshot holds); take a new one.")
 
 
-def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
+def _load(ev: Evaluation, engine: Engine, payload: dict[str, Any]) -> None:
     _check(payload)
     dfa = ev.dfa
     labels = [None if vs is None else frozenset(vs) for vs in payload["labels"]]
@@ -405,7 +406,7 @@ def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
             nodes.append((e[1], e[2], e[3], nodes[e[4]], labels[e[5]]))
         else:
             nodes.append((e[1], e[2], e[3], None, e[4]))
-    id_of: Any = dfa.state_id if ev.plan is None else _run_key
+    id_of: Any = dfa.state_id if ev.core.plan is None else _run_key
     ev.offset = payload["offset"]
     ev.since_sweep = payload["since_sweep"]
     ev.set_eps(payload["eps"])
@@ -422,16 +423,9 @@ def _load(ev: Evaluation, payload: dict[str, Any]) -> None:
             if isinstance(fifo, tuple):  # format 3: two columns
                 fifo = zip(*fifo, strict=True)
             P.fifo = deque((k, nodes[i]) for k, i in fifo)
-    edges = payload.get("edges")
-    if ev.edges is not None and edges is not None:
-        ev.edges.load(edges)
     ev.closed = bool(payload.get("closed", False))
-    barriers = payload.get("barriers")
-    if isinstance(barriers, dict) and hasattr(ev.enum, "barriers"):
-        ev.enum.barriers = dict(barriers)
     if "names" in payload:  # format 2
         ev.names.load(payload["names"])
         ev.mixed.done = ev.mixed.done or bool(payload["mixed_done"])
-        if ev.kept is not None and payload["kept"] is not None:
-            ev.kept.load(payload["kept"])
+    engine.load(payload)  # the matches waiting for a NOT, enumerator barriers, kept events
     ev.attrs.give_up()  # the events before the snapshot are not known: say nothing

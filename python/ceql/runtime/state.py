@@ -1,7 +1,9 @@
-"""What one evaluation holds: the query's settings and the parts of the runtime, wired together.
+"""What one evaluation shares across its engine stack: the query's settings, the clock,
+partitions, counters and notices, and the base engine's parts (:class:`Core`).
 
-:class:`Evaluation` is plain state (the loops of :mod:`ceql.runtime.feeds` drive it, the
-:class:`~ceql.Evaluator` owns it, :mod:`ceql.runtime.snapshot` saves and restores it).
+:class:`Evaluation` is plain state (the engines of :mod:`ceql.runtime.stack` drive it through
+the loops of :mod:`ceql.runtime.feeds`, the :class:`~ceql.Evaluator` owns it,
+:mod:`ceql.runtime.snapshot` saves and restores it with each layer's own part).
 
 It also decides when partitions are swept (:meth:`Evaluation.sweep_due`): after as many rows
 as partitions were kept by the last sweep (at least :data:`SWEEP_MIN`), so sweeping costs O(1)
@@ -18,7 +20,6 @@ from typing import Any, Protocol
 from ..automata import CEA, DFA
 from ..automata.registers import RegisterPlan
 from ..constants import (
-    CONSUME_NONE,
     TIME_UNIT_PER_SECOND,
     TIME_UNITS,
     WITHIN_ATTR,
@@ -32,18 +33,16 @@ from ..predicates import AtomTable
 from ..predicates.atoms import Atom, TypeIs
 from ..predicates.mixing import WATCH
 from .algorithm import Runs
-from .correlated import FatedRuns, RegisterEnumerator, RegisterInertness, RegisterRuns
-from .edge_last import LastRuns, NextRuns
-from .edges import EdgeEnumerator, Edges
+from .correlated import RegisterInertness, RegisterRuns
+from .edge_last import LastRuns
+from .edges import EdgeEnumerator
 from .enumeration import Enumerator
-from .kept import KeptEvents
-from .lazy import Lazy, plan_lazy
 from .notices import Attributes, BetweenValues, Names, ValueTypes, query_attributes
 from .partitions import Partitions
 from .skipping import Inertness
 from .times import Clock, exact
 
-__all__ = ["SWEEP_MIN", "Compiled", "Evaluation"]
+__all__ = ["SWEEP_MIN", "Compiled", "Core", "Evaluation"]
 
 SWEEP_MIN = 4096  #: rows between two sweeps of expired partitions, at least (read at each sweep)
 
@@ -65,16 +64,31 @@ class Compiled(Protocol):
     def automaton(self, type_key: str, stream_key: str) -> tuple[AtomTable, CEA]: ...
 
 
-class Evaluation:
-    """The settings and state of one evaluation of one query."""
+class Core:
+    """The parts of a base engine the loops drive: its runs (Algorithm 1's ``step``), its
+    enumerator (``emit``), its inertness, and the register plan (register runtime only)."""
 
-    __slots__ = ("atoms", "attrs", "between", "clock", "closed", "consume", "dfa", "edges",
-                 "enum", "inert", "kept",
-                 "lazy", "mixed", "names", "offset", "parts", "pkeys", "plan", "query",
-                 "query_streams", "query_types", "runs",
-                 "since_sweep", "stream_key", "streams", "strip", "sweep_floor", "sweep_key",
-                 "sweep_rows", "time", "time_format", "time_unit", "type_key", "wamount",
-                 "wkind")
+    __slots__ = ("enum", "inert", "plan", "runs")
+
+    def __init__(self, runs: Runs | RegisterRuns, enum: Enumerator | EdgeEnumerator,
+                 inert: Inertness | RegisterInertness, plan: RegisterPlan | None) -> None:
+        self.runs = runs
+        self.enum = enum
+        self.inert = inert
+        #: the register plan (None: CORE's Algorithm 1); the register runtime reads each
+        #: row's values, so the row loop hands the row to its ``step``
+        self.plan = plan
+
+
+class Evaluation:
+    """The settings and shared state of one evaluation of one query (its engine stack is
+    built around it by :func:`ceql.runtime.stack.start`)."""
+
+    __slots__ = ("atoms", "attrs", "between", "clock", "closed", "consume", "core", "dfa",
+                 "initial_eps", "keep_events", "mixed", "names", "offset", "parts", "pkeys",
+                 "query", "query_streams", "query_types", "since_sweep", "stream_key", "streams",
+                 "sweep_floor", "sweep_key", "sweep_rows", "time", "time_format", "time_unit",
+                 "type_key", "wamount", "wkind")
 
     def __init__(self, query: Compiled, time: str | None, type_key: str, stream_key: str,
                  time_unit: str, time_format: str | None = None,
@@ -88,6 +102,8 @@ class Evaluation:
         self.stream_key = stream_key
         self.time_unit = time_unit
         self.time_format = time_format
+        #: matches carry their events (the caller asked)
+        self.keep_events = keep_events
         ast = query.plan  # with an implied partition key
         w = ast.within
         if w is not None and w.kind == WITHIN_TIME and time is None:
@@ -100,6 +116,8 @@ class Evaluation:
         eps: Any = None
         if w is not None and w.kind in (WITHIN_EVENTS, WITHIN_ATTR):
             eps = exact(w.amount)
+        #: the window bound the engine starts with (a time window's is set at the first time)
+        self.initial_eps = eps
         self.clock = Clock(time, w.attr if w is not None and w.kind == WITHIN_ATTR else None,
                            time_format)
         _, cea = query.automaton(type_key, stream_key)
@@ -109,51 +127,10 @@ class Evaluation:
         # an implied key's NaN fails the equality it stands for: no partition
         self.parts = Partitions(self.dfa.g0, eps is not None and not keyed,
                                 tuple(a not in query.ast.partition_by for a in self.pkeys))
-        self.runs: Runs | RegisterRuns
-        self.enum: Enumerator | EdgeEnumerator
-        self.inert: Inertness | RegisterInertness
-        #: the register plan of a query with conditions between events (else None)
-        self.plan: RegisterPlan | None = None
-        #: a leading or trailing NOT's checks (else None); LIMIT and CONSUME BY count only
-        #: the complex events that pass them, so the enumerator then does neither
-        self.edges: Edges | None = None
+        #: the base engine's runs, enumerator and inertness (set by the stack that is built
+        #: around this evaluation)
+        self.core: Core
         self.consume = ast.consume
-        limit, consume = ast.limit, ast.consume
-        if cea.leading is not None or cea.trailing is not None:
-            self.edges = Edges(cea.leading, cea.trailing, w is not None and
-                               w.kind == WITHIN_EVENTS, limit, consume,
-                               cea.leading_conds, cea.trailing_conds, ast, cea.edge_select,
-                               cea.edge_last, cea.edge_next,
-                               ast.strategy if cea.edge_rank else None)
-            self.edges.eps = eps
-            limit, consume = None, CONSUME_NONE
-        if cea.scopes or cea.edge_rank:  # (a NOT's conditions on the match are not scopes)
-            # (edge_rank: the strategy is the edge stage's, among every unpruned run)
-            full_d = ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX")
-            self.plan = plan = query.register_plan(type_key, stream_key, full_d, cea.edge_rank)
-            ranked = ast.strategy in ("NEXT", "LAST", "MAX")
-            self.runs = (FatedRuns(plan, self.parts, eps, consume, ast.strategy, cea.edge_reads)
-                         if cea.edge_rank else
-                         RegisterRuns(plan, self.parts, eps, consume, ranked, ast.strategy))
-            self.enum = RegisterEnumerator(self.clock, eps, limit, ast.strategy,
-                                           plan.full_d, self.parts, consume, cea.edge_rank)
-            self.enum.plan = plan
-            self.inert = RegisterInertness(plan, self.dfa.g0)
-        else:
-            # SELECT LAST with an edge NOT: runs kept apart by start, none expires (the edge
-            # stage chooses)
-            if cea.edge_next:  # ... and SELECT NEXT, apart by start and the NOT's reads
-                self.runs = NextRuns(self.dfa, self.parts, eps, consume, cea.edge_reads)
-            else:
-                self.runs = (LastRuns if cea.edge_last else Runs)(self.dfa, self.parts, eps,
-                                                                 consume)
-            self.enum = Enumerator(self.clock, eps, limit)
-            self.inert = Inertness(self.dfa)
-        if self.edges is not None:
-            self.enum = EdgeEnumerator(self.enum, self.edges)
-        if ast.partition_by != query.ast.partition_by:  # an implied key: not reported
-            self.enum.key_len = len(query.ast.partition_by)
-        self.inert.on_full = self.dfa_full
         self.offset = 0  # rows fed so far: the position of the next one
         self.closed = False  # the input ended (Evaluator.close)
         self.since_sweep = 0  # rows since partitions were last swept
@@ -170,8 +147,6 @@ class Evaluation:
         #: the query's names no event carried yet, and the values seen
         self.names = Names(self.query_types, self.query_streams, {
             a.name: 1 << (2 * k) for k, a in enumerate(self.atoms.atoms) if isinstance(a, TypeIs)})
-        if self.names.missing_mask:
-            self.inert.on_new = self.new_class
         #: strings compared with numbers: the first such event is warned of
         self.mixed = ValueTypes(self.atoms, ast.where, getattr(query, "text", None), type_key)
         #: the query's attributes no event carried yet (of the query as written: an implied
@@ -179,28 +154,12 @@ class Evaluation:
         self.attrs = Attributes(query_attributes(query.ast))
         #: conditions between events: values that never compare, numbers held as text
         self.between = BetweenValues(getattr(query, "text", None))
-        #: the events later matches can include (with ``keep_events``)
-        # a NOT's conditions on the match read its events: keep them (and do not report them
-        # unless asked: ``strip``)
-        reads = self.edges is not None and bool(cea.leading_conds or cea.trailing_conds)
-        self.kept: KeptEvents | None = KeptEvents() if keep_events or reads else None
-        self.strip = reads and not keep_events
-        if self.edges is not None and self.kept is not None:
-            self.edges.attach = self.kept.attach
-            self.edges.value = self.kept.value
-            self.edges.keeps = keep_events
-        #: lazy evaluation of Arrow batches (None: not used; see :mod:`.lazy`)
-        self.lazy: Lazy | None = None
-        if lazy is not False:
-            lplan = plan_lazy(ast, cea)
-            if lplan.eligible:
-                self.lazy = Lazy(lplan, cea, lazy is True)
 
     def new_class(self, c: int) -> None:
         """Events of class ``c`` are read: note the query's types it says they carry."""
         names = self.names
         if c & names.missing_mask and not names.note_class(c):
-            self.inert.on_new = None
+            self.core.inert.on_new = None
 
     def sample_types(self, rows: Any) -> None:
         """The batch ``rows`` (fed without error) leaves a type of the query unseen: collect
@@ -239,24 +198,25 @@ class Evaluation:
     @property
     def eps(self) -> Any:
         """The window bound in window-key units (None: no WITHIN)."""
-        return self.runs.eps
+        return self.core.runs.eps
 
     @property
     def prune_eps(self) -> Any:
         """The window bound runs expire by (None: they do not; NEXT, LAST and MAX over
         conditions between events rank every start before WITHIN cuts, and so does SELECT
         LAST with a leading or trailing NOT, whose old starts compete)."""
-        runs = self.runs
+        runs = self.core.runs
         if isinstance(runs, LastRuns) or (isinstance(runs, RegisterRuns) and runs.ranked):
             return None
         return runs.eps
 
     def set_eps(self, eps: Any) -> None:
         """Set the window bound everywhere it is read."""
-        self.runs.eps = eps
-        self.enum.eps = eps
+        core = self.core
+        core.runs.eps = eps
+        core.enum.eps = eps
         # partitions made from now on keep a FIFO (not needed where runs hold no unions)
-        self.parts.windowed = eps is not None and not isinstance(self.runs, LastRuns)
+        self.parts.windowed = eps is not None and not isinstance(core.runs, LastRuns)
 
     def times_decided(self) -> None:
         """The first timed event said whether times are timestamps: fix a time window's unit."""
@@ -267,7 +227,7 @@ class Evaluation:
 
     def dfa_full(self) -> None:
         """Between two events, the shared automaton is over its budget: let the owner reset it."""
-        on_full = self.runs.on_full
+        on_full = self.core.runs.on_full
         if on_full is not None:
             on_full()
 

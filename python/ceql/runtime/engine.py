@@ -1,0 +1,176 @@
+"""The engine interface: what every way of evaluating a compiled query offers, and the one
+decision of which engine and which wrappers evaluate a query.
+
+An engine is CORE's Algorithm 1 over the tECS, or the register runtime (runs keyed by CEA state
+and registers, for conditions between events); edges (a leading or trailing NOT), kept rows
+(the events of matches) and lazy regions (rows of an Arrow batch left out) wrap an engine and
+offer the same interface (:mod:`ceql.runtime.stack` implements them). :func:`choose` picks the
+stack once, from the plan of the query, and names it for ``explain``.
+
+An engine runs over an :class:`~ceql.runtime.state.Evaluation` (the clock, partitions,
+counters and notices its layers share, and the base engine's parts, :class:`~.state.Core`),
+passed to each call. A wrapper that takes part in the
+loops row by row (the NOTs' events, the rows kept, the rows chosen) hands its part inward
+explicitly, as :class:`Taps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NamedTuple, Protocol
+
+import pyarrow as pa
+
+from ..automata import CEA
+from ..ir import nodes as N
+from ..predicates.mixing import Hook
+from .edges import Edges
+from .kept import KeptEvents
+from .lazy import Lazy, LazyPlan, LazyReport, plan_lazy
+from .match import Match
+from .state import Evaluation
+
+__all__ = ["NO_TAPS", "Choice", "Engine", "Taps", "choose"]
+
+
+class Taps(NamedTuple):
+    """What the wrappers around an engine take part in inside its loops (None: no such
+    wrapper): the edge stage sees every row and batch, kept rows store the rows that move a
+    run, lazy regions choose the rows of a batch to run."""
+
+    edges: Edges | None = None
+    kept: KeptEvents | None = None
+    lazy: Lazy | None = None
+
+
+NO_TAPS = Taps()
+
+
+class Engine(Protocol):
+    """An evaluation of a compiled query over the shared state ``ev``: matches come out in
+    stream order, in chunks."""
+
+    @property
+    def name(self) -> str:
+        """The engine and its wrappers, outermost first (what ``explain`` shows)."""
+        ...
+
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+        """Evaluate mappings one by one (``hook``: hears of strings met with numbers)."""
+        ...
+
+    def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
+                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+        """Evaluate one Arrow record batch."""
+        ...
+
+    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
+        """Run what is held for later (before rows one by one, or a snapshot)."""
+        ...
+
+    def advance(self, ev: Evaluation, key: Any) -> list[Match]:
+        """No event before window key ``key`` is still to come: the matches made final."""
+        ...
+
+    def close(self, ev: Evaluation) -> list[Match]:
+        """The input ended: the matches still waiting."""
+        ...
+
+    def oldest_live(self, pos: int) -> int:
+        """``pos`` (the oldest start of a live run) lowered to the oldest event a match
+        reported later can include, as far as this layer holds events."""
+        ...
+
+    def waiting(self) -> int:
+        """Complex events waiting for a window to pass."""
+        ...
+
+    def waiting_until(self) -> Any:
+        """The window key after which the first waiting complex event is final (None: none)."""
+        ...
+
+    def forget(self, oldest: Callable[[], int]) -> None:
+        """Drop the events no later match includes: those before ``oldest()`` (called only
+        by a layer that holds events)."""
+        ...
+
+    def lazy_report(self) -> LazyReport | None:
+        """What lazy regions did with the last Arrow batch (None: not used, or no batch)."""
+        ...
+
+    def check_saveable(self) -> None:
+        """Raise :class:`~ceql.errors.CeqlInputError` naming what this layer holds that a
+        snapshot cannot (called once saving failed)."""
+        ...
+
+    def save(self, parts: dict[str, Any]) -> None:
+        """Put this layer's part of a snapshot into ``parts``."""
+        ...
+
+    def load(self, payload: dict[str, Any]) -> None:
+        """Take this layer's part back from a snapshot's payload."""
+        ...
+
+
+class Choice(NamedTuple):
+    """The engine stack of a query: the base engine and which wrappers surround it."""
+
+    base: str  #: ``core``, ``last``, ``next`` (Algorithm 1 over the tECS), ``registers``, ``fated``
+    edges: bool  #: a leading or trailing NOT
+    kept: bool  #: rows kept for the matches' events (``keep_events``, or a NOT reading them)
+    strip: bool  #: ... kept only for the NOT: matches are returned without them
+    lazy: LazyPlan | None  #: lazy regions of Arrow batches (None: not used)
+    forced: bool  #: lazy regions on every batch (``lazy=True``), not as the planner sees fit
+
+    @property
+    def base_name(self) -> str:
+        """The base engine in words."""
+        return _BASES[self.base]
+
+    @property
+    def name(self) -> str:
+        """The stack in words, outermost first."""
+        layers = []
+        if self.kept:
+            layers.append("kept rows")
+        if self.edges:
+            layers.append("edge NOTs")
+        if self.lazy is not None:
+            layers.append("lazy regions")
+        return " → ".join([*layers, self.base_name])
+
+
+_BASES = {
+    "core": "CORE's Algorithm 1 over the tECS",
+    "last": "Algorithm 1 over the tECS without unions, a LAST chain per (state, start)",
+    "next": "Algorithm 1 over the tECS without unions, a NEXT chain per (state, start, "
+            "events the NOT reads)",
+    "registers": "register runs, Algorithm 1 over (state, registers)",
+    "fated": "register runs kept apart by fate, Algorithm 1 over (state, registers)",
+}
+
+
+def choose(plan: N.Query, cea: CEA, keep_events: bool = False,
+           lazy: bool | None = None) -> Choice:
+    """The engine and wrappers that evaluate ``plan`` (the query with its implied partition
+    key) over its automaton ``cea``: the one place this is decided."""
+    edges = cea.leading is not None or cea.trailing is not None
+    if cea.scopes or cea.edge_rank:  # (a NOT's conditions on the match are not scopes)
+        base = "fated" if cea.edge_rank else "registers"
+    elif cea.edge_next:
+        base = "next"
+    elif cea.edge_last:
+        base = "last"
+    else:
+        base = "core"
+    # a NOT's conditions on the match read its events: keep them (and do not report them
+    # unless asked: ``strip``)
+    reads = edges and bool(cea.leading_conds or cea.trailing_conds)
+    lplan: LazyPlan | None = None
+    if lazy is not False:
+        lp = plan_lazy(plan, cea)
+        if lp.eligible:
+            lplan = lp
+    return Choice(base, edges, keep_events or reads, reads and not keep_events, lplan,
+                  lazy is True)
