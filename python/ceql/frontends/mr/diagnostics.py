@@ -30,7 +30,9 @@ _PUNCT = {
 }
 _CLAUSES = ("PARTITION BY", "ORDER BY", "MEASURES", "ONE ROW PER MATCH / ALL ROWS PER MATCH",
             "AFTER MATCH SKIP", "PATTERN", "WITHIN", "SUBSET", "DEFINE")
-_CLAUSE_WORDS = {"PARTITION": 0, "ORDER": 1, "MEASURES": 2, "ONE": 3, "ALL": 3, "AFTER": 4,
+#: Keywords that can begin an expression, so a column of that name needs backquotes there.
+_LEADING_KEYWORDS = frozenset({"CASE", "CAST", "INTERVAL", "TIMESTAMP", "RUNNING", "FINAL"})
+_CLAUSE_WORDS: dict[str, int] = {"PARTITION": 0, "ORDER": 1, "MEASURES": 2, "ONE": 3, "ALL": 3, "AFTER": 4,
                  "PATTERN": 5, "WITHIN": 6, "SUBSET": 7, "DEFINE": 8}
 
 
@@ -73,7 +75,7 @@ def _found(tok: Token | None) -> str:
         return f"number {tok}"
     if tok.type == "STRING":
         return f"string {_show(tok)}"
-    if tok.type.isalpha() and tok.type.isupper() and tok.type not in _PUNCT:
+    if tok.type.isalpha() and tok.type.isupper() and tok.type not in {*_PUNCT, "CMP"}:
         return tok.type
     return _show(tok)
 
@@ -152,12 +154,19 @@ def diagnose(text: str, exc: LarkError) -> CeqlSyntaxError:
     message = f"Expected {_or_list(expected)}{after}, found {_found(None if at_end else bad)}"
     if bad is not None and not at_end:
         clause = _misplaced_clause(bad, accepted)
+        keyword = (bad.type not in _PUNCT and bad.type != "CMP" and bad.type.isalpha()
+                   and bad.type.isupper())
         if clause is not None:
             message = clause
-        elif "NAME" in terms and bad.type.isalpha() and bad.type.isupper():
-            message += (f": {bad!s} is a keyword here; write it in backquotes "
-                        f"(`{bad!s}`) to use it as a name")
         elif (bad.type == "PIPE" and prev is not None
               and prev.type in ("PIPE", "LPAR", "COMMA", "EXCL_OPEN")):
             message += ": an alternative cannot be empty; write () for the empty pattern"
+        elif keyword and "RPAR" in terms and str(bad).upper() in {*_CLAUSE_WORDS, "AS"}:
+            message += ": a parenthesis opened before it is not closed"
+        elif keyword and "NAME" in terms:
+            message += (f": {bad!s} is a keyword here; write it in backquotes "
+                        f"(`{bad!s}`) to use it as a name")
+        elif prev is not None and prev.type in _LEADING_KEYWORDS:
+            message += (f": {prev.type} is a keyword here; write `{prev!s}` in backquotes to "
+                        "use it as a column name")
     return syntax_error(text, message, line, column, width, tuple(expected))
