@@ -32,8 +32,9 @@ _CLAUSES = ("PARTITION BY", "ORDER BY", "MEASURES", "ONE ROW PER MATCH / ALL ROW
             "AFTER MATCH SKIP", "PATTERN", "WITHIN", "SUBSET", "DEFINE")
 #: Keywords that can begin an expression, so a column of that name needs backquotes there.
 _LEADING_KEYWORDS = frozenset({"CASE", "CAST", "INTERVAL", "TIMESTAMP", "RUNNING", "FINAL"})
-_CLAUSE_WORDS: dict[str, int] = {"PARTITION": 0, "ORDER": 1, "MEASURES": 2, "ONE": 3, "ALL": 3, "AFTER": 4,
-                 "PATTERN": 5, "WITHIN": 6, "SUBSET": 7, "DEFINE": 8}
+_CLAUSE_WORDS: dict[str, int] = {
+    "PARTITION": 0, "ORDER": 1, "MEASURES": 2, "ONE": 3, "ALL": 3, "AFTER": 4, "PATTERN": 5,
+    "WITHIN": 6, "SUBSET": 7, "DEFINE": 8}
 
 
 def _or_list(items: list[str]) -> str:
