@@ -3,7 +3,8 @@ partitions of rows.
 
 Patterns use every operator of docs/match_recognize.md: variables A–D, ``()``, ``^``, ``$``,
 concatenation, ``|``, every quantifier form greedy and reluctant (``* + ? {n} {n,} {,m}
-{n,m}``), ``PERMUTE``, ``{- -}``, nested freely (depth-limited). Conditions and measures use
+{n,m}``), ``PERMUTE``, ``{- -}`` (nested too), quantified anchors, nested freely
+(depth-limited). Conditions and measures use
 columns (universal and qualified, subsets too), comparisons, AND/OR/NOT, IS [NOT] NULL,
 BETWEEN, IN, LIKE, CASE, COALESCE, ABS, arithmetic, PREV/NEXT/FIRST/LAST with offsets (and
 PREV/NEXT around FIRST/LAST), COUNT(*)/COUNT(A.*)/SUM/AVG/MIN/MAX (DISTINCT too),
@@ -52,14 +53,13 @@ def _no_exclusion(p: A.Pattern) -> bool:
 
 
 def _extend(children: st.SearchStrategy[A.Pattern]) -> st.SearchStrategy[A.Pattern]:
-    quantifiable = children.filter(lambda p: not isinstance(p, A.Anchor))
     return st.one_of(
         st.lists(children, min_size=2, max_size=3).map(lambda xs: A.Concatenation(tuple(xs))),
         st.lists(children, min_size=2, max_size=3).map(lambda xs: A.Alternation(tuple(xs))),
         st.builds(lambda item, q, greedy: A.Quantified(item, q[0], q[1], greedy),
-                  quantifiable, st.sampled_from(_QUANTS), st.booleans()),
+                  children, st.sampled_from(_QUANTS), st.booleans()),
         st.lists(children, min_size=2, max_size=3).map(lambda xs: A.Permute(tuple(xs))),
-        children.filter(_no_exclusion).map(A.Exclusion),
+        children.map(A.Exclusion),
     )
 
 

@@ -240,11 +240,11 @@ class _Frame:
         return [self.start + i for i, (v, _) in enumerate(self.labels[:end])
                 if members is None or v in members]
 
-    def label(self, r: int, final: bool) -> str | None:
+    def label(self, r: int) -> str | None:
+        """Row ``r``'s variable: NULL outside the match, and in DEFINE past the current row
+        (not labelled yet); MEASURES see the whole match."""
         i = r - self.start
-        end = len(self.labels) if final or self.current is None else (
-            self.current - self.start + 1)
-        return self.labels[i][0] if 0 <= i < end else None
+        return self.labels[i][0] if 0 <= i < len(self.labels) else None
 
 
 def _var_of(expr: A.Expr) -> str | None:
@@ -276,16 +276,16 @@ def _ev(e: A.Expr, f: _Frame, at: int | None = None) -> object:
         return f.value(rows[-1], e.name) if rows else None
     if isinstance(e, A.Classifier):
         if at is not None:
-            return f.label(at, e.semantics == "FINAL")
+            return f.label(at)
         final = e.semantics == "FINAL"
         if e.var is None:
             if f.current is None:
                 return None
             if final:
                 return f.labels[-1][0] if f.labels else None
-            return f.label(f.current, False)
+            return f.label(f.current)
         rows = f.mapped(e.var, final)
-        return f.label(rows[-1], True) if rows else None
+        return f.label(rows[-1]) if rows else None
     if isinstance(e, A.MatchNumber):
         return f.number
     if isinstance(e, A.Navigation):

@@ -440,3 +440,266 @@ def test_random_queries_terminate_and_keep_the_contracts_invariants(
     elif b.skip.kind == "PAST LAST ROW":
         # matches do not overlap: no row more often than the input has it
         assert not Counter(outputs) - Counter(inputs)
+
+
+# ---------------------------------------------------------------- Trino's published results
+
+# Results that Trino's own tests assert (trinodb/trino,
+# core/trino-main/src/test/java/io/trino/sql/query/TestRowPatternMatching.java), read there as
+# facts and re-checked here: rows (id, value), ORDER BY id, measures MATCH_NUMBER(),
+# RUNNING LAST(value) and CLASSIFIER(), ALL ROWS PER MATCH, SKIP PAST LAST ROW unless the
+# case says otherwise. Each expected row is (id, match, val, label).
+
+def trino(values: Sequence[int], clauses: str, *, rows_mode: str = "ALL ROWS PER MATCH",
+          skip: str = "AFTER MATCH SKIP PAST LAST ROW") -> list[tuple[object, ...]]:
+    data = [{"id": i + 1, "value": v} for i, v in enumerate(values)]
+    out = run("ORDER BY id MEASURES MATCH_NUMBER() AS m, RUNNING LAST(value) AS val, "
+              f"CLASSIFIER() AS label {rows_mode} {skip} {clauses}", data)
+    if rows_mode.startswith("ONE"):
+        return col(out, "m", "val", "label")
+    return col(out, "id", "m", "val", "label")
+
+
+V4 = [90, 80, 70, 70]
+V8 = [90, 80, 70, 80, 90, 50, 40, 60]
+NULLS4 = [(1, 1, None, None), (2, 2, None, None), (3, 3, None, None), (4, 4, None, None)]
+
+
+@pytest.mark.parametrize(("clauses", "expected"), [
+    ("PATTERN (() | A) DEFINE A AS true", NULLS4),
+    ("PATTERN (^A) DEFINE A AS true", [(1, 1, 90, "A")]),
+    ("PATTERN (A^) DEFINE A AS true", []),
+    ("PATTERN (^A^) DEFINE A AS true", []),
+    ("PATTERN (A$) DEFINE A AS true", [(4, 1, 70, "A")]),
+    ("PATTERN ($A) DEFINE A AS true", []),
+    ("PATTERN (A B C) DEFINE B AS B.value < PREV(B.value), C AS C.value = PREV(C.value)",
+     [(2, 1, 80, "A"), (3, 1, 70, "B"), (4, 1, 70, "C")]),
+    ("PATTERN (B | C | A) DEFINE B AS B.value < PREV(B.value), C AS C.value <= PREV(C.value)",
+     [(1, 1, 90, "A"), (2, 2, 80, "B"), (3, 3, 70, "B"), (4, 4, 70, "C")]),
+    ("PATTERN (PERMUTE(B, C)) DEFINE B AS B.value < PREV(B.value), "
+     "C AS C.value < PREV(C.value)", [(2, 1, 80, "B"), (3, 1, 70, "C")]),
+    ("PATTERN (((A) (B (C)))) DEFINE B AS B.value < PREV(B.value), "
+     "C AS C.value = PREV(C.value)", [(2, 1, 80, "A"), (3, 1, 70, "B"), (4, 1, 70, "C")]),
+])
+def test_trino_row_patterns(clauses: str, expected: list[tuple[object, ...]]) -> None:
+    assert trino(V4, clauses) == expected
+
+
+BLE = " DEFINE B AS B.value <= PREV(B.value)"
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    ("B*", [(1, 1, None, None), (2, 2, 80, "B"), (3, 2, 70, "B"), (4, 2, 70, "B")]),
+    ("B*?", NULLS4),
+    ("B+", [(2, 1, 80, "B"), (3, 1, 70, "B"), (4, 1, 70, "B")]),
+    ("B+?", [(2, 1, 80, "B"), (3, 2, 70, "B"), (4, 3, 70, "B")]),
+    ("B?", [(1, 1, None, None), (2, 2, 80, "B"), (3, 3, 70, "B"), (4, 4, 70, "B")]),
+    ("B??", NULLS4),
+    ("B{,}", [(1, 1, None, None), (2, 2, 80, "B"), (3, 2, 70, "B"), (4, 2, 70, "B")]),
+    ("B{,}?", NULLS4),
+    ("B{2,}?", [(2, 1, 80, "B"), (3, 1, 70, "B")]),
+    ("B{5,}", []),
+    ("B{,2}", [(1, 1, None, None), (2, 2, 80, "B"), (3, 2, 70, "B"), (4, 3, 70, "B")]),
+    ("B{1,5}", [(2, 1, 80, "B"), (3, 1, 70, "B"), (4, 1, 70, "B")]),
+    ("B{1,5}?", [(2, 1, 80, "B"), (3, 2, 70, "B"), (4, 3, 70, "B")]),
+    ("B{5,7}?", []),
+    ("B{2}", [(2, 1, 80, "B"), (3, 1, 70, "B")]),
+])
+def test_trino_quantifiers(pattern: str, expected: list[tuple[object, ...]]) -> None:
+    assert trino(V4, f"PATTERN ({pattern})" + BLE) == expected
+
+
+BC = " DEFINE B AS B.value < PREV(B.value), C AS C.value > PREV(C.value)"
+ALL8 = [(1, 1, 90, "A"), (2, 1, 80, "B"), (3, 1, 70, "B"), (4, 1, 80, "C"), (5, 1, 90, "C"),
+        (6, 2, 50, "A"), (7, 2, 40, "B"), (8, 2, 60, "C")]
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    ("A B+ C+", ALL8),
+    ("A {- B+ -} C+", [(1, 1, 90, "A"), (4, 1, 80, "C"), (5, 1, 90, "C"), (6, 2, 50, "A"),
+                       (8, 2, 60, "C")]),
+    ("{- A -} {- B+ -} C+", [(4, 1, 80, "C"), (5, 1, 90, "C"), (8, 2, 60, "C")]),
+    ("A {- {- B+ -} C+ -}", [(1, 1, 90, "A"), (6, 2, 50, "A")]),
+    ("{- A B+ C+ -}", []),
+    ("A B+ {- ()* -} C+", ALL8),
+    ("A {- B -}+ {- C -}+", [(1, 1, 90, "A"), (6, 2, 50, "A")]),
+    ("A {- C -}{2,3} {- B -}{2,3}", [(3, 1, 70, "A")]),
+])
+def test_trino_exclusions(pattern: str, expected: list[tuple[object, ...]]) -> None:
+    assert trino(V8, f"PATTERN ({pattern})" + BC) == expected
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    ("()* | B", NULLS4),
+    ("()+ | B", NULLS4),
+    ("(){5,} | B", NULLS4),
+    ("B | ()*", [(1, 1, None, None), (2, 2, 80, "B"), (3, 3, 70, "B"), (4, 4, None, None)]),
+    ("(B ()*)*", [(1, 1, None, None), (2, 2, 80, "B"), (3, 2, 70, "B"), (4, 3, None, None)]),
+    ("(B ()*)*?", NULLS4),
+    ("^* | B", NULLS4),
+    ("^+ | B", [(1, 1, None, None), (2, 2, 80, "B"), (3, 3, 70, "B")]),
+    ("^* A B", [(1, 1, 90, "A"), (2, 1, 80, "B")]),
+    ("$* | B", NULLS4),
+    ("$+ | B", [(2, 1, 80, "B"), (3, 2, 70, "B")]),
+    ("B A $+", [(3, 1, 70, "B"), (4, 1, 70, "A")]),
+])
+def test_trino_empty_cycles_and_quantified_anchors(pattern: str,
+                                                  expected: list[tuple[object, ...]]) -> None:
+    assert trino(V4, f"PATTERN ({pattern}) DEFINE B AS B.value < PREV(B.value)") == expected
+
+
+@pytest.mark.parametrize(("mode", "pattern", "expected"), [
+    ("ONE ROW PER MATCH", "B*", [(1, None, None), (2, 70, "B"), (3, None, None)]),
+    ("ONE ROW PER MATCH", "B+", [(1, 70, "B")]),
+    ("ALL ROWS PER MATCH", "B*", [(1, 1, None, None), (2, 2, 80, "B"), (3, 2, 70, "B"),
+                                  (4, 3, None, None)]),
+    ("ALL ROWS PER MATCH OMIT EMPTY MATCHES", "B*", [(2, 2, 80, "B"), (3, 2, 70, "B")]),
+    ("ALL ROWS PER MATCH WITH UNMATCHED ROWS", "B+",
+     [(1, None, None, None), (2, 1, 80, "B"), (3, 1, 70, "B"), (4, None, None, None)]),
+])
+def test_trino_output_modes(mode: str, pattern: str, expected: list[tuple[object, ...]]) -> None:
+    clauses = f"PATTERN ({pattern}) DEFINE B AS B.value < PREV(B.value)"
+    assert trino(V4, clauses, rows_mode=mode) == expected
+
+
+SKIPPED = "PATTERN (A B+ C+ D?) SUBSET U = (C, D) DEFINE B AS B.value < PREV(B.value), " \
+          "C AS C.value > PREV(C.value), D AS false"
+FIRST4 = [(1, 1, 90, "A"), (2, 1, 80, "B"), (3, 1, 70, "B"), (4, 1, 80, "C")]
+
+
+@pytest.mark.parametrize(("skip", "expected"), [
+    ("PAST LAST ROW", FIRST4),
+    ("TO NEXT ROW", [*FIRST4, (2, 2, 80, "A"), (3, 2, 70, "B"), (4, 2, 80, "C"),
+                     (4, 3, 80, "A"), (5, 3, 70, "B"), (6, 3, 80, "C")]),
+    ("TO FIRST C", [*FIRST4, (4, 2, 80, "A"), (5, 2, 70, "B"), (6, 2, 80, "C")]),
+    ("TO LAST B", [*FIRST4, (4, 2, 80, "A"), (5, 2, 70, "B"), (6, 2, 80, "C")]),
+    ("TO B", [*FIRST4, (4, 2, 80, "A"), (5, 2, 70, "B"), (6, 2, 80, "C")]),
+    ("TO U", [*FIRST4, (4, 2, 80, "A"), (5, 2, 70, "B"), (6, 2, 80, "C")]),
+])
+def test_trino_after_match_skip(skip: str, expected: list[tuple[object, ...]]) -> None:
+    assert trino([90, 80, 70, 80, 70, 80], SKIPPED, skip=f"AFTER MATCH SKIP {skip}") == expected
+
+
+@pytest.mark.parametrize(("skip", "message"), [
+    ("TO A", "restart at its own first row"), ("TO D", "maps no row to D")])
+def test_trino_skip_errors(skip: str, message: str) -> None:
+    with pytest.raises(MatchSkipError, match=message):
+        trino([90, 80, 70, 80, 70, 80], SKIPPED, skip=f"AFTER MATCH SKIP {skip}")
+
+
+def test_trino_unmatched_rows_with_skip_to_next_row() -> None:
+    data = [{"id": i + 1, "value": v} for i, v in enumerate([100, 100, 90, 80, 70, 100])]
+    out = run("ORDER BY id MEASURES MATCH_NUMBER() AS m, CLASSIFIER() AS label "
+              "ALL ROWS PER MATCH WITH UNMATCHED ROWS AFTER MATCH SKIP TO NEXT ROW "
+              "PATTERN (A B{2}) DEFINE B AS B.value < PREV(B.value)", data)
+    assert col(out, "id", "m", "value", "label") == [
+        (1, None, 100, None), (2, 1, 100, "A"), (3, 1, 90, "B"), (4, 1, 80, "B"),
+        (3, 2, 90, "A"), (4, 2, 80, "B"), (5, 2, 70, "B"), (6, None, 100, None)]
+
+
+def test_trino_back_references() -> None:
+    text = "MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH PATTERN ((A | B)* X) DEFINE X AS {}"
+    ones = [{"value": 1}, {"value": 1}]
+    assert col(run(text.format("value = A.value"), ones), "c") == [("A",), ("X",)]
+    assert col(run(text.format("value = B.value"), ones), "c") == [("B",), ("X",)]
+    cond = "PREV(LAST(A.value), 3) + FIRST(A.value) + PREV(LAST(B.value), 2)"
+    out = run(f"ORDER BY value MEASURES CLASSIFIER() AS c, {cond} AS d ALL ROWS PER MATCH "
+              f"PATTERN ((A | B)* X) DEFINE X AS value = {cond}",
+              [{"value": v} for v in range(1, 7)])
+    assert col(out, "value", "c", "d") == [(1, "B", None), (2, "A", None), (3, "A", None),
+                                           (4, "A", None), (5, "B", 6), (6, "X", 6)]
+    cond = ("PREV(CLASSIFIER(U), 1) = 'A' AND LAST(CLASSIFIER(), 3) = 'B' AND "
+            "FIRST(CLASSIFIER(U)) = 'B'")
+    out = run(f"ORDER BY value MEASURES CLASSIFIER() AS c, {cond} AS d ALL ROWS PER MATCH "
+              f"PATTERN ((A | B)* X $) SUBSET U = (A, B) DEFINE X AS {cond}",
+              [{"value": v} for v in range(1, 6)])
+    assert col(out, "value", "c", "d") == [(1, "B", None), (2, "B", False), (3, "A", False),
+                                           (4, "A", True), (5, "X", True)]
+
+
+def test_trino_union_variables() -> None:
+    data = [{"id": i + 1, "value": v} for i, v in enumerate([90, 80, 70, 80])]
+    out = run("ORDER BY id MEASURES MATCH_NUMBER() AS m, CLASSIFIER(U) AS u, "
+              "CLASSIFIER(W) AS w ALL ROWS PER MATCH PATTERN ((L | H) A) "
+              "SUBSET U = (L, H), W = (A, L, H) "
+              "DEFINE A AS A.value = 80, L AS L.value < 80, H AS H.value > 80", data)
+    assert col(out, "id", "m", "u", "w") == [(1, 1, "H", "H"), (2, 1, "H", "A"),
+                                             (3, 2, "L", "L"), (4, 2, "L", "A")]
+
+
+@pytest.mark.parametrize(("measure", "values"), [
+    ("value", [10, 20, 30]), ("LAST(value)", [10, 20, 30]), ("FINAL LAST(value)", [30] * 3),
+    ("FIRST(value)", [10] * 3), ("FINAL FIRST(value)", [10] * 3),
+    ("FINAL LAST(value, 2)", [10] * 3), ("FINAL FIRST(value, 2)", [30] * 3),
+    # Trino gives 30 on every row here (its RUNNING FIRST looks past the current row); the
+    # contract's running semantics see the match only as far as the current row
+    ("FIRST(value, 2)", [None, None, 30]),
+    ("LAST(value, 10)", [None] * 3), ("PREV(value)", [None, 10, 20]),
+    ("NEXT(value)", [20, 30, None]), ("NEXT(FIRST(value), 2)", [30] * 3),
+    ("NEXT(FIRST(value), 10)", [None] * 3), ("PREV(FIRST(value, 10), 2)", [None] * 3),
+])
+def test_trino_navigation(measure: str, values: list[object]) -> None:
+    data = [{"id": i + 1, "value": v} for i, v in enumerate([10, 20, 30])]
+    out = run(f"ORDER BY id MEASURES {measure} AS x ALL ROWS PER MATCH PATTERN (A+) "
+              "DEFINE A AS true", data)
+    assert [r["x"] for r in out] == values
+
+
+@pytest.mark.parametrize(("measure", "value"), [
+    ("PREV(B.value, 4)", None), ("PREV(B.value, 3)", 10), ("PREV(B.value, 2)", 20),
+    ("NEXT(B.value, 1)", 40), ("NEXT(B.value, 2)", None)])
+def test_trino_navigation_outside_the_match(measure: str, value: object) -> None:
+    data = [{"id": i + 1, "value": v} for i, v in enumerate([10, 20, 30, 30, 40])]
+    out = run(f"ORDER BY id MEASURES {measure} AS x ONE ROW PER MATCH PATTERN (A B) "
+              "DEFINE B AS B.value = PREV(B.value)", data)
+    assert out == [{"x": value}]
+
+
+def test_trino_classifier_past_the_current_row() -> None:
+    data = [{"id": i + 1, "value": v} for i, v in enumerate([90, 80, 70, 80])]
+    out = run("ORDER BY id MEASURES CLASSIFIER() AS c, NEXT(CLASSIFIER()) AS n "
+              "ALL ROWS PER MATCH PATTERN (A B+ C+) "
+              "DEFINE B AS B.value < PREV(B.value), C AS C.value > PREV(C.value)", data)
+    # MEASURES see the whole match ...
+    assert col(out, "c", "n") == [("A", "B"), ("B", "B"), ("B", "C"), ("C", None)]
+    # ... DEFINE only the rows labelled so far
+    assert run("ORDER BY id MEASURES value AS v ALL ROWS PER MATCH PATTERN (A+) "
+               "DEFINE A AS NEXT(CLASSIFIER()) = 'A'", data) == []
+
+
+def test_trino_running_and_final() -> None:
+    data = [{"id": i + 1, "value": v} for i, v in enumerate([90, 80, 70, 100, 200])]
+    out = run("""ORDER BY id MEASURES CLASSIFIER() AS label, FINAL LAST(CLASSIFIER()) AS fl,
+        RUNNING LAST(value) AS rv, FINAL LAST(value) AS fv, RUNNING LAST(A.value) AS ar,
+        FINAL LAST(A.value) AS af, RUNNING LAST(B.value) AS br, FINAL LAST(B.value) AS bf,
+        RUNNING LAST(C.value) AS cr, FINAL LAST(C.value) AS cf
+        ALL ROWS PER MATCH PATTERN (A B+ C+)
+        DEFINE B AS B.value < PREV(B.value), C AS C.value > PREV(C.value)""", data)
+    assert col(out, "id", "label", "fl", "rv", "fv", "ar", "af", "br", "bf", "cr", "cf") == [
+        (1, "A", "C", 90, 200, 90, 90, None, 70, None, 200),
+        (2, "B", "C", 80, 200, 90, 90, 80, 70, None, 200),
+        (3, "B", "C", 70, 200, 90, 90, 70, 70, None, 200),
+        (4, "C", "C", 100, 200, 90, 90, 70, 70, 100, 200),
+        (5, "C", "C", 200, 200, 90, 90, 70, 70, 200, 200)]
+
+
+def test_trino_scalar_functions() -> None:
+    data = [{"id": i + 1, "value": v} for i, v in enumerate([90, 80, 60])]
+    out = run("ORDER BY id MEASURES CAST(LOWER(LAST(CLASSIFIER())) || '_label' AS VARCHAR(7)) "
+              "AS label ALL ROWS PER MATCH PATTERN (A B+) "
+              "DEFINE B AS B.value + 10 < ABS(PREV(B.value))", data)
+    assert col(out, "id", "label") == [(2, "a_label"), (3, "b_label")]
+
+
+def test_trino_partitions_and_unordered_input() -> None:
+    rows_ = [(1, "p1", 90), (2, "p1", 80), (6, "p1", 80), (2, "p2", 20), (2, "p3", 60),
+             (1, "p3", 50), (3, "p1", 70), (4, "p1", 80), (5, "p1", 90), (1, "p2", 20),
+             (3, "p3", 70), (3, "p2", 10)]
+    data = [{"id": i, "part": p, "value": v} for i, p, v in rows_]
+    out = run("PARTITION BY part ORDER BY id MEASURES MATCH_NUMBER() AS m, "
+              "PREV(RUNNING LAST(value)) AS val, CLASSIFIER() AS label ALL ROWS PER MATCH "
+              "AFTER MATCH SKIP PAST LAST ROW PATTERN (B+) DEFINE B AS B.value < PREV(B.value)",
+              data)
+    assert col(out, "part", "id", "m", "val", "label") == [
+        ("p1", 2, 1, 90, "B"), ("p1", 3, 1, 80, "B"), ("p1", 6, 2, 90, "B"),
+        ("p2", 3, 1, 20, "B")]

@@ -44,7 +44,6 @@ class _Checker:
     # ------------------------------------------------------------ clauses
     def run(self) -> None:
         mr = self.mr
-        self.pattern(mr.pattern)
         for sub in mr.subsets:
             if sub.name in self.vars:
                 self.fail(ClauseError, f"SUBSET {sub.name} has the name of a pattern "
@@ -103,14 +102,6 @@ class _Checker:
                 todo.extend(reversed(node.items))
             elif isinstance(node, (A.Quantified, A.Exclusion)):
                 todo.append(node.item)
-
-    def pattern(self, node: A.Pattern) -> None:
-        for p in self.patterns():
-            if isinstance(p, A.Exclusion):
-                inner = [q for q in _pattern_nodes(p.item) if isinstance(q, A.Exclusion)]
-                if inner:
-                    self.fail(PatternError, "An exclusion cannot hold another exclusion",
-                              inner[0].span)
 
     # ------------------------------------------------------------ expressions
     def expression(self, expr: A.Expr, *, define: bool) -> None:
@@ -209,19 +200,6 @@ class _Checker:
                                      for n in names))
             self.fail(AggregateError, f"{agg.name}'s argument reads several row pattern "
                       f"variables ({shown}): all its columns must be of one", agg.span)
-
-
-def _pattern_nodes(node: A.Pattern) -> list[A.Pattern]:
-    out: list[A.Pattern] = []
-    todo = [node]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        if isinstance(p, (A.Concatenation, A.Alternation, A.Permute)):
-            todo.extend(p.items)
-        elif isinstance(p, (A.Quantified, A.Exclusion)):
-            todo.append(p.item)
-    return out
 
 
 def check(mr: A.MatchRecognize) -> None:

@@ -19,8 +19,8 @@ __all__ = [
 
 
 class PatternError(CeqlValidationError):
-    """A row pattern the standard refuses: a quantifier whose bounds are wrong or that applies
-    to an anchor, an exclusion with ALL ROWS PER MATCH WITH UNMATCHED ROWS."""
+    """A row pattern the standard refuses: a quantifier whose bounds are wrong (or that repeats
+    nothing: ``{0}``), an exclusion with ALL ROWS PER MATCH WITH UNMATCHED ROWS."""
 
 
 class NavigationError(CeqlValidationError):

@@ -356,9 +356,6 @@ class _Builder:
         if len(v) == 1:
             return item
         q = _is(v[1], _Quant)
-        if isinstance(item, A.Anchor):
-            self.fail(PatternError, f"A quantifier cannot apply to the anchor "
-                      f"{item.kind!r}: an anchor matches no row", span)
         return A.Quantified(item, q.low, q.high, q.greedy, span)
 
     def r_pvar(self, node: Tree[Token], v: list[object], span: Span) -> object:
@@ -422,9 +419,6 @@ class _Builder:
                     high = self._bound(tok)
                 else:
                     low = self._bound(tok)
-        if low is None and high is None:
-            self.fail(PatternError, "{,} has no bound: write * for any number of rows, or "
-                      "{n,} / {,m} / {n,m}", span)
         if high is not None and high == 0:
             self.fail(PatternError, f"{{{'' if low is None else low},0}} repeats nothing: "
                       "write () for the empty pattern, or leave the item out", span)
