@@ -567,7 +567,7 @@ def evaluate(mr: A.MatchRecognize, rows: Sequence[Row]) -> list[dict[str, object
             labels = matcher.find(pos)
             if labels is None:
                 if mode == "WITH UNMATCHED ROWS" and pos > covered:
-                    out.append({**part[pos], **{m.name: None for m in mr.measures}})
+                    out.append(_row(mr, part[pos], {m.name: None for m in mr.measures}))
                 pos += 1
                 continue
             number += 1
@@ -576,7 +576,7 @@ def evaluate(mr: A.MatchRecognize, rows: Sequence[Row]) -> list[dict[str, object
                 if one_row:
                     out.append(_summary(mr, key, frame))
                 elif mode != "OMIT EMPTY MATCHES":
-                    out.append({**part[pos], **_measures(mr, frame)})
+                    out.append(_row(mr, part[pos], _measures(mr, frame)))
                 pos += 1
                 continue
             last = pos + len(labels) - 1
@@ -586,9 +586,24 @@ def evaluate(mr: A.MatchRecognize, rows: Sequence[Row]) -> list[dict[str, object
                 for i, (_, excluded) in enumerate(labels):
                     if not excluded:
                         frame = _Frame(part, pos, labels, pos + i, subsets, number)
-                        out.append({**part[pos + i], **_measures(mr, frame)})
+                        out.append(_row(mr, part[pos + i], _measures(mr, frame)))
             covered = max(covered, last)
             pos = _next_start(mr, part, pos, labels, number, subsets)
+    return out
+
+
+def _row(mr: A.MatchRecognize, row: Row, measures: dict[str, object]) -> dict[str, object]:
+    """An output row of ALL ROWS PER MATCH: the PARTITION BY columns, the ORDER BY columns,
+    the measures, then the other input columns in their order."""
+    lead = [*mr.partition_by, *(k.column for k in mr.order_by)]
+    first = {k.lower() for k in lead}
+    out: dict[str, object] = {}
+    for name in lead:
+        key = next((k for k in row if k == name), None) or next(
+            (k for k in row if k.lower() == name.lower()), name)
+        out[key] = row.get(key)
+    out.update(measures)
+    out.update({k: v for k, v in row.items() if k.lower() not in first})
     return out
 
 

@@ -429,11 +429,15 @@ def test_random_queries_terminate_and_keep_the_contracts_invariants(
             assert list(r) == [*b.partition_by, *names]
         return
     inputs = sorted((tuple(r.items()) for r in data), key=repr)
+    lead = [*b.partition_by, "ts"]
     for r in out:
-        assert list(r) == [*data[0], *names]
-        assert tuple((k, r[k]) for k in data[0]) in inputs  # an input row, as it came
+        # PARTITION BY and ORDER BY columns, measures, the other input columns
+        assert list(r) == [*lead, *names, *(k for k in data[0] if k not in lead)]
+        assert tuple(sorted((k, r[k]) for k in data[0])) in {
+            tuple(sorted(i)) for i in inputs}  # an input row, as it came
     mode = b.rows_per_match.mode
     outputs = sorted((tuple((k, r[k]) for k in data[0]) for r in out), key=repr)
+    inputs = sorted((tuple((k, r[k]) for k in data[0]) for r in data), key=repr)
     if mode == "WITH UNMATCHED ROWS" and b.skip.kind == "PAST LAST ROW":
         # every input row exactly once: in a match, an empty match, or unmatched
         assert outputs == inputs
@@ -703,3 +707,39 @@ def test_trino_partitions_and_unordered_input() -> None:
     assert col(out, "part", "id", "m", "val", "label") == [
         ("p1", 2, 1, 90, "B"), ("p1", 3, 1, 80, "B"), ("p1", 6, 2, 90, "B"),
         ("p2", 3, 1, 20, "B")]
+
+
+def test_trino_output_layout() -> None:
+    data = [{"id": "ordering", "part": "partitioning", "value": 90}]
+    text = "PARTITION BY part ORDER BY id MEASURES CLASSIFIER() AS classy {} PATTERN (A)"
+    assert [list(r.items()) for r in run(text.format("ALL ROWS PER MATCH"), data)] == [
+        [("part", "partitioning"), ("id", "ordering"), ("classy", "A"), ("value", 90)]]
+    assert [list(r.items()) for r in run(text.format("ONE ROW PER MATCH"), data)] == [
+        [("part", "partitioning"), ("classy", "A")]]
+
+
+@pytest.mark.parametrize(("measure", "values"), [
+    ("FIRST(A.value) IN (300, LAST(A.value))", [False, False, True, True]),
+    ("CLASSIFIER() IN ('X', LOWER(CLASSIFIER()))", [False] * 4),
+    ("MATCH_NUMBER() IN (0, MATCH_NUMBER())", [True] * 4),
+])
+def test_trino_in_predicates(measure: str, values: list[object]) -> None:
+    data = [{"id": i + 1, "value": v} for i, v in enumerate([100, 200, 300, 400])]
+    out = run(f"ORDER BY id MEASURES {measure} AS v ONE ROW PER MATCH "
+              "AFTER MATCH SKIP TO NEXT ROW PATTERN (A+) DEFINE A AS true", data)
+    assert [r["v"] for r in out] == values
+
+
+def test_trino_exponential_match() -> None:
+    # the match B B B B B B B B LAST is the last of over 2^9 candidates in preferment order
+    cond = " AND ".join(f"FIRST(CLASSIFIER(), {k}) = 'B'" for k in range(8))
+    out = run(f"ORDER BY value MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH "
+              f"PATTERN ((A | B)+ LAST) DEFINE LAST AS {cond}",
+              [{"value": v} for v in range(1, 10)])
+    assert [r["c"] for r in out] == ["B"] * 8 + ["LAST"]
+
+
+def test_trino_potentially_exponential_match_finds_nothing() -> None:
+    # Trino's case has 20 rows; the brute force is exponential in them, so 12 here
+    assert run("MEASURES CLASSIFIER() AS c PATTERN ((A+)+ B) DEFINE A AS value = 1, "
+               "B AS value = 2", [{"value": 1}] * 12) == []
