@@ -403,7 +403,7 @@ def test_syntax_error_text_shows_the_caret() -> None:
      "ABS(x, 2)"),
     ("PATTERN (A) DEFINE A AS COALESCE() IS NULL", ClauseError, "COALESCE takes 1 or more",
      "COALESCE()"),
-    ("PATTERN (A) WITHIN INTERVAL '1' SECOND", ClauseError, "add ORDER BY", "PATTERN"),
+    ("PATTERN (A) WITHIN INTERVAL '1' SECOND", ClauseError, "add ORDER BY", "WITHIN"),
     ("ORDER BY t PATTERN (A) WITHIN INTERVAL '0' SECOND", ClauseError, "longer than 0",
      "INTERVAL '0' SECOND"),
     ("ORDER BY t PATTERN (A) WITHIN INTERVAL '1' MONTH", ClauseError,

@@ -6,16 +6,19 @@ random queries, where it must terminate and keep the invariants the contract sta
 from __future__ import annotations
 
 import datetime
+import itertools
+import re
 from collections import Counter
 from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ceql.frontends import mr
 from ceql.frontends.mr import ast as A
 from ceql.frontends.mr.errors import ClauseError, MatchSkipError, UnsupportedFunctionError
-from mr_strategies import cases
+from mr_strategies import cases, patterns
 from reference_mr import evaluate
 
 T0 = datetime.datetime(2024, 1, 1, 9, 0, 0)
@@ -743,3 +746,71 @@ def test_trino_potentially_exponential_match_finds_nothing() -> None:
     # Trino's case has 20 rows; the brute force is exponential in them, so 12 here
     assert run("MEASURES CLASSIFIER() AS c PATTERN ((A+)+ B) DEFINE A AS value = 1, "
                "B AS value = 2", [{"value": 1}] * 12) == []
+
+
+# ---------------------------------------------------------------- an independent oracle
+
+# When every condition reads only the current row, a row is a letter (which variables it
+# satisfies) and a row pattern is a regular expression over those letters with the very
+# preferment of Python's backtracking ``re`` (leftmost, greedy/lazy, alternatives in order).
+# So on such queries the reference's matches must be ``re``'s, start and length alike.
+
+_CONDITIONS = [
+    ("x > 2", lambda x: x is not None and x > 2),
+    ("x <= 1", lambda x: x is not None and x <= 1),
+    ("x IS NULL", lambda x: x is None),
+    ("x IN (0, 3)", lambda x: x in (0, 3)),
+    ("x <> 2", lambda x: x is not None and x != 2),
+]
+
+
+def _regex(p: A.Pattern, sets: dict[str, str]) -> str:
+    if isinstance(p, A.PatternVar):
+        return f"[{sets[p.name]}]" if sets[p.name] else "(?!)"
+    if isinstance(p, A.EmptyPattern):
+        return "(?:)"
+    if isinstance(p, A.Anchor):
+        return r"\A" if p.kind == "^" else r"\Z"
+    if isinstance(p, A.Concatenation):
+        return "".join(f"(?:{_regex(i, sets)})" for i in p.items)
+    if isinstance(p, A.Alternation):
+        return "|".join(f"(?:{_regex(i, sets)})" for i in p.items)
+    if isinstance(p, A.Permute):
+        return "|".join("".join(f"(?:{_regex(p.items[i], sets)})" for i in order)
+                        for order in itertools.permutations(range(len(p.items))))
+    if isinstance(p, A.Exclusion):
+        return _regex(p.item, sets)
+    assert isinstance(p, A.Quantified)
+    high = "" if p.high is None else str(p.high)
+    return f"(?:{_regex(p.item, sets)}){{{p.low},{high}}}{'' if p.greedy else '?'}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(patterns(), st.lists(st.sampled_from(range(len(_CONDITIONS))), min_size=4,
+                            max_size=4),
+       st.lists(st.one_of(st.none(), st.integers(0, 4)), max_size=7),
+       st.sampled_from(["PAST LAST ROW", "TO NEXT ROW"]))
+def test_preferment_agrees_with_pythons_re(p: A.Pattern, conds: list[int],
+                                          xs: list[int | None], skip: str) -> None:
+    names = ("A", "B", "C", "D")
+    used = A.MatchRecognize(p).variables()
+    define = ", ".join(f"{v} AS {_CONDITIONS[c][0]}" for v, c in zip(names, conds, strict=True)
+                       if v in used)
+    out = run(f"ORDER BY t MEASURES FIRST(t) AS s, COUNT(*) AS n AFTER MATCH SKIP {skip} "
+              f"PATTERN ({mr.format_pattern(p)}) {'DEFINE ' + define if define else ''}",
+              rows(x=xs) if xs else [])
+    letters = "".join(chr(ord("a") + sum(1 << i for i, c in enumerate(conds)
+                                          if _CONDITIONS[c][1](x))) for x in xs)
+    sets = {v: "".join(chr(ord("a") + m) for m in range(16) if m >> i & 1)
+            for i, v in enumerate(names)}
+    rx = re.compile(_regex(p, sets))
+    expected = []
+    s = 0
+    while s < len(letters):
+        m = rx.match(letters, s)
+        if m is None:
+            s += 1
+            continue
+        expected.append((s if m.end() > s else None, m.end() - s))
+        s = m.end() if skip == "PAST LAST ROW" and m.end() > s else s + 1
+    assert col(out, "s", "n") == expected

@@ -227,6 +227,10 @@ class _Builder:
                 pattern = cast(A.Pattern, x)
         assert pattern is not None
         within = clauses.get("within")
+        if within is not None and "order" not in clauses:
+            where = next(x.span for x in v if isinstance(x, _Clause) and x.kind == "within")
+            self.fail(ClauseError, "WITHIN measures time along ORDER BY's first column: add "
+                      "ORDER BY <time column>", where)
         return A.MatchRecognize(
             pattern=pattern,
             partition_by=cast(tuple[str, ...], clauses.get("partition", ())),
