@@ -432,7 +432,7 @@ def test_measures_classifier_of_unknown_variable() -> None:
 
 # ---------------------------------------------------------------- round trips
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/strategies.py)
 @given(bodies())
 def test_format_parse_round_trip(b: A.MatchRecognize) -> None:
     text = mr.format_body(b)

@@ -12,13 +12,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 
 from ceql.frontends import mr
 from ceql.frontends.mr import ast as A
 from ceql.frontends.mr.errors import ClauseError, MatchSkipError, UnsupportedFunctionError
-from mr_strategies import cases, patterns
+from mr_strategies import cases, partitions, patterns
 from reference_mr import evaluate
 
 T0 = datetime.datetime(2024, 1, 1, 9, 0, 0)
@@ -416,7 +416,7 @@ def test_partitions_in_order_of_first_row_null_key_a_group() -> None:
 
 # ---------------------------------------------------------------- random queries
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/strategies.py)
 @given(cases())
 def test_random_queries_terminate_and_keep_the_contracts_invariants(
         case: tuple[A.MatchRecognize, list[dict[str, object]]]) -> None:
@@ -785,7 +785,7 @@ def _regex(p: A.Pattern, sets: dict[str, str]) -> str:
     return f"(?:{_regex(p.item, sets)}){{{p.low},{high}}}{'' if p.greedy else '?'}"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)  # examples: the profile's (tests/strategies.py)
 @given(patterns(), st.lists(st.sampled_from(range(len(_CONDITIONS))), min_size=4,
                             max_size=4),
        st.lists(st.one_of(st.none(), st.integers(0, 4)), max_size=7),
@@ -814,3 +814,16 @@ def test_preferment_agrees_with_pythons_re(p: A.Pattern, conds: list[int],
         expected.append((s if m.end() > s else None, m.end() - s))
         s = m.end() if skip == "PAST LAST ROW" and m.end() > s else s + 1
     assert col(out, "s", "n") == expected
+
+
+@pytest.mark.parametrize("what", ["null_x", "tied_times", "two_partitions", "six_rows"])
+def test_the_row_generator_draws(what: str) -> None:
+    preds = {
+        "null_x": lambda rs: any(r["x"] is None for r in rs),
+        "tied_times": lambda rs: any(a["ts"] == b["ts"] for a, b in itertools.pairwise(rs)),
+        "two_partitions": lambda rs: {r["k"] for r in rs} == {1, 2},
+        "six_rows": lambda rs: len(rs) == 6,
+    }
+    found = find(partitions(), preds[what],
+                 settings=settings(max_examples=2000, phases=[Phase.generate], database=None))
+    assert preds[what](found)
