@@ -1,0 +1,220 @@
+"""Hypothesis generators for MATCH_RECOGNIZE: random clause bodies (as syntax trees) and small
+partitions of rows.
+
+Patterns use every operator of docs/match_recognize.md: variables A–D, ``()``, ``^``, ``$``,
+concatenation, ``|``, every quantifier form greedy and reluctant (``* + ? {n} {n,} {,m}
+{n,m}``), ``PERMUTE``, ``{- -}`` (nested too), quantified anchors, nested freely
+(depth-limited). Conditions and measures use
+columns (universal and qualified, subsets too), comparisons, AND/OR/NOT, IS [NOT] NULL,
+BETWEEN, IN, LIKE, CASE, COALESCE, ABS, arithmetic, PREV/NEXT/FIRST/LAST with offsets (and
+PREV/NEXT around FIRST/LAST), COUNT(*)/COUNT(A.*)/SUM/AVG/MIN/MAX (DISTINCT too),
+CLASSIFIER(), and in MEASURES also RUNNING/FINAL and MATCH_NUMBER(). Every SKIP mode (to
+variables and subsets) and every ROWS PER MATCH mode; WITHIN; PARTITION BY; SUBSET.
+
+Every tree is one the parser gives (``parse_body(format_body(q)) == q``) and passes the checks;
+values keep their types apart (``x`` integers or NULL, ``y`` strings, ``ts`` times), so the
+reference meets no type clash.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from hypothesis import strategies as st
+
+from ceql.frontends.mr import ast as A
+
+__all__ = ["bodies", "cases", "partitions", "patterns"]
+
+VARS = ("A", "B", "C", "D")
+T0 = datetime.datetime(2024, 1, 1, 9, 0, 0)
+
+_QUANTS = [(0, None), (1, None), (0, 1), (2, 2), (1, 2), (2, None), (0, 2), (0, 3)]
+
+
+def _leaf() -> st.SearchStrategy[A.Pattern]:
+    return st.sampled_from([
+        *(A.PatternVar(v) for v in VARS), *(A.PatternVar(v) for v in VARS[:2]),
+        A.EmptyPattern(), A.Anchor("^"), A.Anchor("$")])
+
+
+def _no_exclusion(p: A.Pattern) -> bool:
+    todo = [p]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, A.Exclusion):
+            return False
+        if isinstance(n, (A.Concatenation, A.Alternation, A.Permute)):
+            todo.extend(n.items)
+        elif isinstance(n, A.Quantified):
+            todo.append(n.item)
+    return True
+
+
+def _extend(children: st.SearchStrategy[A.Pattern]) -> st.SearchStrategy[A.Pattern]:
+    return st.one_of(
+        st.lists(children, min_size=2, max_size=3).map(lambda xs: A.Concatenation(tuple(xs))),
+        st.lists(children, min_size=2, max_size=3).map(lambda xs: A.Alternation(tuple(xs))),
+        st.builds(lambda item, q, greedy: A.Quantified(item, q[0], q[1], greedy),
+                  children, st.sampled_from(_QUANTS), st.booleans()),
+        st.lists(children, min_size=2, max_size=3).map(lambda xs: A.Permute(tuple(xs))),
+        children.map(A.Exclusion),
+    )
+
+
+def patterns() -> st.SearchStrategy[A.Pattern]:
+    """Random row patterns (at most a few operators deep)."""
+    return st.recursive(_leaf(), _extend, max_leaves=5)
+
+
+# ---------------------------------------------------------------- expressions
+
+def _qualifiers(names: tuple[str, ...]) -> st.SearchStrategy[str | None]:
+    return st.sampled_from((None, *names))
+
+
+@st.composite
+def _x_value(draw: Any, names: tuple[str, ...], *, measure: bool) -> A.Expr:
+    """An integer-valued expression (or NULL) over column x."""
+    var = draw(_qualifiers(names))
+    col = A.Column(var, "x")
+    sem = (lambda: draw(st.sampled_from((None, "RUNNING", "FINAL")))) if measure else (
+        lambda: draw(st.sampled_from((None, "RUNNING"))))
+    kind = draw(st.sampled_from(["col", "col", "lit", "prev", "next", "first", "last",
+                                 "nested", "sum", "count", "countvar", "min", "max", "avg",
+                                 "arith", "abs", "coalesce", "case"]))
+    if kind == "col":
+        return col
+    if kind == "lit":
+        return A.Literal(draw(st.integers(-1, 5)))
+    if kind in ("prev", "next"):
+        return A.Navigation(kind.upper(), col, draw(st.integers(0, 2)))  # type: ignore[arg-type]
+    if kind in ("first", "last"):
+        return A.Navigation(kind.upper(), col, draw(st.integers(0, 2)), sem())  # type: ignore[arg-type]
+    if kind == "nested":
+        inner = A.Navigation(draw(st.sampled_from(["FIRST", "LAST"])), col,
+                             draw(st.integers(0, 1)), sem())
+        return A.Navigation(draw(st.sampled_from(["PREV", "NEXT"])), inner,
+                            draw(st.integers(0, 2)))
+    if kind == "count":
+        return A.Aggregate("COUNT", None, False, None, sem())
+    if kind == "countvar":
+        return A.Aggregate("COUNT", None, False, draw(st.sampled_from(names)) if names else None,
+                           sem())
+    if kind in ("sum", "min", "max", "avg"):
+        return A.Aggregate(kind.upper(), col, draw(st.booleans()), None, sem())
+    if kind == "arith":
+        return A.Binary(draw(st.sampled_from(["+", "-", "*"])), col,
+                        A.Literal(draw(st.integers(0, 3))))
+    if kind == "abs":
+        return A.Call("ABS", (A.Binary("-", col, A.Literal(2)),))
+    if kind == "coalesce":
+        return A.Call("COALESCE", (col, A.Literal(draw(st.integers(0, 3)))))
+    return A.Case(None, ((A.IsNull(col, False), A.Literal(0)),), col)
+
+
+@st.composite
+def _condition(draw: Any, names: tuple[str, ...], depth: int = 0, *,
+               measure: bool = False) -> A.Expr:
+    kind = draw(st.sampled_from(["cmp", "cmp", "cmp", "null", "between", "in", "like",
+                                 "classifier", "and", "or", "not"]))
+    if depth >= 2 and kind in ("and", "or", "not"):
+        kind = "cmp"
+    if kind == "cmp":
+        op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
+        right = draw(st.one_of(st.integers(0, 5).map(A.Literal),
+                               _x_value(names, measure=measure)))
+        return A.Binary(op, draw(_x_value(names, measure=measure)), right)
+    if kind == "null":
+        return A.IsNull(draw(_x_value(names, measure=measure)), draw(st.booleans()))
+    if kind == "between":
+        low = draw(st.integers(0, 3))
+        return A.Between(A.Column(draw(_qualifiers(names)), "x"), A.Literal(low),
+                         A.Literal(low + draw(st.integers(0, 2))), draw(st.booleans()))
+    if kind == "in":
+        items = tuple(A.Literal(i) for i in draw(st.lists(st.integers(0, 5), min_size=1,
+                                                           max_size=3)))
+        return A.InList(A.Column(draw(_qualifiers(names)), "x"), items, draw(st.booleans()))
+    if kind == "like":
+        return A.Like(A.Column(draw(_qualifiers(names)), "y"),
+                      A.Literal(draw(st.sampled_from(["a%", "%b", "_", "a_", "%"]))),
+                      draw(st.booleans()))
+    if kind == "classifier":
+        return A.Binary("=", A.Classifier(None), A.Literal(draw(st.sampled_from(VARS))))
+    if kind == "not":
+        return A.Not(draw(_condition(names, depth + 1, measure=measure)))
+    return A.Binary(kind.upper(), draw(_condition(names, depth + 1, measure=measure)),
+                    draw(_condition(names, depth + 1, measure=measure)))
+
+
+@st.composite
+def _measure_expr(draw: Any, names: tuple[str, ...]) -> A.Expr:
+    kind = draw(st.sampled_from(["value", "value", "cond", "match_number", "classifier",
+                                 "classifier_var", "y"]))
+    if kind == "value":
+        return draw(_x_value(names, measure=True))
+    if kind == "cond":
+        return draw(_condition(names, measure=True))
+    if kind == "match_number":
+        return A.MatchNumber()
+    if kind == "classifier":
+        return A.Classifier(None, draw(st.sampled_from((None, "RUNNING", "FINAL"))))
+    if kind == "classifier_var" and names:
+        return A.Classifier(draw(st.sampled_from(names)))
+    return A.Binary("||", A.Column(draw(_qualifiers(names)), "y"), A.Literal("!"))
+
+
+def _variables(p: A.Pattern) -> tuple[str, ...]:
+    return A.MatchRecognize(p).variables()
+
+
+@st.composite
+def bodies(draw: Any) -> A.MatchRecognize:
+    """A random, valid MATCH_RECOGNIZE body over columns k (partition), ts, x, y."""
+    pattern = draw(patterns())
+    pvars = _variables(pattern)
+    subsets: tuple[A.Subset, ...] = ()
+    if pvars and draw(st.booleans()):
+        members = draw(st.lists(st.sampled_from(pvars), min_size=1, max_size=3, unique=True))
+        subsets = (A.Subset("U", tuple(members)),)
+    names = (*pvars, *(s.name for s in subsets))
+    defined = draw(st.lists(st.sampled_from(pvars), unique=True)) if pvars else []
+    defines = tuple(A.Define(v, draw(_condition(names))) for v in defined)
+    measures = tuple(A.Measure(draw(_measure_expr(names)), f"m{i}")
+                     for i in range(draw(st.integers(0, 3))))
+    modes: list[A.RowsPerMatch] = ["ONE", A.AllRows("SHOW EMPTY MATCHES"),
+                                   A.AllRows("OMIT EMPTY MATCHES")]
+    if _no_exclusion(pattern):
+        modes.append(A.AllRows("WITH UNMATCHED ROWS"))
+    rows = draw(st.sampled_from(modes))
+    skips = [A.Skip("PAST LAST ROW"), A.Skip("TO NEXT ROW")]
+    skips += [A.Skip(kind, v) for v in names for kind in ("TO FIRST", "TO LAST")]
+    skip = draw(st.sampled_from(skips))
+    within = draw(st.sampled_from([None, datetime.timedelta(seconds=2),
+                                   datetime.timedelta(seconds=5)]))
+    partition = draw(st.sampled_from([(), ("k",)]))
+    order = (A.SortKey("ts", draw(st.booleans()) if within is None else False,
+                       draw(st.sampled_from([None, True, False]))),)
+    return A.MatchRecognize(pattern, partition, order, measures, rows, skip, within, subsets,
+                            defines)
+
+
+@st.composite
+def partitions(draw: Any) -> list[dict[str, object]]:
+    """At most 6 rows: partition k (1 or 2), non-decreasing ts (seconds apart, ties too), x a
+    small integer or NULL, y a short string."""
+    n = draw(st.integers(0, 6))
+    out = []
+    t = T0
+    for _ in range(n):
+        t += datetime.timedelta(seconds=draw(st.integers(0, 3)))
+        out.append({"k": draw(st.sampled_from([1, 2])), "ts": t,
+                    "x": draw(st.one_of(st.none(), st.integers(0, 5))),
+                    "y": draw(st.sampled_from(["a", "b", "ab", "ba"]))})
+    return out
+
+
+def cases() -> st.SearchStrategy[tuple[A.MatchRecognize, list[dict[str, object]]]]:
+    """A body and rows for it."""
+    return st.tuples(bodies(), partitions())
