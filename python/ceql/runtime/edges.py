@@ -34,22 +34,19 @@ only within the window.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import cmp_to_key
-from itertools import product
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..constants import CONSUME_ANY, CONSUME_PARTITION
 from ..ir import nodes as N
-from ..ir import output_variables, variable_leaves
-from ..predicates.between import Condition, agg_start, agg_step, aggregate, compile_condition
 from ..predicates.guards import GuardTree, guard_fn
-from ..predicates.values import PY_CMP, TRUE, cmp3, is_num, norm
+from .betas import Betas, batch_kept, blocked, compile_conds, kept, led, shown_as
 from .choice import choose
 from .edge_last import last_prefers, next_prefers
 from .match import Match, match_restored, match_state
@@ -66,76 +63,6 @@ _Entry = tuple[Any, int, int, Any, tuple[Any, ...], "Match | _LastWait | _RankWa
 _PRUNE_ROWS = 4096  #: rows between two prunings on the row path
 
 
-class _Betas:
-    """β events of one partition: positions and window keys (both ascending), those older
-    than the window pruned from the front."""
-
-    __slots__ = ("events", "keys", "lo", "pos", "raws", "vals")
-
-    def __init__(self) -> None:
-        self.pos: list[int] = []
-        self.keys: list[Any] = []
-        #: the events themselves, when conditions read them (else None each)
-        self.events: list[Any] = []
-        #: the attribute a one-comparison condition reads (see :class:`_Fast`)
-        self.vals: list[Any] = []
-        self.raws: list[Any] = []  # ... as it is (normalized), for comparisons with non-numbers
-        self.lo = 0
-
-    def add(self, p: int, k: Any, e: Any = None, v: Any = None, r: Any = None) -> None:
-        self.pos.append(p)
-        self.keys.append(k)
-        self.events.append(e)
-        self.vals.append(v)
-        self.raws.append(r)
-
-    def before(self, p: int, floor: Any) -> range:
-        """Indices of the β events before position ``p`` with a key of at least ``floor``."""
-        hi = bisect_left(self.pos, p, self.lo)
-        return range(bisect_left(self.keys, floor, self.lo, hi), hi)
-
-    def after(self, p: int, ceiling: Any) -> range:
-        """Indices of the β events after position ``p`` with a key of at most ``ceiling``."""
-        lo = bisect_right(self.pos, p, self.lo)
-        return range(lo, max(lo, bisect_right(self.keys, ceiling, lo)))
-
-    def last_before(self, p: int) -> Any:
-        """The key of the last β before position ``p`` (None: none kept)."""
-        i = bisect_left(self.pos, p, self.lo) - 1
-        return self.keys[i] if i >= self.lo else None
-
-    def first_after(self, p: int) -> Any:
-        """The key of the first β after position ``p`` (None: none yet)."""
-        i = bisect_right(self.pos, p, self.lo)
-        return self.keys[i] if i < len(self.pos) else None
-
-    def prune(self, floor: Any) -> None:
-        """Forget β events with a key below ``floor`` (no check can reach them any more)."""
-        lo = bisect_left(self.keys, floor, self.lo)
-        if lo > 32 and 2 * lo > len(self.pos):
-            del self.pos[:lo]
-            del self.keys[:lo]
-            del self.events[:lo]
-            del self.vals[:lo]
-            del self.raws[:lo]
-            lo = 0
-        self.lo = lo
-
-    def __len__(self) -> int:
-        return len(self.pos) - self.lo
-
-    def state(self) -> tuple[list[Any], ...]:
-        lo = self.lo
-        return (self.pos[lo:], self.keys[lo:], self.events[lo:], self.vals[lo:],
-                self.raws[lo:])
-
-    @classmethod
-    def restored(cls, data: tuple[list[Any], ...]) -> _Betas:
-        b = cls()
-        b.pos, b.keys, b.events, b.vals, b.raws = (list(x) for x in data)
-        return b
-
-
 class _Part:
     """One partition's edge state: its β events, its count of events (a window in events:
     substream positions in this stage's own frame), its pending complex events (a window in
@@ -144,8 +71,8 @@ class _Part:
     __slots__ = ("consumed", "lead", "n", "pending", "trail")
 
     def __init__(self, lead: bool, trail: bool) -> None:
-        self.lead = _Betas() if lead else None
-        self.trail = _Betas() if trail else None
+        self.lead = Betas() if lead else None
+        self.trail = Betas() if trail else None
         self.n = 0
         self.pending: list[_Entry] = []
         self.consumed = -1
@@ -214,9 +141,9 @@ class Edges:
         self.rank = rank
         if query is not None and project is not None:
             query = replace(query, select=None)
-        shown = _shown_as(query) if query is not None else {}
-        self.lead_conds = _compiled(lead_conds, shown)
-        self.trail_conds = _compiled(trail_conds, shown)
+        shown = shown_as(query) if query is not None else {}
+        self.lead_conds = compile_conds(lead_conds, shown)
+        self.trail_conds = compile_conds(trail_conds, shown)
         self._lead_c: dict[int, bool] = {}
         self._trail_c: dict[int, bool] = {}
         self.events = events  # the window counts events: keys are substream positions
@@ -286,10 +213,10 @@ class Edges:
                 p.n = 1  # this event is its substream position 0
             if lead:
                 conds = self.lead_conds
-                p.lead.add(pos, wkey, *_kept(conds, event))  # type: ignore[union-attr]
+                p.lead.add(pos, wkey, *kept(conds, event))  # type: ignore[union-attr]
             if trail:
                 conds = self.trail_conds
-                p.trail.add(pos, wkey, *_kept(conds, event))  # type: ignore[union-attr]
+                p.trail.add(pos, wkey, *kept(conds, event))  # type: ignore[union-attr]
         self.row = (pos, p, sub)
         out: list[Match] = []
         if self.events:
@@ -361,11 +288,11 @@ class Edges:
             code_l = codes[rows].tolist()
             key_l: list[Any] = (wkeys[rows].tolist() if wkeys is not None
                                 else r[rows].tolist())
-            ev_l, val_l, raw_l = _batch_kept(conds, rb, positions[rows] - base)
+            ev_l, val_l, raw_l = batch_kept(conds, rb, positions[rows] - base)
             for p_, c_, k_, e_, v_, r_ in zip(pos_l, code_l, key_l, ev_l, val_l, raw_l,
                                               strict=True):
                 part = self._part(keys[c_])
-                betas: _Betas = getattr(part, attr)
+                betas: Betas = getattr(part, attr)
                 betas.add(p_, k_ + part.n if wkeys is None else k_, e_, v_, r_)
         self._batch_codes = (codes, keys, counts)
 
@@ -468,7 +395,7 @@ class Edges:
             for chunk in chunks:
                 for m in chunk:
                     start = m._start
-                    if lead is not None and _led(lead, floor, lconds, m, value):
+                    if lead is not None and led(lead, floor, lconds, m, value):
                         continue
                     waiting.append((start[MAX_START_KEY] + off + eps, m))
             if waiting:
@@ -483,7 +410,7 @@ class Edges:
                 start = m._start
                 if start[2] <= consumed:
                     continue
-                if lead is not None and _led(lead, floor, lconds, m, value):
+                if lead is not None and led(lead, floor, lconds, m, value):
                     continue
                 if project is not None:
                     pm = _projected(m, project, seen)
@@ -526,7 +453,7 @@ class Edges:
                     if rank == "NEXT":
                         return  # NEXT prefers the earliest start, which passes: out of WITHIN
                     old.append((start[KIND_POS], m.positions))
-                elif lead is None or not _led(lead, floor, lconds, m, value):
+                elif lead is None or not led(lead, floor, lconds, m, value):
                     young.append(m)
         if not young:
             return  # nothing at this end can be output
@@ -560,7 +487,7 @@ class Edges:
             if limit != 0:
                 yield out
 
-    def _next_choice(self, accs: list[Node], lead: _Betas, floor: Any, window: Any,
+    def _next_choice(self, accs: list[Node], lead: Betas, floor: Any, window: Any,
                      chosen: Callable[[Node | None], Iterator[list[Match]]],
                      ) -> Iterator[list[Match]]:
         """SELECT NEXT among the chains ``accs`` (one per key, :class:`.edge_last.NextRuns`)
@@ -574,7 +501,7 @@ class Edges:
             m = next(m for chunk in chosen(c) for m in chunk)
             if conds is not None and conds[2] is None and self.attach is not None:
                 self.attach([m])
-            if not _led(lead, floor, conds, m, self.value):
+            if not led(lead, floor, conds, m, self.value):
                 return iter(([m],))
         return iter(())
 
@@ -669,7 +596,7 @@ class Edges:
                 out.append((i, w))
         return out
 
-    def _passed(self, trail: _Betas, j: int, d: Any,
+    def _passed(self, trail: Betas, j: int, d: Any,
                 m: Match | _LastWait | _RankWait) -> list[Match]:
         """What a pending entry ending at ``j`` (deadline ``d``) outputs, now its trailing NOT
         can be judged."""
@@ -682,13 +609,13 @@ class Edges:
                            [w for dw, w in m.waiting if not self._killed(trail, j, dw, w)])
         return [] if self._killed(trail, j, d, m) else [m]
 
-    def _killed(self, trail: _Betas, j: int, d: Any, m: Match) -> bool:
+    def _killed(self, trail: Betas, j: int, d: Any, m: Match) -> bool:
         """Whether a β after ``j`` with a key of at most ``d`` kills ``m``."""
         tconds = self.trail_conds
         if tconds is None:
             b = trail.first_after(j)
             return b is not None and b <= d
-        return _blocked(trail, trail.after(j, d), tconds, m, self.value)
+        return blocked(trail, trail.after(j, d), tconds, m, self.value)
 
     def advance(self, key: Any) -> list[Match]:
         """No event to come has a window key below ``key``: release what that makes final."""
@@ -775,9 +702,9 @@ class Edges:
         for key, (lead, trail, n, pending, consumed) in data["parts"].items():
             p = self._part(key)
             if lead is not None:
-                p.lead = _Betas.restored(lead)
+                p.lead = Betas.restored(lead)
             if trail is not None:
-                p.trail = _Betas.restored(trail)
+                p.trail = Betas.restored(trail)
             p.n = n
             p.pending = [_loaded(e) for e in pending]
             heapq.heapify(p.pending)
@@ -815,179 +742,6 @@ def _loaded(e: tuple[Any, ...]) -> _Entry:
     return (*e[:5], obj)
 
 
-class _Fast(NamedTuple):
-    """A NOT's one condition when it is ``n[attr op Y.yattr]`` with ``op`` an order: β
-    events are compared by one value each (``vals``: the attribute, or a bound that never
-    holds for a non-number), so a range of them is decided by its maximum (``>``, ``>=``)
-    or minimum (``<``, ``<=``) against ``Y``'s extreme value in the match."""
-
-    attr: str
-    op: str
-    var: str
-    yattr: str
-
-
-# (the negated name, the conditions, the one-comparison form, each read variable → the
-# label its events carry in a match)
-_Conds = tuple[str, tuple[Condition, ...], _Fast | None, dict[str, str]]
-
-
-def _shown_as(query: N.Query) -> dict[str, str]:
-    """Each variable → the variable whose label its events carry in a match: itself, or for
-    a type name a match does not report (it only repeats an alias) that alias."""
-    shown = set(output_variables(query))
-    leaves = variable_leaves(query.where)
-    out = {}
-    for v, ids in leaves.items():
-        if v in shown:
-            out[v] = v
-        else:
-            out[v] = next((a for a in shown if leaves.get(a) == ids), v)
-    return out
-
-
-def _compiled(atoms: tuple[N.FilterAtom, ...], shown: dict[str, str]) -> _Conds | None:
-    """A NOT's conditions that read the match, compiled (None: it has none)."""
-    if not atoms:
-        return None
-    name = atoms[0].var
-    fast = _fast(atoms)
-    if fast is not None:
-        fast = fast._replace(var=shown.get(fast.var, fast.var))
-    return name, tuple(compile_condition(a) for a in atoms), fast, shown
-
-
-def _fast(atoms: tuple[N.FilterAtom, ...]) -> _Fast | None:
-    if len(atoms) != 1:
-        return None
-    leaf = atoms[0]
-    p = leaf.pred
-    if not isinstance(p, N.Compare) or p.op not in _FLIP:
-        return None
-    left, right, op = p.left, p.right, p.op
-    if isinstance(right, N.Attr) and right.var in (None, leaf.var):
-        left, right, op = right, left, _FLIP[op]
-    if (isinstance(left, N.Attr) and left.var in (None, leaf.var) and isinstance(right, N.Attr)
-            and right.var is not None and right.var != leaf.var):
-        return _Fast(left.name, op, right.var, right.name)
-    return None
-
-
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_INF = float("inf")
-
-
-def _fast_value(fast: _Fast, v: Any) -> tuple[Any, Any]:
-    """What the fast check keeps of a β event's value: the number, or for anything else a
-    bound its comparison never passes (an infinite one of the unfavourable sign); and the
-    value itself, normalized."""
-    r = norm(v)
-    if not is_num(r):
-        return (-_INF if fast.op in (">", ">=") else _INF), r
-    return r, r
-
-
-def _kept(conds: _Conds | None, event: Any) -> tuple[Any, Any, Any]:
-    """What a β list keeps of an event for ``conds``: the event (the general check reads
-    it), or the one value the fast check compares."""
-    if conds is None:
-        return None, None, None
-    fast = conds[2]
-    if fast is None:
-        return event, None, None
-    return (None, *_fast_value(fast, event.get(fast.attr)))
-
-
-def _batch_kept(conds: _Conds | None, rb: pa.RecordBatch,
-                rows: np.ndarray) -> tuple[list[Any], list[Any], list[Any]]:
-    """:func:`_kept` for the rows ``rows`` of an Arrow batch."""
-    n = rows.size
-    none = [None] * n
-    if conds is None:
-        return none, none, none
-    fast = conds[2]
-    if fast is None:
-        return rb.take(pa.array(rows)).to_pylist(), none, none
-    i = rb.schema.get_field_index(fast.attr)
-    if i < 0:
-        return none, [_fast_value(fast, None)[0]] * n, none
-    pairs = [_fast_value(fast, v) for v in rb.column(i).take(pa.array(rows)).to_pylist()]
-    return none, [v for v, _ in pairs], [r for _, r in pairs]
-
-
-def _led(lead: _Betas, floor: Any, conds: _Conds | None, m: Match,
-         value: Callable[[int, str], Any] | None) -> bool:
-    """Whether a leading NOT's β event (of key ``floor`` or later) precedes the start of
-    ``m``: without conditions on the match, the last one before the start decides."""
-    start = m._start[2]
-    if conds is not None:
-        return _blocked(lead, lead.before(start, floor), conds, m, value)
-    b = lead.last_before(start)
-    return b is not None and b >= floor
-
-
-def _blocked(betas: _Betas, indices: range, conds: _Conds, m: Match,
-             value: Callable[[int, str], Any] | None) -> bool:
-    """Whether one of the β events at ``indices`` satisfies every condition with the
-    complex event ``m`` (the general check reads its attached events; the fast one reads
-    ``value``)."""
-    if not indices:
-        return False
-    name, compiled, fast, shown = conds
-    labels = m._labels
-    if fast is not None:
-        assert value is not None
-        ys = [norm(value(p, fast.yattr)) for p, lab in zip(m.positions, labels, strict=True)
-              if lab is not None and fast.var in lab]
-        if not ys:
-            return True  # vacuous: every β event satisfies it
-        op = fast.op
-        up = op in (">", ">=")
-        if all(is_num(y) for y in ys):
-            y = max(ys) if up else min(ys)
-            if abs(y) != _INF:  # (an infinite one could equal a non-number's bound)
-                vs = betas.vals[indices.start:indices.stop]
-                return bool(PY_CMP[op](max(vs) if up else min(vs), y))
-        # strings, times, infinities: compared one by one
-        return any(all(cmp3(op, r, y) == TRUE for y in ys)
-                   for r in betas.raws[indices.start:indices.stop])
-    events = m._events
-    for i in indices:
-        beta = betas.events[i]
-        if all(_holds(c, name, beta, events, labels, shown) for c in compiled):
-            return True
-    return False
-
-
-def _holds(c: Condition, name: str, beta: Any, events: tuple[Any, ...],
-           labels: tuple[Any, ...], shown: dict[str, str]) -> bool:
-    """``c`` with the negated variable ``name`` bound to ``beta``, for every choice of the
-    other variables' events in the complex event (vacuously when one has none)."""
-    choices: list[list[tuple[Any, ...]]] = []
-    for v, attrs in zip(c.quantified, c.attrs, strict=True):
-        if v == name:
-            recs = [tuple([norm(beta.get(a)) for a in attrs])]
-        else:
-            v = shown.get(v, v)
-            recs = [tuple([norm(e.get(a)) for a in attrs])
-                    for e, lab in zip(events, labels, strict=True)
-                    if lab is not None and v in lab]
-            if not recs:
-                return True
-        choices.append(recs)
-    aggs: list[Any] = []
-    for f, var, attr in c.aggs:
-        acc = agg_start(f)
-        var = shown.get(var, var)
-        for e, lab in zip(events, labels, strict=True):
-            if lab is not None and var in lab:
-                acc = agg_step(f, acc, None if attr is None else norm(e.get(attr)))
-        aggs.append(aggregate(f, acc))
-    av = tuple(aggs)
-    check = c.check
-    return all(check(combo, av) == TRUE for combo in product(*choices))
-
-
 def _projected(m: Match, select: frozenset[str],
                seen: dict[tuple[int, tuple[int, ...]], Match]) -> Match | None:
     """``m`` with only the positions of the SELECT list's variables (its interval kept);
@@ -1014,7 +768,7 @@ def _projected(m: Match, select: frozenset[str],
     return pm
 
 
-def last_chain(accs: list[Node], lead: _Betas, floor: Any, window: Any,
+def last_chain(accs: list[Node], lead: Betas, floor: Any, window: Any,
                off: Any = 0) -> Node | None:
     """SELECT LAST among the complex events below ``accs`` (one path each: the automaton is
     deterministic) that pass a leading NOT without conditions on the match — those that
