@@ -35,7 +35,7 @@ import pytest
 
 import ceql
 import ceql.spaseq
-from ceql.spark._inline import closing_paren
+from ceql.spark.inline import closing_paren
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -18,8 +18,8 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 import ceql.spaseq as sp
 from ceql.rdf import RdfInputError, StaticDataset
 from ceql.spark import MatchCeqlError
-from ceql.spark._spaseq_plan import check_dataset_access, plan_spaseq
-from ceql.spark._spec import CallInfo
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.spaseq_plan import check_dataset_access, plan_spaseq
 
 SECRET = "hunter2-secret-token"
 KB = '@prefix : <http://example/> . :H1 :owner :john .'

@@ -1,7 +1,7 @@
 """Names shared across ceql: the engine, the Spark adapter and the JVM shim, defined once.
 
 The shim's Scala object ``CeqlConstants`` (``jvm-shim/src/main/scala/org/apache/spark/sql/ceql/
-CeqlConstants.scala``) is generated from this module by ``python -m ceql.spark.build_jar``; a
+CeqlConstants.scala``) is generated from this module by ``python -m ceql.shim.jar``; a
 test fails when the committed file is out of date. Values are therefore limited to what has a
 Scala form: ``str``, ``int``, tuples of ``str``, dicts of ``str`` to ``int`` and
 :class:`TableFunction` records. A ``#:`` comment documents a name (it becomes its Scaladoc).
@@ -281,7 +281,7 @@ CONF_OUTPUT_MAX_BATCH_BYTES = "spark.ceql.output.maxBatchBytes"
 TABLE_FUNCTIONS = (
     TableFunction(
         name=MATCH_CEQL,
-        python_module="ceql.spark._udtf",
+        python_module="ceql.spark.udtf.match_ceql",
         python_class="MatchCeql",
         usage="MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' "
               "[, time => 'ts'] [, time_unit => 's'] [, time_format => 'yyyy-MM-dd HH:mm:ss'] "
@@ -293,7 +293,7 @@ TABLE_FUNCTIONS = (
     ),
     TableFunction(
         name=MATCH_SPASEQ,
-        python_module="ceql.spark._spaseq_udtf",
+        python_module="ceql.spark.udtf.match_spaseq",
         python_class="MatchSpaseq",
         usage="MATCH_SPASEQ(TABLE(t) [PARTITION BY c] [ORDER BY (time)], query => '<SPAseq>' "
               "[, time => 'time'] [, stream => 'stream'] [, graph => 'graph'] "

@@ -1,4 +1,4 @@
-"""Quiet sessions (``ceql.spark._quiet``): which settings ``local_session`` adds when, the
+"""Quiet sessions (``ceql.spark.session.quiet``): which settings ``local_session`` adds when, the
 user's own logging left alone, the JVM's standard error filter, and a real session's output."""
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def run_session(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 @pytest.mark.spark
 def test_a_local_session_prints_errors_only(env: dict[str, str]) -> None:
     pytest.importorskip("pyspark")
-    from ceql.spark import build_jar
+    from ceql.shim import jar as build_jar
 
     build_jar.build()
     r = run_session(env)
@@ -328,7 +328,7 @@ def test_a_local_session_prints_errors_only(env: dict[str, str]) -> None:
 @pytest.mark.spark
 def test_a_local_session_keeps_the_users_log4j_configuration(env: dict[str, str]) -> None:
     pytest.importorskip("pyspark")
-    from ceql.spark import build_jar
+    from ceql.shim import jar as build_jar
 
     build_jar.build()
     conf_file(env, "log4j2.properties", textwrap.dedent("""\

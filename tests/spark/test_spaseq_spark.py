@@ -18,8 +18,8 @@ import ceql.spark as cs
 import ceql.spaseq as sp
 from ceql.rdf import StaticDataset
 from ceql.spark import match_id
-from ceql.spark._spaseq_plan import plan_spaseq
-from ceql.spark._spec import CallInfo
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.spaseq_plan import plan_spaseq
 
 pytestmark = pytest.mark.spark
 

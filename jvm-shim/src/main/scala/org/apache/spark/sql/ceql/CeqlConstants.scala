@@ -1,4 +1,4 @@
-// Generated from python/ceql/constants.py by `python -m ceql.spark.build_jar`; do not edit.
+// Generated from python/ceql/constants.py by `python -m ceql.shim.jar`; do not edit.
 package org.apache.spark.sql.ceql
 
 import scala.collection.immutable.ListMap
@@ -336,7 +336,7 @@ object CeqlConstants {
   val TableFunctions: Seq[TableFunction] = Seq(
     TableFunction(
       name = "MATCH_CEQL",
-      pythonModule = "ceql.spark._udtf",
+      pythonModule = "ceql.spark.udtf.match_ceql",
       pythonClass = "MatchCeql",
       usage = "MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' [, time " +
               "=> 'ts'] [, time_unit => 's'] [, time_format => 'yyyy-MM-dd HH:mm:ss'] [, type " +
@@ -347,7 +347,7 @@ object CeqlConstants {
     ),
     TableFunction(
       name = "MATCH_SPASEQ",
-      pythonModule = "ceql.spark._spaseq_udtf",
+      pythonModule = "ceql.spark.udtf.match_spaseq",
       pythonClass = "MatchSpaseq",
       usage = "MATCH_SPASEQ(TABLE(t) [PARTITION BY c] [ORDER BY (time)], query => '<SPAseq>' " +
               "[, time => 'time'] [, stream => 'stream'] [, graph => 'graph'] [, dataset => " +

@@ -16,7 +16,7 @@ import CeqlConstants.TableFunction
 /**
  * The Python side of a table function as Spark's Python runner wants it: a PythonFunction whose
  * command is a pickled reference to the importable class the function's entry names (for
- * MATCH_CEQL `ceql.spark._udtf.MatchCeql`), so no Python code has to register anything.
+ * MATCH_CEQL `ceql.spark.udtf.match_ceql.MatchCeql`), so no Python code has to register anything.
  */
 object CeqlPython {
   private val functions = new ConcurrentHashMap[(String, TableFunction), PythonFunction]()

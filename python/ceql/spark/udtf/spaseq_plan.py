@@ -45,9 +45,8 @@ from ceql.constants import (
 )
 from ceql.constants import CONF_SPASEQ_DATASET_PATHS as CONF_DATASET_PATHS
 from ceql.rdf import RdfInputError, StaticDataset
-
-from ._errors import MatchCeqlError
-from ._spec import CallInfo, quote_identifier, resolve_column
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.udtf.call import CallInfo, quote_identifier, resolve_column
 
 __all__ = [
     "COLUMN_POSITIONS",
