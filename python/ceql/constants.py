@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "ACCESS_DATASET_PATHS",
+    "ACCESS_DATASET_TRUSTED",
     "CALL_ARGUMENT",
     "CALL_BAD_PARTITION_BY",
-    "CALL_DATASET_PATHS",
-    "CALL_DATASET_TRUSTED",
     "CALL_DESCENDING",
     "CALL_NO_INPUT",
     "CALL_ORDER_BY",
@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_TIME_COLUMN",
     "DEFAULT_TIME_UNIT",
     "DEFAULT_TYPE_COLUMN",
+    "ENV_DATASET_ACCESS",
     "EXTENSION_CLASS",
     "INTERNAL_FROM_ORDER_COLUMN",
     "INTERNAL_PREFIX",
@@ -243,12 +244,16 @@ CALL_TABLE_NAME = "table_name"
 CALL_STREAMS = "streams"
 #: Call description key: no table argument and no FROM name to read.
 CALL_NO_INPUT = "no_input"
-#: Call description key: the directories MATCH_SPASEQ's dataset option may read (the shim
-#: writes the session's CONF_SPASEQ_DATASET_PATHS).
-CALL_DATASET_PATHS = "dataset_paths"
-#: Call description key: the dataset option came from a Python caller (the DataFrame API), not
-#: from query text.
-CALL_DATASET_TRUSTED = "dataset_trusted"
+#: Environment variable of the Python workers that ceql's shim (or ceql.spark.match_spaseq on
+#: the driver) starts for MATCH_SPASEQ: what its dataset option may read, as JSON. A caller of
+#: the Python table function cannot set it (unlike the call description, which it writes).
+ENV_DATASET_ACCESS = "CEQL_DATASET_ACCESS"
+#: ENV_DATASET_ACCESS key: the directories the dataset option may read (the session's
+#: CONF_SPASEQ_DATASET_PATHS, as the shim read it).
+ACCESS_DATASET_PATHS = "dataset_paths"
+#: ENV_DATASET_ACCESS key: the dataset option came from a Python caller (the DataFrame API),
+#: not from query text, so it may read any file.
+ACCESS_DATASET_TRUSTED = "dataset_trusted"
 
 #: Named argument by which the shim asks analyze for a prefilter (it applies it).
 PREFILTER_ARGUMENT = "_prefilter"

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ceql.constants import CALL_ARGUMENT, MATCH_SPASEQ
+from ceql.constants import CALL_ARGUMENT, ENV_DATASET_ACCESS, MATCH_SPASEQ
 from ceql.spark.errors import MatchCeqlError
 from ceql.spark.session.connect import apply, has_extension, is_connect
 from ceql.spark.udtf.call import CallInfo
@@ -50,7 +50,7 @@ def match_spaseq(df: Any, query: str, *, time: str = "time", stream: str = "stre
     ceql's extension; never through Spark Connect).
     """
     import ceql.spaseq  # needs pyoxigraph (the spaseq extra): imported when used
-    from ceql.spark.udtf.spaseq_plan import load_dataset
+    from ceql.spark.udtf.spaseq_plan import DatasetAccess, load_dataset
 
     option = None if dataset is None else dataset_option(dataset)
     ceql.spaseq.compile(query, dataset=None if option is None else load_dataset(option))
@@ -72,6 +72,20 @@ def match_spaseq(df: Any, query: str, *, time: str = "time", stream: str = "stre
     from pyspark.sql.functions import lit
 
     args = {k: lit(v) for k, v in options.items()}
-    # the caller gave the dataset itself, so it may read it (SQL needs the session's leave)
-    args[CALL_ARGUMENT] = lit(CallInfo(partition_by=parts, dataset_trusted=True).to_json())
-    return apply(spark, MATCH_SPASEQ, df.asTable(), **args)
+    args[CALL_ARGUMENT] = lit(CallInfo(partition_by=parts).to_json())
+    if option is None or is_connect(spark):  # a Connect client grants nothing on the server
+        return apply(spark, MATCH_SPASEQ, df.asTable(), **args)
+    # The caller names its own files, so its call may read them: granted in the environment
+    # of the Python workers Spark starts for this function object (pyspark copies
+    # ``environment`` when the object's Java side is made, in ``apply``), which no caller of
+    # the Python table function can set — unlike the call description.
+    env = spark.sparkContext.environment
+    before = env.get(ENV_DATASET_ACCESS)
+    env[ENV_DATASET_ACCESS] = DatasetAccess(trusted=True).env_value()
+    try:
+        return apply(spark, MATCH_SPASEQ, df.asTable(), **args)
+    finally:
+        if before is None:
+            del env[ENV_DATASET_ACCESS]
+        else:
+            env[ENV_DATASET_ACCESS] = before

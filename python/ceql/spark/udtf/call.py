@@ -13,8 +13,6 @@ from pyspark.sql.types import StructType
 
 from ceql.constants import (
     CALL_BAD_PARTITION_BY,
-    CALL_DATASET_PATHS,
-    CALL_DATASET_TRUSTED,
     CALL_DESCENDING,
     CALL_NO_INPUT,
     CALL_ORDER_BY,
@@ -58,8 +56,6 @@ class CallInfo:
     streams: tuple[str, ...] = ()           # FROM names merged by the shim
     no_input: bool = False                  # no table argument and no FROM name to read
     prefilter: bool = False                 # the shim applies a prefilter analyze writes
-    dataset_paths: str | None = None        # where a dataset may be read (None: no shim said)
-    dataset_trusted: bool = False           # the dataset option came from Python, not SQL
 
     @classmethod
     def from_json(cls, text: str | None) -> CallInfo:
@@ -77,8 +73,6 @@ class CallInfo:
             table_name=d.get(CALL_TABLE_NAME),
             streams=tuple(d.get(CALL_STREAMS, ())),
             no_input=bool(d.get(CALL_NO_INPUT, False)),
-            dataset_paths=d.get(CALL_DATASET_PATHS),
-            dataset_trusted=bool(d.get(CALL_DATASET_TRUSTED, False)),
         )
 
     def to_json(self) -> str:
@@ -93,8 +87,6 @@ class CallInfo:
             CALL_TABLE_NAME: self.table_name,
             CALL_STREAMS: list(self.streams),
             CALL_NO_INPUT: self.no_input,
-            CALL_DATASET_PATHS: self.dataset_paths,
-            CALL_DATASET_TRUSTED: self.dataset_trusted,
         })
 
 
