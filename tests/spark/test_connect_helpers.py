@@ -199,14 +199,14 @@ def test_local_session_enables_a_running_session_without_the_extension(
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from ceql.spark import _session
+    from ceql.spark.session import local
 
     running = _Running()
     registered: list[Any] = []
     monkeypatch.setattr(SparkContext, "_gateway", object())
     monkeypatch.setattr(SparkSession, "_instantiatedSession", running)
     monkeypatch.setattr(SparkSession.Builder, "getOrCreate", lambda self: running)
-    monkeypatch.setattr(_session, "register", registered.append)
+    monkeypatch.setattr(local, "register", registered.append)
     with pytest.warns(UserWarning) as got:
         assert cs.local_session() is running
     assert registered == [running]

@@ -17,8 +17,8 @@ from pyspark.sql.udtf import AnalyzeArgument
 
 import ceql
 import ceql.spark
-from ceql.spark import _quiet
 from ceql.spark.notices import Notices, key_of, notice_line
+from ceql.spark.session import quiet
 from ceql.spark.udtf.call import CallInfo
 from ceql.spark.udtf.ceql_plan import plan_match
 from ceql.spark.udtf.match_ceql import MatchCeql
@@ -147,7 +147,7 @@ def _wait_for(found: Callable[[], bool], seconds: float = 30) -> bool:
 
 
 def _notices(marker: str) -> list[tuple[str, str]]:
-    return [n for n in _quiet.NOTICES.passed() if marker in n[1]]
+    return [n for n in quiet.NOTICES.passed() if marker in n[1]]
 
 
 @pytest.fixture(scope="module")
