@@ -69,7 +69,7 @@ explore: setup
 # no Scala source changed since the last build.
 .PHONY: jar
 jar: setup
-	@$(PY) -m ceql.spark.build_jar > /dev/null
+	@$(PY) -m ceql.shim.jar > /dev/null
 
 clean:
 	rm -rf $(VENV) build dist python/*.egg-info

@@ -35,8 +35,9 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from ceql.spark._runner import MatchRunner
-from ceql.spark._spec import CallInfo, plan_match
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import plan_match
+from ceql.spark.udtf.runner import MatchRunner
 
 SCHEMA = StructType([StructField("type", StringType()), StructField("k", LongType()),
                      StructField("ts", LongType()), StructField("payload", StringType())])
@@ -68,7 +69,7 @@ def batches(query: str, rows: list[dict[str, Any]], budget: int | None) -> Itera
     runner = MatchRunner(plan_match(SCHEMA, {"query": query, "time": "ts"}, CallInfo()))
     rb = pa.RecordBatch.from_pylist(rows, schema=ARROW)
     try:
-        from ceql.spark._batching import BatchLimits
+        from ceql.spark.udtf.batching import BatchLimits
     except ImportError:  # a tree before bounded batches: one batch per call
         for out in (runner.feed(rb), runner.close()):
             if out is not None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ceql.spark._udtf import MatchCeql
+from ceql.spark.udtf.match_ceql import MatchCeql
 
 TRACE_ENV = "CEQL_SOAK_TRACE"  # the trace file a worker appends to
 EVERY_ENV = "CEQL_SOAK_EVERY"  # rows between two samples

@@ -192,7 +192,8 @@ def measure(spark: Any, name: str, sql: str, size: int, window: int, repeat: int
 
 def session(driver_memory: str) -> Any:
     """local[2] with the shim (ceql.spark.local_session), UI off, quiet logs."""
-    from ceql.spark import build_jar, local_session
+    from ceql.shim import jar as build_jar
+    from ceql.spark import local_session
 
     build_jar.build()
     spark = local_session(**{"spark.driver.memory": driver_memory,

@@ -195,7 +195,7 @@ def floor(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-    from ceql.spark._stream import RowPacker
+    from ceql.spark.stream.operator import RowPacker
 
     class Idle(StatefulProcessor):  # type: ignore[misc]
         def init(self, handle: Any) -> None:

@@ -35,7 +35,7 @@ import pytest
 
 import ceql
 import ceql.spaseq
-from ceql.spark._inline import closing_paren
+from ceql.spark.inline import closing_paren
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -335,10 +335,10 @@ def test_the_jvm_start_up_chatter_is_dropped_or_never_printed() -> None:
     dropped from its standard error; the rest is never printed: log4j logs errors from the
     JVM's start (ceql's file, so no default profile), and the gateway's logger has the root's
     level (so Spark does not turn the console to WARN and say so)."""
-    from ceql.spark import _quiet
+    from ceql.spark.session import quiet
 
-    assert [line for line in JVM_START if _quiet.is_jvm_noise(line)] == [JVM_START[0]]
-    props = _quiet.LOG4J2.read_text(encoding="utf-8")
+    assert [line for line in JVM_START if quiet.is_jvm_noise(line)] == [JVM_START[0]]
+    props = quiet.LOG4J2.read_text(encoding="utf-8")
     root = re.search(r"^rootLogger\.level\s*=\s*(\S+)$", props, re.M)
     assert root and root.group(1).lower().endswith(":-error}")
     gateway = re.search(r"^logger\.(\w+)\.name\s*=\s*"

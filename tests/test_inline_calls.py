@@ -1,4 +1,4 @@
-"""The pure-Python reading of inline MATCH_CEQL calls (``ceql.spark._inline_calls``), which
+"""The pure-Python reading of inline MATCH_CEQL calls (``ceql.spark.inline_calls``), which
 mirrors the shim's: calls only among Spark's tokens, CEQL's rules inside a call. The shim and
 this mirror are compared on random SQL in tests/spark/test_inline_lexing.py."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ceql.spark._inline_calls import InlineCall, inline_calls
+from ceql.spark.inline_calls import InlineCall, inline_calls
 
 CALL = "MATCH_CEQL( SELECT * FROM ev WHERE A )"
 

@@ -1,7 +1,8 @@
 """What query text may read (issue 28, item 4), without Spark: a dataset file's text is never
 quoted in an error, and MATCH_SPASEQ's ``dataset`` option from SQL reads only files under
-``spark.ceql.spaseq.datasetPaths`` (the shim hands the setting over in the call
-description); a Python caller's dataset is read as given."""
+``spark.ceql.spaseq.datasetPaths`` (the shim grants the setting in its Python workers'
+environment, never through the call description, which a caller writes); a Python caller's
+dataset is read as given."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ pytest.importorskip("pyspark")
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import ceql.spaseq as sp
+from ceql.constants import ENV_DATASET_ACCESS
 from ceql.rdf import RdfInputError, StaticDataset
 from ceql.spark import MatchCeqlError
-from ceql.spark._spaseq_plan import check_dataset_access, plan_spaseq
-from ceql.spark._spec import CallInfo
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.spaseq_plan import DatasetAccess, check_dataset_access, plan_spaseq
 
 SECRET = "hunter2-secret-token"
 KB = '@prefix : <http://example/> . :H1 :owner :john .'
@@ -102,17 +104,37 @@ def test_dot_dot_and_links_do_not_leave_the_allowed_directories(tmp_path: Path,
     check_dataset_access(f"http://kb/={allowed / 'kb.ttl'}", str(allowed))
 
 
-def test_analyze_checks_the_option_before_reading_anything(secret_file: Path) -> None:
+def test_analyze_checks_the_option_before_reading_anything(
+        secret_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     options = {"query": QUERY, "dataset": f"http://kb/={secret_file}"}
+    monkeypatch.setenv(ENV_DATASET_ACCESS, DatasetAccess(paths="").env_value())
     with pytest.raises(MatchCeqlError) as err:  # as SQL through the shim, setting unset
-        plan_spaseq(SCHEMA, options, CallInfo(dataset_paths=""))
-    assert "spark.ceql.spaseq.datasetPaths" in str(err.value) and SECRET not in str(err.value)
-    with pytest.raises(MatchCeqlError) as err:  # SQL through a Python table function
         plan_spaseq(SCHEMA, options, CallInfo())
-    assert "spark.ceql.spaseq.datasetPaths" in str(err.value)
-    with pytest.raises(MatchCeqlError) as err:  # allowed, or from Python: read, not quoted
-        plan_spaseq(SCHEMA, options, CallInfo(dataset_paths=str(secret_file.parent)))
+    assert "spark.ceql.spaseq.datasetPaths" in str(err.value) and SECRET not in str(err.value)
+    monkeypatch.setenv(ENV_DATASET_ACCESS, DatasetAccess(paths=str(secret_file.parent))
+                       .env_value())
+    with pytest.raises(MatchCeqlError) as err:  # allowed: read, not quoted
+        plan_spaseq(SCHEMA, options, CallInfo())
     assert SECRET not in str(err.value) and "not valid" in str(err.value)
-    with pytest.raises(MatchCeqlError) as err:
-        plan_spaseq(SCHEMA, options, CallInfo(dataset_trusted=True))
+    monkeypatch.setenv(ENV_DATASET_ACCESS, DatasetAccess(trusted=True).env_value())
+    with pytest.raises(MatchCeqlError) as err:  # from Python: read, not quoted
+        plan_spaseq(SCHEMA, options, CallInfo())
     assert SECRET not in str(err.value) and "not valid" in str(err.value)
+
+
+def test_a_call_description_grants_no_access(secret_file: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whoever calls the Python table function writes ``_table_call``: a description that
+    claims trust or names directories grants nothing; without a grant in the environment
+    (the shim's, or match_spaseq's on the driver) query text reads no file."""
+    monkeypatch.delenv(ENV_DATASET_ACCESS, raising=False)
+    options = {"query": QUERY, "dataset": f"http://kb/={secret_file}"}
+    for forged in ('{"dataset_trusted": true}', '{"dataset_paths": "/"}',
+                   '{"dataset_paths": "/", "dataset_trusted": true}'):
+        with pytest.raises(MatchCeqlError) as err:
+            plan_spaseq(SCHEMA, options, CallInfo.from_json(forged))
+        assert str(err.value).startswith(
+            f"MATCH_SPASEQ: the dataset option names {secret_file}, but this call did not come "
+            "through ceql's extension, which checks spark.ceql.spaseq.datasetPaths, so query "
+            "text reads no file")
+        assert SECRET not in str(err.value)

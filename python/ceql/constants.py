@@ -1,7 +1,7 @@
 """Names shared across ceql: the engine, the Spark adapter and the JVM shim, defined once.
 
 The shim's Scala object ``CeqlConstants`` (``jvm-shim/src/main/scala/org/apache/spark/sql/ceql/
-CeqlConstants.scala``) is generated from this module by ``python -m ceql.spark.build_jar``; a
+CeqlConstants.scala``) is generated from this module by ``python -m ceql.shim.jar``; a
 test fails when the committed file is out of date. Values are therefore limited to what has a
 Scala form: ``str``, ``int``, tuples of ``str``, dicts of ``str`` to ``int`` and
 :class:`TableFunction` records. A ``#:`` comment documents a name (it becomes its Scaladoc).
@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "ACCESS_DATASET_PATHS",
+    "ACCESS_DATASET_TRUSTED",
     "CALL_ARGUMENT",
     "CALL_BAD_PARTITION_BY",
-    "CALL_DATASET_PATHS",
-    "CALL_DATASET_TRUSTED",
     "CALL_DESCENDING",
     "CALL_NO_INPUT",
     "CALL_ORDER_BY",
@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_TIME_COLUMN",
     "DEFAULT_TIME_UNIT",
     "DEFAULT_TYPE_COLUMN",
+    "ENV_DATASET_ACCESS",
     "EXTENSION_CLASS",
     "INTERNAL_FROM_ORDER_COLUMN",
     "INTERNAL_PREFIX",
@@ -243,12 +244,16 @@ CALL_TABLE_NAME = "table_name"
 CALL_STREAMS = "streams"
 #: Call description key: no table argument and no FROM name to read.
 CALL_NO_INPUT = "no_input"
-#: Call description key: the directories MATCH_SPASEQ's dataset option may read (the shim
-#: writes the session's CONF_SPASEQ_DATASET_PATHS).
-CALL_DATASET_PATHS = "dataset_paths"
-#: Call description key: the dataset option came from a Python caller (the DataFrame API), not
-#: from query text.
-CALL_DATASET_TRUSTED = "dataset_trusted"
+#: Environment variable of the Python workers that ceql's shim (or ceql.spark.match_spaseq on
+#: the driver) starts for MATCH_SPASEQ: what its dataset option may read, as JSON. A caller of
+#: the Python table function cannot set it (unlike the call description, which it writes).
+ENV_DATASET_ACCESS = "CEQL_DATASET_ACCESS"
+#: ENV_DATASET_ACCESS key: the directories the dataset option may read (the session's
+#: CONF_SPASEQ_DATASET_PATHS, as the shim read it).
+ACCESS_DATASET_PATHS = "dataset_paths"
+#: ENV_DATASET_ACCESS key: the dataset option came from a Python caller (the DataFrame API),
+#: not from query text, so it may read any file.
+ACCESS_DATASET_TRUSTED = "dataset_trusted"
 
 #: Named argument by which the shim asks analyze for a prefilter (it applies it).
 PREFILTER_ARGUMENT = "_prefilter"
@@ -281,7 +286,7 @@ CONF_OUTPUT_MAX_BATCH_BYTES = "spark.ceql.output.maxBatchBytes"
 TABLE_FUNCTIONS = (
     TableFunction(
         name=MATCH_CEQL,
-        python_module="ceql.spark._udtf",
+        python_module="ceql.spark.udtf.match_ceql",
         python_class="MatchCeql",
         usage="MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' "
               "[, time => 'ts'] [, time_unit => 's'] [, time_format => 'yyyy-MM-dd HH:mm:ss'] "
@@ -293,7 +298,7 @@ TABLE_FUNCTIONS = (
     ),
     TableFunction(
         name=MATCH_SPASEQ,
-        python_module="ceql.spark._spaseq_udtf",
+        python_module="ceql.spark.udtf.match_spaseq",
         python_class="MatchSpaseq",
         usage="MATCH_SPASEQ(TABLE(t) [PARTITION BY c] [ORDER BY (time)], query => '<SPAseq>' "
               "[, time => 'time'] [, stream => 'stream'] [, graph => 'graph'] "

@@ -41,7 +41,7 @@ def built_wheel(factory: pytest.TempPathFactory) -> Path:
     """dist/ceql-*.whl of the repository with the current shim jar, built once per session."""
     base = factory.getbasetemp()
     if base not in _wheels:
-        from ceql.spark import build_jar
+        from ceql.shim import jar as build_jar
 
         build_jar.build()
         out = factory.mktemp("dist")

@@ -97,7 +97,7 @@ def _free_port() -> int:
 def _start(log: Path, *, ceql_settings: bool) -> tuple[subprocess.Popen[bytes], int]:
     """A Connect server on loopback (local[2]); with ceql's settings, or with none of them
     (its workers still run this Python, which imports ceql, as a hosted server's would)."""
-    from ceql.spark._quiet import LOG4J2
+    from ceql.spark.session.quiet import LOG4J2
 
     port = _free_port()
     conf = {

@@ -22,7 +22,7 @@ from spark_lines import (
     spark_range,
 )
 
-from ceql.spark import build_jar
+from ceql.shim import jar as build_jar
 
 pytestmark = pytest.mark.e2e
 

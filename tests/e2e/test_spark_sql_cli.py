@@ -13,7 +13,7 @@ import pytest
 
 import ceql
 import ceql.spark as cs
-from ceql.spark import build_jar
+from ceql.shim import jar as build_jar
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

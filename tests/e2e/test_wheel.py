@@ -85,8 +85,8 @@ def test_installed_wheel_runs(wheel: Path, tmp_path: Path) -> None:
     assert jar.returncode == 0, jar.stderr
     assert Path(jar.stdout.strip()).resolve().is_relative_to(venv.resolve())
     # the log4j configuration local_session gives Spark's JVM, from the installed package
-    log4j = subprocess.run([str(python), "-c", "from ceql.spark import _quiet; "
-                            "print(_quiet.java_options({}, {'SPARK_CONF_DIR': '.'}))"],
+    log4j = subprocess.run([str(python), "-c", "from ceql.spark.session import quiet; "
+                            "print(quiet.java_options({}, {'SPARK_CONF_DIR': '.'}))"],
                            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert log4j.returncode == 0, log4j.stderr
     option = log4j.stdout.strip()

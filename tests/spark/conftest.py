@@ -11,7 +11,8 @@ import pytest
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """The shared session, with the shim jar (built first if stale) and its extension."""
-    from ceql.spark import build_jar, local_session
+    from ceql.shim import jar as build_jar
+    from ceql.spark import local_session
 
     build_jar.build()
     session = local_session(**{"spark.log.level": "FATAL"})

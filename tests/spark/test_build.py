@@ -15,7 +15,8 @@ from typing import Any
 import pyspark
 import pytest
 
-from ceql.spark import EXTENSION_CLASS, build_jar
+from ceql.shim import jar as build_jar
+from ceql.spark import EXTENSION_CLASS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,7 @@ def test_the_jar_is_built_from_the_sources_and_holds_the_extension() -> None:
 
 
 def test_local_sessions_start_the_worker_daemon_with_ceql_imported(spark: Any) -> None:
-    from ceql.spark._session import DAEMON_CONF, DAEMON_MODULE
+    from ceql.spark.session.local import DAEMON_CONF, DAEMON_MODULE
 
     assert spark.conf.get(DAEMON_CONF) == DAEMON_MODULE
     # workers forked from that daemon run ordinary Python functions as before
@@ -54,7 +55,7 @@ def test_local_sessions_start_the_worker_daemon_with_ceql_imported(spark: Any) -
 
 def test_configure_leaves_a_daemon_the_user_chose() -> None:
     from ceql.spark import configure
-    from ceql.spark._session import DAEMON_CONF
+    from ceql.spark.session.local import DAEMON_CONF
 
     class Builder:
         def __init__(self) -> None:
@@ -117,7 +118,7 @@ def _javac(sources: dict[str, str], where: Path) -> Path:
 
 
 def test_missing_links_lists_what_another_spark_lacks(tmp_path: Path) -> None:
-    from ceql.spark.build_jar import Link, missing_links
+    from ceql.shim.jar import Link, missing_links
 
     # a "Spark" of two versions and a "shim" compiled against the first
     old = {"p/Api.java": "package p; public interface Api { int a(); }",

@@ -12,16 +12,16 @@ import pytest
 from pyspark.errors import ParseException
 
 import ceql.spark as cs
-from ceql.spark._connect import is_connect, remote_url
-from ceql.spark._inline import (
+from ceql.spark.conf import PARSER_ENABLED
+from ceql.spark.inline import (
     INLINE_NEEDS_EXTENSION,
     NOT_REGISTERED,
     PARTITION_IN_QUERY,
     inside_inline_call,
 )
-from ceql.spark._session import DAEMON_CONF, DAEMON_MODULE
-from ceql.spark._stream import ROCKSDB_CHANGELOG, ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
-from ceql.spark.conf import PARSER_ENABLED
+from ceql.spark.session.connect import is_connect, remote_url
+from ceql.spark.session.local import DAEMON_CONF, DAEMON_MODULE
+from ceql.spark.stream.operator import ROCKSDB_CHANGELOG, ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
 
 # Spark Connect's text of a parse error (PySpark 4.3 against a server without the extension)
 CONNECT_PARSE_ERROR = (
@@ -199,14 +199,14 @@ def test_local_session_enables_a_running_session_without_the_extension(
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from ceql.spark import _session
+    from ceql.spark.session import local
 
     running = _Running()
     registered: list[Any] = []
     monkeypatch.setattr(SparkContext, "_gateway", object())
     monkeypatch.setattr(SparkSession, "_instantiatedSession", running)
     monkeypatch.setattr(SparkSession.Builder, "getOrCreate", lambda self: running)
-    monkeypatch.setattr(_session, "register", registered.append)
+    monkeypatch.setattr(local, "register", registered.append)
     with pytest.warns(UserWarning) as got:
         assert cs.local_session() is running
     assert registered == [running]
@@ -238,7 +238,7 @@ def test_late_rows_reads_a_classic_and_a_connect_progress() -> None:
 def test_a_server_that_hides_its_settings_has_no_extension() -> None:
     from pyspark.errors import PySparkException
 
-    from ceql.spark._connect import has_extension
+    from ceql.spark.session.connect import has_extension
 
     class Conf:
         def get(self, key: str, default: str | None = None) -> str | None:

@@ -21,8 +21,9 @@ from ceql.constants import (
     TABLE_FUNCTIONS,
     TableFunction,
 )
-from ceql.spark import CONFS, build_jar, conf
-from ceql.spark._udtf import MatchCeql
+from ceql.shim import jar as build_jar
+from ceql.spark import CONFS, conf
+from ceql.spark.udtf.match_ceql import MatchCeql
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALA = ROOT / "jvm-shim" / "src" / "main" / "scala"
@@ -32,7 +33,7 @@ def test_the_committed_generated_scala_is_current() -> None:
     stale = build_jar.stale_generated()
     assert not stale, (
         f"{', '.join(p.name for p in stale)} out of date with python/ceql/constants.py or "
-        "python/ceql/spark/conf.py: run `python -m ceql.spark.build_jar` and commit the result")
+        "python/ceql/spark/conf.py: run `python -m ceql.shim.jar` and commit the result")
 
 
 def test_generated_files_say_so_and_cover_every_constant() -> None:

@@ -17,8 +17,9 @@ from pyspark.sql.types import (
 
 import ceql.spark as cs
 from ceql.spark import MatchCeqlError
-from ceql.spark._spec import CallInfo, MatchSpec, output_schema, plan_match
-from ceql.spark._times import read_times, spark_shape, to_strptime
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import MatchSpec, output_schema, plan_match
+from ceql.spark.udtf.times import read_times, spark_shape, to_strptime
 
 CLICKS = StructType([StructField("type", StringType()), StructField("user", StringType()),
                      StructField("ts", DoubleType())])

@@ -19,9 +19,10 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import ceql
 from ceql.spark import match_ids
-from ceql.spark._ids import row_hashes
-from ceql.spark._runner import MatchRunner
-from ceql.spark._spec import CallInfo, plan_match
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import plan_match
+from ceql.spark.udtf.ids import row_hashes
+from ceql.spark.udtf.runner import MatchRunner
 from strategies import PROFILE
 
 pytestmark = pytest.mark.spark

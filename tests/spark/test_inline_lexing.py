@@ -6,7 +6,7 @@ literal Spark reads back exactly under either ``spark.sql.parser.escapedStringLi
 The differential: on random SQL texts (tests/spark/sql_texts.py), the shim's parser gives
 exactly the plan (or the error) Spark's own parser gives for the text — with each real call's
 CEQL text as the call's query — and finds calls exactly where the text has real ones, as does
-the pure-Python mirror ``ceql.spark._inline_calls``."""
+the pure-Python mirror ``ceql.spark.inline_calls``."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from pyspark.errors import ParseException
 from pyspark.errors.exceptions.captured import CapturedException
 from sql_texts import SqlText, placeholder, sql_texts
 
-from ceql.spark._inline_calls import inline_calls
-from ceql.spark._spec import sql_string
+from ceql.spark.inline_calls import inline_calls
+from ceql.spark.udtf.call import sql_string
 
 ESCAPED = "spark.sql.parser.escapedStringLiterals"
 MODES = (False, True)

@@ -15,6 +15,8 @@ import copyreg
 import io
 import pickle
 import random
+import sys
+import types
 import zlib
 from collections.abc import Iterable
 from dataclasses import replace
@@ -30,10 +32,12 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 import ceql
 from ceql.frontends.ceql import format_query
 from ceql.ir import nodes as A
-from ceql.spark._keystate import TIME_US, KeyState, StreamPlan, stream_plan, time_us_of
-from ceql.spark._runner import MatchRunner
-from ceql.spark._spec import CallInfo, MatchSpec, plan_match
-from ceql.spark._state_codec import dump_state, load_state
+from ceql.spark.stream.keystate import TIME_US, KeyState, StreamPlan, stream_plan, time_us_of
+from ceql.spark.stream.state_codec import dump_state, load_state
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import MatchSpec, plan_match
+from ceql.spark.udtf.runner import MatchRunner
+from ceql.spark.udtf.ties import TieWatch
 from strategies import PROFILE, Case, cases
 
 pytestmark = pytest.mark.spark
@@ -418,9 +422,24 @@ class _OldPickler(pickle.Pickler):
 
 
 def _old_pickle(ks: KeyState, states: dict[int, Any]) -> bytes:
-    f = io.BytesIO()
-    _OldPickler(f, states).dump(ks)
-    return f.getvalue()
+    """``ks`` pickled as an earlier ceql's state store held it: with the state tuples of
+    ``states``, its classes named by their modules of then (``ceql.spark._keystate``, …)."""
+    classes = {KeyState: "ceql.spark._keystate", MatchRunner: "ceql.spark._runner",
+               MatchSpec: "ceql.spark._spec", TieWatch: "ceql.spark._ties"}
+    now = {cls: cls.__module__ for cls in classes}
+    for cls, old in classes.items():
+        module = types.ModuleType(old)
+        setattr(module, cls.__name__, cls)
+        sys.modules[old] = module
+        cls.__module__ = old
+    try:
+        f = io.BytesIO()
+        _OldPickler(f, states).dump(ks)
+        return f.getvalue()
+    finally:
+        for cls, old in classes.items():
+            del sys.modules[old]
+            cls.__module__ = now[cls]
 
 
 def _slots(ks: KeyState) -> list[Any]:

@@ -14,10 +14,10 @@ from spark_helpers import engine, spark_rows, sql_string
 
 import ceql
 import ceql.spark as cs
-from ceql.spark._api import _call
-from ceql.spark._session import register
-from ceql.spark._spec import CallInfo
 from ceql.spark.conf import PARSER_ENABLED
+from ceql.spark.dataframe import _call
+from ceql.spark.session.local import register
+from ceql.spark.udtf.call import CallInfo
 
 pytestmark = pytest.mark.spark
 

@@ -17,11 +17,12 @@ from pyspark.sql.udtf import AnalyzeArgument
 
 import ceql
 import ceql.spark
-from ceql.spark import _quiet
-from ceql.spark._notices import Notices, key_of, notice_line
-from ceql.spark._runner import MatchRunner
-from ceql.spark._spec import CallInfo, plan_match
-from ceql.spark._udtf import MatchCeql
+from ceql.spark.notices import Notices, key_of, notice_line
+from ceql.spark.session import quiet
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import plan_match
+from ceql.spark.udtf.match_ceql import MatchCeql
+from ceql.spark.udtf.runner import MatchRunner
 
 pytestmark = pytest.mark.spark
 
@@ -146,7 +147,7 @@ def _wait_for(found: Callable[[], bool], seconds: float = 30) -> bool:
 
 
 def _notices(marker: str) -> list[tuple[str, str]]:
-    return [n for n in _quiet.NOTICES.passed() if marker in n[1]]
+    return [n for n in quiet.NOTICES.passed() if marker in n[1]]
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +211,7 @@ def test_a_like_warning_of_match_is_caught_in_the_callers_process(spark: Any, ti
 # ------------------------------------------------------------------ the worker daemon
 
 def test_a_worker_whose_reader_went_away_ends_quietly(capfd: pytest.CaptureFixture[str]) -> None:
-    from ceql.spark._daemon import quiet_worker
+    from ceql.spark.session.daemon import quiet_worker
 
     def closed(sock: Any, authenticated: bool) -> int:
         raise BrokenPipeError(32, "Broken pipe")
@@ -235,7 +236,7 @@ def test_a_worker_whose_reader_went_away_ends_quietly(capfd: pytest.CaptureFixtu
 def test_a_streams_equal_times_are_said_unless_tie_break_orders_them(
         capsys: pytest.CaptureFixture[str], tie_break: tuple[str, ...]) -> None:
     """A stream's key releases rows of equal time as they arrived: the same ambiguity."""
-    from ceql.spark._keystate import TIME_US, KeyState, stream_plan
+    from ceql.spark.stream.keystate import TIME_US, KeyState, stream_plan
 
     options = {"query": "SELECT * FROM S WHERE A ; B WITHIN 9 SECONDS -- a stream",
                "time": "ts", **({"tie_break": "seq"} if tie_break else {})}

@@ -21,7 +21,8 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 import ceql
 import ceql.spark
 from ceql.constants import CONF_OUTPUT_MAX_BATCH_BYTES
-from ceql.spark._batching import (
+from ceql.spark.stream.keystate import TIME_US, KeyState, stream_plan
+from ceql.spark.udtf.batching import (
     MAX_RECORDS_CONF,
     MAX_SPARK_BYTES_CONF,
     BatchLimits,
@@ -31,9 +32,9 @@ from ceql.spark._batching import (
     row_bytes,
     shown_query,
 )
-from ceql.spark._keystate import TIME_US, KeyState, stream_plan
-from ceql.spark._runner import MatchRunner
-from ceql.spark._spec import CallInfo, MatchSpec, plan_match
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import MatchSpec, plan_match
+from ceql.spark.udtf.runner import MatchRunner
 
 pytestmark = pytest.mark.spark
 
@@ -299,8 +300,8 @@ def spaseq_events(n: int, size: int) -> list[dict[str, Any]]:
 def spaseq_run(events: list[dict[str, Any]], limits: BatchLimits) -> list[pa.RecordBatch]:
     from pyspark.sql.types import StructType as Struct
 
-    from ceql.spark._spaseq_plan import plan_spaseq, spaseq_schema
-    from ceql.spark._spaseq_udtf import SpaseqRunner
+    from ceql.spark.udtf.spaseq_plan import plan_spaseq, spaseq_schema
+    from ceql.spark.udtf.spaseq_runner import SpaseqRunner
 
     schema = Struct([StructField("stream", StringType()), StructField("time", LongType()),
                      StructField("graph", StringType())])

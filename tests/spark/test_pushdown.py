@@ -1,4 +1,4 @@
-"""The row filter MATCH_CEQL pushes below its shuffle (``ceql.spark._pushdown.prefilter``).
+"""The row filter MATCH_CEQL pushes below its shuffle (``ceql.spark.udtf.pushdown.prefilter``).
 
 * the SQL written for representative queries, exactly;
 * on a grid of awkward values (NULL, NaN, -0.0, infinities, 64-bit extremes, quotes, backslashes,
@@ -41,10 +41,11 @@ import ceql.spark as cs
 from ceql.analysis import Relevance, relevance
 from ceql.constants import PREFILTER_KEY
 from ceql.predicates import AtomTable, tri_state
-from ceql.spark._pushdown import prefilter
-from ceql.spark._spec import CallInfo, plan_match
-from ceql.spark._udtf import _with_prefilter
 from ceql.spark.conf import PREFILTER_ENABLED
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import plan_match
+from ceql.spark.udtf.match_ceql import _with_prefilter
+from ceql.spark.udtf.pushdown import prefilter
 
 pytestmark = pytest.mark.spark
 

@@ -14,8 +14,10 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 import ceql
 import ceql.spark
-from ceql.spark._runner import MatchRunner, partition_starts
-from ceql.spark._spec import CallInfo, MatchSpec, plan_match
+from ceql.spark.udtf.base import partition_starts
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import MatchSpec, plan_match
+from ceql.spark.udtf.runner import MatchRunner
 
 pytestmark = pytest.mark.spark
 

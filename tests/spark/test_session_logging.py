@@ -1,4 +1,4 @@
-"""Quiet sessions (``ceql.spark._quiet``): which settings ``local_session`` adds when, the
+"""Quiet sessions (``ceql.spark.session.quiet``): which settings ``local_session`` adds when, the
 user's own logging left alone, the JVM's standard error filter, and a real session's output."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from ceql.spark import _quiet, _session
+from ceql.spark.session import local, quiet
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = f"-Dlog4j2.configurationFile={_quiet.LOG4J2.as_uri()}"
+OURS = f"-Dlog4j2.configurationFile={quiet.LOG4J2.as_uri()}"
 INCUBATOR = "WARNING: Using incubator modules: jdk.incubator.vector"
 
 
@@ -36,14 +36,14 @@ def conf_file(env: dict[str, str], name: str, text: str) -> None:
 # ------------------------------------------------------------- the properties file
 
 def properties() -> dict[str, str]:
-    lines = _quiet.LOG4J2.read_text(encoding="utf-8").splitlines()
+    lines = quiet.LOG4J2.read_text(encoding="utf-8").splitlines()
     pairs = (ln.split("=", 1) for ln in lines if "=" in ln and not ln.startswith("#"))
     return {k.strip(): v.strip() for k, v in pairs}
 
 
 def test_the_log4j_file_logs_errors_and_ceqls_warnings() -> None:
     p = properties()
-    level = "${sys:" + _quiet.LEVEL_PROPERTY + ":-error}"
+    level = "${sys:" + quiet.LEVEL_PROPERTY + ":-error}"
     assert p["rootLogger.level"] == level
     # the gateway's logger at the root's level: Spark does not turn the console to WARN
     gateway = next(k[:-5] for k, v in p.items()
@@ -61,27 +61,27 @@ def test_a_failed_task_is_the_actions_error_alone() -> None:
     for name in ("org.apache.spark.executor.Executor",
                  "org.apache.spark.scheduler.TaskSetManager"):
         logger = next(k[:-5] for k, v in p.items() if v == name)
-        assert p[logger + ".level"] == "${sys:" + _quiet.LEVEL_PROPERTY + ":-fatal}"
+        assert p[logger + ".level"] == "${sys:" + quiet.LEVEL_PROPERTY + ":-fatal}"
 
 
 # ------------------------------------------------------------------- java_options
 
 def test_java_options_add_ceqls_log4j_file(env: dict[str, str]) -> None:
-    assert _quiet.LOG4J2.is_file()
-    assert _quiet.java_options({}, env) == OURS
-    assert _quiet.java_options({"spark.log.level": "info"}, env) == \
+    assert quiet.LOG4J2.is_file()
+    assert quiet.java_options({}, env) == OURS
+    assert quiet.java_options({"spark.log.level": "info"}, env) == \
         f"{OURS} -Dceql.spark.log.level=INFO"
-    assert _quiet.java_options({"spark.log.level": "loud"}, env) == OURS
+    assert quiet.java_options({"spark.log.level": "loud"}, env) == OURS
 
 
 def test_java_options_keep_the_users_other_options(env: dict[str, str]) -> None:
     given = {"spark.driver.extraJavaOptions": "-Xss8m -Dx=1"}
-    assert _quiet.java_options(given, env) == f"-Xss8m -Dx=1 {OURS}"
+    assert quiet.java_options(given, env) == f"-Xss8m -Dx=1 {OURS}"
     # spark-defaults.conf's value, which a given one would replace, is kept too
     conf_file(env, "spark-defaults.conf", "# mine\nspark.driver.extraJavaOptions  -Xss4m\n"
                                           "spark.executor.memory=2g\n")
-    assert _quiet.java_options({}, env) == f"-Xss4m {OURS}"
-    assert _quiet.java_options(given, env) == f"-Xss8m -Dx=1 {OURS}"
+    assert quiet.java_options({}, env) == f"-Xss4m {OURS}"
+    assert quiet.java_options(given, env) == f"-Xss8m -Dx=1 {OURS}"
 
 
 @pytest.mark.parametrize("options,files,environ", [
@@ -100,33 +100,33 @@ def test_the_users_logging_is_left_alone(env: dict[str, str], options: dict[str,
                                           environ: dict[str, str]) -> None:
     for name, text in files.items():
         conf_file(env, name, text)
-    assert _quiet.user_log_config(options, {**env, **environ}) is not None
-    assert _quiet.java_options(options, {**env, **environ}) is None
+    assert quiet.user_log_config(options, {**env, **environ}) is not None
+    assert quiet.java_options(options, {**env, **environ}) is None
 
 
 def test_files_that_are_not_log4j_configurations_do_not_count(env: dict[str, str]) -> None:
     conf_file(env, "log4j2.properties.template", "rootLogger.level = info\n")
     conf_file(env, "spark-defaults.conf", "spark.log.level WARN\n")
-    assert _quiet.user_log_config({}, env) is None
+    assert quiet.user_log_config({}, env) is None
 
 
 def test_the_conf_dir_is_found_as_sparks_launcher_finds_it(tmp_path: Path) -> None:
-    assert _quiet.conf_dir({"SPARK_CONF_DIR": "/c", "SPARK_HOME": "/h"}) == Path("/c")
-    assert _quiet.conf_dir({"SPARK_HOME": "/h"}) == Path("/h/conf")
+    assert quiet.conf_dir({"SPARK_CONF_DIR": "/c", "SPARK_HOME": "/h"}) == Path("/c")
+    assert quiet.conf_dir({"SPARK_HOME": "/h"}) == Path("/h/conf")
     import pyspark
 
-    assert _quiet.conf_dir({}) == Path(pyspark.__file__).resolve().parent / "conf"
+    assert quiet.conf_dir({}) == Path(pyspark.__file__).resolve().parent / "conf"
     home = tmp_path / "home"
     (home / "conf").mkdir(parents=True)
     (home / "conf" / "log4j2.properties").write_text("rootLogger.level = info\n")
-    assert _quiet.java_options({}, {"SPARK_HOME": str(home)}) is None
+    assert quiet.java_options({}, {"SPARK_HOME": str(home)}) is None
 
 
 def test_only_error_or_quieter_hides_pysparks_error_lines() -> None:
     for level in (None, "ERROR", "error", "FATAL", "OFF"):
-        assert _quiet.hides_errors({} if level is None else {"spark.log.level": level})
+        assert quiet.hides_errors({} if level is None else {"spark.log.level": level})
     for level in ("WARN", "INFO", "DEBUG", "TRACE", "ALL"):
-        assert not _quiet.hides_errors({"spark.log.level": level})
+        assert not quiet.hides_errors({"spark.log.level": level})
 
 
 # ------------------------------------------------------------------- local_session
@@ -143,17 +143,17 @@ def fake_start(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> list[str
     monkeypatch.setattr(SparkContext, "_gateway", None)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    for name in ("SPARK_HOME", "PYSPARK_GATEWAY_PORT", *_quiet._ENV_OPTIONS):
+    for name in ("SPARK_HOME", "PYSPARK_GATEWAY_PORT", *quiet._ENV_OPTIONS):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(_session, "jar_path", lambda: "/ceql-shim.jar")
-    monkeypatch.setattr(_quiet, "quiet_python_loggers", lambda: done.append("loggers"))
-    real = _quiet.jvm_stderr_filtered
+    monkeypatch.setattr(local, "jar_path", lambda: "/ceql-shim.jar")
+    monkeypatch.setattr(quiet, "quiet_python_loggers", lambda: done.append("loggers"))
+    real = quiet.jvm_stderr_filtered
 
     def filtered() -> Any:
         done.append("filter")
         return real()
 
-    monkeypatch.setattr(_quiet, "jvm_stderr_filtered", filtered)
+    monkeypatch.setattr(quiet, "jvm_stderr_filtered", filtered)
 
     def get_or_create(self: Any) -> dict[str, str]:
         done.append("start")
@@ -164,13 +164,13 @@ def fake_start(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> list[str
 
 
 def test_local_session_starts_a_quiet_jvm(fake_start: list[str]) -> None:
-    options = _session.local_session()
+    options = local.local_session()
     assert options["spark.driver.extraJavaOptions"] == OURS
     assert fake_start == ["loggers", "filter", "start"]
 
 
 def test_local_session_debug_level(fake_start: list[str]) -> None:
-    options = _session.local_session(**{"spark.log.level": "INFO",
+    options = local.local_session(**{"spark.log.level": "INFO",
                                         "spark.driver.extraJavaOptions": "-Xss8m"})
     assert options["spark.driver.extraJavaOptions"] == \
         f"-Xss8m {OURS} -Dceql.spark.log.level=INFO"
@@ -181,10 +181,10 @@ def test_local_session_debug_level(fake_start: list[str]) -> None:
 def test_local_session_leaves_the_users_logging_alone(fake_start: list[str],
                                                       env: dict[str, str]) -> None:
     mine = "-Dlog4j2.configurationFile=file:/mine.xml"
-    options = _session.local_session(**{"spark.driver.extraJavaOptions": mine})
+    options = local.local_session(**{"spark.driver.extraJavaOptions": mine})
     assert options["spark.driver.extraJavaOptions"] == mine
     conf_file(env, "log4j2.properties", "rootLogger.level = info\n")
-    options = _session.local_session()
+    options = local.local_session()
     assert "spark.driver.extraJavaOptions" not in options
     assert fake_start == ["start", "start"]
 
@@ -194,7 +194,7 @@ def test_local_session_with_a_running_jvm_changes_no_logging(
     from pyspark import SparkContext
 
     monkeypatch.setattr(SparkContext, "_gateway", object())
-    assert "spark.driver.extraJavaOptions" not in _session.local_session()
+    assert "spark.driver.extraJavaOptions" not in local.local_session()
     assert fake_start == ["start"]
 
 
@@ -204,7 +204,7 @@ def test_local_session_with_a_running_jvm_changes_no_logging(
 def query_loggers() -> Iterator[list[str]]:
     """PySpark's query-context loggers, removed again afterwards."""
     pytest.importorskip("pyspark")
-    names = list(_quiet._QUERY_CONTEXT_LOGGERS)
+    names = list(quiet._QUERY_CONTEXT_LOGGERS)
     saved = {n: logging.Logger.manager.loggerDict.pop(n, None) for n in names}
     yield names
     for n, logger in saved.items():
@@ -217,7 +217,7 @@ def test_pysparks_error_lines_are_turned_off(query_loggers: list[str]) -> None:
     from pyspark.logger import PySparkLogger
 
     PySparkLogger.getLogger(query_loggers[1]).setLevel(logging.DEBUG)  # the user's
-    _quiet.quiet_python_loggers()
+    quiet.quiet_python_loggers()
     sql = PySparkLogger.getLogger(query_loggers[0])
     assert isinstance(sql, PySparkLogger)  # PySpark logs with its own keyword arguments
     assert not sql.isEnabledFor(logging.ERROR)
@@ -236,13 +236,13 @@ STREAM_WORKER = [
 
 def test_only_the_incubator_warning_and_stream_worker_lines_are_jvm_noise() -> None:
     for line in STREAM_WORKER:
-        assert _quiet.is_jvm_noise(line), line
-    assert not _quiet.is_jvm_noise("Streaming TransformWithStateInPandas Python workers\n")
-    assert not _quiet.is_jvm_noise("Error in Streaming TransformWithStateInPandas Python "
+        assert quiet.is_jvm_noise(line), line
+    assert not quiet.is_jvm_noise("Streaming TransformWithStateInPandas Python workers\n")
+    assert not quiet.is_jvm_noise("Error in Streaming TransformWithStateInPandas Python "
                                    "worker.\n")
-    assert _quiet.is_jvm_noise(INCUBATOR)
-    assert _quiet.is_jvm_noise(INCUBATOR + "\n")
-    assert _quiet.is_jvm_noise("WARNING: Using incubator modules: jdk.incubator.vector, "
+    assert quiet.is_jvm_noise(INCUBATOR)
+    assert quiet.is_jvm_noise(INCUBATOR + "\n")
+    assert quiet.is_jvm_noise("WARNING: Using incubator modules: jdk.incubator.vector, "
                                "jdk.incubator.foreign\n")
     for real in ("26/11/25 11:12:00 ERROR Executor: Exception in task 0.0 in stage 1.0",
                  "Traceback (most recent call last):",
@@ -251,7 +251,7 @@ def test_only_the_incubator_warning_and_stream_worker_lines_are_jvm_noise() -> N
                  "WARNING: Using incubator modules: jdk.incubator.vector; and more",
                  "  WARNING: Using incubator modules: jdk.incubator.vector",
                  "ceql.errors.CeqlInputError: Event 5 is out of order"):
-        assert not _quiet.is_jvm_noise(real), real
+        assert not quiet.is_jvm_noise(real), real
 
 
 def test_a_child_process_stderr_is_filtered(capfd: pytest.CaptureFixture[str]) -> None:
@@ -260,7 +260,7 @@ def test_a_child_process_stderr_is_filtered(capfd: pytest.CaptureFixture[str]) -
     script = ("import sys, time; sys.stderr.write('" + INCUBATOR + "\\nreal error\\n'); "
               "sys.stderr.write('" + STREAM_WORKER[0].strip() + "\\n\\n\\nkept above\\n'); "
               "sys.stderr.flush(); time.sleep(0.3); sys.stderr.write('later\\n')")
-    with _quiet.jvm_stderr_filtered() as thread:
+    with quiet.jvm_stderr_filtered() as thread:
         child = subprocess.Popen([sys.executable, "-c", script])
     os.write(2, b"parent\n")
     child.wait()
@@ -298,7 +298,7 @@ SESSION = textwrap.dedent("""
 
 def run_session(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items()
-               if k not in ("SPARK_HOME", "PYSPARK_SUBMIT_ARGS", *_quiet._ENV_OPTIONS)}
+               if k not in ("SPARK_HOME", "PYSPARK_SUBMIT_ARGS", *quiet._ENV_OPTIONS)}
     return subprocess.run([sys.executable, "-c", SESSION], cwd=ROOT, env={**environ, **env},
                           capture_output=True, text=True, timeout=600)
 
@@ -306,13 +306,13 @@ def run_session(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 @pytest.mark.spark
 def test_a_local_session_prints_errors_only(env: dict[str, str]) -> None:
     pytest.importorskip("pyspark")
-    from ceql.spark import build_jar
+    from ceql.shim import jar as build_jar
 
     build_jar.build()
     r = run_session(env)
     assert r.returncode == 0, r.stderr
     # the builder's spark.driver.extraJavaOptions reached the JVM spark-submit started
-    assert f"PROPERTY {_quiet.LOG4J2.as_uri()}\n" in r.stdout
+    assert f"PROPERTY {quiet.LOG4J2.as_uri()}\n" in r.stdout
     assert "RAISED AnalysisException" in r.stdout
     assert "CEQL MATCH_CEQL: the time column" in r.stdout
     err = r.stderr.splitlines()
@@ -328,7 +328,7 @@ def test_a_local_session_prints_errors_only(env: dict[str, str]) -> None:
 @pytest.mark.spark
 def test_a_local_session_keeps_the_users_log4j_configuration(env: dict[str, str]) -> None:
     pytest.importorskip("pyspark")
-    from ceql.spark import build_jar
+    from ceql.shim import jar as build_jar
 
     build_jar.build()
     conf_file(env, "log4j2.properties", textwrap.dedent("""\

@@ -106,3 +106,34 @@ def test_run_reads_no_file_from_query_text(spark: Any) -> None:
         "MATCH_CEQL: the FROM name 'text.passwd' is no table or view, and ceql reads only tables "
         "and views from query text, not files (text.`path`); register the data as a view, or "
         "set spark.ceql.from.files=true to let FROM name files.")
+
+
+_EVENT = ("SELECT 'S1' AS stream, 1L AS time, "
+          "'<http://example/h1> <http://example/pow> \"5\" .' AS graph")
+
+
+def test_a_forged_call_description_grants_no_file(spark: Any, secret: Path) -> None:
+    """The Python table function registered by hand (as a Spark Connect client or any user
+    can) reads ``_table_call`` from its caller: a description saying the dataset was checked,
+    or naming the directories it may read, grants nothing; only ceql's shim grants access."""
+    from ceql.spark.session.connect import table_function
+
+    spark.udtf.register("SPASEQ_BY_HAND", table_function(spark, "MATCH_SPASEQ"))
+    for forged in ('{"dataset_trusted": true}', '{"dataset_paths": "/"}',
+                   '{"dataset_paths": "/", "dataset_trusted": true}'):
+        message = _error(spark, (
+            f"SELECT * FROM SPASEQ_BY_HAND(TABLE({_EVENT}), query => {sql_string(SPASEQ)}, "
+            f"dataset => {sql_string(f'http://kb/={secret}')}, "
+            f"_table_call => {sql_string(forged)})"))
+        assert f"MATCH_SPASEQ: the dataset option names {secret}, but " in message, message
+        assert "spark.ceql.spaseq.datasetPaths" in message and SECRET not in message
+
+
+def test_the_python_api_reads_its_dataset_without_the_shim(spark: Any, tmp_path: Path) -> None:
+    """``match_spaseq(dataset=…)`` from the driver's Python reads its files through the Python
+    table function too (the caller names its own files), though the setting is unset."""
+    kb = tmp_path / "kb.nt"
+    kb.write_text('<http://example/h1> <http://example/owner> "n" .\n')
+    got = cs.match_spaseq(spark.sql(_EVENT), SPASEQ, dataset={"http://kb/": kb},
+                          jvm=False).collect()
+    assert [r["h"] for r in got] == ["http://example/h1"]

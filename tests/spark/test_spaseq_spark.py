@@ -16,10 +16,11 @@ from spark_helpers import sql_string
 
 import ceql.spark as cs
 import ceql.spaseq as sp
+from ceql.constants import ENV_DATASET_ACCESS
 from ceql.rdf import StaticDataset
 from ceql.spark import match_id
-from ceql.spark._spaseq_plan import plan_spaseq
-from ceql.spark._spec import CallInfo
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.spaseq_plan import DatasetAccess, plan_spaseq
 
 pytestmark = pytest.mark.spark
 
@@ -301,11 +302,13 @@ PLAN_ERRORS = {
 @pytest.mark.parametrize(("options", "graph", "message"), PLAN_ERRORS.values(),
                          ids=PLAN_ERRORS.keys())
 def test_wrong_options_are_refused_with_exact_messages(options: dict[str, str], graph: Any,
-                                                       message: str) -> None:
+                                                       message: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_DATASET_ACCESS, DatasetAccess(paths="/").env_value())
     schema = StructType([StructField("stream", StringType()), StructField("time", LongType()),
                          StructField("graph", graph)])
     with pytest.raises(cs.MatchCeqlError) as err:
-        plan_spaseq(schema, {"query": OK, **options}, CallInfo(dataset_paths="/"))
+        plan_spaseq(schema, {"query": OK, **options}, CallInfo())
     assert str(err.value) == message
 
 

@@ -16,7 +16,8 @@ from pyspark.sql.types import (
 )
 
 from ceql.spark import MatchCeqlError
-from ceql.spark._spec import CallInfo, MatchSpec, output_schema, plan_match
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import MatchSpec, output_schema, plan_match
 
 STOCK = StructType([StructField("type", StringType()), StructField("name", StringType()),
                     StructField("price", DoubleType()), StructField("ts", TimestampType())])

@@ -1,4 +1,4 @@
-"""A stream key's state in Spark's state store (``ceql.spark._state_codec``): format 1 round
+"""A stream key's state in Spark's state store (``ceql.spark.stream.state_codec``): format 1 round
 trips exactly and runs no code on reading; checkpoints of earlier ceql versions (pickles) still
 continue exactly; damage and crafted entries are named errors, never another evaluation."""
 
@@ -16,11 +16,12 @@ import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from ceql.runtime import codec
-from ceql.spark._errors import MatchCeqlError
-from ceql.spark._keystate import TIME_US, KeyState, StreamPlan, stream_plan
-from ceql.spark._runner import MatchRunner
-from ceql.spark._spec import CallInfo, plan_match
-from ceql.spark._state_codec import FORMAT, MAGIC, dump_state, load_state
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.stream.keystate import TIME_US, KeyState, StreamPlan, stream_plan
+from ceql.spark.stream.state_codec import FORMAT, MAGIC, dump_state, load_state
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.ceql_plan import plan_match
+from ceql.spark.udtf.runner import MatchRunner
 
 pytestmark = pytest.mark.spark
 

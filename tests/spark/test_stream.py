@@ -335,7 +335,7 @@ def test_watermark_on_a_table_is_refused(spark: Any) -> None:
 
 
 def test_stream_needs_rocksdb(spark: Any, tmp_path: Path) -> None:
-    from ceql.spark._stream import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
+    from ceql.spark.stream.operator import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
 
     df = _readstream(spark, tmp_path)
     spark.conf.set(STATE_STORE_PROVIDER, "org.apache.spark.sql.execution.streaming.state."

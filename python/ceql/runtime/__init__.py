@@ -1,9 +1,16 @@
 """The runtime: CORE's Algorithm 1 over the tECS, enumeration, partitions, time keys, and the
-:class:`Evaluator` that feeds events through them."""
+:class:`Evaluator` that feeds events through them; for adapters that keep state of their own
+beside an evaluation's snapshot (a stream key's, in Spark's state store), the snapshot's plain
+data encoding (``encode_data``/``decode_data``: no code runs on decoding; damage is
+``MalformedData``)."""
 
+from .codec import Malformed as MalformedData
+from .codec import decode as decode_data
+from .codec import encode as encode_data
 from .evaluator import Evaluator, no_gc
 from .match import Match
 from .notices import NameSet, unseen_names_message
 from .partitions import canonical_key
 
-__all__ = ["Evaluator", "Match", "NameSet", "canonical_key", "no_gc", "unseen_names_message"]
+__all__ = ["Evaluator", "MalformedData", "Match", "NameSet", "canonical_key", "decode_data",
+           "encode_data", "no_gc", "unseen_names_message"]

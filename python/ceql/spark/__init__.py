@@ -23,17 +23,16 @@ finds ceql's error in the exception Spark raises. The ``spark.ceql.*`` settings 
 from __future__ import annotations
 
 from ceql.constants import EXTENSION_CLASS
-
-from ._api import match, run
-from ._check import check
-from ._connect import late_rows
-from ._errors import MatchCeqlError, TieOrderWarning, unwrap
-from ._ids import match_ids
-from ._ids import ordinal_match_id as match_id
-from ._session import configure, enable, jar_path, local_session, server_conf
-from ._spaseq import match_spaseq
-from ._stream import LATE_METRIC, METRICS, match_stream
-from .conf import CONFS, ConfEntry
+from ceql.spark.check import check
+from ceql.spark.conf import CONFS, ConfEntry
+from ceql.spark.dataframe import match, run
+from ceql.spark.errors import MatchCeqlError, TieOrderWarning, unwrap
+from ceql.spark.session.connect import late_rows
+from ceql.spark.session.local import configure, enable, jar_path, local_session, server_conf
+from ceql.spark.spaseq import match_spaseq
+from ceql.spark.stream.operator import LATE_METRIC, METRICS, match_stream
+from ceql.spark.udtf.ids import match_ids
+from ceql.spark.udtf.ids import ordinal_match_id as match_id
 
 __all__ = [
     "CONFS",

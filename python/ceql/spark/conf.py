@@ -2,7 +2,7 @@
 
 The shim registers the same entries with Spark's ``SQLConf`` (``SET -v`` lists them with their
 docs): its ``CeqlConf.scala`` is generated from :data:`CONFS` by ``python -m
-ceql.spark.build_jar``, and jvm-shim/README.md documents them in a table a test keeps in step.
+ceql.shim.jar``, and jvm-shim/README.md documents them in a table a test keeps in step.
 
     >>> from ceql.spark import conf
     >>> conf.PREFILTER_ENABLED.parse(" FALSE ")

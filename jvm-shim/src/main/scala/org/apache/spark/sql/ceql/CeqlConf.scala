@@ -1,4 +1,4 @@
-// Generated from python/ceql/spark/conf.py by `python -m ceql.spark.build_jar`; do not edit.
+// Generated from python/ceql/spark/conf.py by `python -m ceql.shim.jar`; do not edit.
 package org.apache.spark.sql.ceql
 
 import org.apache.spark.internal.config.{ConfigEntry, OptionalConfigEntry}

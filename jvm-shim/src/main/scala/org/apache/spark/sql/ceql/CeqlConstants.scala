@@ -1,4 +1,4 @@
-// Generated from python/ceql/constants.py by `python -m ceql.spark.build_jar`; do not edit.
+// Generated from python/ceql/constants.py by `python -m ceql.shim.jar`; do not edit.
 package org.apache.spark.sql.ceql
 
 import scala.collection.immutable.ListMap
@@ -262,16 +262,24 @@ object CeqlConstants {
   final val CallNoInput = "no_input"
 
   /**
-   * `CALL_DATASET_PATHS`: Call description key: the directories MATCH_SPASEQ's dataset option may
-   * read (the shim writes the session's CONF_SPASEQ_DATASET_PATHS).
+   * `ENV_DATASET_ACCESS`: Environment variable of the Python workers that ceql's shim (or
+   * ceql.spark.match_spaseq on the driver) starts for MATCH_SPASEQ: what its dataset option may
+   * read, as JSON. A caller of the Python table function cannot set it (unlike the call
+   * description, which it writes).
    */
-  final val CallDatasetPaths = "dataset_paths"
+  final val EnvDatasetAccess = "CEQL_DATASET_ACCESS"
 
   /**
-   * `CALL_DATASET_TRUSTED`: Call description key: the dataset option came from a Python caller (the
-   * DataFrame API), not from query text.
+   * `ACCESS_DATASET_PATHS`: ENV_DATASET_ACCESS key: the directories the dataset option may read
+   * (the session's CONF_SPASEQ_DATASET_PATHS, as the shim read it).
    */
-  final val CallDatasetTrusted = "dataset_trusted"
+  final val AccessDatasetPaths = "dataset_paths"
+
+  /**
+   * `ACCESS_DATASET_TRUSTED`: ENV_DATASET_ACCESS key: the dataset option came from a Python caller
+   * (the DataFrame API), not from query text, so it may read any file.
+   */
+  final val AccessDatasetTrusted = "dataset_trusted"
 
   /**
    * `PREFILTER_ARGUMENT`: Named argument by which the shim asks analyze for a prefilter (it applies
@@ -336,7 +344,7 @@ object CeqlConstants {
   val TableFunctions: Seq[TableFunction] = Seq(
     TableFunction(
       name = "MATCH_CEQL",
-      pythonModule = "ceql.spark._udtf",
+      pythonModule = "ceql.spark.udtf.match_ceql",
       pythonClass = "MatchCeql",
       usage = "MATCH_CEQL(TABLE(t) [PARTITION BY c] [ORDER BY (ts)], query => '<CEQL>' [, time " +
               "=> 'ts'] [, time_unit => 's'] [, time_format => 'yyyy-MM-dd HH:mm:ss'] [, type " +
@@ -347,7 +355,7 @@ object CeqlConstants {
     ),
     TableFunction(
       name = "MATCH_SPASEQ",
-      pythonModule = "ceql.spark._spaseq_udtf",
+      pythonModule = "ceql.spark.udtf.match_spaseq",
       pythonClass = "MatchSpaseq",
       usage = "MATCH_SPASEQ(TABLE(t) [PARTITION BY c] [ORDER BY (time)], query => '<SPAseq>' " +
               "[, time => 'time'] [, stream => 'stream'] [, graph => 'graph'] [, dataset => " +

@@ -16,10 +16,11 @@ import CeqlConstants.TableFunction
 /**
  * The Python side of a table function as Spark's Python runner wants it: a PythonFunction whose
  * command is a pickled reference to the importable class the function's entry names (for
- * MATCH_CEQL `ceql.spark._udtf.MatchCeql`), so no Python code has to register anything.
+ * MATCH_CEQL `ceql.spark.udtf.match_ceql.MatchCeql`), so no Python code has to register anything.
  */
 object CeqlPython {
-  private val functions = new ConcurrentHashMap[(String, TableFunction), PythonFunction]()
+  private val functions =
+    new ConcurrentHashMap[(String, TableFunction, Map[String, String]), PythonFunction]()
 
   /** `pickle.dumps` of the function's class, by reference: protocol 2, GLOBAL opcode, STOP. */
   def command(spec: TableFunction): Array[Byte] =
@@ -34,23 +35,25 @@ object CeqlPython {
     fromSql.orElse(fromSpark).orElse(sys.env.get("PYSPARK_PYTHON")).getOrElse("python3")
   }
 
-  /** The function's Python side for the current settings (checked once per executable). */
-  def function(spec: TableFunction): PythonFunction = {
+  /** The function's Python side for the current settings (checked once per executable);
+   * `env`: more environment for its Python workers (what a call may read). */
+  def function(spec: TableFunction, env: Map[String, String] = Map.empty): PythonFunction = {
     val exec = pythonExec()
-    val known = functions.get((exec, spec))
+    val known = functions.get((exec, spec, env))
     if (known != null) return known
-    val created = create(exec, spec)
-    functions.putIfAbsent((exec, spec), created)
+    val created = create(exec, spec, env)
+    functions.putIfAbsent((exec, spec, env), created)
     created
   }
 
-  private def create(exec: String, spec: TableFunction): PythonFunction = {
+  private def create(exec: String, spec: TableFunction,
+      env: Map[String, String]): PythonFunction = {
     val pythonPath = PythonUtils.mergePythonPaths(
       PythonUtils.sparkPythonPath, sys.env.getOrElse("PYTHONPATH", ""))
     val version = probe(exec, pythonPath, spec)
     SimplePythonFunction(
       command = command(spec).toSeq,
-      envVars = Map("PYTHONPATH" -> pythonPath).asJava,
+      envVars = (env + ("PYTHONPATH" -> pythonPath)).asJava,
       pythonIncludes = List.empty[String].asJava,
       pythonExec = exec,
       pythonVer = version,

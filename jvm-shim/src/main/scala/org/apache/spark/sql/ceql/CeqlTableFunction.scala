@@ -85,10 +85,9 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
       throw refused(s"$name: $CallArgument is ceql's own argument, written by the shim; " +
         "leave it out.")
     }
-    val (withTable, described) = describeCall(session, args)
-    val call = withAccess(session, described, trusted)
+    val (withTable, call) = describeCall(session, args)
     val exprs = withTable :+ NamedArgumentExpression(CallArgument, Literal(call))
-    val func = CeqlPython.function(spec)
+    val func = CeqlPython.function(spec, access(session, trusted))
     exprs.zipWithIndex.filter { case (e, _) => tableOf(e).isDefined } match {
       case Seq((arg, i)) => arranged(session, exprs, i, tableOf(arg).get, func)
       case _ => // not one table argument: Spark's own path, where analyze says what is wrong
@@ -176,14 +175,21 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
       case _ => None
     }
 
-  /** The call description with what the session lets the query's options read. */
-  private def withAccess(session: org.apache.spark.sql.classic.SparkSession, call: String,
-      trusted: Boolean): String = {
-    val paths = session.sessionState.conf.getConf(CeqlConf.SpaseqDatasetPaths).getOrElse("")
-    val extra = Json.str(CallDatasetPaths) + ":" + Json.str(paths) + "," +
-      Json.str(CallDatasetTrusted) + ":" + trusted.toString
-    if (call == "{}") "{" + extra + "}" else call.stripSuffix("}") + "," + extra + "}"
-  }
+  /**
+   * What the query's options may read, for the environment of the Python workers that run
+   * this call (`analyze` checks a MATCH_SPASEQ dataset against it): set here, where the
+   * session's settings are, so no caller of the Python function can claim it — the call
+   * description is written by whoever calls that function. MATCH_CEQL reads no file and gets
+   * nothing (its workers stay one pool).
+   */
+  private def access(session: org.apache.spark.sql.classic.SparkSession,
+      trusted: Boolean): Map[String, String] =
+    if (name != MatchSpaseq) Map.empty
+    else {
+      val paths = session.sessionState.conf.getConf(CeqlConf.SpaseqDatasetPaths).getOrElse("")
+      Map(EnvDatasetAccess -> ("{" + Json.str(AccessDatasetPaths) + ":" + Json.str(paths) +
+        "," + Json.str(AccessDatasetTrusted) + ":" + trusted.toString + "}"))
+    }
 
   private def describeCall(session: org.apache.spark.sql.classic.SparkSession,
       args: Seq[Expression]): (Seq[Expression], String) = {

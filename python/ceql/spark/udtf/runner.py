@@ -4,7 +4,7 @@ A :class:`MatchRunner` lives in one task for one partition of the input (or for 
 input when Spark gives the task a single partition). It keeps the batches of rows a later match
 may still report — from the start of the engine's oldest live run on
 (:meth:`ceql.Evaluator.oldest_live_position`), and within the query's WITHIN where there is
-one — and builds Arrow batches in the output schema that :mod:`ceql.spark._spec` derived.
+one — and builds Arrow batches in the output schema that :mod:`ceql.spark.udtf.ceql_plan` derived.
 """
 
 from __future__ import annotations
@@ -32,34 +32,22 @@ from ceql.constants import (
     TIME_UNIT_PER_SECOND,
 )
 from ceql.runtime import canonical_key, no_gc
+from ceql.spark.errors import MatchCeqlError, TieOrderWarning
+from ceql.spark.notices import key_of, said, say
+from ceql.spark.udtf.batching import (
+    BatchLimits,
+    TooLarge,
+    cuts,
+    row_bytes,
+    shown_bytes,
+    shown_query,
+)
+from ceql.spark.udtf.ceql_plan import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
+from ceql.spark.udtf.ids import ids_of
+from ceql.spark.udtf.ties import TieWatch, tie_message
+from ceql.spark.udtf.times import read_times, shown_row, spark_shape
 
-from ._batching import BatchLimits, TooLarge, cuts, row_bytes, shown_bytes, shown_query
-from ._errors import MatchCeqlError, TieOrderWarning
-from ._ids import ids_of
-from ._notices import key_of, said, say
-from ._spec import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
-from ._ties import TieWatch, tie_message
-from ._times import read_times, shown_row, spark_shape
-
-__all__ = ["MatchRunner", "partition_starts"]
-
-def partition_starts(columns: Sequence[pa.Array]) -> list[int]:
-    """Rows (after the first) where any of ``columns`` changes value; NULL equals NULL and
-    NaN equals NaN (as Spark groups, and as the engine's partitions do)."""
-    n = len(columns[0])
-    if n < 2:
-        return []
-    changed: Any = False
-    for c in columns:
-        a, b = c.slice(1), c.slice(0, n - 1)
-        unequal = pc.not_equal(a, b)
-        if pa.types.is_floating(c.type):
-            unequal = pc.and_(unequal, pc.invert(pc.and_(pc.is_nan(a), pc.is_nan(b))))
-        diff = pc.or_(pc.fill_null(unequal, False),
-                      pc.not_equal(pc.is_null(a), pc.is_null(b)))
-        changed = pc.or_(changed, diff)
-    return [int(i) + 1 for i in np.flatnonzero(changed.to_numpy(zero_copy_only=False))]
-
+__all__ = ["MatchRunner"]
 
 @functools.lru_cache(maxsize=64)
 def _tie_key(spec: MatchSpec) -> str:

@@ -6,7 +6,7 @@ worker says a warning as one line on its standard error, :func:`say`, tagged wit
 query and what was found: one key per warning of one query), at most once per worker process.
 Spark copies a worker's standard error to the JVM's; in a session ceql started
 (:func:`ceql.spark.local_session`), that passes through ceql's filter in the driver
-(:mod:`ceql.spark._quiet`), which prints each key's line once and drops the key
+(:mod:`ceql.spark.session.quiet`), which prints each key's line once and drops the key
 (:class:`Notices`). Elsewhere (the user's own logging, executors of a cluster) the line shows
 as written, key included, once per worker.
 """

@@ -1,5 +1,4 @@
-"""The DataFrame face of MATCH_SPASEQ: :func:`match_spaseq`, and the Python table function
-object a session without the shim (Spark Connect) registers. SPAseq needs pyoxigraph (the
+"""The DataFrame face of MATCH_SPASEQ: :func:`match_spaseq`. SPAseq needs pyoxigraph (the
 ``spaseq`` extra), imported only when a SPAseq query runs."""
 
 from __future__ import annotations
@@ -8,13 +7,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ceql.constants import CALL_ARGUMENT, MATCH_SPASEQ
+from ceql.constants import CALL_ARGUMENT, ENV_DATASET_ACCESS, MATCH_SPASEQ
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.session.connect import apply, has_extension, is_connect
+from ceql.spark.udtf.call import CallInfo
 
-from ._connect import has_extension, is_connect
-from ._errors import MatchCeqlError
-from ._spec import CallInfo
-
-__all__ = ["dataset_option", "match_spaseq", "spaseq_table_function"]
+__all__ = ["dataset_option", "match_spaseq"]
 
 Dataset = str | Mapping[str, "str | os.PathLike[str]"] | Sequence["str | os.PathLike[str]"]
 
@@ -35,24 +33,6 @@ def dataset_option(dataset: Dataset) -> str:
     return ",".join(items)
 
 
-def spaseq_table_function(spark: Any) -> Any:
-    """MATCH_SPASEQ as a Python table function object of ``spark``'s kind (classic or
-    Connect): ceql's Arrow UDTF, which needs no jar."""
-    from pyspark.util import PythonEvalType
-
-    from ._spaseq_udtf import MatchSpaseq
-
-    if is_connect(spark):
-        from pyspark.sql.connect.udtf import UserDefinedTableFunction as ConnectUDTF
-
-        return ConnectUDTF(MatchSpaseq, returnType=None, name=MATCH_SPASEQ,
-                           evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
-    from pyspark.sql.udtf import UserDefinedTableFunction
-
-    return UserDefinedTableFunction(MatchSpaseq, returnType=None, name=MATCH_SPASEQ,
-                                    evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
-
-
 def match_spaseq(df: Any, query: str, *, time: str = "time", stream: str = "stream",
                  graph: str = "graph", dataset: Dataset | None = None,
                  partition_by: str | Sequence[str] | None = None,
@@ -70,8 +50,7 @@ def match_spaseq(df: Any, query: str, *, time: str = "time", stream: str = "stre
     ceql's extension; never through Spark Connect).
     """
     import ceql.spaseq  # needs pyoxigraph (the spaseq extra): imported when used
-
-    from ._spaseq_plan import load_dataset
+    from ceql.spark.udtf.spaseq_plan import DatasetAccess, load_dataset
 
     option = None if dataset is None else dataset_option(dataset)
     ceql.spaseq.compile(query, dataset=None if option is None else load_dataset(option))
@@ -93,13 +72,20 @@ def match_spaseq(df: Any, query: str, *, time: str = "time", stream: str = "stre
     from pyspark.sql.functions import lit
 
     args = {k: lit(v) for k, v in options.items()}
-    # the caller gave the dataset itself, so it may read it (SQL needs the session's leave)
-    args[CALL_ARGUMENT] = lit(CallInfo(partition_by=parts, dataset_trusted=True).to_json())
-    udtf = spaseq_table_function(spark)
-    if not is_connect(spark):
-        return udtf(df.asTable(), **args)
-    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
-
-    # as ceql.spark._connect.apply does: the plan given to the table argument's session
-    return ConnectFrame(udtf._build_common_inline_user_defined_table_function(df.asTable(),
-                                                                             **args), spark)
+    args[CALL_ARGUMENT] = lit(CallInfo(partition_by=parts).to_json())
+    if option is None or is_connect(spark):  # a Connect client grants nothing on the server
+        return apply(spark, MATCH_SPASEQ, df.asTable(), **args)
+    # The caller names its own files, so its call may read them: granted in the environment
+    # of the Python workers Spark starts for this function object (pyspark copies
+    # ``environment`` when the object's Java side is made, in ``apply``), which no caller of
+    # the Python table function can set — unlike the call description.
+    env = spark.sparkContext.environment
+    before = env.get(ENV_DATASET_ACCESS)
+    env[ENV_DATASET_ACCESS] = DatasetAccess(trusted=True).env_value()
+    try:
+        return apply(spark, MATCH_SPASEQ, df.asTable(), **args)
+    finally:
+        if before is None:
+            del env[ENV_DATASET_ACCESS]
+        else:
+            env[ENV_DATASET_ACCESS] = before

@@ -2,8 +2,8 @@
 format that decoding runs no code for.
 
 Format 1 is :data:`MAGIC`, the format number (one byte), the SHA-256 of the body and the body:
-:mod:`ceql.runtime.codec`'s plain data (numbers, text, bytes, tuples, dicts) holding the
-:class:`~ceql.spark._keystate.KeyState`'s counters and timers, its held rows and the runner's
+:func:`ceql.runtime.encode_data`'s plain data (numbers, text, bytes, tuples, dicts) holding the
+:class:`~ceql.spark.stream.keystate.KeyState`'s counters and timers, its held rows and the runner's
 kept rows as Arrow IPC streams, and the engine as its own snapshot
 (:meth:`ceql.Evaluator.snapshot`). The query is not stored: the state is read with the running
 query's plan, and the engine's snapshot refuses one of another query.
@@ -23,11 +23,10 @@ from typing import Any
 import pyarrow as pa
 
 from ceql.errors import CeqlError
-from ceql.runtime import codec
-
-from ._errors import MatchCeqlError
-from ._keystate import KeyState, StreamPlan
-from ._runner import MatchRunner, RunnerState
+from ceql.runtime import MalformedData, decode_data, encode_data
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.stream.keystate import KeyState, StreamPlan
+from ceql.spark.udtf.runner import MatchRunner, RunnerState
 
 __all__ = ["FORMAT", "LEGACY", "MAGIC", "dump_state", "load_state"]
 
@@ -48,6 +47,12 @@ LEGACY = frozenset({
     ("pyarrow.lib", "type_for_alias"),
 })
 
+#: Where the modules those pickles name live now (``ceql.spark`` by concern).
+_MOVED = {"ceql.spark._keystate": "ceql.spark.stream.keystate",
+          "ceql.spark._runner": "ceql.spark.udtf.runner",
+          "ceql.spark._spec": "ceql.spark.udtf.ceql_plan",
+          "ceql.spark._ties": "ceql.spark.udtf.ties"}
+
 
 def dump_state(ks: KeyState) -> bytes:
     """``ks`` as bytes of format :data:`FORMAT` (between micro-batches)."""
@@ -57,7 +62,7 @@ def dump_state(ks: KeyState) -> bytes:
         runner = {"engine": r.engine, "kept": tuple(_ipc(b) for b in r.kept), "base": r.base,
                   "fed": r.fed, "where": r.where, "watching": r.watching,
                   "last": None if r.last is None else _ipc(r.last)}
-    body = codec.encode({
+    body = encode_data({
         "buckets": ks.buckets, "arrivals": ks.arrivals, "last_us": ks.last_us, "late": ks.late,
         "timers": ks.timers, "newest_us": ks.newest_us, "released_us": ks.released_us,
         "held": None if ks.held is None else _ipc(ks.held), "runner": runner})
@@ -81,13 +86,13 @@ def load_state(data: bytes, plan: StreamPlan) -> KeyState:
     if hashlib.sha256(body).digest() != digest:
         raise _damaged("its checksum does not match")
     try:
-        return _built(codec.decode(body), plan)
+        return _built(decode_data(body), plan)
     except MatchCeqlError:
         raise
     except CeqlError as exc:  # the engine's snapshot refused (another query, damage)
         raise MatchCeqlError(f"MATCH_CEQL: this checkpoint's key state cannot continue the "
                              f"query: {exc}") from None
-    except (codec.Malformed, KeyError, TypeError, ValueError, pa.ArrowException) as exc:
+    except (MalformedData, KeyError, TypeError, ValueError, pa.ArrowException) as exc:
         raise _damaged(f"{type(exc).__name__}: {exc}") from None
 
 
@@ -145,7 +150,7 @@ class _LegacyUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in LEGACY:
             raise pickle.UnpicklingError(f"{module}.{name} is not part of a ceql key state")
-        return super().find_class(module, name)
+        return super().find_class(_MOVED.get(module, module), name)
 
 
 def _legacy(data: bytes) -> KeyState:

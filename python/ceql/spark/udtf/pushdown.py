@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 import ceql
 from ceql.analysis import relevance
 from ceql.constants import INTERNAL_STREAM_COLUMN
-from ceql.ir import nodes as N
+from ceql.ir import Attr, Compare, Expr, InRange, InSet, Literal, Neg
 from ceql.predicates import (
     FLIP,
     Atom,
@@ -50,8 +50,8 @@ from ceql.predicates import (
     StreamIs,
     TypeIs,
 )
-
-from ._spec import MatchSpec, quote_identifier, sql_string
+from ceql.spark.udtf.call import quote_identifier, sql_string
+from ceql.spark.udtf.ceql_plan import MatchSpec
 
 __all__ = ["MAX_DEPTH", "MAX_LENGTH", "prefilter"]
 
@@ -157,12 +157,12 @@ class _Writer:
                 return None
             c = quote_identifier(col)
             return f"({c} IS NULL OR {c} = {_string(a.name)})"
-        if isinstance(a, N.Compare):
+        if isinstance(a, Compare):
             return self.compare(a.op, a.left, a.right)
-        if isinstance(a, N.InRange):
+        if isinstance(a, InRange):
             lo, hi = self.compare(">=", a.expr, a.lo), self.compare("<=", a.expr, a.hi)
             return None if lo is None or hi is None else f"({lo} AND {hi})"
-        if isinstance(a, N.InSet):
+        if isinstance(a, InSet):
             return self.in_set(a)
         return None  # LIKE: Spark's regular expressions are not RE2
 
@@ -177,10 +177,10 @@ class _Writer:
             col = f"coalesce({col}, {quote_identifier(INTERNAL_STREAM_COLUMN)})"
         return f"coalesce({col} = {_string(name)}, FALSE)"
 
-    def compare(self, op: str, left: N.Expr, right: N.Expr) -> str | None:
-        if isinstance(left, N.Attr) and _literal(right) is not None:
+    def compare(self, op: str, left: Expr, right: Expr) -> str | None:
+        if isinstance(left, Attr) and _literal(right) is not None:
             return self.column_vs(left.name, op, _literal(right))
-        if isinstance(right, N.Attr) and _literal(left) is not None:
+        if isinstance(right, Attr) and _literal(left) is not None:
             return self.column_vs(right.name, FLIP[op], _literal(left))
         return None
 
@@ -206,8 +206,8 @@ class _Writer:
             return f"nanvl(CAST({c} AS DOUBLE), CAST(NULL AS DOUBLE)) {op} {_double(v)}"
         return None
 
-    def in_set(self, a: N.InSet) -> str | None:
-        if not isinstance(a.expr, N.Attr) or not a.values:
+    def in_set(self, a: InSet) -> str | None:
+        if not isinstance(a.expr, Attr) or not a.values:
             return None
         t = self.types.get(a.expr.name)
         vals = [v.value for v in a.values if not isinstance(v.value, timedelta)]
@@ -234,10 +234,10 @@ def _join(parts: list[str], op: str) -> str:
     return kept[0] if len(kept) == 1 else "(" + f" {op} ".join(kept) + ")"
 
 
-def _literal(e: N.Expr) -> int | float | str | bool | None:
-    if isinstance(e, N.Literal):
+def _literal(e: Expr) -> int | float | str | bool | None:
+    if isinstance(e, Literal):
         return None if isinstance(e.value, timedelta) else e.value  # an INTERVAL: not pushed
-    if isinstance(e, N.Neg) and isinstance(e.operand, N.Literal):
+    if isinstance(e, Neg) and isinstance(e.operand, Literal):
         v = e.operand.value
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return -v

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..constants import TABLE_FUNCTIONS
+from ceql.constants import TABLE_FUNCTIONS
 
 __all__ = ["InlineCall", "inline_calls"]
 

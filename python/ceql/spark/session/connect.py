@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ceql.constants import EXTENSION_CLASS, MATCH_CEQL
-
-from ._stream import LATE_METRIC, METRICS
+from ceql.constants import EXTENSION_CLASS, MATCH_CEQL, MATCH_SPASEQ
+from ceql.spark.stream.operator import LATE_METRIC, METRICS
 
 __all__ = ["apply", "has_extension", "is_connect", "late_rows", "remote_url", "table_function"]
 
@@ -49,32 +48,40 @@ def has_extension(spark: Any) -> bool:
     return EXTENSION_CLASS in (value or "")
 
 
-def table_function(spark: Any) -> Any:
-    """MATCH_CEQL as a Python table function object of ``spark``'s kind (classic or
-    Connect): ceql's Arrow UDTF, which needs no jar."""
+def table_function(spark: Any, name: str = MATCH_CEQL) -> Any:
+    """The table function ``name`` (MATCH_CEQL or MATCH_SPASEQ) as a Python table function
+    object of ``spark``'s kind (classic or Connect): ceql's Arrow UDTF, which needs no jar."""
     from pyspark.util import PythonEvalType
 
-    from ._udtf import MatchCeql
+    handler: type[Any]
+    if name == MATCH_SPASEQ:  # needs pyoxigraph (the spaseq extra): imported when used
+        from ceql.spark.udtf.match_spaseq import MatchSpaseq
 
+        handler = MatchSpaseq
+    else:
+        from ceql.spark.udtf.match_ceql import MatchCeql
+
+        handler = MatchCeql
     if is_connect(spark):
         from pyspark.sql.connect.udtf import UserDefinedTableFunction as ConnectUDTF
 
-        return ConnectUDTF(MatchCeql, returnType=None, name=MATCH_CEQL,
+        return ConnectUDTF(handler, returnType=None, name=name,
                            evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
     from pyspark.sql.udtf import UserDefinedTableFunction
 
-    return UserDefinedTableFunction(MatchCeql, returnType=None, name=MATCH_CEQL,
+    return UserDefinedTableFunction(handler, returnType=None, name=name,
                                     evalType=PythonEvalType.SQL_ARROW_UDTF, deterministic=True)
 
 
-def apply(spark: Any, *args: Any, **kwargs: Any) -> Any:
-    """MATCH_CEQL (:func:`table_function`) applied to ``args``, as a DataFrame of ``spark``.
+def apply(spark: Any, function: str, *args: Any, **kwargs: Any) -> Any:
+    """The table function ``function`` (:func:`table_function`) applied to ``args``, as a
+    DataFrame of ``spark``.
 
     A Connect UDTF called directly attaches its DataFrame to the active or default Connect
     session, which need not be the one of the table argument (a process may hold sessions of
     several servers); this builds the same plan and gives it to ``spark``.
     """
-    udtf = table_function(spark)
+    udtf = table_function(spark, function)
     if not is_connect(spark):
         return udtf(*args, **kwargs)
     from pyspark.sql.connect.dataframe import DataFrame

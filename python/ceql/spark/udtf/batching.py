@@ -20,9 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ceql.constants import CONF_OUTPUT_MAX_BATCH_BYTES
-
-from ._errors import MatchCeqlError
-from .conf import OUTPUT_MAX_BATCH_BYTES
+from ceql.spark.conf import OUTPUT_MAX_BATCH_BYTES
+from ceql.spark.errors import MatchCeqlError
 
 __all__ = ["MAX_RECORDS_CONF", "MAX_SPARK_BYTES_CONF", "BatchLimits", "TooLarge", "cuts",
            "parse_bytes", "row_bytes", "shown_bytes", "shown_query"]

@@ -1,7 +1,7 @@
 """Build the JVM shim jar with the Scala compiler that pyspark ships (no sbt needed).
 
-    python -m ceql.spark.build_jar [--force] [--check] [--src jvm-shim] [--out ...]
-    python -m ceql.spark.build_jar --links PYSPARK_JARS_DIR [--out ...]
+    python -m ceql.shim.jar [--force] [--check] [--src jvm-shim] [--out ...]
+    python -m ceql.shim.jar --links PYSPARK_JARS_DIR [--out ...]
 
 First writes the generated Scala sources (``CeqlConstants.scala`` from :mod:`ceql.constants`,
 ``CeqlConf.scala`` from :mod:`ceql.spark.conf`) where they changed; they are committed, so that
@@ -28,7 +28,7 @@ import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
-from . import _scala
+from ceql.shim import scala as _scala
 
 __all__ = ["Link", "build", "generate", "generated_sources", "main", "missing_links",
            "stale_generated", "up_to_date"]
@@ -36,7 +36,7 @@ __all__ = ["Link", "build", "generate", "generated_sources", "main", "missing_li
 _PACKAGE = Path(__file__).resolve().parent.parent          # python/ceql
 _DEFAULT_SRC = _PACKAGE.parent.parent / "jvm-shim"           # repo/jvm-shim
 _DEFAULT_OUT = _PACKAGE / "jars" / "ceql-shim.jar"
-_MANIFEST = "Manifest-Version: 1.0\nCreated-By: ceql.spark.build_jar\n\n"
+_MANIFEST = "Manifest-Version: 1.0\nCreated-By: ceql.shim.jar\n\n"
 
 
 def _spark_jars() -> Path:
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = stale_generated(args.src)
         for p in stale:
-            print(f"out of date: {p} (run python -m ceql.spark.build_jar)", file=sys.stderr)
+            print(f"out of date: {p} (run python -m ceql.shim.jar)", file=sys.stderr)
         return 1 if stale else 0
     print(build(args.src, args.out, force=args.force))
     return 0

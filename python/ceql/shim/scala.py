@@ -1,7 +1,7 @@
 """The shim's generated Scala: ``CeqlConstants`` from :mod:`ceql.constants`, ``CeqlConf`` from
 :mod:`ceql.spark.conf`.
 
-The files are written by ``python -m ceql.spark.build_jar`` before it compiles, and committed so
+The files are written by ``python -m ceql.shim.jar`` before it compiles, and committed so
 that ``build.sbt`` builds without Python; a test compares them with :func:`render`.
 """
 
@@ -15,8 +15,7 @@ from typing import Any
 
 from ceql import constants
 from ceql.constants import TableFunction
-
-from . import conf
+from ceql.spark import conf
 
 __all__ = ["PACKAGE_DIR", "render", "render_conf", "render_constants", "scala_name", "scala_string"]
 
@@ -141,7 +140,7 @@ def _constant(name: str, value: Any) -> str:
 
 
 def _header(source: str) -> list[str]:
-    return [f"// Generated from {source} by `python -m ceql.spark.build_jar`; do not edit.",
+    return [f"// Generated from {source} by `python -m ceql.shim.jar`; do not edit.",
             f"package {_PACKAGE}", ""]
 
 

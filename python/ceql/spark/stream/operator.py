@@ -3,12 +3,12 @@
 A streaming DataFrame cannot be sorted, so the table function's ``ORDER BY`` is out; instead
 the rows are grouped by the query's partition key and handed to Spark's
 ``transformWithStateInPandas`` in event-time mode. Each key keeps its
-:class:`~ceql.spark._keystate.KeyState` in the state store (RocksDB, in
-:mod:`~ceql.spark._state_codec`'s format): the rows the watermark has
+:class:`~ceql.spark.stream.keystate.KeyState` in the state store (RocksDB, in
+:mod:`~ceql.spark.stream.state_codec`'s format): the rows the watermark has
 not passed yet and the engine's state. Checkpoints make it exactly once; an event-time timer per
 key evaluates held rows, releases matches waiting for a trailing NOT, and drops the engine of a
 key idle past its window, and with it the key's state entry: ``match_id`` names a match by its
-events' times (:mod:`ceql.spark._ids`), so it is the batch one without any count kept per key.
+events' times (:mod:`ceql.spark.udtf.ids`), so it is the batch one without any count kept per key.
 
 Late rows (older than the watermark when they arrive) are counted in the query's progress —
 ``observedMetrics["ceql"]["late_rows"]``, under another name than ``"ceql"`` with ``metrics=`` —
@@ -40,13 +40,13 @@ from ceql.constants import (
     OPTION_TYPE,
     WITHIN_ATTR,
 )
-
-from ._compiling import compile_on_driver
-from ._errors import MatchCeqlError
-from ._keystate import TIME_US, KeyState, StreamPlan, stream_plan
-from ._pushdown import prefilter
-from ._spec import CallInfo, output_schema, plan_match, quote_identifier
-from ._state_codec import dump_state, load_state
+from ceql.spark.compiling import compile_on_driver
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.stream.keystate import TIME_US, KeyState, StreamPlan, stream_plan
+from ceql.spark.stream.state_codec import dump_state, load_state
+from ceql.spark.udtf.call import CallInfo, quote_identifier
+from ceql.spark.udtf.ceql_plan import output_schema, plan_match
+from ceql.spark.udtf.pushdown import prefilter
 
 __all__ = [
     "LATE_METRIC",

@@ -1,181 +1,34 @@
-"""The Python table function behind MATCH_SPASEQ (Arrow eval type, with an ``analyze`` step):
-a SPAseq query (docs/SPASEQ.md) over a table whose rows are events — a stream, a time and an
-RDF graph each —, one output row per match.
-
-``analyze`` (:mod:`._spaseq_plan`) compiles the query on the driver and asks Spark for the
-partitioning and for the order (time, then stream); each task gets its partitions' rows as
-Arrow batches, one partition after another, and runs a :class:`ceql.spaseq.Evaluator` per
-partition. The JVM shim references :class:`MatchSpaseq` by name (its entry in
-``ceql.constants.TABLE_FUNCTIONS``).
-"""
+"""One MATCH_SPASEQ partition's evaluation: rows in (time, then stream), a
+:class:`ceql.spaseq.Evaluator` over them, output rows out in bounded batches — the bindings of
+each match converted to the Spark types ``types`` declares."""
 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
 from decimal import Decimal
-from itertools import pairwise
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark.errors import PySparkValueError
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import StructType
-from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, OrderingColumn, PartitioningColumn
 
 import ceql
 import ceql.spaseq
 from ceql.constants import (
-    CALL_ARGUMENT,
     COLUMN_MATCH_END,
     COLUMN_MATCH_ID,
     COLUMN_MATCH_START,
     CONF_OUTPUT_MAX_BATCH_BYTES,
     MATCH_SPASEQ,
-    OPTION_QUERY,
 )
-from ceql.runtime import canonical_key
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.udtf.batching import BatchLimits, shown_bytes, shown_query
+from ceql.spark.udtf.ids import ordinal_match_id
+from ceql.spark.udtf.spaseq_plan import COLUMN_POSITIONS, SpaseqSpec, compiled
 
-from ._batching import BatchLimits, shown_bytes, shown_query
-from ._errors import MatchCeqlError
-from ._ids import ordinal_match_id
-from ._runner import partition_starts
-from ._spaseq_plan import COLUMN_POSITIONS, SpaseqSpec, compiled, plan_spaseq, spaseq_schema
-from ._spec import CallInfo
-
-__all__ = ["MatchSpaseq", "SpaseqAnalysis", "SpaseqRunner", "analyze_call"]
-
-_USAGE = "MATCH_SPASEQ(TABLE(t) PARTITION BY k ORDER BY (time), query => '<SPAseq>')"
-
-
-@dataclass
-class SpaseqAnalysis(AnalyzeResult):
-    """``analyze``'s result, handed to every task: the plan of the call and its schema."""
-
-    spec: SpaseqSpec | None = None
-    out: StructType | None = None
-
-
-def analyze_call(args: tuple[AnalyzeArgument, ...], kwargs: Mapping[str, AnalyzeArgument]
-                 ) -> tuple[SpaseqSpec, StructType]:
-    """The plan and output schema of one call (what ``analyze`` decides)."""
-    tables = [a for a in (*args, *kwargs.values()) if a.isTable]
-    if len(tables) != 1:
-        raise MatchCeqlError(f"{MATCH_SPASEQ} takes exactly one table argument, got "
-                             f"{len(tables)}: {_USAGE}.")
-    scalars = [a for a in args if not a.isTable]
-    if len(scalars) > 1:
-        raise MatchCeqlError(
-            f"{MATCH_SPASEQ} takes the query and then named options (time => 'time', …), got "
-            f"{len(scalars)} unnamed values: {_USAGE}.")
-    named = {k: v for k, v in kwargs.items() if not v.isTable}
-    if scalars:
-        named = {OPTION_QUERY: scalars[0], **named}
-    options: dict[str, Any] = {}
-    for k, v in named.items():
-        if not v.isConstantExpression:
-            raise MatchCeqlError(f"{MATCH_SPASEQ}: option {k} must be a constant string, not "
-                                 "an expression over the rows.")
-        options[k] = v.value
-    call = CallInfo.from_json(options.get(CALL_ARGUMENT))
-    schema = tables[0].dataType
-    assert isinstance(schema, StructType)
-    spec = plan_spaseq(schema, options, call)
-    return spec, spaseq_schema(spec, schema)
-
-
-def _reported(e: ceql.CeqlError) -> MatchCeqlError:
-    """The error a task reports: ceql's message without a Python traceback (see
-    ``ceql.spark._udtf``: the worker exits after reporting, so the setting ends with it)."""
-    os.environ["SPARK_HIDE_TRACEBACK"] = "1"
-    message = str(e)
-    return e if isinstance(e, MatchCeqlError) else MatchCeqlError(
-        message if message.startswith(MATCH_SPASEQ) else f"{MATCH_SPASEQ}: {message}")
-
-
-class MatchSpaseq:
-    """MATCH_SPASEQ: the matches of a SPAseq query over a table of events, one Spark partition
-    at a time."""
-
-    @staticmethod
-    def analyze(*args: AnalyzeArgument, **kwargs: AnalyzeArgument) -> AnalyzeResult:
-        """Compile the query, derive the output schema, request partitioning and ordering."""
-        try:
-            spec, out = analyze_call(args, kwargs)
-        except MatchCeqlError as e:
-            raise PySparkValueError(str(e)) from None
-        except ceql.CeqlError as e:
-            raise PySparkValueError(f"{MATCH_SPASEQ}: {e}") from None
-        return SpaseqAnalysis(
-            schema=out,
-            withSinglePartition=not spec.partition,
-            partitionBy=[PartitioningColumn(c) for c in spec.request_partition_by],
-            orderBy=[OrderingColumn(c) for c in spec.request_order_by],
-            spec=spec, out=out)
-
-    def __init__(self, analysis: SpaseqAnalysis) -> None:
-        assert analysis.spec is not None and analysis.out is not None
-        self._spec = analysis.spec
-        self._out = analysis.out
-        self._runner: SpaseqRunner | None = None
-        self._key: tuple[Any, ...] | None = None
-        self._limits: BatchLimits | None = None  # read in the task (a bad value: its error)
-
-    def eval(self, *args: Any, **kwargs: Any) -> Iterator[pa.RecordBatch]:
-        """Feed one Arrow batch (it may hold several partitions, one after another); yield
-        the rows of the matches it completes."""
-        try:
-            yield from self._eval(args, kwargs)
-        except ceql.CeqlError as e:
-            raise _reported(e) from None
-
-    def _eval(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        if self._limits is None:
-            self._limits = BatchLimits.of_task()
-        for a in (*args, *kwargs.values()):
-            if isinstance(a, pa.RecordBatch):
-                for key, part in self._segments(a):
-                    if self._runner is None or key != self._key:
-                        if self._runner is not None:
-                            yield from self._runner.close(self._limits)
-                        self._runner = SpaseqRunner(self._spec, self._out, key)
-                        self._key = key
-                    yield from self._runner.feed(part, self._limits)
-                return
-        raise MatchCeqlError(f"{MATCH_SPASEQ} received no table rows as an Arrow batch; it must "
-                             "run with Spark's Arrow UDTF eval type and one TABLE argument.")
-
-    def _segments(self, rb: pa.RecordBatch) -> Iterator[tuple[tuple[Any, ...], pa.RecordBatch]]:
-        cols = self._spec.partition
-        if not cols or rb.num_rows == 0:
-            yield (), rb
-            return
-        valid = None
-        for c in cols:
-            v = pc.is_valid(rb.column(c))
-            valid = v if valid is None else pc.and_(valid, v)
-        if pc.all(valid).as_py() is False:
-            rb = rb.filter(valid)  # a NULL key belongs to no partition, as in MATCH_CEQL
-            if rb.num_rows == 0:
-                return
-        starts = [0, *partition_starts([rb.column(c) for c in cols]), rb.num_rows]
-        for s, e in pairwise(starts):
-            key = tuple(rb.column(c)[s].as_py() for c in cols)
-            yield canonical_key(key) or key, rb.slice(s, e - s)  # NaN equals NaN
-
-    def terminate(self) -> Iterator[pa.RecordBatch]:
-        """The input ended: the matches of the last instant."""
-        runner, self._runner = self._runner, None
-        if runner is None:
-            return
-        try:
-            yield from runner.close(self._limits or BatchLimits.of_task())
-        except ceql.CeqlError as e:
-            raise _reported(e) from None
+__all__ = ["SpaseqRunner", "converted", "value_text"]
 
 
 _EVENTS = re.compile(r"(events? )(\d+)(?:( and )(\d+))?")

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ceql.constants import EXTENSION_CLASS, MATCH_CEQL, MATCH_SPASEQ
-
-from . import _quiet
-from ._connect import has_extension, is_connect, remote_url, table_function
-from ._errors import MatchCeqlError
-from ._stream import ROCKSDB_CHANGELOG, ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
-from .conf import PYTHON
+from ceql.spark.conf import PYTHON
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.session import quiet as _quiet
+from ceql.spark.session.connect import has_extension, is_connect, remote_url, table_function
+from ceql.spark.stream.operator import ROCKSDB_CHANGELOG, ROCKSDB_PROVIDER, STATE_STORE_PROVIDER
 
 __all__ = ["configure", "enable", "jar_path", "local_session", "register", "server_conf"]
 
@@ -26,7 +25,7 @@ DAEMON_MODULE = "ceql.spark._daemon"
 
 def jar_path() -> str:
     """The path of the shim jar shipped inside the package (``ceql/jars/ceql-shim.jar``)."""
-    jar = Path(__file__).resolve().parent.parent / "jars" / "ceql-shim.jar"
+    jar = Path(__file__).resolve().parents[2] / "jars" / "ceql-shim.jar"  # ceql/jars/
     archive = next((p for p in jar.parents if p.is_file()), None)
     if archive is not None:  # imported from a zip (--py-files, a zipped wheel)
         raise MatchCeqlError(
@@ -37,7 +36,7 @@ def jar_path() -> str:
     if not jar.is_file():
         raise MatchCeqlError(
             f"The ceql Spark shim jar is missing at {jar}; build it with "
-            "`python -m ceql.spark.build_jar` (needs Java 17 and pyspark).")
+            "`python -m ceql.shim.jar` (needs Java 17 and pyspark).")
     return str(jar)
 
 
@@ -167,10 +166,8 @@ def register(spark: Any) -> None:
     and register the shim's function; in a Spark Connect one, register ceql's Python UDTF
     (the server's workers run it, so their Python must import ceql)."""
     if is_connect(spark):
-        from ._spaseq import spaseq_table_function
-
         spark.udtf.register(MATCH_CEQL, table_function(spark))
-        spark.udtf.register(MATCH_SPASEQ, spaseq_table_function(spark))
+        spark.udtf.register(MATCH_SPASEQ, table_function(spark, MATCH_SPASEQ))
         return
     PYTHON.set(spark, os.environ.get("PYSPARK_PYTHON", sys.executable))
     spark.sql(f"ADD JAR '{jar_path()}'")
@@ -196,7 +193,7 @@ def local_session(**conf: str) -> Any:
     debug); PySpark does not print analysis errors as JSON before raising them; the JVM's
     start-up warning about incubator modules is dropped from its standard error. Logging the
     user configures (log4j in ``spark.driver.extraJavaOptions``, a ``log4j2.properties`` in
-    Spark's configuration directory, …) is left alone: see :mod:`ceql.spark._quiet`.
+    Spark's configuration directory, …) is left alone: see :mod:`ceql.spark.session.quiet`.
     """
     from pyspark import SparkContext
     from pyspark.sql import SparkSession

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from ceql import CeqlError, CeqlWarning
 from ceql.constants import TABLE_FUNCTIONS
-
-from ._inline import refused
+from ceql.spark.inline import refused
 
 __all__ = ["MatchCeqlError", "TieOrderWarning", "unwrap"]
 

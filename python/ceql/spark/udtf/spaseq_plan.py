@@ -10,6 +10,7 @@ double'``); ``partition_by`` (columns, for calls that cannot write ``TABLE(t) PA
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -36,27 +37,31 @@ from pyspark.sql.types import (
 import ceql
 import ceql.spaseq
 from ceql.constants import (
+    ACCESS_DATASET_PATHS,
+    ACCESS_DATASET_TRUSTED,
     CALL_ARGUMENT,
     COLUMN_MATCH_END,
     COLUMN_MATCH_ID,
     COLUMN_MATCH_START,
+    ENV_DATASET_ACCESS,
     MATCH_SPASEQ,
     PREFILTER_ARGUMENT,
 )
 from ceql.constants import CONF_SPASEQ_DATASET_PATHS as CONF_DATASET_PATHS
 from ceql.rdf import RdfInputError, StaticDataset
-
-from ._errors import MatchCeqlError
-from ._spec import CallInfo, quote_identifier, resolve_column
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.udtf.call import CallInfo, quote_identifier, resolve_column
 
 __all__ = [
     "COLUMN_POSITIONS",
     "OPTIONS",
     "TYPES",
+    "DatasetAccess",
     "SpaseqSpec",
     "check_dataset_access",
     "compiled",
     "dataset_items",
+    "granted_access",
     "load_dataset",
     "plan_spaseq",
     "spaseq_schema",
@@ -138,6 +143,54 @@ def dataset_items(option: str) -> list[tuple[str | None, str]]:
 
 def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
+
+
+@dataclass(frozen=True)
+class DatasetAccess:
+    """What a MATCH_SPASEQ call's ``dataset`` option may read: any file (``trusted``: the
+    option came from a Python caller, not query text), or files under ``paths`` (the
+    directories ``spark.ceql.spaseq.datasetPaths`` lists, comma-separated)."""
+
+    paths: str | None = None
+    trusted: bool = False
+
+    def env_value(self) -> str:
+        """This access as the value of ``ENV_DATASET_ACCESS`` (JSON)."""
+        return json.dumps({ACCESS_DATASET_PATHS: self.paths,
+                           ACCESS_DATASET_TRUSTED: self.trusted})
+
+
+def granted_access() -> DatasetAccess | None:
+    """The access granted to this process: ``ENV_DATASET_ACCESS`` in its environment, which
+    ceql's shim sets for the Python workers of the MATCH_SPASEQ it plans (from the session's
+    settings) and :func:`ceql.spark.match_spaseq` for those of its call; None when no one did
+    (the Python table function registered by hand, or through Spark Connect). Not the call
+    description: whoever calls the Python function writes that."""
+    raw = os.environ.get(ENV_DATASET_ACCESS)
+    if not raw:
+        return None
+    d = json.loads(raw)
+    return DatasetAccess(paths=d.get(ACCESS_DATASET_PATHS),
+                         trusted=bool(d.get(ACCESS_DATASET_TRUSTED, False)))
+
+
+def _check_granted(option: str) -> None:
+    """Refuse ``option`` unless the process's access (:func:`granted_access`) lets it read
+    every file it names."""
+    access = granted_access()
+    if access is None:
+        path = dataset_items(option)[0][1]
+        raise MatchCeqlError(
+            f"{MATCH_SPASEQ}: the dataset option names {path}, but this call did not come "
+            f"through ceql's extension, which checks {CONF_DATASET_PATHS}, so query text reads "
+            "no file (a call description naming paths or trust is not believed: whoever calls "
+            "the Python table function writes it). Run MATCH_SPASEQ in a session with ceql's "
+            "extension (ceql.spark.configure(builder); a Spark Connect server with "
+            f"ceql.spark.server_conf()) and set {CONF_DATASET_PATHS} to the directories "
+            "holding your datasets, or pass dataset= to ceql.spark.match_spaseq from the "
+            "driver's Python in a classic session.")
+    if not access.trusted:
+        check_dataset_access(option, access.paths)
 
 
 def check_dataset_access(option: str, allowed: str | None) -> None:
@@ -291,8 +344,8 @@ def plan_spaseq(schema: StructType, options: Mapping[str, Any], call: CallInfo) 
     if call.no_input:
         raise MatchCeqlError(f"{MATCH_SPASEQ} takes exactly one table argument, got 0: {_USAGE}.")
     dataset = _option(options, OPTION_DATASET)
-    if dataset is not None and not call.dataset_trusted:
-        check_dataset_access(dataset, call.dataset_paths)
+    if dataset is not None:
+        _check_granted(dataset)
     query = compiled(text, dataset)
     time = _resolve(_option(options, OPTION_TIME) or "time", schema, OPTION_TIME)
     stream = _resolve(_option(options, OPTION_STREAM) or "stream", schema, OPTION_STREAM)

@@ -1,11 +1,11 @@
 """One key of a streaming MATCH_CEQL: rows held until the watermark passes them, the engine
 between micro-batches, and when the key must wake up.
 
-Pure Python over Arrow (no Spark session): the streaming operator (:mod:`ceql.spark._stream`)
-keeps one :class:`KeyState` per group key in Spark's state store (as bytes of
-:mod:`ceql.spark._state_codec`'s format), and calls it with
-each micro-batch's rows and watermark; tests drive it directly with random cuts and compare with
-the batch runner.
+Pure Python over Arrow (no Spark session): the streaming operator
+(:mod:`ceql.spark.stream.operator`) keeps one :class:`KeyState` per group key in Spark's state
+store (as bytes of :mod:`ceql.spark.stream.state_codec`'s format), and calls it with each
+micro-batch's rows and watermark; tests drive it directly with random cuts and compare with the
+batch runner.
 
 Times are compared on one scale, microseconds since the epoch (:data:`TIME_US`, a column Spark
 computes beside the rows, and the watermark): a row is *late* when its time is below the
@@ -33,11 +33,10 @@ from ceql.constants import (
     STRATEGY_STRICT,
     TIME_UNIT_PER_SECOND,
 )
-
-from ._batching import BatchLimits
-from ._errors import MatchCeqlError
-from ._runner import MatchRunner
-from ._spec import MatchSpec
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.udtf.batching import BatchLimits
+from ceql.spark.udtf.ceql_plan import MatchSpec
+from ceql.spark.udtf.runner import MatchRunner
 
 __all__ = ["TIME_US", "KeyState", "StreamPlan", "stream_plan", "time_us_of"]
 

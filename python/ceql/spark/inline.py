@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ._inline_calls import inline_calls
+from ceql.spark.inline_calls import inline_calls
 
 __all__ = ["INLINE_NEEDS_EXTENSION", "NOT_REGISTERED", "PARTITION_IN_QUERY",
            "inside_inline_call", "refused"]

@@ -1,7 +1,7 @@
 """The DataFrame face of MATCH_CEQL: :func:`match` and :func:`run`.
 
-Both call the same table function as SQL does (``ceql.spark._udtf.MatchCeql``), registered from
-Python, so they need no jar; the options mean what they mean in SQL.
+Both call the same table function as SQL does (``ceql.spark.udtf.match_ceql.MatchCeql``),
+registered from Python, so they need no jar; the options mean what they mean in SQL.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from ceql.constants import (
     OPTION_TIME_UNIT,
     OPTION_TYPE,
 )
-
-from ._compiling import compile_on_driver
-from ._connect import apply, has_extension, is_connect
-from ._errors import MatchCeqlError
-from ._spec import WARNED_ARGUMENT, CallInfo, quote_identifier
-from ._stream import match_stream
-from .conf import FROM_FILES
+from ceql.spark.compiling import compile_on_driver
+from ceql.spark.conf import FROM_FILES
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.session.connect import apply, has_extension, is_connect
+from ceql.spark.stream.operator import match_stream
+from ceql.spark.udtf.call import CallInfo, quote_identifier
+from ceql.spark.udtf.ceql_plan import WARNED_ARGUMENT
 
 __all__ = ["match", "run"]
 
@@ -76,7 +76,7 @@ def _call(df: Any, query: str, call: CallInfo, *, time: str | None, type_col: st
     from pyspark.sql.functions import lit
 
     args = {k: lit(v) for k, v in options.items()}
-    return apply(spark, df.asTable(), **args, **{CALL_ARGUMENT: lit(call.to_json())})
+    return apply(spark, MATCH_CEQL, df.asTable(), **args, **{CALL_ARGUMENT: lit(call.to_json())})
 
 
 def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = None,

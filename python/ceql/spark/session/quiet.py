@@ -32,7 +32,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ._notices import Notices
+from ceql.spark.notices import Notices
 
 __all__ = [
     "LOG4J2",
@@ -50,7 +50,7 @@ __all__ = [
 #: ceql's notices the filter of this process's JVM standard error has printed (once each).
 NOTICES = Notices()
 #: ceql's log4j2 configuration of Spark (package data).
-LOG4J2 = Path(__file__).resolve().with_name("log4j2.properties")
+LOG4J2 = Path(__file__).resolve().parents[1] / "log4j2.properties"  # ceql/spark/
 #: The system property ``log4j2.properties`` reads the level from (default: ERROR).
 LEVEL_PROPERTY = "ceql.spark.log.level"
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"

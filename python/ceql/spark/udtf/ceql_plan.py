@@ -7,7 +7,6 @@ agree, and derives the output schema. It adapts; every CEQL meaning stays in the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,17 +26,6 @@ from pyspark.sql.types import (
 
 import ceql
 from ceql.constants import (
-    CALL_BAD_PARTITION_BY,
-    CALL_DATASET_PATHS,
-    CALL_DATASET_TRUSTED,
-    CALL_DESCENDING,
-    CALL_NO_INPUT,
-    CALL_ORDER_BY,
-    CALL_ORDER_BY_COLUMN,
-    CALL_PARTITION_BY,
-    CALL_SINGLE_PARTITION,
-    CALL_STREAMS,
-    CALL_TABLE_NAME,
     COLUMN_MATCH_END,
     COLUMN_MATCH_END_PREFIX,
     COLUMN_MATCH_ID,
@@ -69,20 +57,17 @@ from ceql.constants import (
     WITHIN_EVENTS,
     WITHIN_TIME,
 )
-
-from ._errors import MatchCeqlError
-from ._times import has_zone, to_strptime
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.udtf.call import CallInfo, quote_identifier, resolve_column, sql_string
+from ceql.spark.udtf.times import has_zone, to_strptime
 
 __all__ = [
     "INTERNAL_TIME_COLUMN",
     "WARNED_ARGUMENT",
-    "CallInfo",
     "MatchSpec",
     "bound_columns",
     "output_schema",
     "plan_match",
-    "quote_identifier",
-    "sql_string",
 ]
 
 #: The column a task adds with the times read from text (option time_format); Python only.
@@ -90,74 +75,6 @@ INTERNAL_TIME_COLUMN = INTERNAL_PREFIX + "time"
 #: The named argument ``ceql.spark.match``/``run`` add: the query's compile-time warnings
 #: were issued in the caller's process already, so ``analyze`` does not say them again.
 WARNED_ARGUMENT = "_warned"
-
-
-def quote_identifier(name: str) -> str:
-    """``name`` as a Spark SQL identifier in backquotes."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string expression that reads the same under either
-    ``spark.sql.parser.escapedStringLiterals``: a literal, or, when ``text`` holds a quote or a
-    backslash (which that setting reads differently), the cast of its UTF-8 bytes."""
-    if "'" in text or "\\" in text:
-        return f"CAST(X'{text.encode('utf-8', 'surrogatepass').hex().upper()}' AS STRING)"
-    return f"'{text}'"
-
-
-@dataclass(frozen=True)
-class CallInfo:
-    """What the SQL call said about its table argument (filled by the JVM shim or ``match``)."""
-
-    partition_by: tuple[str, ...] = ()      # column names
-    bad_partition_by: tuple[str, ...] = ()  # PARTITION BY expressions that are not columns
-    order_by: tuple[str, ...] = ()          # SQL of each ORDER BY expression, in order
-    order_by_column: str | None = None      # the first ORDER BY expression, if a column
-    descending: bool = False                # some ORDER BY expression is DESC
-    single_partition: bool = False          # WITH SINGLE PARTITION
-    table_name: str | None = None           # TABLE(name): the events' type if no type column
-    streams: tuple[str, ...] = ()           # FROM names merged by the shim
-    no_input: bool = False                  # no table argument and no FROM name to read
-    prefilter: bool = False                 # the shim applies a prefilter analyze writes
-    dataset_paths: str | None = None        # where a dataset may be read (None: no shim said)
-    dataset_trusted: bool = False           # the dataset option came from Python, not SQL
-
-    @classmethod
-    def from_json(cls, text: str | None) -> CallInfo:
-        """Read the call description the JVM shim (or :func:`ceql.spark.match`) passes."""
-        if not text:
-            return cls()
-        d: dict[str, Any] = json.loads(text)
-        return cls(
-            partition_by=tuple(d.get(CALL_PARTITION_BY, ())),
-            bad_partition_by=tuple(d.get(CALL_BAD_PARTITION_BY, ())),
-            order_by=tuple(d.get(CALL_ORDER_BY, ())),
-            order_by_column=d.get(CALL_ORDER_BY_COLUMN),
-            descending=bool(d.get(CALL_DESCENDING, False)),
-            single_partition=bool(d.get(CALL_SINGLE_PARTITION, False)),
-            table_name=d.get(CALL_TABLE_NAME),
-            streams=tuple(d.get(CALL_STREAMS, ())),
-            no_input=bool(d.get(CALL_NO_INPUT, False)),
-            dataset_paths=d.get(CALL_DATASET_PATHS),
-            dataset_trusted=bool(d.get(CALL_DATASET_TRUSTED, False)),
-        )
-
-    def to_json(self) -> str:
-        """The inverse of :meth:`from_json`."""
-        return json.dumps({
-            CALL_PARTITION_BY: list(self.partition_by),
-            CALL_BAD_PARTITION_BY: list(self.bad_partition_by),
-            CALL_ORDER_BY: list(self.order_by),
-            CALL_ORDER_BY_COLUMN: self.order_by_column,
-            CALL_DESCENDING: self.descending,
-            CALL_SINGLE_PARTITION: self.single_partition,
-            CALL_TABLE_NAME: self.table_name,
-            CALL_STREAMS: list(self.streams),
-            CALL_NO_INPUT: self.no_input,
-            CALL_DATASET_PATHS: self.dataset_paths,
-            CALL_DATASET_TRUSTED: self.dataset_trusted,
-        })
 
 
 @dataclass(frozen=True)
@@ -193,22 +110,6 @@ class MatchSpec:
     def engine_time(self) -> str:
         """The column the engine reads times from (read from text by the task, or as given)."""
         return INTERNAL_TIME_COLUMN if self.time_format is not None else self.time
-
-
-def resolve_column(name: str, schema: StructType, what: str, *, function: str = "MATCH_CEQL",
-                   hint: str = "Name one of them.") -> str:
-    """The schema's spelling of column ``name`` (Spark compares names case-insensitively);
-    ``function`` and ``hint`` word the error for a column that is not there."""
-    names = [f.name for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX)]
-    if name in names:
-        return name
-    folded = [n for n in names if n.lower() == name.lower()]
-    if len(folded) == 1:
-        return folded[0]
-    raise MatchCeqlError(
-        f"{function}: the {what} column {name!r} is not in the input table; its columns are "
-        f"{', '.join(names) or '(none)'}.{' ' + hint if hint else ''}"
-    )
 
 
 def _resolve(name: str, schema: StructType, what: str) -> str:

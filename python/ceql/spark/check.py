@@ -14,9 +14,8 @@ from typing import Any
 import ceql
 from ceql.constants import DEFAULT_STREAM_COLUMN, DEFAULT_TIME_COLUMN, DEFAULT_TYPE_COLUMN
 from ceql.runtime import NameSet, unseen_names_message
-
-from ._errors import MatchCeqlError
-from ._spec import quote_identifier
+from ceql.spark.errors import MatchCeqlError
+from ceql.spark.udtf.call import quote_identifier
 
 __all__ = ["SEEN_LISTED", "check", "unseen_message"]
 

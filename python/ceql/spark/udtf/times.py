@@ -17,7 +17,7 @@ import reprlib
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._errors import MatchCeqlError
+from ceql.spark.errors import MatchCeqlError
 
 __all__ = ["ParsedTimes", "has_zone", "read_times", "spark_shape", "to_strptime"]
 
