@@ -308,10 +308,13 @@ class LeftmostMatcher:
 
     def __init__(self, program: Program, step: Step, skip: str = SKIP_PAST_LAST_ROW,
                  skip_var: str | None = None, start_regs: Hashable = (),
-                 within: Callable[[int, int], bool] | None = None) -> None:
+                 within: Callable[[int, int], bool] | None = None,
+                 skip_to: Callable[[PMatch], int] | None = None) -> None:
         """``skip_var``: the variable of SKIP TO FIRST/LAST; ``within(start, i)``: whether a
-        match starting at row ``start`` may still take row ``i`` (None: always)."""
-        if skip in (SKIP_TO_FIRST, SKIP_TO_LAST) and skip_var is None:
+        match starting at row ``start`` may still take row ``i`` (None: always); ``skip_to``:
+        the caller's rule for where matching resumes after a match (instead of ``skip`` and
+        ``skip_var``'s; ``skip`` still says whether starts may share threads)."""
+        if skip in (SKIP_TO_FIRST, SKIP_TO_LAST) and skip_var is None and skip_to is None:
             raise ValueError(f"SKIP {skip} needs a variable")
         self.prog = program.insts
         self.step = step
@@ -319,6 +322,7 @@ class LeftmostMatcher:
         self.skip_var = skip_var
         self.start_regs = start_regs
         self.within = within
+        self.skip_to = skip_to
         # threads of several starts may merge (not under a window, which ends them apart)
         self.shared = skip == SKIP_PAST_LAST_ROW and within is None
         self.threads: list[_Thread] = []  # waiting at ROW (or AT_END) instructions
@@ -434,7 +438,7 @@ class LeftmostMatcher:
             if m is None:
                 continue  # no match starts at s
             out.append(m)
-            target = self._skip_to(m)
+            target = self._skip_to(m) if self.skip_to is None else self.skip_to(m)
             self.next_start = target
             self.open = [o for o in self.open if o >= target]
             self.found = {k: v for k, v in self.found.items() if k >= target}
