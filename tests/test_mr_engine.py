@@ -351,6 +351,13 @@ def test_registers_are_derived_exactly_where_they_can_be() -> None:
     assert "fallback" in str(q)
 
 
+def test_an_optional_iteration_that_labels_no_row_is_not_taken() -> None:
+    # (A*?)? : the iteration of ? whose A*? takes nothing is not taken, so A*? takes a row
+    q = ceql.match_recognize("MEASURES COUNT(*) AS n PATTERN ((A*?)?) DEFINE A AS x = 0")
+    rows = [{"x": 1}, {"x": 0}]
+    assert q.run(rows) == evaluate(q.body, rows) == [{"n": 0}, {"n": 1}]
+
+
 # ---------------------------------------------------------------- errors and the API
 
 def test_unsupported_functions_and_casts_are_refused_at_compile_time() -> None:
