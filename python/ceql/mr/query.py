@@ -67,9 +67,10 @@ class MatchRecognizeQuery:
         regs = self._plan(None).registers
         what = "; ".join(regs.described) if regs.described else "none (conditions read rows only)"
         kind = "derived" if regs.derived else "fallback"
-        return (f"MATCH_RECOGNIZE ({self.text})\n"
-                f"  matcher: {len(self.program.insts)} instructions, leftmost preferred-first\n"
-                f"  registers ({kind}): {what}")
+        body = "\n".join("  " + line for line in self.text.splitlines())
+        return (f"MATCH_RECOGNIZE (\n{body}\n)\n"
+                f"-- matcher: {len(self.program.insts)} instructions, leftmost preferred-first\n"
+                f"-- registers ({kind}): {what}")
 
     def __repr__(self) -> str:
         return f"ceql.match_recognize({self.text!r})"
