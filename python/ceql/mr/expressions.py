@@ -20,6 +20,7 @@ from .values import (
     Accumulator,
     arith,
     cast,
+    comparator,
     compare,
     like,
     negate,
@@ -240,7 +241,8 @@ class Compiler:
             return concat
         if op in ("+", "-", "*", "/", "%"):
             return lambda v, at: arith(op, left(v, at), right(v, at))
-        return lambda v, at: compare(op, left(v, at), right(v, at))
+        cmp = comparator(op)
+        return lambda v, at: cmp(left(v, at), right(v, at))
 
     def _between(self, e: A.Between, inside: bool) -> Compiled:
         operand = self.compile(e.operand, inside=inside)

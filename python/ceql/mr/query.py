@@ -82,7 +82,7 @@ class MatchRecognizeQuery:
         data: list[Row] = (rows.to_pylist() if hasattr(rows, "to_pylist") else list(rows))
         if not data:
             return []
-        columns = tuple(data[0])
+        columns = tuple(dict.fromkeys(k for row in data for k in row))  # rows may differ
         plan = self._plan(columns)
         body = self.body
         resolve = Compiler(columns, self._subsets).column

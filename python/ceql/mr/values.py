@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import datetime
 import math
+import operator
 import re
 from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
+from typing import Any
 
 from ..frontends.mr.errors import UnsupportedFunctionError
 from .errors import MrValueError
@@ -21,6 +23,7 @@ __all__ = [
     "Accumulator",
     "arith",
     "cast",
+    "comparator",
     "compare",
     "like",
     "negate",
@@ -115,6 +118,26 @@ def compare(op: str, a: object, b: object) -> bool | None:
     if op == ">":
         return bool(x > y)  # type: ignore[operator]
     return bool(x >= y)  # type: ignore[operator]
+
+
+_SAME_KIND = frozenset({int, float, Decimal, str, bool, _DT, _TD})
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
+    ">": operator.gt, ">=": operator.ge}
+
+
+def comparator(op: str) -> Callable[[object, object], bool | None]:
+    """:func:`compare` for one operator, quicker for two values of one kind."""
+    fast = _OPS[op]
+
+    def cmp(a: object, b: object) -> bool | None:
+        if a is None or b is None:
+            return None
+        kind = type(a)
+        if kind is type(b) and kind in _SAME_KIND:
+            return bool(fast(a, b))
+        return compare(op, a, b)
+    return cmp
 
 
 def truth(v: object) -> bool | None:
