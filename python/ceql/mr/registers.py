@@ -132,6 +132,14 @@ def _describe(key: Need, depth: int) -> str:
     return f"the {which} {depth} row(s) labelled {rows}"
 
 
+def _order(key: Need) -> tuple[str, str]:
+    """A register's place: by kind, then by its variables (aggregates as they came)."""
+    if key[0] in ("start", "agg"):
+        return str(key[0]), ""
+    members: frozenset[str] = key[1]  # type: ignore[assignment]
+    return str(key[0]), ",".join(sorted(members))
+
+
 class Registers:
     """How threads' registers start and change, and the ``step`` the matcher calls.
 
@@ -154,7 +162,7 @@ class Registers:
             k: int = need[2] if len(need) > 2 else 0  # type: ignore[assignment]
             depth[key] = max(depth.get(key, 0), k + 1)
         initial: list[object] = []
-        for key in sorted(depth, key=repr):
+        for key in sorted(depth, key=_order):
             slot = len(initial)
             self.slots[key] = slot
             if key[0] == "agg":
