@@ -342,7 +342,9 @@ class LeftmostMatcher:
         # threads of several starts may merge (not under a window, which ends them apart)
         self.shared = skip == SKIP_PAST_LAST_ROW and within is None
         self.threads: list[_Thread] = []  # waiting at ROW (or AT_END) instructions
-        self.found: dict[int, PMatch] = {}  # per start: its preferred match so far
+        # per start: its preferred match so far (the thread and its last row; its rows are
+        # read only once the match is final)
+        self.found: dict[int, tuple[_Thread, int]] = {}
         self.next_start = 0  # rows before this cannot start a match
         self.open: list[int] = []  # starts not decided yet, ascending
         self.pos = 0  # the next row's index
@@ -386,7 +388,7 @@ class LeftmostMatcher:
                 elif k == _JMP:
                     stack.append(t._replace(pc=ins.a))
                 elif k == _MATCH:
-                    self.found[t.start] = _pmatch(t, i - 1)
+                    self.found[t.start] = (t, i - 1)
                     done.add(t.start)
                     # the start's threads found before are preferred: they stay
                 elif k == _LOOP:
@@ -455,14 +457,15 @@ class LeftmostMatcher:
         alive = {t.start for t in self.threads}
         while self.open:
             s = self.open[0]
-            m = self.found.get(s)
+            got = self.found.get(s)
             # a thread of s alive now is preferred to s's match (less preferred ones were cut)
             if s in alive and not self.ended:
                 break
             self.open.pop(0)
             self.found.pop(s, None)
-            if m is None:
+            if got is None:
                 continue  # no match starts at s
+            m = _pmatch(*got)
             out.append(m)
             target = self._skip_to(m) if self.skip_to is None else self.skip_to(m)
             self.next_start = target
