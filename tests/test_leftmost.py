@@ -80,8 +80,8 @@ def _search(p: Pattern, n: int, step: Step, start: int, regs0: Hashable,
                     return None
 
                 def after(j: int, r3: Hashable, t3: tuple[Any, ...]) -> Result | None:
-                    if q.hi is None and count >= q.lo and j == i2:
-                        return None  # an empty iteration of the loop
+                    if count >= q.lo and j == i2:
+                        return None  # an empty iteration past the minimum is not taken
                     return loop(count + 1, j, r3, t3)
                 return m(q.body, i2, r2, t2, excl, after)
 

@@ -32,6 +32,7 @@ from .errors import (
     ValueTypeWarning,
 )
 from .explanation import Explanation, explain
+from .mr import match_recognize
 from .query import DEFAULT_MAX_STATES, Query, compile
 from .runtime import Evaluator, Match
 from .runtime.match import Matches
@@ -65,6 +66,7 @@ __all__ = [
     "ValueTypeWarning",
     "compile",
     "explain",
+    "match_recognize",
     "plot",
 ]
 

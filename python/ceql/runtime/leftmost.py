@@ -12,17 +12,21 @@ equal registers have the same futures, so only the preferred one is kept: with c
 read no registers the threads are at most the program's size per open start, whatever the
 pattern's nesting.
 
-An iteration of an unbounded quantifier (past its minimum, which is unrolled) must take a row:
-one that took none would repeat for ever, so it fails, as in a backtracking matcher that
-refuses empty iterations. A thread carries a bit per loop it is in whose current iteration has
-taken nothing yet, so that two threads at one counter are merged only when that, too, agrees.
+An iteration of a quantifier past its minimum (the minimum is unrolled) must take a row: one
+that took none would change nothing (and, unbounded, repeat for ever), so it fails, as in a
+backtracking matcher that refuses empty iterations (docs/match_recognize.md: "an iteration that
+labels no row once c ≥ lo is not taken"; ``(A*?)?`` tries ``A`` before the empty match). A
+thread carries a bit per quantifier it is in whose current optional iteration has taken nothing
+yet, so that two threads at one counter are merged only when that, too, agrees.
 
 A start's match is final once it has matched and no thread it prefers is alive; matches are
 given in start order, and the skip mode (``AFTER MATCH SKIP``) closes the starts the match
-passes over. Under SKIP PAST LAST ROW a thread is also dropped for an equal one of an earlier
-start (their futures are equal: if the earlier one matches, its match covers the later start,
-and if it dies, so would the later one); under the other modes a later start may be needed
-after an earlier one matched, so threads of different starts are kept apart.
+passes over. Under SKIP PAST LAST ROW a thread is also dropped for an equal one of the
+earliest open start (their futures are equal: if that one matches through it, its match covers
+the later start, and if it dies, so would the later one). Only the earliest: a start after it
+may yet be passed over by its match, and a later start's thread merged into that start's
+would be lost with it. Under the other modes a later start may be needed after an earlier one
+matched, so threads of different starts are kept apart.
 
 The caller owns the rows and the conditions: ``step(var, registers, i)`` says whether row ``i``
 may be taken as ``var`` by a thread with those registers (the row counting as ``var``, the
@@ -125,7 +129,8 @@ Pattern = Var | Concat | Alt | Quant | Permute | Exclude | Anchor
 # ---------------------------------------------------------------------- the program
 
 # instruction kinds
-_ROW, _SPLIT, _JMP, _MATCH, _EXCL_IN, _EXCL_OUT, _AT_START, _AT_END, _LOOP, _AGAIN = range(10)
+(_ROW, _SPLIT, _JMP, _MATCH, _EXCL_IN, _EXCL_OUT, _AT_START, _AT_END, _LOOP, _AGAIN,
+ _ENTER) = range(11)
 
 
 class Inst(NamedTuple):
@@ -135,7 +140,7 @@ class Inst(NamedTuple):
     var: str | None = None
     a: int = -1  # next (ROW, JMP, marks, anchors) or the preferred branch (SPLIT)
     b: int = -1  # SPLIT's other branch; a loop's exit
-    loop: int = 0  # a loop's bit (LOOP, AGAIN)
+    loop: int = 0  # a quantifier's bit (LOOP, AGAIN, ENTER)
     greedy: bool = True  # LOOP: whether another iteration is preferred to the exit
 
 
@@ -220,13 +225,24 @@ class _Builder:
             return entry, out
         entry, holes = self.build(Concat(tuple(parts)))
         exits: list[tuple[int, int]] = []  # an optional copy skipped: no later copy either
+        bit = 0
+        if p.hi > p.lo:
+            bit = 1 << self.loops
+            self.loops += 1
         for _ in range(p.hi - p.lo):
+            # SPLIT: the copy (ENTER sets the bit; AGAIN after it fails if no row cleared it)
+            # or the exit
             s = self.emit(_SPLIT)
+            enter = self.emit(_ENTER)
             e, h = self.build(p.body)
+            check = self.emit(_AGAIN)
+            self.insts[enter][2] = e
+            self.insts[enter][4] = self.insts[check][4] = bit
+            self.patch(h, check)
             self.patch(holes, s)
-            self.insts[s][2 if p.greedy else 3] = e
+            self.insts[s][2 if p.greedy else 3] = enter
             exits.append((s, 3 if p.greedy else 2))
-            holes = h
+            holes = [(check, 2)]
         return entry, holes + exits
 
 
@@ -308,10 +324,13 @@ class LeftmostMatcher:
 
     def __init__(self, program: Program, step: Step, skip: str = SKIP_PAST_LAST_ROW,
                  skip_var: str | None = None, start_regs: Hashable = (),
-                 within: Callable[[int, int], bool] | None = None) -> None:
+                 within: Callable[[int, int], bool] | None = None,
+                 skip_to: Callable[[PMatch], int] | None = None) -> None:
         """``skip_var``: the variable of SKIP TO FIRST/LAST; ``within(start, i)``: whether a
-        match starting at row ``start`` may still take row ``i`` (None: always)."""
-        if skip in (SKIP_TO_FIRST, SKIP_TO_LAST) and skip_var is None:
+        match starting at row ``start`` may still take row ``i`` (None: always); ``skip_to``:
+        the caller's rule for where matching resumes after a match (instead of ``skip`` and
+        ``skip_var``'s; ``skip`` still says whether starts may share threads)."""
+        if skip in (SKIP_TO_FIRST, SKIP_TO_LAST) and skip_var is None and skip_to is None:
             raise ValueError(f"SKIP {skip} needs a variable")
         self.prog = program.insts
         self.step = step
@@ -319,10 +338,13 @@ class LeftmostMatcher:
         self.skip_var = skip_var
         self.start_regs = start_regs
         self.within = within
+        self.skip_to = skip_to
         # threads of several starts may merge (not under a window, which ends them apart)
         self.shared = skip == SKIP_PAST_LAST_ROW and within is None
         self.threads: list[_Thread] = []  # waiting at ROW (or AT_END) instructions
-        self.found: dict[int, PMatch] = {}  # per start: its preferred match so far
+        # per start: its preferred match so far (the thread and its last row; its rows are
+        # read only once the match is final)
+        self.found: dict[int, tuple[_Thread, int]] = {}
         self.next_start = 0  # rows before this cannot start a match
         self.open: list[int] = []  # starts not decided yet, ascending
         self.pos = 0  # the next row's index
@@ -336,6 +358,10 @@ class LeftmostMatcher:
         prog = self.prog
         out: list[_Thread] = []
         seen: set[Any] = set()
+        # shared: (pc, regs, excl, empty) → the start whose thread holds it; a later start's
+        # equal thread is dropped only for the earliest open start's (see the module docstring)
+        owner: dict[Any, int] = {}
+        first_open = self.open[0] if self.open else -1
         done: set[int] = set()  # starts that matched in this closure: the rest is less preferred
         for seed in seeds:
             stack = [seed]
@@ -343,11 +369,15 @@ class LeftmostMatcher:
                 t = stack.pop()
                 if t.start in done:
                     continue
-                key = ((t.pc, t.regs, t.excl, t.empty) if self.shared else
-                       (t.pc, t.start, t.regs, t.excl, t.empty))
+                key = (t.pc, t.start, t.regs, t.excl, t.empty)
                 if key in seen:
                     continue
                 seen.add(key)
+                if self.shared:
+                    common = (t.pc, t.regs, t.excl, t.empty)
+                    held = owner.setdefault(common, t.start)
+                    if held != t.start and held == first_open:
+                        continue
                 ins = prog[t.pc]
                 k = ins.kind
                 if k == _ROW:
@@ -358,7 +388,7 @@ class LeftmostMatcher:
                 elif k == _JMP:
                     stack.append(t._replace(pc=ins.a))
                 elif k == _MATCH:
-                    self.found[t.start] = _pmatch(t, i - 1)
+                    self.found[t.start] = (t, i - 1)
                     done.add(t.start)
                     # the start's threads found before are preferred: they stay
                 elif k == _LOOP:
@@ -368,6 +398,8 @@ class LeftmostMatcher:
                 elif k == _AGAIN:
                     if not t.empty & ins.loop:  # the iteration took a row
                         stack.append(t._replace(pc=ins.a))
+                elif k == _ENTER:
+                    stack.append(t._replace(pc=ins.a, empty=t.empty | ins.loop))
                 elif k == _EXCL_IN:
                     stack.append(t._replace(pc=ins.a, excl=t.excl + 1))
                 elif k == _EXCL_OUT:
@@ -425,16 +457,17 @@ class LeftmostMatcher:
         alive = {t.start for t in self.threads}
         while self.open:
             s = self.open[0]
-            m = self.found.get(s)
+            got = self.found.get(s)
             # a thread of s alive now is preferred to s's match (less preferred ones were cut)
             if s in alive and not self.ended:
                 break
             self.open.pop(0)
             self.found.pop(s, None)
-            if m is None:
+            if got is None:
                 continue  # no match starts at s
+            m = _pmatch(*got)
             out.append(m)
-            target = self._skip_to(m)
+            target = self._skip_to(m) if self.skip_to is None else self.skip_to(m)
             self.next_start = target
             self.open = [o for o in self.open if o >= target]
             self.found = {k: v for k, v in self.found.items() if k >= target}

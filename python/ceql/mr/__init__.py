@@ -1,0 +1,15 @@
+"""MATCH_RECOGNIZE on the pure-Python engine (docs/match_recognize.md): a query compiled from
+the front end's syntax tree (:mod:`ceql.frontends.mr`) and run partition by partition on the
+leftmost, preferred-first matcher (:mod:`ceql.runtime.leftmost`).
+
+    >>> from ceql.mr import match_recognize
+    >>> q = match_recognize("MEASURES COUNT(*) AS n PATTERN (A B+) "
+    ...                     "DEFINE B AS x > PREV(x)")
+    >>> q.run([{"x": 1}, {"x": 2}, {"x": 3}, {"x": 0}])
+    [{'n': 3}]
+"""
+
+from .errors import MrValueError, UnknownColumnError
+from .query import MatchRecognizeQuery, match_recognize
+
+__all__ = ["MatchRecognizeQuery", "MrValueError", "UnknownColumnError", "match_recognize"]

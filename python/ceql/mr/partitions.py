@@ -1,0 +1,68 @@
+"""PARTITION BY and ORDER BY as docs/match_recognize.md says: partitions in the order of their
+first row (NULL one group, NaN equal to NaN, numbers equal across kinds), each sorted stably by
+its keys (NULLs first when ascending, last when descending, unless said)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+
+from ..frontends.mr import ast as A
+from .values import compare
+
+__all__ = ["partition", "sort"]
+
+Row = Mapping[str, object]
+
+
+def _group_key(v: object) -> object:
+    if v is None:
+        return ("null",)
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, (int, float, Decimal)):
+        if isinstance(v, float) and math.isnan(v):
+            return ("nan",)
+        return ("num", v)  # 1, 1.0 and Decimal(1) are one group (they hash alike)
+    return (type(v), v)
+
+
+def partition(rows: Sequence[Row], keys: Sequence[str]
+              ) -> list[tuple[tuple[object, ...], list[Row]]]:
+    """The partitions of ``rows`` by the columns ``keys`` (the input's spelling): the first
+    row's values of each key, and its rows in input order."""
+    if not keys:
+        return [((), list(rows))] if rows else []
+    groups: dict[tuple[object, ...], tuple[tuple[object, ...], list[Row]]] = {}
+    for row in rows:
+        values = tuple(row.get(k) for k in keys)
+        key = tuple(_group_key(v) for v in values)
+        got = groups.get(key)
+        if got is None:
+            groups[key] = (values, [row])
+        else:
+            got[1].append(row)
+    return list(groups.values())
+
+
+class _Less:
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Less) -> bool:
+        return compare("<", self.value, other.value) is True
+
+
+def sort(rows: list[Row], keys: Sequence[tuple[str, A.SortKey]]) -> list[Row]:
+    """``rows`` sorted by ``keys`` ((input column, key) pairs), equal rows in input order."""
+    out = rows
+    for column, key in reversed(keys):  # stable sorts, the last key first
+        nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+        present = [r for r in out if r.get(column) is not None]
+        absent = [r for r in out if r.get(column) is None]
+        present.sort(key=lambda r: _Less(r.get(column)), reverse=key.descending)
+        out = absent + present if nulls_first else present + absent
+    return out
