@@ -29,7 +29,7 @@ public class CepBench {
         public long id;
         public String name;
         public double price;
-        public long ts;  // microseconds: Flink's timestamps are taken as they are (units: us)
+        public long ts;  // microseconds (the stream's); Flink's timestamp is ts / 1000 (ms)
 
         public Event() {}
     }
@@ -107,11 +107,11 @@ public class CepBench {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(1);
         DataStream<Event> in = env.fromData(events).assignTimestampsAndWatermarks(
-            WatermarkStrategy.<Event>forMonotonousTimestamps().withTimestampAssigner((e, t) -> e.ts))
+            WatermarkStrategy.<Event>forMonotonousTimestamps().withTimestampAssigner((e, t) -> e.ts / 1000))
             .map(e -> { if (firstEvent == 0) firstEvent = System.nanoTime(); return e; })
             .returns(Event.class);
         AfterMatchSkipStrategy all = AfterMatchSkipStrategy.noSkip();
-        Duration tenSeconds = Duration.ofMillis(10_000_000L);  // 10 s in microseconds
+        Duration tenSeconds = Duration.ofSeconds(10);
         DataStream<Long> out;
         switch (workload) {
             case "p3": {  // SELL(INTC) ; BUY(RIMM) ; BUY(QQQ) WITHIN 10 s, all matches
