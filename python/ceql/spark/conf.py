@@ -82,7 +82,8 @@ SPASEQ_DATASET_PATHS = ConfEntry(
     CONF_SPASEQ_DATASET_PATHS, str, None,
     "Comma-separated directories whose files the dataset option of MATCH_SPASEQ in SQL may "
     "read (symbolic links and '..' resolved first). When unset, that option reads no file; "
-    "ceql.spark.match_spaseq(dataset=...) from Python is not limited.")
+    "ceql.spark.match_spaseq(dataset=...) on a classic session's driver is not limited, and "
+    "through Spark Connect it reads no file.")
 
 OUTPUT_MAX_BATCH_BYTES = ConfEntry(
     CONF_OUTPUT_MAX_BATCH_BYTES, str, "64m",

@@ -71,13 +71,15 @@ object CeqlConf {
   /**
    * `spark.ceql.spaseq.datasetPaths`: Comma-separated directories whose files the dataset option of
    * MATCH_SPASEQ in SQL may read (symbolic links and '..' resolved first). When unset, that option
-   * reads no file; ceql.spark.match_spaseq(dataset=...) from Python is not limited.
+   * reads no file; ceql.spark.match_spaseq(dataset=...) on a classic session's driver is not
+   * limited, and through Spark Connect it reads no file.
    */
   val SpaseqDatasetPaths: OptionalConfigEntry[String] =
     SQLConf.buildConf(CeqlConstants.ConfSpaseqDatasetPaths)
       .doc("Comma-separated directories whose files the dataset option of MATCH_SPASEQ in SQL " +
            "may read (symbolic links and '..' resolved first). When unset, that option reads " +
-           "no file; ceql.spark.match_spaseq(dataset=...) from Python is not limited.")
+           "no file; ceql.spark.match_spaseq(dataset=...) on a classic session's driver is not " +
+           "limited, and through Spark Connect it reads no file.")
       .version("0.1.0")
       .stringConf
       .createOptional
