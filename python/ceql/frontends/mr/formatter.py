@@ -5,6 +5,7 @@ needs them)."""
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from decimal import Decimal
 
@@ -14,8 +15,11 @@ from .lalr import grammar_text
 __all__ = ["format_body", "format_expr", "format_name", "format_pattern", "format_query"]
 
 _IDENT = re.compile(r"[^\W\d]\w*\Z")
-_KEYWORDS = frozenset(m.group(1).upper() for m in re.finditer(
-    r'^[A-Z_]+: "([a-z_]+)"i$', grammar_text(), re.M))
+@functools.cache
+def _keywords() -> frozenset[str]:
+    """The grammar's keywords (read on first use: importing ceql reads no grammar)."""
+    return frozenset(m.group(1).upper() for m in re.finditer(
+        r'^[A-Z_]+: "([a-z_]+)"i$', grammar_text(), re.M))
 
 # expression precedence, loosest first
 _OR, _AND, _NOT, _PRED, _CONCAT, _ADD, _MUL, _UNARY, _ATOM = range(1, 10)
@@ -30,14 +34,14 @@ _UNITS = (("DAY", datetime.timedelta(days=1)), ("HOUR", datetime.timedelta(hours
 def format_name(name: str) -> str:
     """A column, measure or alias name as written: backquoted unless a plain identifier that
     is no keyword."""
-    if _IDENT.match(name) and name.upper() not in _KEYWORDS:
+    if _IDENT.match(name) and name.upper() not in _keywords():
         return name
     return "`" + name.replace("`", "``") + "`"
 
 
 def _var(name: str) -> str:
     """A row pattern variable (canonical: unquoted names are upper case)."""
-    if name == name.upper() and _IDENT.match(name) and name not in _KEYWORDS:
+    if name == name.upper() and _IDENT.match(name) and name not in _keywords():
         return name
     return "`" + name.replace("`", "``") + "`"
 
