@@ -422,31 +422,33 @@ def _runnable(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[tuple[An
 
 def _factorize(pcols: list[pa.Array], idx: np.ndarray) -> tuple[np.ndarray,
                                                                 list[tuple[Any, ...]]]:
-    """Partition code per kept row, and the key of each code (vectorized)."""
+    """Partition code per kept row, and the canonical key of each code (vectorized)."""
     take = pa.array(idx)
     codes = np.zeros(idx.size, dtype=np.int64)
-    dicts: list[list[Any]] = []
+    dicts: list[pa.Array] = []
     for col in pcols:
         enc = pc.dictionary_encode(col.take(take))
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
-        d = enc.dictionary.to_pylist()
-        codes = codes * max(len(d), 1) + np.asarray(
+        codes = codes * max(len(enc.dictionary), 1) + np.asarray(
             enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        dicts.append(d)
+        dicts.append(enc.dictionary)
     uniq, inv = np.unique(codes, return_inverse=True)
-    keys: list[tuple[Any, ...]] = []
-    for u in uniq.tolist():
-        parts = []
-        for d in reversed(dicts):
-            u, r = divmod(u, max(len(d), 1))
-            parts.append(d[r])
-        keys.append(canonical_key(tuple(reversed(parts))) or ())
+    columns: list[list[Any]] = []
+    for d in reversed(dicts):
+        size = max(len(d), 1)
+        columns.append(d.take(pa.array(uniq % size)).to_pylist())
+        uniq = uniq // size
+    columns.reverse()
+    keys: list[tuple[Any, ...]] = list(zip(*columns, strict=True))
     codes = inv.reshape(-1).astype(np.int64)
-    if len(set(keys)) < len(keys):  # Arrow tells 0.0 from -0.0 (and NaNs apart), Python not
-        first: dict[tuple[Any, ...], int] = {}
-        merged = np.array([first.setdefault(k, len(first)) for k in keys], dtype=np.int64)
-        codes, keys = merged[codes], list(first)
+    if any(pa.types.is_floating(d.type) for d in dicts):
+        # NaN must equal NaN (one object), and Arrow tells 0.0 from -0.0, Python not
+        keys = [canonical_key(k) or () for k in keys]
+        if len(set(keys)) < len(keys):
+            first: dict[tuple[Any, ...], int] = {}
+            merged = np.array([first.setdefault(k, len(first)) for k in keys], dtype=np.int64)
+            codes, keys = merged[codes], list(first)
     return codes, keys
 
 
@@ -553,7 +555,8 @@ def _run_interleaved(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[t
             P.n = count_l[code]
         c = cls_list[inv_l[j]]
         epoch = partitions.epoch
-        P.catch_up(epoch)
+        if P.epoch != epoch:
+            P.catch_up(epoch)
         psig = P.sig
         if psig is None:
             psig = P.sig = (P.g, frozenset(P.states))

@@ -107,15 +107,14 @@ class Partitions:
         return canonical_key(key, self.nan_null)
 
     def get(self, key: tuple[Any, ...]) -> Partition:
-        """The partition of ``key`` (a key :meth:`canonical` keeps), created on first use."""
+        """The partition of ``key``, created on first use. ``key`` is canonical: as
+        :meth:`canonical` or :func:`canonical_key` returned it (each NaN is :data:`NAN`)."""
         P = self.by_key.get(key)
         if P is None:
-            canon = canonical_key(key) or key  # (None only with nan_null)
-            if canon is not key:  # (rebuilt only when it holds a NaN)
-                self.nan_seen = True
-                key = canon
-                P = self.by_key.get(key)
-        if P is None:
+            if not self.nan_seen:
+                for v in key:
+                    if v is NAN:
+                        self.nan_seen = True
             P = Partition(key, self.g0, self.windowed, self.epoch)
             self.by_key[key] = P
         return P

@@ -34,7 +34,7 @@ from ..errors import CeqlInputError
 from ..ir import canonical_repr
 from .codec import Malformed, Unencodable, decode, encode, int_column
 from .engine import Engine
-from .partitions import Partition
+from .partitions import Partition, canonical_key
 from .state import Compiled, Evaluation
 from .tecs import KIND_POS, LABEL, LEFT, MAX_START_KEY, NEXT, RIGHT, START_TIME, Node
 
@@ -415,7 +415,7 @@ def _load(ev: Evaluation, engine: Engine, payload: dict[str, Any]) -> None:
     parts = ev.parts
     parts.epoch = payload["epoch"]
     for key, gkey, n, states, fifo in payload["partitions"]:
-        P = parts.get(key)
+        P = parts.get(canonical_key(key) or key)  # (a decoded NaN is a new object)
         P.g = dfa.global_id(gkey)
         P.n = n
         P.states = {id_of(skey): [nodes[i] for i in ul] for skey, ul in states}
