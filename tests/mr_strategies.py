@@ -19,6 +19,7 @@ reference meets no type clash.
 from __future__ import annotations
 
 import datetime
+from decimal import Decimal
 from typing import Any
 
 from hypothesis import strategies as st
@@ -75,15 +76,17 @@ def _qualifiers(names: tuple[str, ...]) -> st.SearchStrategy[str | None]:
 
 
 @st.composite
-def _x_value(draw: Any, names: tuple[str, ...], *, measure: bool) -> A.Expr:
+def _x_value(draw: Any, names: tuple[str, ...], *, measure: bool,
+             kinds: tuple[str, ...] = ()) -> A.Expr:
     """An integer-valued expression (or NULL) over column x."""
     var = draw(_qualifiers(names))
     col = A.Column(var, "x")
     sem = (lambda: draw(st.sampled_from((None, "RUNNING", "FINAL")))) if measure else (
         lambda: draw(st.sampled_from((None, "RUNNING"))))
-    kind = draw(st.sampled_from(["col", "col", "lit", "prev", "next", "first", "last",
+    kind = draw(st.sampled_from(kinds or ["col", "col", "lit", "prev", "next", "first", "last",
                                  "nested", "sum", "count", "countvar", "min", "max", "avg",
-                                 "arith", "abs", "coalesce", "case"]))
+                                 "arith", "abs", "coalesce", "case", "div", "mod", "round",
+                                 "cast", "decimal"]))
     if kind == "col":
         return col
     if kind == "lit":
@@ -111,6 +114,21 @@ def _x_value(draw: Any, names: tuple[str, ...], *, measure: bool) -> A.Expr:
         return A.Call("ABS", (A.Binary("-", col, A.Literal(2)),))
     if kind == "coalesce":
         return A.Call("COALESCE", (col, A.Literal(draw(st.integers(0, 3)))))
+    if kind == "div":  # integers divide into a double; by zero: NULL
+        return A.Binary("/", col, A.Literal(draw(st.integers(0, 3))))
+    if kind == "mod":  # the sign of the dividend; by zero: NULL
+        return A.Binary("%", A.Binary("-", col, A.Literal(3)), A.Literal(draw(st.integers(0, 3))))
+    if kind == "round":  # halves away from zero (x / 2 has halves; negative ones too)
+        return A.Call("ROUND", (A.Binary("/", A.Binary("-", col, A.Literal(2)), A.Literal(2)),
+                                *((A.Literal(draw(st.integers(-1, 1))),)
+                                  if draw(st.booleans()) else ())))
+    if kind == "cast":
+        target = draw(st.sampled_from(["DECIMAL(4,1)", "INT", "DOUBLE", "STRING"]))
+        cast = A.Cast(A.Binary("/", col, A.Literal(4)), target)
+        return cast if target != "STRING" else A.Cast(cast, "DOUBLE")
+    if kind == "decimal":  # an exact decimal times the column
+        factor = Decimal(draw(st.sampled_from(["0.5", "1.25", "-2.0"])))
+        return A.Binary("*", col, A.Literal(factor))
     return A.Case(None, ((A.IsNull(col, False), A.Literal(0)),), col)
 
 
@@ -138,7 +156,8 @@ def _condition(draw: Any, names: tuple[str, ...], depth: int = 0, *,
         return A.InList(A.Column(draw(_qualifiers(names)), "x"), items, draw(st.booleans()))
     if kind == "like":
         return A.Like(A.Column(draw(_qualifiers(names)), "y"),
-                      A.Literal(draw(st.sampled_from(["a%", "%b", "_", "a_", "%"]))),
+                      A.Literal(draw(st.sampled_from(["a%", "%b", "_", "a_", "%", "%a%", "a\\_",
+                                                      "\\a%"]))),
                       draw(st.booleans()))
     if kind == "classifier":
         return A.Binary("=", A.Classifier(None), A.Literal(draw(st.sampled_from(VARS))))
@@ -213,6 +232,22 @@ def partitions(draw: Any) -> list[dict[str, object]]:
                     "x": draw(st.one_of(st.none(), st.integers(0, 5))),
                     "y": draw(st.sampled_from(["a", "b", "ab", "ba"]))})
     return out
+
+
+#: what :func:`value_bodies` computes: the value model's corners (docs/match_recognize.md,
+#: "Values, NULL and time")
+VALUE_KINDS = ("div", "mod", "round", "cast", "decimal", "arith", "abs", "coalesce", "case")
+
+
+@st.composite
+def value_bodies(draw: Any) -> A.MatchRecognize:
+    """``PATTERN (A*)`` with ALL ROWS PER MATCH and two measures of the value model's corners
+    (division, remainder, ROUND, CAST, decimals): every row's values are output."""
+    measures = tuple(A.Measure(draw(_x_value((), measure=False, kinds=VALUE_KINDS)), f"m{i}")
+                     for i in range(2))
+    return A.MatchRecognize(A.Quantified(A.PatternVar("A"), 0, None, True), ("k",),
+                            (A.SortKey("ts", False, None),), measures,
+                            A.AllRows("SHOW EMPTY MATCHES"))
 
 
 def cases() -> st.SearchStrategy[tuple[A.MatchRecognize, list[dict[str, object]]]]:

@@ -14,10 +14,12 @@ from __future__ import annotations
 import datetime
 import itertools
 import math
-import re
-from collections.abc import Iterator, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Any
 
 from ceql.errors import CeqlInputError
 from ceql.frontends.mr import ast as A
@@ -34,84 +36,105 @@ class MrEvalError(CeqlInputError):
 
 
 # ---------------------------------------------------------------- values
+# Written from "Values, NULL and time" of docs/match_recognize.md, as kinds and tables: every
+# value has one kind, and what an operator does is looked up by the kinds of its operands.
+
+_NULL, _BOOL, _INT, _DEC, _DBL, _STR, _TS, _IV = "null bool int dec dbl str ts iv".split()
+_NUMERIC_RANK = {_INT: 0, _DEC: 1, _DBL: 2}  # a double wins over a decimal over an integer
+
+
+def _kind(v: object) -> str:
+    if v is None:
+        return _NULL
+    for cls, k in ((bool, _BOOL), (int, _INT), (Decimal, _DEC), (float, _DBL), (str, _STR),
+                   (datetime.datetime, _TS), (datetime.timedelta, _IV)):
+        if isinstance(v, cls):
+            return k
+    raise MrEvalError(f"the reference has no kind for {v!r}")
+
 
 def _is_num(v: object) -> bool:
-    return isinstance(v, (int, float, Decimal)) and not isinstance(v, bool)
+    return _kind(v) in _NUMERIC_RANK
 
 
-def _num_pair(a: object, b: object) -> tuple[object, object]:
-    if isinstance(a, float) or isinstance(b, float):
-        return float(a), float(b)  # type: ignore[arg-type]
-    if isinstance(a, Decimal) or isinstance(b, Decimal):
-        return Decimal(a), Decimal(b)  # type: ignore[arg-type]
-    return a, b
+def _widen(a: Any, b: Any) -> tuple[str, Any, Any]:
+    """Two numbers as the kind of the wider one."""
+    k = max(_kind(a), _kind(b), key=_NUMERIC_RANK.__getitem__)
+    converters: dict[str, Callable[[Any], Any]] = {_INT: int, _DEC: _to_decimal, _DBL: float}
+    to = converters[k]
+    return k, to(a), to(b)
 
 
-def _arith(op: str, a: object, b: object) -> object:
-    if a is None or b is None:
+def _to_decimal(v: Any) -> Decimal:
+    return v if isinstance(v, Decimal) else Decimal(v)
+
+
+def _remainder(x: Any, y: Any) -> Any:
+    """``x % y`` with the sign of the dividend, computed exactly (floats: C's fmod)."""
+    if isinstance(x, float):
+        return math.fmod(x, y)
+    q = Fraction(x) / Fraction(y)
+    whole = math.trunc(q)  # toward zero
+    return x - y * whole
+
+
+def _quotient(kind: str, x: Any, y: Any) -> Any:
+    if kind == _INT:  # integers divide exactly, into a double
+        return float(Fraction(x, y))
+    return x / y
+
+
+_NUMBER_OPS: dict[str, Callable[[str, Any, Any], Any]] = {
+    "+": lambda k, x, y: x + y,
+    "-": lambda k, x, y: x - y,
+    "*": lambda k, x, y: x * y,
+    "/": _quotient,
+    "%": lambda k, x, y: _remainder(x, y),
+}
+# time arithmetic, by (operator, kind of left, kind of right)
+_TIME_OPS: dict[tuple[str, str, str], Callable[[Any, Any], Any]] = {
+    ("+", _TS, _IV): lambda a, b: a + b,
+    ("+", _IV, _TS): lambda a, b: b + a,
+    ("-", _TS, _IV): lambda a, b: a - b,
+    ("-", _TS, _TS): lambda a, b: a - b,
+    ("+", _IV, _IV): lambda a, b: a + b,
+    ("-", _IV, _IV): lambda a, b: a - b,
+}
+
+
+def _arith(op: str, a: Any, b: Any) -> Any:
+    ka, kb = _kind(a), _kind(b)
+    if _NULL in (ka, kb):
         return None
-    if _is_num(a) and _is_num(b):
-        x, y = _num_pair(a, b)
-        if op == "+":
-            return x + y  # type: ignore[operator]
-        if op == "-":
-            return x - y  # type: ignore[operator]
-        if op == "*":
-            return x * y  # type: ignore[operator]
-        if y == 0:
-            return None
-        if op == "/":
-            if isinstance(x, int) and isinstance(y, int):
-                return x / y
-            return x / y  # type: ignore[operator]
-        # %: the sign of the dividend, as SQL (and Java) take it
-        if isinstance(x, int) and isinstance(y, int):
-            r = abs(x) % abs(y)
-            return r if x >= 0 else -r
-        if isinstance(x, float):
-            return math.fmod(x, y)  # type: ignore[arg-type]
-        return x - y * (x / y).to_integral_value(rounding="ROUND_DOWN")  # type: ignore[operator]
-    dt, td = datetime.datetime, datetime.timedelta
-    if op == "+" and isinstance(a, dt) and isinstance(b, td):
-        return a + b
-    if op == "+" and isinstance(a, td) and isinstance(b, dt):
-        return b + a
-    if op == "-" and isinstance(a, dt) and isinstance(b, (td, dt)):
-        return a - b
-    if op in "+-" and isinstance(a, td) and isinstance(b, td):
-        return a + b if op == "+" else a - b
-    raise MrEvalError(f"cannot compute {a!r} {op} {b!r}")
+    if ka in _NUMERIC_RANK and kb in _NUMERIC_RANK:
+        k, x, y = _widen(a, b)
+        if op in "/%" and y == 0:
+            return None  # a division by zero is NULL
+        return _NUMBER_OPS[op](k, x, y)
+    fn = _TIME_OPS.get((op, ka, kb))
+    if fn is None:
+        raise MrEvalError(f"cannot compute {a!r} {op} {b!r}")
+    return fn(a, b)
 
 
 def _text(v: object) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, datetime.datetime):
-        return v.isoformat(sep=" ")
-    return str(v)
+    """As ``||`` writes a value: booleans in lower case, times as ``str`` writes them."""
+    return str(v).lower() if _kind(v) == _BOOL else str(v)
 
 
-def _compare(op: str, a: object, b: object) -> bool | None:
-    if a is None or b is None:
+_ORDER = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
+          ">": operator.gt, ">=": operator.ge}
+
+
+def _compare(op: str, a: Any, b: Any) -> bool | None:
+    ka, kb = _kind(a), _kind(b)
+    if _NULL in (ka, kb):
         return None
-    if _is_num(a) and _is_num(b):
-        x, y = _num_pair(a, b)
-    elif type(a) is type(b) and isinstance(a, (str, bool, datetime.datetime,
-                                                 datetime.timedelta)):
-        x, y = a, b
-    else:
+    if ka in _NUMERIC_RANK and kb in _NUMERIC_RANK:
+        _, a, b = _widen(a, b)
+    elif ka != kb:  # a kind compares with its own kind only (numbers among numbers)
         raise MrEvalError(f"cannot compare {a!r} with {b!r}")
-    if op == "=":
-        return bool(x == y)
-    if op == "<>":
-        return bool(x != y)
-    if op == "<":
-        return bool(x < y)  # type: ignore[operator]
-    if op == "<=":
-        return bool(x <= y)  # type: ignore[operator]
-    if op == ">":
-        return bool(x > y)  # type: ignore[operator]
-    return bool(x >= y)  # type: ignore[operator]
+    return bool(_ORDER[op](a, b))
 
 
 def _truth(v: object) -> bool | None:
@@ -120,90 +143,104 @@ def _truth(v: object) -> bool | None:
     raise MrEvalError(f"a condition gave {v!r}, not TRUE, FALSE or NULL")
 
 
+# three-valued logic as truth tables over (False, None, True)
+_AND = {(x, y): (False if False in (x, y) else None if None in (x, y) else True)
+        for x in (False, None, True) for y in (False, None, True)}
+_OR = {(x, y): (True if True in (x, y) else None if None in (x, y) else False)
+       for x in (False, None, True) for y in (False, None, True)}
+
+
 def _and(a: bool | None, b: bool | None) -> bool | None:
-    if a is False or b is False:
-        return False
-    if a is None or b is None:
-        return None
-    return True
+    return _AND[a, b]
 
 
 def _or(a: bool | None, b: bool | None) -> bool | None:
-    if a is True or b is True:
-        return True
-    if a is None or b is None:
-        return None
-    return False
+    return _OR[a, b]
 
 
 def _not(a: bool | None) -> bool | None:
-    return None if a is None else not a
+    return {False: True, None: None, True: False}[a]
 
 
-def _like(value: str, pattern: str) -> bool:
-    out = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
+def _like(value: str, pattern: str, i: int = 0, j: int = 0) -> bool:
+    """Whether ``value[i:]`` matches ``pattern[j:]`` (recursive, no regular expressions)."""
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "%":
+            return any(_like(value, pattern, k, j + 1) for k in range(i, len(value) + 1))
+        if c == "\\" and j + 1 < len(pattern):
+            j += 1
+            c = pattern[j]
+        elif c == "_":
+            if i == len(value):
+                return False
+            i, j = i + 1, j + 1
             continue
-        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
-        i += 1
-    return re.fullmatch("".join(out), value, re.S) is not None
+        if i == len(value) or value[i] != c:
+            return False
+        i, j = i + 1, j + 1
+    return i == len(value)
 
 
-def _round(v: object, digits: int) -> object:
+def _half_away(q: Fraction, digits: int) -> Fraction:
+    """``q`` rounded to ``digits`` decimal places, halves away from zero."""
+    scale = Fraction(10) ** digits
+    whole = math.floor(abs(q) * scale + Fraction(1, 2))
+    return (whole if q >= 0 else -whole) / scale
+
+
+def _decimal(q: Fraction, digits: int) -> Decimal:
+    """A fraction with a power-of-ten denominator as a decimal of ``digits`` places."""
+    return (Decimal(q.numerator) / Decimal(q.denominator)).quantize(
+        Decimal(1).scaleb(-max(digits, 0)))
+
+
+def _round(v: Any, digits: int) -> Any:
+    """Halves away from zero, in the kind of ``v``."""
     if v is None:
         return None
-    if isinstance(v, int) and digits >= 0:
+    k = _kind(v)
+    if k == _INT and digits >= 0:
         return v
-    d = Decimal(repr(v)) if isinstance(v, float) else Decimal(v)  # type: ignore[arg-type]
-    r = d.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    if isinstance(v, float):
-        return float(r)
-    if isinstance(v, int):
-        return int(r)
-    return r
+    r = _half_away(Fraction(str(v)) if k == _DBL else Fraction(v), digits)
+    return float(r) if k == _DBL else int(r) if k == _INT else _decimal(r, digits)
 
 
-def _cast(v: object, type_name: str) -> object:
+_CAST_TARGETS = {
+    **dict.fromkeys(("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "LONG"), _INT),
+    **dict.fromkeys(("DOUBLE", "FLOAT", "REAL"), _DBL),
+    **dict.fromkeys(("DECIMAL", "NUMERIC", "DEC"), _DEC),
+    **dict.fromkeys(("STRING", "VARCHAR", "CHAR", "TEXT"), _STR),
+    "BOOLEAN": _BOOL,
+    "TIMESTAMP": _TS,
+}
+
+
+def _cast(v: Any, type_name: str) -> Any:
     if v is None:
         return None
-    base = type_name.split("(")[0]
+    target = _CAST_TARGETS.get(type_name.split("(")[0])
+    k = _kind(v)
     try:
-        if base in ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "LONG"):
-            if isinstance(v, str):
-                return int(v.strip())
-            if isinstance(v, bool):
-                return int(v)
-            if _is_num(v):
-                return int(v)  # type: ignore[call-overload]
-        if base in ("DOUBLE", "FLOAT", "REAL"):
-            if isinstance(v, (str, int, float, Decimal)):
-                return float(v)
-        if base in ("DECIMAL", "NUMERIC", "DEC"):
-            scale = int(type_name.split(",")[1].rstrip(")")) if "," in type_name else 0
-            d = Decimal(v.strip()) if isinstance(v, str) else (
-                Decimal(repr(v)) if isinstance(v, float) else Decimal(v))  # type: ignore[arg-type]
-            return d.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
-        if base in ("STRING", "VARCHAR", "CHAR", "TEXT"):
+        if target == _STR:
             return _text(v)
-        if base == "BOOLEAN":
-            if isinstance(v, str):
+        if target == _INT and k in (_STR, _BOOL, _INT, _DEC, _DBL):
+            return int(v.strip()) if k == _STR else int(v)
+        if target == _DBL and k in (_STR, _INT, _DEC, _DBL):
+            return float(v)
+        if target == _DEC and k in (_STR, _INT, _DEC, _DBL):
+            inner = type_name[type_name.find("(") + 1:-1] if "(" in type_name else ""
+            scale = int(inner.split(",")[1]) if "," in inner else 0
+            text = v.strip() if k == _STR else str(v)
+            return _decimal(_half_away(Fraction(text), scale), scale)
+        if target == _BOOL and k in (_STR, _BOOL, _INT, _DEC, _DBL):
+            if k == _STR:
                 return {"true": True, "false": False}.get(v.strip().lower())
-            if isinstance(v, bool):
-                return v
-            if _is_num(v):
-                return v != 0
-        if base == "TIMESTAMP":
-            if isinstance(v, str):
-                return datetime.datetime.fromisoformat(v.strip())
-            if isinstance(v, datetime.datetime):
-                return v
-    except (ValueError, InvalidOperation):
-        return None  # a string that writes no such value: NULL (Spark without ANSI mode)
+            return v if k == _BOOL else v != 0
+        if target == _TS and k in (_STR, _TS):
+            return v if k == _TS else datetime.datetime.fromisoformat(v.strip())
+    except (ValueError, InvalidOperation, ZeroDivisionError):
+        return None  # text that writes no such value: NULL (Spark without ANSI mode)
     raise UnsupportedFunctionError(f"CAST of {v!r} to {type_name} is not in the Python subset")
 
 

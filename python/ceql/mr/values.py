@@ -218,6 +218,8 @@ def _round(args: list[object]) -> object:
         return v
     exact = Decimal(repr(v)) if isinstance(v, float) else Decimal(v)  # type: ignore[arg-type]
     r = exact.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)  # halves away from 0
+    if not r:
+        r = r.copy_abs()  # a zero has no sign (Spark rounds through BigDecimal: -0.4 → 0.0)
     if isinstance(v, float):
         return float(r)
     return int(r) if isinstance(v, int) else r
