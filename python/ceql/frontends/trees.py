@@ -1,13 +1,30 @@
-"""Lark parse trees folded bottom-up without recursion (shared by the front ends: deep
-queries must not hit Python's recursion limit)."""
+"""Lark parse trees, as the front ends read them: folded bottom-up without recursion (deep
+queries must not hit Python's recursion limit), and the source span of a node or a token."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from lark import Token, Tree
+from lark.tree import Meta
 
-__all__ = ["fold_tree"]
+from ..ir.nodes import NO_SPAN, Span
+
+__all__ = ["fold_tree", "meta_span", "token_span"]
+
+
+def meta_span(meta: Meta) -> Span:
+    """Where a tree node's text is (:data:`~ceql.ir.nodes.NO_SPAN` for an empty node)."""
+    if getattr(meta, "empty", True):
+        return NO_SPAN
+    return Span(meta.line, meta.column, meta.end_line, meta.end_column, meta.start_pos,
+                meta.end_pos)
+
+
+def token_span(tok: Token) -> Span:
+    """Where a token's text is."""
+    return Span(tok.line or 0, tok.column or 0, tok.end_line or 0, tok.end_column or 0,
+                tok.start_pos or 0, tok.end_pos or 0)
 
 
 def fold_tree(tree: Tree[Token], handle: Callable[[Tree[Token], list[object]], object]

@@ -16,19 +16,13 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from lark.parsers.lalr_interactive_parser import InteractiveParser
 
 from ...constants import STRATEGIES, WITHIN_UNITS
-from ...errors import CeqlSyntaxError, caret_snippet
+from ...errors import CeqlSyntaxError
+from ..syntax import or_list, show_token, syntax_error, token_width
 from .foreign import FUNCTIONS, Hint, Tok, explain_char, explain_token, lex_after, mode_of
 from .foreign import tok as as_tok
 from .lalr import lalr
 
-__all__ = ["SOFT_KEYWORDS", "diagnose", "syntax_error", "token_width"]
-
-
-def syntax_error(text: str, message: str, line: int, column: int, width: int = 1,
-                  expected: tuple[str, ...] = ()) -> CeqlSyntaxError:
-    """A :class:`CeqlSyntaxError` at ``line``/``column`` with ``width`` carets."""
-    return CeqlSyntaxError(message, line=line, column=column,
-                           snippet=caret_snippet(text, line, column, width), expected=expected)
+__all__ = ["SOFT_KEYWORDS", "diagnose"]
 
 
 def _hint_error(text: str, hint: Hint, expected: tuple[str, ...]) -> CeqlSyntaxError:
@@ -39,13 +33,6 @@ def _hint_error(text: str, hint: Hint, expected: tuple[str, ...]) -> CeqlSyntaxE
     end = hint.end if line_end < 0 else min(hint.end, line_end)
     return syntax_error(text, hint.message, line, hint.start - line_start + 1,
                         max(1, end - hint.start), expected)
-
-
-def token_width(token: Token) -> int:
-    """How many columns the first line of ``token`` takes."""
-    return max(1, len(str(token).split("\n", 1)[0]))
-
-
 
 
 _PUNCT = {
@@ -73,12 +60,7 @@ def _is_keyword(tok_type: str) -> bool:
 
 def _show_token(tok: Token) -> str:
     """A token as it appears in a message: ``'WHERE'``, ``';'``, ``'MSFT'``."""
-    text = str(tok).split("\n", 1)[0]
-    if len(text) > 30:
-        text = text[:27] + "..."
-    if tok.type in ("STRING", "QUOTED_NAME"):
-        return text
-    return f"'{text}'"
+    return show_token(tok, ("STRING", "QUOTED_NAME"))
 
 
 def _describe_found(tok: Token | None) -> str:
@@ -159,12 +141,6 @@ def _plausible(terms: set[str], tokens: Sequence[Token]) -> set[str]:
             and str(tokens[-3]).upper() in FUNCTIONS):
         out.discard("DOT")
     return out
-
-
-def _or_list(items: Sequence[str]) -> str:
-    if len(items) <= 1:
-        return "".join(items)
-    return f"{', '.join(items[:-1])} or {items[-1]}"
 
 
 def _bare_parser() -> InteractiveParser:
@@ -248,7 +224,7 @@ def _lexer_error(text: str, exc: UnexpectedInput, prev: Token | None, tokens: Se
     after = f" after {_show_token(prev)}" if prev is not None else ""
     message = f"Unexpected character {char!r}{after}{hints.get(char, '')}"
     if char not in hints and expected:
-        message += f": expected {_or_list(expected)}"
+        message += f": expected {or_list(expected)}"
     return syntax_error(text, message, line, column, expected=expected)
 
 
@@ -268,7 +244,7 @@ def _token_error(text: str, bad: Token | None, prev: Token | None, before: Seque
 
     found = _describe_found(bad)
     after = f" after {_show_token(prev)}" if prev is not None else " at the start"
-    generic = f"Expected {_or_list(expected)}{after}, found {found}"
+    generic = f"Expected {or_list(expected)}{after}, found {found}"
     kind = bad.type if bad is not None else "$END"
 
     # An unterminated /* comment lexes as '/' '*'.

@@ -22,7 +22,6 @@ from typing import NoReturn, TypeVar, cast
 
 from lark import Token, Tree
 from lark.exceptions import LarkError
-from lark.tree import Meta
 
 from ...constants import (
     CONSUME_NONE,
@@ -34,8 +33,9 @@ from ...constants import (
 )
 from ...errors import CeqlTypeError
 from ...ir import nodes as A
-from ..trees import fold_tree
-from .diagnostics import SOFT_KEYWORDS, diagnose, syntax_error
+from ..syntax import syntax_error
+from ..trees import fold_tree, meta_span, token_span
+from .diagnostics import SOFT_KEYWORDS, diagnose
 from .lalr import grammar_text, lalr
 
 __all__ = ["SOFT_KEYWORDS", "grammar_text", "parse"]
@@ -58,18 +58,6 @@ def parse(text: str) -> A.Query:
 
 
 # ---------------------------------------------------------------- spans and small helpers
-
-def _meta_span(meta: Meta) -> A.Span:
-    if getattr(meta, "empty", True):
-        return A.NO_SPAN
-    return A.Span(meta.line, meta.column, meta.end_line, meta.end_column,
-                  meta.start_pos, meta.end_pos)
-
-
-def _tok_span(tok: Token) -> A.Span:
-    return A.Span(tok.line or 0, tok.column or 0, tok.end_line or 0, tok.end_column or 0,
-                  tok.start_pos or 0, tok.end_pos or 0)
-
 
 def _join_spans(first: A.Span, last: A.Span) -> A.Span:
     return A.Span(first.line, first.column, last.end_line, last.end_column, first.start, last.end)
@@ -171,7 +159,7 @@ class _Builder:
         return _is(root, A.Query)
 
     def error(self, message: str, tok: Token | A.Span) -> NoReturn:
-        span = _tok_span(tok) if isinstance(tok, Token) else tok
+        span = token_span(tok) if isinstance(tok, Token) else tok
         width = span.end - span.start if span.end_line == span.line else 1
         raise syntax_error(self.text, message, span.line, span.column, max(1, width))
 
@@ -212,7 +200,7 @@ def _b_name(b: _Builder, t: Tree[Token], a: list[object]) -> _Name:
         text = text[1:-1].replace("``", "`")
         if not text:
             b.error("Empty name: a backquoted name needs at least one character", tok)
-    return _Name(text, _tok_span(tok))
+    return _Name(text, token_span(tok))
 
 
 @_rule("var_name")
@@ -222,19 +210,19 @@ def _b_var_name(b: _Builder, t: Tree[Token], a: list[object]) -> _Name:
 
 @_rule("qualified_name")
 def _b_qualified_name(b: _Builder, t: Tree[Token], a: list[object]) -> _Name:
-    return _Name(f"{_is(a[0], _Name).text}>{_is(a[2], _Name).text}", _meta_span(t.meta))
+    return _Name(f"{_is(a[0], _Name).text}>{_is(a[2], _Name).text}", meta_span(t.meta))
 
 
 # -- formulas
 
 @_rule("f_type")
 def _b_type(b: _Builder, t: Tree[Token], a: list[object]) -> A.EventType:
-    return A.EventType(_is(a[0], _Name).text, span=_meta_span(t.meta))
+    return A.EventType(_is(a[0], _Name).text, span=meta_span(t.meta))
 
 
 @_rule("f_qtype")
 def _b_qtype(b: _Builder, t: Tree[Token], a: list[object]) -> A.EventType:
-    return A.EventType(_is(a[2], _Name).text, _is(a[0], _Name).text, span=_meta_span(t.meta))
+    return A.EventType(_is(a[2], _Name).text, _is(a[0], _Name).text, span=meta_span(t.meta))
 
 
 @_rule("paren")
@@ -244,62 +232,62 @@ def _b_paren(b: _Builder, t: Tree[Token], a: list[object]) -> object:
 
 @_rule("f_as")
 def _b_as(b: _Builder, t: Tree[Token], a: list[object]) -> A.As:
-    return A.As(cast(A.Formula, a[0]), _is(a[2], _Name).text, span=_meta_span(t.meta))
+    return A.As(cast(A.Formula, a[0]), _is(a[2], _Name).text, span=meta_span(t.meta))
 
 
 @_rule("f_plus", "f_cplus")
 def _b_plus(b: _Builder, t: Tree[Token], a: list[object]) -> A.Plus:
-    return A.Plus(cast(A.Formula, a[0]), t.data == "f_cplus", span=_meta_span(t.meta))
+    return A.Plus(cast(A.Formula, a[0]), t.data == "f_cplus", span=meta_span(t.meta))
 
 
 @_rule("f_seq", "f_cseq")
 def _b_seq(b: _Builder, t: Tree[Token], a: list[object]) -> A.Seq:
     return A.Seq(cast(A.Formula, a[0]), cast(A.Formula, a[2]), t.data == "f_cseq",
-                 span=_meta_span(t.meta))
+                 span=meta_span(t.meta))
 
 
 @_rule("f_and")
 def _b_and(b: _Builder, t: Tree[Token], a: list[object]) -> A.And:
-    return A.And(cast(A.Formula, a[0]), cast(A.Formula, a[2]), span=_meta_span(t.meta))
+    return A.And(cast(A.Formula, a[0]), cast(A.Formula, a[2]), span=meta_span(t.meta))
 
 
 @_rule("f_not")
 def _b_not(b: _Builder, t: Tree[Token], a: list[object]) -> A.Not:
-    return A.Not(cast(A.Formula, a[1]), span=_meta_span(t.meta))
+    return A.Not(cast(A.Formula, a[1]), span=meta_span(t.meta))
 
 
 @_rule("f_or")
 def _b_or(b: _Builder, t: Tree[Token], a: list[object]) -> A.Or:
-    return A.Or(cast(A.Formula, a[0]), cast(A.Formula, a[2]), span=_meta_span(t.meta))
+    return A.Or(cast(A.Formula, a[0]), cast(A.Formula, a[2]), span=meta_span(t.meta))
 
 
 @_rule("f_filter")
 def _b_filter(b: _Builder, t: Tree[Token], a: list[object]) -> A.Filter:
-    return A.Filter(cast(A.Formula, a[0]), cast(A.FilterExpr, a[2]), span=_meta_span(t.meta))
+    return A.Filter(cast(A.Formula, a[0]), cast(A.FilterExpr, a[2]), span=meta_span(t.meta))
 
 
 # -- FILTER conditions
 
 @_rule("c_atom")
 def _b_catom(b: _Builder, t: Tree[Token], a: list[object]) -> A.FilterAtom:
-    return A.FilterAtom(_is(a[0], _Name).text, cast(A.Pred, a[2]), span=_meta_span(t.meta))
+    return A.FilterAtom(_is(a[0], _Name).text, cast(A.Pred, a[2]), span=meta_span(t.meta))
 
 
 @_rule("c_match")
 def _b_cmatch(b: _Builder, t: Tree[Token], a: list[object]) -> A.FilterMatch:
-    return A.FilterMatch(cast(A.Pred, a[1]), span=_meta_span(t.meta))
+    return A.FilterMatch(cast(A.Pred, a[1]), span=meta_span(t.meta))
 
 
 @_rule("c_and")
 def _b_cand(b: _Builder, t: Tree[Token], a: list[object]) -> A.FilterAnd:
     return A.FilterAnd(cast(A.FilterExpr, a[0]), cast(A.FilterExpr, a[2]),
-                       span=_meta_span(t.meta))
+                       span=meta_span(t.meta))
 
 
 @_rule("c_or")
 def _b_cor(b: _Builder, t: Tree[Token], a: list[object]) -> A.FilterOr:
     return A.FilterOr(cast(A.FilterExpr, a[0]), cast(A.FilterExpr, a[2]),
-                      span=_meta_span(t.meta))
+                      span=meta_span(t.meta))
 
 
 # -- predicates
@@ -316,17 +304,17 @@ def _b_cmp_op(b: _Builder, t: Tree[Token], a: list[object]) -> str:
 @_rule("p_cmp")
 def _b_cmp(b: _Builder, t: Tree[Token], a: list[object]) -> A.Compare:
     return A.Compare(_is(a[1], str), cast(A.Expr, a[0]), cast(A.Expr, a[2]),
-                     span=_meta_span(t.meta))
+                     span=meta_span(t.meta))
 
 
 @_rule("p_like")
 def _b_like(b: _Builder, t: Tree[Token], a: list[object]) -> A.Like:
-    return A.Like(cast(A.Expr, a[0]), _string_value(_is(a[2], Token)), span=_meta_span(t.meta))
+    return A.Like(cast(A.Expr, a[0]), _string_value(_is(a[2], Token)), span=meta_span(t.meta))
 
 
 @_rule("p_not_like")
 def _b_not_like(b: _Builder, t: Tree[Token], a: list[object]) -> A.PNot:
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     return A.PNot(A.Like(cast(A.Expr, a[0]), _string_value(_is(a[3], Token)), span=span),
                   span=span)
 
@@ -334,13 +322,13 @@ def _b_not_like(b: _Builder, t: Tree[Token], a: list[object]) -> A.PNot:
 @_rule("p_in", "p_not_in")
 def _b_in(b: _Builder, t: Tree[Token], a: list[object]) -> A.InSet:
     values = next(x for x in a if isinstance(x, tuple))
-    return A.InSet(cast(A.Expr, a[0]), values, t.data == "p_not_in", span=_meta_span(t.meta))
+    return A.InSet(cast(A.Expr, a[0]), values, t.data == "p_not_in", span=meta_span(t.meta))
 
 
 @_rule("p_range", "p_not_range")
 def _b_range(b: _Builder, t: Tree[Token], a: list[object]) -> A.Pred:
     exprs = [x for x in a if not isinstance(x, Token)]
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     node = A.InRange(cast(A.Expr, exprs[0]), cast(A.Expr, exprs[1]), cast(A.Expr, exprs[2]),
                      span=span)
     return A.PNot(node, span=span) if t.data == "p_not_range" else node
@@ -348,17 +336,17 @@ def _b_range(b: _Builder, t: Tree[Token], a: list[object]) -> A.Pred:
 
 @_rule("p_not")
 def _b_pnot(b: _Builder, t: Tree[Token], a: list[object]) -> A.PNot:
-    return A.PNot(cast(A.Pred, a[1]), span=_meta_span(t.meta))
+    return A.PNot(cast(A.Pred, a[1]), span=meta_span(t.meta))
 
 
 @_rule("p_and")
 def _b_pand(b: _Builder, t: Tree[Token], a: list[object]) -> A.PAnd:
-    return A.PAnd(cast(A.Pred, a[0]), cast(A.Pred, a[2]), span=_meta_span(t.meta))
+    return A.PAnd(cast(A.Pred, a[0]), cast(A.Pred, a[2]), span=meta_span(t.meta))
 
 
 @_rule("p_or")
 def _b_por(b: _Builder, t: Tree[Token], a: list[object]) -> A.POr:
-    return A.POr(cast(A.Pred, a[0]), cast(A.Pred, a[2]), span=_meta_span(t.meta))
+    return A.POr(cast(A.Pred, a[0]), cast(A.Pred, a[2]), span=meta_span(t.meta))
 
 
 @_rule("value_list")
@@ -369,7 +357,7 @@ def _b_values(b: _Builder, t: Tree[Token], a: list[object]) -> tuple[A.Literal, 
 @_rule("value")
 def _b_value(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
     tok = _is(a[-1], Token)
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     if tok.type == "NUMBER":
         return A.Literal(b.number(tok, negative=len(a) == 2), span=span)
     if tok.type == "STRING":
@@ -381,12 +369,12 @@ def _b_value(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
 
 @_rule("e_attr")
 def _b_attr(b: _Builder, t: Tree[Token], a: list[object]) -> A.Attr:
-    return A.Attr(_is(a[0], _Name).text, span=_meta_span(t.meta))
+    return A.Attr(_is(a[0], _Name).text, span=meta_span(t.meta))
 
 
 @_rule("e_qattr")
 def _b_qattr(b: _Builder, t: Tree[Token], a: list[object]) -> A.Attr:
-    return A.Attr(_is(a[2], _Name).text, span=_meta_span(t.meta), var=_is(a[0], _Name).text)
+    return A.Attr(_is(a[2], _Name).text, span=meta_span(t.meta), var=_is(a[0], _Name).text)
 
 
 @_rule("func_name")
@@ -402,7 +390,7 @@ def _b_call(b: _Builder, t: Tree[Token], a: list[object]) -> A.Expr:
     tok = _is(a[0], Token)
     func = str(tok).upper()
     arg = a[2]
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     if func not in _FUNCTIONS:
         b.error(f"Unknown function {tok}: the functions are PREV(attr), COUNT(Y) and "
                 "SUM, AVG, MIN, MAX, FIRST, LAST of Y.attr", tok)
@@ -432,7 +420,7 @@ def _b_call_distinct(b: _Builder, t: Tree[Token], a: list[object]) -> A.Expr:
     tok = _is(a[0], Token)
     func = str(tok).upper()
     var, attr = _is(a[3], _Name).text, _is(a[5], _Name).text
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     if func not in A.DISTINCT_AGGREGATES:
         known = func in _FUNCTIONS
         b.error(f"{tok}(DISTINCT …) is not supported: DISTINCT applies to COUNT, SUM and AVG "
@@ -449,17 +437,17 @@ def _expr_span(e: object, default: A.Span) -> A.Span:
 
 @_rule("e_number")
 def _b_number(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
-    return A.Literal(b.number(_is(a[0], Token)), span=_meta_span(t.meta))
+    return A.Literal(b.number(_is(a[0], Token)), span=meta_span(t.meta))
 
 
 @_rule("e_string")
 def _b_string(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
-    return A.Literal(_string_value(_is(a[0], Token)), span=_meta_span(t.meta))
+    return A.Literal(_string_value(_is(a[0], Token)), span=meta_span(t.meta))
 
 
 @_rule("e_interval")
 def _b_interval(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     total = sum((x for x in a if isinstance(x, Fraction)), Fraction(0))
     micros = total * 1_000_000
     if micros.denominator != 1:
@@ -469,13 +457,13 @@ def _b_interval(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
 
 @_rule("e_bool")
 def _b_bool(b: _Builder, t: Tree[Token], a: list[object]) -> A.Literal:
-    return A.Literal(_is(a[0], Token).type == "TRUE", span=_meta_span(t.meta))
+    return A.Literal(_is(a[0], Token).type == "TRUE", span=meta_span(t.meta))
 
 
 @_rule("e_neg")
 def _b_neg(b: _Builder, t: Tree[Token], a: list[object]) -> A.Expr:
     operand = cast(A.Expr, a[1])
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     if (isinstance(operand, A.Literal) and isinstance(operand.value, int | float)
             and not isinstance(operand.value, bool)):
         return A.Literal(-operand.value, span=span)
@@ -484,7 +472,7 @@ def _b_neg(b: _Builder, t: Tree[Token], a: list[object]) -> A.Expr:
 
 @_rule("e_arith")
 def _b_arith(b: _Builder, t: Tree[Token], a: list[object]) -> A.Arith:
-    return A.Arith(str(a[1]), cast(A.Expr, a[0]), cast(A.Expr, a[2]), span=_meta_span(t.meta))
+    return A.Arith(str(a[1]), cast(A.Expr, a[0]), cast(A.Expr, a[2]), span=meta_span(t.meta))
 
 
 # -- clauses
@@ -542,7 +530,7 @@ def _b_partition(b: _Builder, t: Tree[Token], a: list[object]) -> _Partition:
 
 @_rule("amount")
 def _b_amount(b: _Builder, t: Tree[Token], a: list[object]) -> _Amount:
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     if len(a) == 2:
         b.error("A WITHIN amount cannot be negative", span)
     return _Amount(b.fraction(str(a[0]), span), span)
@@ -591,7 +579,7 @@ def _b_w_attr(b: _Builder, t: Tree[Token], a: list[object]) -> _WithinSpec:
 @_rule("within_clause")
 def _b_within(b: _Builder, t: Tree[Token], a: list[object]) -> A.Within:
     spec = _is(a[1], _WithinSpec)
-    return A.Within(spec.kind, spec.amount, spec.attr, span=_meta_span(t.meta))
+    return A.Within(spec.kind, spec.amount, spec.attr, span=meta_span(t.meta))
 
 
 @_rule("windows")
@@ -609,7 +597,7 @@ def _b_limit(b: _Builder, t: Tree[Token], a: list[object]) -> _Limit:
     tok = _is(a[1], Token)
     if not re.fullmatch(r"\d+", str(tok)):
         b.error(f"LIMIT needs a whole number, not {tok}", tok)
-    return _Limit(b.integer(tok), _tok_span(tok))
+    return _Limit(b.integer(tok), token_span(tok))
 
 
 @_rule("query")
@@ -634,7 +622,7 @@ def _b_query(b: _Builder, t: Tree[Token], a: list[object]) -> A.Query:
         within=within,
         consume=consume.policy,
         limit=None if limit is None else limit.value,
-        span=_meta_span(t.meta),
+        span=meta_span(t.meta),
         select_spans=() if names is None else tuple(n.span for n in names),
         stream_spans=tuple(n.span for n in streams.names),
         partition_spans=tuple(n.span for n in partition.names),

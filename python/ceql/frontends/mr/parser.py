@@ -17,11 +17,10 @@ from typing import NoReturn, TypeVar, cast
 
 from lark import Token, Tree
 from lark.exceptions import LarkError
-from lark.tree import Meta
 
 from ...errors import CeqlTypeError, CeqlValidationError, caret_snippet
-from ...ir.nodes import NO_SPAN, Span
-from ..trees import fold_tree
+from ...ir.nodes import Span
+from ..trees import fold_tree, meta_span, token_span
 from . import ast as A
 from .checks import check
 from .diagnostics import diagnose
@@ -75,18 +74,6 @@ def parse_body(text: str) -> A.MatchRecognize:
 
 
 # ---------------------------------------------------------------- helpers
-
-def _meta_span(meta: Meta) -> Span:
-    if getattr(meta, "empty", True):
-        return NO_SPAN
-    return Span(meta.line, meta.column, meta.end_line, meta.end_column, meta.start_pos,
-                meta.end_pos)
-
-
-def _tok_span(tok: Token) -> Span:
-    return Span(tok.line or 0, tok.column or 0, tok.end_line or 0, tok.end_column or 0,
-                tok.start_pos or 0, tok.end_pos or 0)
-
 
 def _is(value: object, cls: type[_T]) -> _T:
     if not isinstance(value, cls):  # pragma: no cover - grammar and builder disagree
@@ -163,7 +150,7 @@ class _Builder:
             fn = self.handlers.get(rule)
             if fn is None:  # pragma: no cover - every rule has a handler
                 raise AssertionError(f"internal parser error: no handler for {rule}")
-            return fn(node, values, _meta_span(node.meta))
+            return fn(node, values, meta_span(node.meta))
         out = fold_tree(tree, handle)
         if isinstance(out, (A.Query, A.MatchRecognize)):
             return out
@@ -214,8 +201,8 @@ class _Builder:
     def r_name(self, node: Tree[Token], v: list[object], span: Span) -> object:
         tok = _is(v[0], Token)
         if tok.type == "QUOTED_NAME":
-            return _Name(str(tok)[1:-1].replace("``", "`"), True, _tok_span(tok))
-        return _Name(str(tok), False, _tok_span(tok))
+            return _Name(str(tok)[1:-1].replace("``", "`"), True, token_span(tok))
+        return _Name(str(tok), False, token_span(tok))
 
     def r_mr_body(self, node: Tree[Token], v: list[object], span: Span) -> object:
         clauses: dict[str, object] = {}
@@ -400,7 +387,7 @@ class _Builder:
     def _bound(self, tok: Token) -> int:
         if not re.fullmatch(r"\d+", str(tok)):
             self.fail(PatternError, f"A quantifier's bound must be a whole number, not "
-                      f"{tok}", _tok_span(tok))
+                      f"{tok}", token_span(tok))
         return int(str(tok))
 
     def r_q_exact(self, node: Tree[Token], v: list[object], span: Span) -> object:
@@ -573,11 +560,11 @@ class _Builder:
             amount = Decimal(text.strip())
         except ArithmeticError:
             self.fail(ClauseError, f"INTERVAL {raw!s} {unit.text}: write a number, e.g. "
-                      f"INTERVAL '10' {word}", _tok_span(raw))
+                      f"INTERVAL '10' {word}", token_span(raw))
         micros = amount * sign * Decimal(base // datetime.timedelta(microseconds=1))
         if micros != micros.to_integral_value():
             self.fail(ClauseError, f"INTERVAL {raw!s} {unit.text} is not a whole number "
-                      "of microseconds", _tok_span(raw))
+                      "of microseconds", token_span(raw))
         return A.Literal(datetime.timedelta(microseconds=int(micros)), span)
 
     def r_timestamp(self, node: Tree[Token], v: list[object], span: Span) -> object:
@@ -586,7 +573,7 @@ class _Builder:
             value = datetime.datetime.fromisoformat(_string(raw))
         except ValueError:
             self.fail(ClauseError, f"TIMESTAMP {raw}: write 'YYYY-MM-DD[ HH:MM:SS[.ffffff]]'",
-                      _tok_span(raw))
+                      token_span(raw))
         return A.Literal(value, span)
 
     # ------------------------------------------------------------ calls

@@ -1,15 +1,22 @@
 """SPAseq syntax errors in plain words: what was found, what the grammar expected there, where
-(line, column, caret), through CEQL's :func:`~ceql.frontends.ceql.diagnostics.syntax_error`."""
+(line, column, caret), through :mod:`ceql.frontends.syntax`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from lark import Token
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedToken
+from lark.exceptions import LarkError, UnexpectedCharacters
 
 from ...errors import CeqlSyntaxError
-from ..ceql.diagnostics import syntax_error, token_width
+from ..syntax import (
+    expected_in_words,
+    or_list,
+    read_until_refused,
+    show_token,
+    syntax_error,
+    token_width,
+)
 from .lalr import lalr
 
 __all__ = ["diagnose"]
@@ -53,94 +60,42 @@ def _name_role(prev: Token | None) -> str:
     return "a GPM name"
 
 
-def _or_list(items: list[str]) -> str:
-    if len(items) <= 1:
-        return "".join(items)
-    return f"{', '.join(items[:-1])} or {items[-1]}"
-
-
 def _expected(terms: Iterable[str], prev: Token | None) -> list[str]:
-    words: set[str] = set()
-    keywords: set[str] = set()
-    symbols: set[str] = set()
-    end = False
-    for term in terms:
-        if term == "$END":
-            end = True
-        elif term == "NAME":
-            words.add(_name_role(prev))
-        elif term in _WORDS:
-            words.add(_WORDS[term])
-        elif term in _PUNCT:
-            symbols.add(f"'{_PUNCT[term]}'")
-        elif term in ("TRUE", "FALSE"):
-            keywords.add(term.lower())
-        else:
-            keywords.add(term)
-    return [*sorted(words), *sorted(keywords), *sorted(symbols), *(["end of query"] * end)]
-
-
-def _show(tok: Token) -> str:
-    text = str(tok).split("\n", 1)[0]
-    if len(text) > 30:
-        text = text[:27] + "..."
-    return f"'{text}'"
+    words = {**_WORDS, "NAME": _name_role(prev)}
+    return expected_in_words(terms, words, _PUNCT,
+                             lambda t: t.lower() if t in ("TRUE", "FALSE") else t)
 
 
 def _found(tok: Token | None) -> str:
     if tok is None or tok.type == "$END":
         return "end of query"
     if tok.type == "NAME":
-        return f"name {_show(tok)}"
+        return f"name {show_token(tok)}"
     if tok.type == "VAR":
-        return f"variable {_show(tok)}"
+        return f"variable {show_token(tok)}"
     if tok.type in ("INTEGER", "DECIMAL", "DOUBLE"):
         return f"number {tok}"
     if tok.type.startswith("STRING"):
-        return f"string {_show(tok)}"
+        return f"string {show_token(tok)}"
     if tok.type in _KEYWORDS:
         return tok.type
-    return _show(tok)
-
-
-def _read(text: str) -> tuple[list[Token], Token | None, set[str]]:
-    """The tokens the parser accepts, the one it refuses (None: the lexer found no token,
-    or the end), and the terminals it would have accepted instead."""
-    accepted: list[Token] = []
-    bad: Token | None = None
-    ip = lalr().parse_interactive(text)
-    try:
-        for tok in ip.lexer_thread.lex(ip.parser_state):  # type: ignore[no-untyped-call]
-            try:
-                ip.feed_token(tok)
-            except UnexpectedToken:
-                bad = tok
-                break
-            accepted.append(tok)
-    except UnexpectedToken as exc:  # the contextual lexer: a token, but not one wanted here
-        bad = exc.token
-    except UnexpectedCharacters:
-        pass
-    state = lalr().parse_interactive("")
-    for tok in accepted:
-        state.feed_token(tok)
-    return accepted, bad, set(state.accepts())  # type: ignore[no-untyped-call]
+    return show_token(tok)
 
 
 def diagnose(text: str, exc: LarkError) -> CeqlSyntaxError:
     """Explain the first syntax error of ``text`` (``exc`` is lark's) in plain words."""
-    accepted, bad, terms = _read(text)
+    accepted, bad, terms = read_until_refused(lalr(), text)
     prev = accepted[-1] if accepted else None
     expected = _expected(terms, prev)
     if isinstance(exc, UnexpectedCharacters) and bad is None:
         pos = exc.pos_in_stream or 0
         char = text[pos] if pos < len(text) else ""
-        after = f" after {_show(prev)}" if prev is not None else ""
+        after = f" after {show_token(prev)}" if prev is not None else ""
         message = f"Unexpected character {char!r}{after}"
         if char in "'\"":
             message = "Unterminated string: the quote opened here is never closed on its line"
         elif expected:
-            message += f": expected {_or_list(expected)}"
+            message += f": expected {or_list(expected)}"
         return syntax_error(text, message, exc.line, exc.column, expected=tuple(expected))
     at_end = bad is None or bad.type == "$END"
     if at_end:
@@ -151,8 +106,8 @@ def diagnose(text: str, exc: LarkError) -> CeqlSyntaxError:
     else:
         assert bad is not None
         line, column, width = bad.line or 1, bad.column or 1, token_width(bad)
-    after = f" after {_show(prev)}" if prev is not None else " at the start"
-    message = f"Expected {_or_list(expected)}{after}, found {_found(None if at_end else bad)}"
+    after = f" after {show_token(prev)}" if prev is not None else " at the start"
+    message = f"Expected {or_list(expected)}{after}, found {_found(None if at_end else bad)}"
     kind = "$END" if bad is None else bad.type
     if kind == "RPAR" and prev is not None and prev.type in _SEQ_OPERATORS and "NAME" in terms:
         message += f": SEQ cannot end with '{prev}'"

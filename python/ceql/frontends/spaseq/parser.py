@@ -17,13 +17,12 @@ from urllib.parse import urljoin
 
 from lark import Token, Tree
 from lark.exceptions import LarkError
-from lark.tree import Meta
 
 from ...constants import WITHIN_UNIT_MILLIS
 from ...errors import CeqlTypeError, caret_snippet
-from ...ir.nodes import NO_SPAN, Span
-from ..ceql.diagnostics import syntax_error
-from ..trees import fold_tree
+from ...ir.nodes import Span
+from ..syntax import syntax_error
+from ..trees import fold_tree, meta_span, token_span
 from . import nodes as N
 from .diagnostics import diagnose
 from .errors import UnknownPrefixError
@@ -73,18 +72,6 @@ def parse(text: str) -> N.SpaseqQuery:
 
 
 # ---------------------------------------------------------------- spans and helpers
-
-def _meta_span(meta: Meta) -> Span:
-    if getattr(meta, "empty", True):
-        return NO_SPAN
-    return Span(meta.line, meta.column, meta.end_line, meta.end_column, meta.start_pos,
-                meta.end_pos)
-
-
-def _tok_span(tok: Token) -> Span:
-    return Span(tok.line or 0, tok.column or 0, tok.end_line or 0, tok.end_column or 0,
-                tok.start_pos or 0, tok.end_pos or 0)
-
 
 def _is(value: object, cls: type[_T]) -> _T:
     if not isinstance(value, cls):  # pragma: no cover - grammar and builder disagree
@@ -180,7 +167,7 @@ class _Builder:
         return _is(root, N.SpaseqQuery)
 
     def error(self, message: str, where: Token | Span) -> NoReturn:
-        span = _tok_span(where) if isinstance(where, Token) else where
+        span = token_span(where) if isinstance(where, Token) else where
         width = span.end - span.start if span.end_line == span.line else 1
         raise syntax_error(self.text, message, span.line, span.column, max(1, width))
 
@@ -190,7 +177,7 @@ class _Builder:
 
     def resolve(self, tok: Token) -> N.Iri:
         text = str(tok)
-        span = _tok_span(tok)
+        span = token_span(tok)
         if tok.type == "IRIREF":
             value = text[1:-1]
             return N.Iri(_resolve(self.base, value), span=span)
@@ -232,8 +219,8 @@ def _b_base(b: _Builder, t: Tree[Token], a: list[object]) -> None:
 def _b_select(b: _Builder, t: Tree[Token], a: list[object]) -> Select:
     toks = [x for x in a[1:] if isinstance(x, Token)]
     if toks and toks[0].type == "STAR":
-        return Select(None, _meta_span(t.meta))
-    return Select(tuple((str(x)[1:], _tok_span(x)) for x in toks), _meta_span(t.meta))
+        return Select(None, meta_span(t.meta))
+    return Select(tuple((str(x)[1:], token_span(x)) for x in toks), meta_span(t.meta))
 
 
 @_rule("window_part")
@@ -245,13 +232,13 @@ def _b_window_part(b: _Builder, t: Tree[Token], a: list[object]) -> Fraction:
 @_rule("window")
 def _b_window(b: _Builder, t: Tree[Token], a: list[object]) -> N.Window:
     total = sum((x for x in a if isinstance(x, Fraction)), Fraction(0))
-    return N.Window(total, span=_meta_span(t.meta))
+    return N.Window(total, span=meta_span(t.meta))
 
 
 @_rule("from_stream")
 def _b_from_stream(b: _Builder, t: Tree[Token], a: list[object]) -> N.Stream:
     name = _is(a[2], Token)
-    return N.Stream(str(name), _is(a[3], N.Iri).value, span=_tok_span(name))
+    return N.Stream(str(name), _is(a[3], N.Iri).value, span=token_span(name))
 
 
 @_rule("where_clause")
@@ -267,7 +254,7 @@ def _b_query(b: _Builder, t: Tree[Token], a: list[object]) -> N.SpaseqQuery:
     sequence, defs = cast(tuple[N.Sequence, list[GpmDef]], a[-1])
     return assemble(b.text, select=select, window=window, streams=streams, sequence=sequence,
                     defs=defs, prefixes=tuple(b.prefixes.items()), base=b.base,
-                    span=_meta_span(t.meta))
+                    span=meta_span(t.meta))
 
 
 # -- SEQ
@@ -275,7 +262,7 @@ def _b_query(b: _Builder, t: Tree[Token], a: list[object]) -> N.SpaseqQuery:
 @_rule("gpm_ref")
 def _b_gpm_ref(b: _Builder, t: Tree[Token], a: list[object]) -> N.GpmRef:
     tok = _is(a[0], Token)
-    return N.GpmRef(str(tok), span=_tok_span(tok))
+    return N.GpmRef(str(tok), span=token_span(tok))
 
 
 @_rule("seq_paren")
@@ -286,18 +273,18 @@ def _b_seq_paren(b: _Builder, t: Tree[Token], a: list[object]) -> object:
 @_rule("conj")
 def _b_conj(b: _Builder, t: Tree[Token], a: list[object]) -> N.Conj:
     return N.Conj(tuple(cast(N.SeqGroup, x) for x in a if not isinstance(x, Token)),
-                  span=_meta_span(t.meta))
+                  span=meta_span(t.meta))
 
 
 @_rule("disj")
 def _b_disj(b: _Builder, t: Tree[Token], a: list[object]) -> N.Disj:
     return N.Disj(tuple(cast(N.SeqGroup, x) for x in a if not isinstance(x, Token)),
-                  span=_meta_span(t.meta))
+                  span=meta_span(t.meta))
 
 
 @_rule("element")
 def _b_element(b: _Builder, t: Tree[Token], a: list[object]) -> N.SeqElement:
-    return N.SeqElement(cast(N.SeqGroup, a[0]), len(a) == 2, span=_meta_span(t.meta))
+    return N.SeqElement(cast(N.SeqGroup, a[0]), len(a) == 2, span=meta_span(t.meta))
 
 
 @_rule("sel_op")
@@ -309,7 +296,7 @@ def _b_sel_op(b: _Builder, t: Tree[Token], a: list[object]) -> str:
 def _b_seq_expr(b: _Builder, t: Tree[Token], a: list[object]) -> N.Sequence:
     elements = tuple(x for x in a if isinstance(x, N.SeqElement))
     operators = tuple(x for x in a if isinstance(x, str) and not isinstance(x, Token))
-    return N.Sequence(elements, operators, span=_meta_span(t.meta))
+    return N.Sequence(elements, operators, span=meta_span(t.meta))
 
 
 @_rule("seq_clause")
@@ -322,8 +309,8 @@ def _b_seq_clause(b: _Builder, t: Tree[Token], a: list[object]) -> N.Sequence:
 @_rule("gpm_def")
 def _b_gpm_def(b: _Builder, t: Tree[Token], a: list[object]) -> GpmDef:
     name, stream = _is(a[2], Token), _is(a[4], Token)
-    return GpmDef(str(name), _tok_span(name), str(stream), _tok_span(stream),
-                  _is(a[5], N.GroupPattern), _meta_span(t.meta))
+    return GpmDef(str(name), token_span(name), str(stream), token_span(stream),
+                  _is(a[5], N.GroupPattern), meta_span(t.meta))
 
 
 @_rule("group_gp")
@@ -342,7 +329,7 @@ def _b_group(b: _Builder, t: Tree[Token], a: list[object]) -> N.GroupPattern:
         else:
             elements.append(cast(N.GroupElement, item))
             after_triples = False
-    return N.GroupPattern(tuple(elements), span=_meta_span(t.meta))
+    return N.GroupPattern(tuple(elements), span=meta_span(t.meta))
 
 
 @_rule("gp_dot")
@@ -352,24 +339,24 @@ def _b_dot(b: _Builder, t: Tree[Token], a: list[object]) -> _Dot:
 
 @_rule("gp_filter")
 def _b_filter(b: _Builder, t: Tree[Token], a: list[object]) -> N.FilterPattern:
-    return N.FilterPattern(cast(N.Expr, a[1]), span=_meta_span(t.meta))
+    return N.FilterPattern(cast(N.Expr, a[1]), span=meta_span(t.meta))
 
 
 @_rule("gp_optional")
 def _b_optional(b: _Builder, t: Tree[Token], a: list[object]) -> N.OptionalPattern:
-    return N.OptionalPattern(_is(a[1], N.GroupPattern), span=_meta_span(t.meta))
+    return N.OptionalPattern(_is(a[1], N.GroupPattern), span=meta_span(t.meta))
 
 
 @_rule("gp_graph")
 def _b_graph(b: _Builder, t: Tree[Token], a: list[object]) -> N.GraphPattern:
     return N.GraphPattern(cast(N.Iri | N.Var, a[1]), _is(a[2], N.GroupPattern),
-                          span=_meta_span(t.meta))
+                          span=meta_span(t.meta))
 
 
 @_rule("gp_union")
 def _b_union(b: _Builder, t: Tree[Token], a: list[object]) -> object:
     groups = tuple(x for x in a if isinstance(x, N.GroupPattern))
-    return groups[0] if len(groups) == 1 else N.UnionPattern(groups, span=_meta_span(t.meta))
+    return groups[0] if len(groups) == 1 else N.UnionPattern(groups, span=meta_span(t.meta))
 
 
 def _triples_of(subject: _Object, props: _PropList, span: Span) -> list[N.TriplePattern]:
@@ -385,7 +372,7 @@ def _triples_of(subject: _Object, props: _PropList, span: Span) -> list[N.Triple
 
 @_rule("triples_ss")
 def _b_triples(b: _Builder, t: Tree[Token], a: list[object]) -> _Triples:
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     first = a[0]
     out: list[N.TriplePattern] = []
     if isinstance(first, _BNodeList):
@@ -414,14 +401,14 @@ def _b_object_list(b: _Builder, t: Tree[Token], a: list[object]) -> tuple[object
 
 @_rule("bnode_plist")
 def _b_bnode_plist(b: _Builder, t: Tree[Token], a: list[object]) -> _BNodeList:
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     node = b.fresh_bnode(span)
     return _BNodeList(node, tuple(_triples_of(node, _is(a[1], _PropList), span)))
 
 
 @_rule("rdf_type")
 def _b_rdf_type(b: _Builder, t: Tree[Token], a: list[object]) -> N.Iri:
-    return N.Iri(RDF_TYPE, span=_tok_span(_is(a[0], Token)))
+    return N.Iri(RDF_TYPE, span=token_span(_is(a[0], Token)))
 
 
 # -- terms
@@ -429,7 +416,7 @@ def _b_rdf_type(b: _Builder, t: Tree[Token], a: list[object]) -> N.Iri:
 @_rule("var")
 def _b_var(b: _Builder, t: Tree[Token], a: list[object]) -> N.Var:
     tok = _is(a[0], Token)
-    return N.Var(str(tok)[1:], span=_tok_span(tok))
+    return N.Var(str(tok)[1:], span=token_span(tok))
 
 
 @_rule("iri")
@@ -441,21 +428,21 @@ def _b_iri(b: _Builder, t: Tree[Token], a: list[object]) -> N.Iri:
 def _b_blank(b: _Builder, t: Tree[Token], a: list[object]) -> N.BlankNode:
     tok = _is(a[0], Token)
     if tok.type == "ANON":
-        return b.fresh_bnode(_tok_span(tok))
-    return N.BlankNode(str(tok)[2:], span=_tok_span(tok))
+        return b.fresh_bnode(token_span(tok))
+    return N.BlankNode(str(tok)[2:], span=token_span(tok))
 
 
 @_rule("string")
 def _b_string(b: _Builder, t: Tree[Token], a: list[object]) -> _Name:
     tok = _is(a[0], Token)
     quote = 3 if tok.type.startswith("STRING_LONG") else 1
-    return _Name(_unescape(str(tok)[quote:-quote]), _tok_span(tok))
+    return _Name(_unescape(str(tok)[quote:-quote]), token_span(tok))
 
 
 @_rule("rdf_literal")
 def _b_literal(b: _Builder, t: Tree[Token], a: list[object]) -> N.Literal:
     lexical = _is(a[0], _Name).text
-    span = _meta_span(t.meta)
+    span = meta_span(t.meta)
     if len(a) == 1:
         return N.Literal(lexical, span=span)
     if isinstance(a[1], Token) and a[1].type == "LANGTAG":
@@ -469,20 +456,20 @@ _NUMBER_TYPES = {"INTEGER": N.XSD_INTEGER, "DECIMAL": N.XSD_DECIMAL, "DOUBLE": N
 @_rule("number")
 def _b_number(b: _Builder, t: Tree[Token], a: list[object]) -> N.Literal:
     tok = _is(a[0], Token)
-    return N.Literal(str(tok), _NUMBER_TYPES[tok.type], span=_tok_span(tok))
+    return N.Literal(str(tok), _NUMBER_TYPES[tok.type], span=token_span(tok))
 
 
 @_rule("signed_number")
 def _b_signed(b: _Builder, t: Tree[Token], a: list[object]) -> N.Literal:
     num = _is(a[-1], N.Literal)
     sign = str(a[0]) if len(a) == 2 else ""
-    return N.Literal(sign + num.lexical, num.datatype, span=_meta_span(t.meta))
+    return N.Literal(sign + num.lexical, num.datatype, span=meta_span(t.meta))
 
 
 @_rule("boolean")
 def _b_boolean(b: _Builder, t: Tree[Token], a: list[object]) -> N.Literal:
     tok = _is(a[0], Token)
-    return N.Literal(str(tok).lower(), N.XSD_BOOLEAN, span=_tok_span(tok))
+    return N.Literal(str(tok).lower(), N.XSD_BOOLEAN, span=token_span(tok))
 
 
 # -- expressions
@@ -495,18 +482,18 @@ def _b_paren(b: _Builder, t: Tree[Token], a: list[object]) -> object:
 @_rule("e_binary")
 def _b_binary(b: _Builder, t: Tree[Token], a: list[object]) -> N.BinaryExpr:
     return N.BinaryExpr(str(a[1]), cast(N.Expr, a[0]), cast(N.Expr, a[2]),
-                        span=_meta_span(t.meta))
+                        span=meta_span(t.meta))
 
 
 @_rule("e_unary")
 def _b_unary(b: _Builder, t: Tree[Token], a: list[object]) -> N.UnaryExpr:
-    return N.UnaryExpr(str(a[0]), cast(N.Expr, a[1]), span=_meta_span(t.meta))
+    return N.UnaryExpr(str(a[0]), cast(N.Expr, a[1]), span=meta_span(t.meta))
 
 
 @_rule("e_in", "e_not_in")
 def _b_in(b: _Builder, t: Tree[Token], a: list[object]) -> N.InExpr:
     return N.InExpr(cast(N.Expr, a[0]), _is(a[-1], _Args).values, t.data == "e_not_in",
-                    span=_meta_span(t.meta))
+                    span=meta_span(t.meta))
 
 
 @_rule("arg_list")
@@ -531,9 +518,9 @@ def _b_func(b: _Builder, t: Tree[Token], a: list[object]) -> N.Builtin:
         b.error(f"{name} takes {want} argument{plural}, not {len(args)}", tok)
     if name == "BOUND" and not isinstance(args[0], N.Var):
         b.error("BOUND takes a variable, e.g. BOUND(?x)", tok)
-    return N.Builtin(name, args, span=_meta_span(t.meta))
+    return N.Builtin(name, args, span=meta_span(t.meta))
 
 
 @_rule("iri_call")
 def _b_iri_call(b: _Builder, t: Tree[Token], a: list[object]) -> N.IriCall:
-    return N.IriCall(_is(a[0], N.Iri), _is(a[1], _Args).values, span=_meta_span(t.meta))
+    return N.IriCall(_is(a[0], N.Iri), _is(a[1], _Args).values, span=meta_span(t.meta))
