@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import ParseException
 from pyspark.errors.exceptions.captured import CapturedException
@@ -241,3 +243,70 @@ def test_statement_splitting_keeps_a_body_whole(spark: Any) -> None:
     # an unclosed clause keeps the rest of the text
     assert _split(spark, "SELECT 1; SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A; B); SELECT 2") \
         == (["SELECT 1"], "SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A; B); SELECT 2")
+
+
+# ---------------------------------------------------------------- random statements
+
+#: pieces of a body: MATCH_RECOGNIZE's strings (a backslash in one is a character: Spark's
+#: lexer would read ``\\'`` as an escaped quote), quoted names and comments holding `)`, `;`,
+#: quotes and the clause's own word
+BODY_PIECES = ("PATTERN (A B+)", "DEFINE A AS s = 'it''s )'", "AND t = 'C:\\'", "-- ) ; '\n",
+               "/* ) ( ' */", "`odd )`", "(x)", ";", "\"", "'FROM t MATCH_RECOGNIZE ('", "\n")
+#: sources: (text, whether TABLE( ) takes it as written)
+SOURCES = (("t", True), ("db.t", True), ("`my t`", True), ("events", True),
+           ("(SELECT * FROM u WHERE x = ')')", True), ("t AS s", False), ("(SELECT 1) s", False),
+           ("range(3)", False), ("(VALUES (1)) AS v(a)", False))
+#: statements: {0}, {1} are clauses
+CONTEXTS = ("SELECT * FROM {0}", "SELECT * FROM a JOIN {0} ON TRUE",
+            "SELECT * FROM {0}, {1}", "WITH w AS (SELECT * FROM {0}) SELECT * FROM w",
+            "SELECT * FROM ({0})", "SELECT * FROM {0} LEFT JOIN {1} ON x = y WHERE z > 0",
+            "SELECT * FROM u WHERE k IN (SELECT k FROM {0})")
+#: what may stand before a statement: decoys with the clause's text
+DECOYS = ("", "/* FROM t MATCH_RECOGNIZE ( */ ", "-- FROM t MATCH_RECOGNIZE (\n")
+
+
+@st.composite
+def _clause(draw: st.DrawFn) -> tuple[str, str]:
+    """A clause and its rewrite (the body's literal written for Spark's default settings)."""
+    source, direct = draw(st.sampled_from(SOURCES))
+    body = draw(st.lists(st.sampled_from(BODY_PIECES), min_size=1, max_size=6).map(" ".join))
+    alias = draw(st.sampled_from(("", " m", " AS m")))
+    word = draw(st.sampled_from((MR_CLAUSE, MR_CLAUSE.lower(), "Match_Recognize")))
+    space = draw(st.sampled_from(("", " ", "\n")))
+    table = source if direct else f"SELECT * FROM {source}"
+    return f"{source} {word}{space}({body}){alias}", _mr(table, body) + alias
+
+
+@st.composite
+def _statements(draw: st.DrawFn) -> tuple[str, str]:
+    context = draw(st.sampled_from(CONTEXTS))
+    clauses = [draw(_clause()) for _ in range(context.count("{"))]
+    decoy = draw(st.sampled_from(DECOYS))
+    return (decoy + context.format(*(c for c, _ in clauses)),
+            decoy + context.format(*(r for _, r in clauses)))
+
+
+def test_the_generator_draws_every_piece() -> None:
+    seen: set[str] = set()
+
+    def all_seen(case: tuple[str, str]) -> bool:
+        seen.update(p for p in (*BODY_PIECES, *(s for s, _ in SOURCES), *DECOYS[1:])
+                    if p in case[0])
+        return len(seen) == len(BODY_PIECES) + len(SOURCES) + len(DECOYS) - 1
+
+    find(_statements(), all_seen, settings=settings(max_examples=2000, database=None))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_statements())
+def test_random_statements_read_as_their_rewrite(
+        spark: Any, conf: Any, case: tuple[str, str]) -> None:
+    text, rewritten = case
+    assert _syntax(spark).rewrite(text) == rewritten
+    ours, theirs = _parsers(spark)
+    conf(ESCAPED, False)
+    want = _parse(theirs, rewritten)
+    assert want[0] == "plan", want
+    for escaped in (False, True):
+        conf(ESCAPED, escaped)
+        assert _parse(ours, text) == want, escaped
