@@ -198,6 +198,8 @@ def test_a_missing_input_exits_1(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("option", "flag"), [
     (["--time", "day"], "--time"), (["--sort", "--time", "day"], "--time"),
     (["--variables"], "--variables"), (["--fields"], "--fields"),
+    (["--type-col", "symbol"], "--type-col"), (["--stream-col", "s"], "--stream-col"),
+    (["--time-unit", "ms"], "--time-unit"),
 ])
 def test_options_of_ceql_are_refused(option: list[str], flag: str, ticker: Path) -> None:
     status, out, err = cli("run", BODY, "-i", str(ticker), *option)

@@ -42,6 +42,10 @@ _CEQL_ONLY = (
     ("spark_log", "--spark-log", "it runs on the local engine"),
 )
 
+#: ``ceql run`` options of CEQL's events with a default, and that default.
+_CEQL_DEFAULTS = (("type_col", "--type-col", "type"), ("stream_col", "--stream-col", "stream"),
+                  ("time_unit", "--time-unit", "s"))
+
 
 def compile_mr(text: str, source: str) -> MatchRecognizeQuery:
     """:func:`ceql.match_recognize`, its errors raised as :class:`QueryError` naming
@@ -68,6 +72,10 @@ def run_mr(args: argparse.Namespace, text: str, source: str) -> int:
     for attr, flag, why in _CEQL_ONLY:
         if getattr(args, attr, None):
             raise CliError(f"{flag} is for CEQL queries: {why} (MATCH_RECOGNIZE)", EXIT_USAGE)
+    for attr, flag, default in _CEQL_DEFAULTS:
+        if getattr(args, attr, default) != default:
+            raise CliError(f"{flag} is for CEQL queries: MATCH_RECOGNIZE names its columns in "
+                           "its text", EXIT_USAGE)
     if args.engine != "local":
         raise CliError("MATCH_RECOGNIZE runs on the local engine in ceql run; in Spark, write "
                        "SELECT * FROM t MATCH_RECOGNIZE ( ... ) in spark.sql (docs/spark.md)",
