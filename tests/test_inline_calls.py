@@ -36,3 +36,28 @@ def test_calls_and_their_ends() -> None:
                                             sql.index(" AS m"))]
     assert inline_calls("SELECT * FROM MATCH_CEQL( SELECT * FROM s WHERE A[n = ')") == [
         InlineCall(14, 26, None)]
+
+
+# ---------------------------------------------------------------- MATCH_RECOGNIZE
+
+#: Spark's own parser on an inline MATCH_RECOGNIZE (PySpark 4.3, no ceql extension)
+MR_PARSE_ERROR = (
+    "\n[PARSE_SYNTAX_ERROR] Syntax error at or near '('. SQLSTATE: 42601 (line 1, pos 32)\n\n"
+    "== SQL ==\nSELECT * FROM t MATCH_RECOGNIZE (PATTERN (A B+) DEFINE B AS x > PREV(x)) AS m\n"
+    "--------------------------------^^^\n")
+
+
+def test_an_error_at_or_inside_a_match_recognize_clause() -> None:
+    from ceql.spark.inline import MR_NEEDS_EXTENSION, refused
+    from ceql.spark.inline_calls import inside_mr_clause
+
+    assert inside_mr_clause("SELECT * FROM t MATCH_RECOGNIZE ")
+    assert inside_mr_clause("SELECT * FROM t match_recognize(PATTERN (A) DEFINE A AS s = ')'")
+    assert inside_mr_clause("SELECT * FROM t MATCH_RECOGNIZE ( PATTERN (A) -- )\n DEFINE")
+    assert not inside_mr_clause("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A)) AS m WHER")
+    assert not inside_mr_clause("SELECT 'MATCH_RECOGNIZE (PATTERN (A")
+    assert not inside_mr_clause("SELECT 1 -- MATCH_RECOGNIZE (\n, x.MATCH_RECOGNIZE (")
+    assert not inside_mr_clause("SELECT * FRM")
+    assert refused(MR_PARSE_ERROR) == MR_NEEDS_EXTENSION
+    # an error elsewhere stays Spark's
+    assert refused(MR_PARSE_ERROR.replace("pos 32", "pos 7")) is None

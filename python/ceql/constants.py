@@ -55,6 +55,9 @@ __all__ = [
     "MATCH_CEQL",
     "MATCH_COLUMNS",
     "MATCH_SPASEQ",
+    "MR_CLAUSE",
+    "MR_OPTION_BODY",
+    "MR_TABLE_FUNCTION",
     "OPTIONS",
     "OPTION_BOUNDS",
     "OPTION_QUERY",
@@ -261,6 +264,16 @@ PREFILTER_ARGUMENT = "_prefilter"
 PREFILTER_ON = "on"
 #: Metadata key of the first output column through which analyze hands the prefilter over.
 PREFILTER_KEY = "ceql.prefilter"
+
+# ---------------------------------------------------------------- MATCH_RECOGNIZE in SQL
+
+#: The word of the inline clause ``FROM src MATCH_RECOGNIZE ( <body> )`` the shim's parser reads.
+MR_CLAUSE = "MATCH_RECOGNIZE"
+#: The table function the shim's parser rewrites that clause into:
+#: ``MR_TABLE_FUNCTION(TABLE(src), body => '<body>')``.
+MR_TABLE_FUNCTION = "MATCH_RECOGNIZE_TABLE"
+#: Option of MR_TABLE_FUNCTION: the clause's body, the text between its parentheses.
+MR_OPTION_BODY = "body"
 
 # ---------------------------------------------------------------- Spark
 

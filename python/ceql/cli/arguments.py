@@ -24,8 +24,9 @@ from .errors import (
     QueryError,
 )
 from .local_run import run_local
+from .mr_run import explain_mr, run_mr
 from .progress import say
-from .query import check_time, compile_query, read_query
+from .query import check_time, compile_query, looks_like_mr, read_query
 from .readers import input_format, reading_stdin
 from .sinks import output_format
 from .spark_run import run_spark
@@ -44,13 +45,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+#: The values of ``--language`` (explain takes the first two).
+LANGUAGES = ("ceql", "mr", "spaseq")
+
 #: The levels of ``--spark-log`` (Spark's ``spark.log.level``, log4j's levels).
 SPARK_LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
 
 _RUN_DESCRIPTION = """\
 Evaluate a CEQL query over the events of a file, in input order, and write every
 match: JSON lines on standard output, or --output FILE. A progress bar (on a
-terminal) and a summary line go to standard error."""
+terminal) and a summary line go to standard error. MATCH_RECOGNIZE text (SQL's
+row pattern recognition) runs too, writing its output rows."""
 
 _RUN_EPILOG = """\
 output:
@@ -64,12 +69,18 @@ output:
 FROM: one FROM name stands for the whole input, whatever the name; with a stream
   column (--stream-col), FROM names are its values.
 
+MATCH_RECOGNIZE: the clause's body (PARTITION BY ... PATTERN (...) DEFINE ...) or
+  SELECT * FROM t MATCH_RECOGNIZE ( ... ), found as such (or --language mr); one
+  JSON line (CSV row, Parquet row) per output row: ONE ROW PER MATCH gives the
+  PARTITION BY columns and the measures.
+
 examples:
   ceql run examples/queries/p3.ceql --input examples/stock.csv --time ts --time-unit us
   ceql run "SELECT * FROM S WHERE login ; purchase WITHIN 1 HOUR" -i clicks.csv -t ts
   ceql run q.ceql -i log.csv -t when --time-format '%d/%m/%Y %H:%M:%S' --fields
   ceql run q.ceql -i events.parquet -t ts -o matches.parquet --engine spark
-  ceql run --language spaseq q.rq -i events.jsonl --dataset http://ex/kb=kb.ttl"""
+  ceql run --language spaseq q.rq -i events.jsonl --dataset http://ex/kb=kb.ttl
+  ceql run "PATTERN (A B+) DEFINE B AS price > PREV(price)" -i stock.csv"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,9 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("query", metavar="QUERY", help="CEQL query file ('-': standard input), or "
                                                     "the query itself (text starting with "
-                                                    "SELECT)")
-    run.add_argument("-l", "--language", choices=("ceql", "spaseq"), default="ceql",
-                     help="the query's language (default: ceql); spaseq: a SPAseq query over "
+                                                    "SELECT, or MATCH_RECOGNIZE text)")
+    run.add_argument("-l", "--language", choices=LANGUAGES,
+                     help="the query's language (default: mr for MATCH_RECOGNIZE text, else "
+                          "ceql); mr: SQL's MATCH_RECOGNIZE over the input's rows (see "
+                          "docs/match_recognize.md); spaseq: a SPAseq query over "
                           "RDF graph events (JSON lines, or a directory of STREAM@TIME.ttl "
                           "files; see docs/SPASEQ.md)")
     run.add_argument("--dataset", action="append", metavar="[IRI=]FILE",
@@ -155,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("query", metavar="QUERY", help="CEQL query file ('-': standard "
                                                         "input), or the query itself")
+    explain.add_argument("-l", "--language", choices=LANGUAGES[:2],
+                         help="the query's language (default: mr for MATCH_RECOGNIZE text, "
+                              "else ceql)")
     explain.add_argument("--dot", action="store_true",
                          help="print the automaton as Graphviz DOT instead")
     return parser
@@ -209,8 +225,18 @@ def _warning_printer(quiet: bool) -> Callable[..., None]:
     return show
 
 
+def _is_mr(language: str | None, text: str) -> bool:
+    """Whether the query is MATCH_RECOGNIZE: ``--language mr``, or text that reads as it when
+    no language was given."""
+    return language == "mr" or (language is None and looks_like_mr(text))
+
+
 def _explain(args: argparse.Namespace) -> int:
     text, source = read_query(args.query)
+    if _is_mr(args.language, text):
+        sys.stdout.write(explain_mr(text, source, args.dot).rstrip("\n") + "\n")
+        sys.stdout.flush()
+        return EXIT_OK
     compile_query(text, source)
     sys.stdout.write(ceql.explain(text, dot=args.dot).rstrip("\n") + "\n")
     sys.stdout.flush()
@@ -226,6 +252,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--dataset needs --language spaseq")
     if args.query == "-" and args.input == "-":
         parser.error("the query and the events cannot both come from standard input")
+    text, source = read_query(args.query)
+    if _is_mr(args.language, text):
+        return run_mr(args, text, source)
     if args.sort and args.time is None:
         parser.error("--sort needs --time")
     if args.time_format is not None and args.time is None:
@@ -237,7 +266,6 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.fields and fmt_out != "jsonl":
         raise CliError("--fields writes JSON lines (each event with its own fields), not "
                        f"{fmt_out}: write to standard output or a .jsonl file", EXIT_USAGE)
-    text, source = read_query(args.query)
     query = compile_query(text, source, max_states=args.max_states)  # before any input
     check_time(query, args)
     if args.engine == "spark":

@@ -24,6 +24,7 @@ __all__ = [
     "check_time",
     "cli_words",
     "compile_query",
+    "looks_like_mr",
     "read_query",
     "unit_warning",
 ]
@@ -41,9 +42,29 @@ _LOOKS_LIKE_QUERY = re.compile(r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*SELECT(?=[\s*
 _QUERY_WORDS = re.compile(r"\b(?:FROM|WHERE|PARTITION\s+BY|WITHIN)\b", re.IGNORECASE)
 
 
+# MATCH_RECOGNIZE's body alone: one of its clauses first (after blanks and comments), its
+# parentheses, or the word MATCH_RECOGNIZE and `(` (CEQL text starts with SELECT)
+_MR_BODY = re.compile(r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*(?:(?:PARTITION\s+BY|ORDER\s+BY|"
+                      r"MEASURES|ONE\s+ROW|ALL\s+ROWS|AFTER\s+MATCH|SUBSET|DEFINE)\b|"
+                      r"PATTERN\s*\(|MATCH_RECOGNIZE\s*\(|\()", re.IGNORECASE | re.DOTALL)
+# a query holding the clause: the word MATCH_RECOGNIZE and `(` outside strings, quoted names
+# and comments (which the first alternatives skip)
+_MR_CLAUSE = re.compile(r"'(?:[^']|'')*'?|`(?:[^`]|``)*`?|--[^\n]*|/\*.*?(?:\*/|\Z)|"
+                        r"(\bMATCH_RECOGNIZE\s*\()", re.IGNORECASE | re.DOTALL)
+
+
 def looks_like_query(text: str) -> bool:
     """Whether a QUERY argument is CEQL text rather than a file name."""
     return _LOOKS_LIKE_QUERY.match(text) is not None
+
+
+def looks_like_mr(text: str) -> bool:
+    """Whether query text is MATCH_RECOGNIZE (docs/match_recognize.md): the clause's body
+    alone, or a query with the clause ``MATCH_RECOGNIZE (`` outside strings and comments. CEQL
+    text is neither (it starts with SELECT and has no such clause)."""
+    if _MR_BODY.match(text):
+        return True
+    return any(m.group(1) for m in _MR_CLAUSE.finditer(text))
 
 
 def _reads_like_a_query(text: str) -> bool:
@@ -57,11 +78,12 @@ def read_query(arg: str) -> tuple[str, str]:
     """The query text and the name to report it by.
 
     ``arg`` is a file, ``-`` (standard input) or, when no such file exists and it starts with
-    SELECT, the query itself.
+    SELECT (or is MATCH_RECOGNIZE text, :func:`looks_like_mr`), the query itself.
     """
     if arg == "-":
         return sys.stdin.read(), "<stdin>"
-    if not os.path.exists(arg) and looks_like_query(arg):
+    if not os.path.exists(arg) and (looks_like_query(arg) or (
+            looks_like_mr(arg) and any(c.isspace() or c == "(" for c in arg))):
         return arg, QUERY_TEXT
     try:
         with open(arg, encoding="utf-8") as f:

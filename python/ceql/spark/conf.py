@@ -61,9 +61,9 @@ class ConfEntry(Generic[T]):
 PARSER_ENABLED = ConfEntry(
     CONF_PARSER_ENABLED, bool, True,
     "Whether the shim's parser reads MATCH_CEQL( <CEQL> ) with the CEQL query written inline "
-    "and keeps its ';' together when the spark-sql CLI splits statements. When false, Spark's "
-    "parser alone reads every statement (the string-literal and TABLE(t) spellings still "
-    "work).")
+    "and FROM t MATCH_RECOGNIZE ( ... ), and keeps their ';' together when the spark-sql CLI "
+    "splits statements. When false, Spark's parser alone reads every statement (the "
+    "string-literal and TABLE(t) spellings still work).")
 PREFILTER_ENABLED = ConfEntry(
     CONF_PREFILTER_ENABLED, bool, True,
     "Whether MATCH_CEQL drops the rows no run can use (a filter from the query's event types "

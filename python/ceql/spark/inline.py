@@ -2,7 +2,8 @@
 
 Without ceql's extension — a session started without it, or a Spark Connect server started
 without it — Spark's own parser reads ``MATCH_CEQL( <CEQL> )`` and stops inside the CEQL with a
-``PARSE_SYNTAX_ERROR`` about some word of the query; a session where MATCH_CEQL was never
+``PARSE_SYNTAX_ERROR`` about some word of the query (and at the ``(`` of ``FROM t
+MATCH_RECOGNIZE ( … )``); a session where MATCH_CEQL was never
 registered says it cannot resolve the function; and ceql's Python UDTF (what
 :func:`ceql.spark.enable` registers in a Connect session without the extension), which asks
 Spark for the query's partitioning itself, is refused a ``TABLE(t) PARTITION BY``.
@@ -14,10 +15,10 @@ from __future__ import annotations
 
 import re
 
-from ceql.spark.inline_calls import inline_calls
+from ceql.spark.inline_calls import inline_calls, inside_mr_clause
 
-__all__ = ["INLINE_NEEDS_EXTENSION", "NOT_REGISTERED", "PARTITION_IN_QUERY",
-           "inside_inline_call", "refused"]
+__all__ = ["INLINE_NEEDS_EXTENSION", "MR_NEEDS_EXTENSION", "NOT_REGISTERED",
+           "PARTITION_IN_QUERY", "inside_inline_call", "refused"]
 
 INLINE_NEEDS_EXTENSION = (
     "MATCH_CEQL( <CEQL> ) with the query written inline needs ceql's extension where Spark "
@@ -25,6 +26,11 @@ INLINE_NEEDS_EXTENSION = (
     "the query as SQL. Start Spark with ceql.spark.configure(builder) (a Spark Connect server "
     "with the settings of ceql.spark.server_conf()), keeping spark.ceql.parser.enabled true; "
     "or write MATCH_CEQL(TABLE(t), query => '<CEQL>') after ceql.spark.enable(spark).")
+MR_NEEDS_EXTENSION = (
+    "FROM t MATCH_RECOGNIZE ( ... ) needs ceql's extension where Spark parses the statement "
+    "(for Spark Connect: in the server), and this session's parser read the clause as SQL. "
+    "Start Spark with ceql.spark.configure(builder) (a Spark Connect server with the settings "
+    "of ceql.spark.server_conf()), keeping spark.ceql.parser.enabled true.")
 NOT_REGISTERED = (
     "MATCH_CEQL is not a function of this session: call ceql.spark.enable(spark) to register "
     "MATCH_CEQL(TABLE(t), query => '<CEQL>'), or start Spark with ceql's jar and extension "
@@ -51,7 +57,8 @@ _QUOTES = "'\"`"
 def refused(text: str) -> str | None:
     """ceql's error message for Spark's exception text when it says MATCH_CEQL is not registered,
     that the Python UDTF was given a partitioned table argument, or that the parser failed
-    inside an inline ``MATCH_CEQL( SELECT … )``; else None."""
+    inside an inline ``MATCH_CEQL( SELECT … )`` or at an inline ``MATCH_RECOGNIZE (``; else
+    None."""
     if _UNRESOLVED.search(text):
         return NOT_REGISTERED
     if _TABLE_PARTITIONED.search(text):
@@ -71,7 +78,9 @@ def refused(text: str) -> str | None:
     if not 1 <= line <= len(lines):
         return None
     before = "\n".join([*lines[:line - 1], lines[line - 1][:pos]])
-    return INLINE_NEEDS_EXTENSION if inside_inline_call(before) else None
+    if inside_inline_call(before):
+        return INLINE_NEEDS_EXTENSION
+    return MR_NEEDS_EXTENSION if inside_mr_clause(before) else None
 
 
 def inside_inline_call(before: str) -> bool:

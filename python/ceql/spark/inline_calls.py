@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ceql.constants import TABLE_FUNCTIONS
+from ceql.constants import MR_CLAUSE, TABLE_FUNCTIONS
 
-__all__ = ["InlineCall", "inline_calls"]
+__all__ = ["InlineCall", "inline_calls", "inside_mr_clause"]
 
 _FUNCTIONS = frozenset(f.name.upper() for f in TABLE_FUNCTIONS if f.inline_ceql)
 #: Spark's WS token
@@ -61,6 +61,22 @@ def inline_calls(sql: str) -> list[InlineCall]:
                 break
         else:
             return out
+
+
+def inside_mr_clause(sql: str) -> bool:
+    """Whether the end of ``sql`` lies just after the word of an inline ``MATCH_RECOGNIZE (``
+    clause (a word among Spark's tokens, not after a ``.``) or inside its parentheses (read by
+    MATCH_RECOGNIZE's rules: strings, quoted names, comments)."""
+    toks = list(_tokens(sql, 0))
+    for k, (kind, start, end) in enumerate(toks):
+        if kind == "stop":
+            return False
+        if (kind == "word" and sql[start:end].upper() == MR_CLAUSE
+                and (k == 0 or toks[k - 1][0] != ".")):
+            after = toks[k + 1]
+            if after[0] == "end" or (after[0] == "(" and _ceql_end(sql, after[2], False) is None):
+                return True
+    return False
 
 
 def _tokens(sql: str, i: int) -> Iterator[tuple[str, int, int]]:
@@ -146,8 +162,9 @@ def _name_end(sql: str, i: int) -> int | None:
     return None
 
 
-def _ceql_end(sql: str, i: int) -> int | None:
-    """Just after the ``)`` ending the call whose CEQL text starts at ``i``."""
+def _ceql_end(sql: str, i: int, options: bool = True) -> int | None:
+    """Just after the ``)`` ending the call whose CEQL text starts at ``i`` (``options``: a
+    ``, name =>`` ends the text; MATCH_RECOGNIZE's body, read by the same rules, has none)."""
     depth, n = 0, len(sql)
     while i < n:
         c = sql[i]
@@ -167,7 +184,7 @@ def _ceql_end(sql: str, i: int) -> int | None:
             depth, i = depth - 1, i + 1
         elif c == ")":
             return i + 1
-        elif c == "," and depth == 0 and _starts_option(sql, i + 1):
+        elif c == "," and options and depth == 0 and _starts_option(sql, i + 1):
             return _options_end(sql, i + 1)
         else:
             i += 1

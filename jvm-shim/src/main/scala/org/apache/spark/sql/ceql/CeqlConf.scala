@@ -12,16 +12,16 @@ object CeqlConf {
 
   /**
    * `spark.ceql.parser.enabled`: Whether the shim's parser reads MATCH_CEQL( <CEQL> ) with the CEQL
-   * query written inline and keeps its ';' together when the spark-sql CLI splits statements. When
-   * false, Spark's parser alone reads every statement (the string-literal and TABLE(t) spellings
-   * still work).
+   * query written inline and FROM t MATCH_RECOGNIZE ( ... ), and keeps their ';' together when the
+   * spark-sql CLI splits statements. When false, Spark's parser alone reads every statement (the
+   * string-literal and TABLE(t) spellings still work).
    */
   val ParserEnabled: ConfigEntry[Boolean] =
     SQLConf.buildConf(CeqlConstants.ConfParserEnabled)
       .doc("Whether the shim's parser reads MATCH_CEQL( <CEQL> ) with the CEQL query written " +
-           "inline and keeps its ';' together when the spark-sql CLI splits statements. When " +
-           "false, Spark's parser alone reads every statement (the string-literal and TABLE(t) " +
-           "spellings still work).")
+           "inline and FROM t MATCH_RECOGNIZE ( ... ), and keeps their ';' together when the " +
+           "spark-sql CLI splits statements. When false, Spark's parser alone reads every " +
+           "statement (the string-literal and TABLE(t) spellings still work).")
       .version("0.1.0")
       .booleanConf
       .createWithDefault(true)

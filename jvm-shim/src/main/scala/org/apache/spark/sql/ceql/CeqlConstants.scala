@@ -296,6 +296,26 @@ object CeqlConstants {
    */
   final val PrefilterKey = "ceql.prefilter"
 
+  // ---------------------------------------------------------------- MATCH_RECOGNIZE in SQL
+
+  /**
+   * `MR_CLAUSE`: The word of the inline clause ``FROM src MATCH_RECOGNIZE ( <body> )`` the shim's
+   * parser reads.
+   */
+  final val MrClause = "MATCH_RECOGNIZE"
+
+  /**
+   * `MR_TABLE_FUNCTION`: The table function the shim's parser rewrites that clause into:
+   * ``MR_TABLE_FUNCTION(TABLE(src), body => '<body>')``.
+   */
+  final val MrTableFunction = "MATCH_RECOGNIZE_TABLE"
+
+  /**
+   * `MR_OPTION_BODY`: Option of MR_TABLE_FUNCTION: the clause's body, the text between its
+   * parentheses.
+   */
+  final val MrOptionBody = "body"
+
   // ---------------------------------------------------------------- Spark
 
   /** `EXTENSION_CLASS`: The class to list in spark.sql.extensions (in the shim jar). */

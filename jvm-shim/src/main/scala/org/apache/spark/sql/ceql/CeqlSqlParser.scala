@@ -14,36 +14,44 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
- * Spark's parser, plus the inline syntax `MATCH_CEQL( <CEQL> )` (see [[CeqlSyntax]]).
+ * Spark's parser, plus the inline syntaxes `FROM t MATCH_RECOGNIZE ( … )` (see
+ * [[MatchRecognizeSyntax]]) and `MATCH_CEQL( <CEQL> )` (see [[CeqlSyntax]]).
  *
  * Statements are rewritten by [[CeqlSyntax]] into the table function call, then handed to
  * Spark's parser; everything else goes to Spark's parser untouched. When Spark's parser refuses
  * a statement that holds a call whose text starts with another word than SELECT (a misspelt
  * `SELCT`), that call is read as CEQL too and the statement parsed again, so that the engine
  * reports the mistake with its caret. Statement splitting (the `spark-sql` CLI) keeps a CEQL
- * query's `;` inside its call.
+ * query's `;` inside its call, and a MATCH_RECOGNIZE body's inside its parentheses.
  */
 class CeqlSqlParser(val delegate: ParserInterface) extends ParserInterface {
 
   private def enabled: Boolean = SQLConf.get.getConf(CeqlConf.ParserEnabled)
 
-  /** `sqlText` with inline CEQL calls rewritten (unchanged when disabled or absent). */
+  /** `sqlText` with inline MATCH_RECOGNIZE clauses, then inline CEQL calls, rewritten
+   * (unchanged when disabled or absent). */
   def rewrite(sqlText: String, loose: Boolean = false): String = {
-    if (!enabled || !CeqlSyntax.mayHaveCalls(sqlText)) {
-      return sqlText
-    }
+    if (!enabled) return sqlText
+    val clauses = MatchRecognizeSyntax.mayHaveClauses(sqlText)
+    if (!clauses && !CeqlSyntax.mayHaveCalls(sqlText)) return sqlText
     val conf = SQLConf.get
     val how = CeqlSyntax.Literals(conf.escapedStringLiterals,
       conf.ansiEnabled && conf.doubleQuotedIdentifiers)
-    try CeqlSyntax.rewrite(sqlText, loose, how)
+    def refuse(what: String, e: Exception) = new ParseException(Some(sqlText), Origin(),
+      "PARSE_SYNTAX_ERROR", Map("error" -> s"'$what'", "hint" -> s": ${e.getMessage}"))
+    val text =
+      if (!clauses) sqlText
+      else try MatchRecognizeSyntax.rewrite(sqlText, loose, how)
+      catch {
+        case e: MatchRecognizeSyntax.UnclosedClause => throw refuse(CeqlConstants.MrClause, e)
+        case e: CeqlSyntax.UnwritableQuery => throw refuse(CeqlConstants.MrClause, e)
+      }
+    if (!CeqlSyntax.mayHaveCalls(text)) return text
+    try CeqlSyntax.rewrite(text, loose, how)
     catch {
-      case e: CeqlSyntax.UnclosedCall =>
-        throw new ParseException(Some(sqlText), Origin(), "PARSE_SYNTAX_ERROR",
-          Map("error" -> s"'${e.call.function}('", "hint" -> s": ${e.getMessage}"))
+      case e: CeqlSyntax.UnclosedCall => throw refuse(s"${e.call.function}(", e)
       case e: CeqlSyntax.UnwritableQuery =>
-        throw new ParseException(Some(sqlText), Origin(), "PARSE_SYNTAX_ERROR",
-          Map("error" -> s"'${CeqlSyntax.functions.mkString("/")}('",
-            "hint" -> s": ${e.getMessage}"))
+        throw refuse(s"${CeqlSyntax.functions.mkString("/")}(", e)
     }
   }
 
@@ -69,12 +77,20 @@ class CeqlSqlParser(val delegate: ParserInterface) extends ParserInterface {
   override def parseQuery(sqlText: String): LogicalPlan = parsing(sqlText)(delegate.parseQuery)
 
   override def splitStatements(sqlText: String): SqlStatementSplitResult = {
-    val bodies = if (enabled) CeqlSyntax.calls(sqlText, loose = true) else Vector.empty
+    if (!enabled) return delegate.splitStatements(sqlText)
+    val n = sqlText.length
+    val clauses =
+      if (MatchRecognizeSyntax.mayHaveClauses(sqlText)) {
+        MatchRecognizeSyntax.clauses(sqlText, loose = true)
+      } else Vector.empty
+    // CEQL calls are read with the clauses' bodies blanked (MATCH_RECOGNIZE's text is not SQL)
+    val blanked = sqlText.toCharArray
+    for (c <- clauses; i <- c.bodyStart until c.bodyEnd(n)) blanked(i) = ' '
+    val bodies = clauses.map(c => (c.bodyStart, c.end(n))) ++
+      CeqlSyntax.calls(new String(blanked), loose = true).map(c => (c.bodyStart, c.end(n)))
     if (bodies.isEmpty) return delegate.splitStatements(sqlText)
     val masked = sqlText.toCharArray
-    for (c <- bodies; i <- c.bodyStart until c.end(sqlText.length) if masked(i) == ';') {
-      masked(i) = ' '
-    }
+    for ((from, to) <- bodies; i <- from until to if masked(i) == ';') masked(i) = ' '
     val maskedText = new String(masked)
     val split = delegate.splitStatements(maskedText)
     var cursor = 0
@@ -118,6 +134,8 @@ object CeqlSqlParser {
       val parser = new CeqlSqlParser(delegate)
       CeqlSyntax.functions.foreach(f =>
         CeqlSyntax.rewrite(s"SELECT * FROM $f( SELECT * FROM s WHERE A ; B )"))
+      MatchRecognizeSyntax.rewrite(
+        s"SELECT * FROM s ${CeqlConstants.MrClause} ( PATTERN (A B) DEFINE A AS x > 0 )")
       parser
     } catch {
       case e: Throwable if NonFatal(e) || e.isInstanceOf[LinkageError] =>

@@ -114,9 +114,10 @@ object CeqlSyntax {
   /** Spark's default reading of literals. */
   val DefaultLiterals: Literals = Literals(escaped = false, doubleQuotedNames = false)
 
-  /** A CEQL text that no string literal can hold under the session's settings. */
-  final class UnwritableQuery extends IllegalArgumentException(
-    "this CEQL query has a quote (') that no SQL string literal can hold while " +
+  /** A text (`what`: "CEQL query", "MATCH_RECOGNIZE body") that no string literal can hold
+   * under the session's settings. */
+  final class UnwritableQuery(what: String = "CEQL query") extends IllegalArgumentException(
+    s"this $what has a quote (') that no SQL string literal can hold while " +
       "spark.sql.parser.escapedStringLiterals and spark.sql.ansi.doubleQuotedIdentifiers are " +
       "both true; set either to false for this statement")
 
@@ -124,7 +125,10 @@ object CeqlSyntax {
    * whose value is `s` when Spark reads literals as `how` says. When a literal's text is its
    * value (`escaped`; the setting does not make raw strings `R'...'` raw), no literal can end
    * in a lone backslash: such an `s` gets a newline after it. */
-  def sqlString(s: String, how: Literals): String = {
+  def sqlString(s: String, how: Literals): String = sqlString(s, how, "CEQL query")
+
+  /** [[sqlString]], naming `what` the text is when no literal can hold it. */
+  def sqlString(s: String, how: Literals, what: String): String = {
     if (!how.escaped) return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
     // Spark's lexer still reads `\` and the character after it as one, which then stays in
     // the value as written: so a quote alone changes the quote the literal is written in
@@ -136,7 +140,7 @@ object CeqlSyntax {
       val c = s.charAt(i)
       val unit = if (c == '\\' && i + 1 < s.length) 2 else 1
       if (unit == 1 && c == q) {        // end the piece, and write c in the other quote
-        if (how.doubleQuotedNames) throw new UnwritableQuery
+        if (how.doubleQuotedNames) throw new UnwritableQuery(what)
         q = if (q == '\'') '"' else '\''
         sb.append(c).append(' ').append(q).append(c)
       } else if (unit == 1 && c == '\\') {
@@ -186,7 +190,7 @@ object CeqlSyntax {
 
   /** The call of `function` (its name at `start`, `(` at `open`) whose first tokens after
    * `(` are `first` and `second`; None when its text is not CEQL. */
-  private def inlineCall(function: String, sql: String, start: Int, open: Int, first: Tok,
+  private[ceql] def inlineCall(function: String, sql: String, start: Int, open: Int, first: Tok,
       second: Tok, loose: Boolean): Option[Call] = {
     val body = first.start
     if (first.kind != "SELECT" && !(loose && looksLikeCeql(first, second))) return None
@@ -243,7 +247,7 @@ object CeqlSyntax {
 
   /** One token of Spark's lexer: its symbolic name (`IDENTIFIER`, `LEFT_PAREN`, `SELECT`,
    * `EOF`, ...), where it lies in the text ([start, end), in chars), and its text. */
-  private final case class Tok(kind: String, start: Int, end: Int, text: String) {
+  private[ceql] final case class Tok(kind: String, start: Int, end: Int, text: String) {
     /** False at the end, and at a quote Spark's lexer found no end for (an unterminated
      * string or quoted name: Spark's parser refuses the statement, and what follows it is
      * that literal's text to the user, so nothing after it is read as a call). */
@@ -255,7 +259,7 @@ object CeqlSyntax {
    * lexed by Spark's own lexer as it is read, so strings (with escapes, raw, in either
    * quote), quoted names, comments (nested) and hints are found exactly as Spark finds them.
    * Token kinds are read by name, never by number: the numbers differ between Spark lines. */
-  private final class SqlTokens(sql: String, from: Int) {
+  private[ceql] final class SqlTokens(sql: String, from: Int) {
     private val lexer =
       new SqlBaseLexer(new UpperCased(CharStreams.fromString(sql.substring(from))))
     lexer.removeErrorListeners()
@@ -305,7 +309,7 @@ object CeqlSyntax {
 
   // ------------------------------------------------------------------ lexical helpers
 
-  private def isSqlWordChar(c: Char): Boolean = c == '_' || Character.isLetterOrDigit(c)
+  private[ceql] def isSqlWordChar(c: Char): Boolean = c == '_' || Character.isLetterOrDigit(c)
 
   private def isCeqlNameStart(c: Char): Boolean = c == '_' || Character.isLetter(c)
 
@@ -318,7 +322,7 @@ object CeqlSyntax {
   private def ceqlWordEnd(s: String, from: Int): Int = wordEnd(s, from)
 
   /** CEQL string: single-quoted, `''` is a quote. */
-  private def skipCeqlString(s: String, from: Int): Int = {
+  private[ceql] def skipCeqlString(s: String, from: Int): Int = {
     var i = from + 1
     while (i < s.length) {
       if (s.charAt(i) == '\'') {
@@ -329,7 +333,7 @@ object CeqlSyntax {
   }
 
   /** Backquoted name; a doubled backquote stands for one. */
-  private def skipQuotedName(s: String, from: Int): Int = {
+  private[ceql] def skipQuotedName(s: String, from: Int): Int = {
     var i = from + 1
     while (i < s.length) {
       if (s.charAt(i) == '`') {
@@ -339,13 +343,13 @@ object CeqlSyntax {
     s.length
   }
 
-  private def skipLine(s: String, from: Int): Int = {
+  private[ceql] def skipLine(s: String, from: Int): Int = {
     val nl = s.indexOf('\n', from)
     if (nl < 0) s.length else nl + 1
   }
 
   /** CEQL's block comments do not nest. */
-  private def skipCeqlComment(s: String, from: Int): Int = {
+  private[ceql] def skipCeqlComment(s: String, from: Int): Int = {
     val e = s.indexOf("*/", from + 2)
     if (e < 0) s.length else e + 2
   }
