@@ -255,10 +255,8 @@ class Evaluator:
                 raise wrong
             yield from engine.flush(ev)  # rows held for the next Arrow batch come first
             base = ev.offset
-            # the row path tells of strings met with numbers as it reads them (see notices)
-            hook = ev.mixed_hook if not ev.mixed.done else None
             try:
-                yield from engine.feed_rows(ev, batch, hook)
+                yield from engine.feed_rows(ev, batch)
             except (AttributeError, TypeError, OverflowError) as exc:
                 # not events (or times that do not subtract): say which and why
                 err = row_error(ev, batch, base, exc)
@@ -266,7 +264,7 @@ class Evaluator:
                     raise
                 raise err from exc
             finally:
-                WATCH.hook = WATCH.between = None
+                WATCH.between = None
         engine.forget(self.oldest_live_position)
         if not arrow and ev.names.missing_mask:
             ev.sample_types(batch)

@@ -17,7 +17,6 @@ from typing import Any
 import pyarrow as pa
 
 from ..constants import CONSUME_NONE, WITHIN_EVENTS
-from ..predicates.mixing import Hook
 from .algorithm import Runs
 from .correlated import FatedRuns, RegisterEnumerator, RegisterInertness, RegisterRuns
 from .edge_last import LastRuns, NextRuns
@@ -43,9 +42,9 @@ class CoreEngine:
         self.core = core
         self.name = name
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        return feed_rows(ev, self.core, rows, hook, taps)
+        return feed_rows(ev, self.core, rows, taps)
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
@@ -99,9 +98,9 @@ class RegisterEngine(CoreEngine):
         super().__init__(core, name)
         self.runs = runs
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        return feed_rows(ev, self.core, rows, hook, taps, reads=True)
+        return feed_rows(ev, self.core, rows, taps, reads=True)
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
@@ -120,9 +119,9 @@ class EdgeCheck:
         self.edges = edges
         self.name = f"edge NOTs → {inner.name}"
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        return self.inner.feed_rows(ev, rows, hook, taps._replace(edges=self.edges))
+        return self.inner.feed_rows(ev, rows, taps._replace(edges=self.edges))
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
@@ -192,9 +191,9 @@ class KeptRows:
         self.strip = strip
         self.name = f"kept rows → {inner.name}"
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        chunks = self.inner.feed_rows(ev, rows, hook, taps._replace(kept=self.kept))
+        chunks = self.inner.feed_rows(ev, rows, taps._replace(kept=self.kept))
         return _stripped_all(chunks) if self.strip else chunks
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
@@ -258,9 +257,9 @@ class LazyRegions:
         self.lazy = lazy
         self.name = f"lazy regions → {inner.name}"
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        return self.inner.feed_rows(ev, rows, hook, taps)
+        return self.inner.feed_rows(ev, rows, taps)
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
