@@ -17,7 +17,6 @@ has no value (``ts + ts``, ``ts * 2``).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from datetime import date as _date
 from datetime import timedelta as _timedelta
@@ -46,32 +45,10 @@ from .values import (
 )
 from .values import kind as value_kind
 
-__all__ = ["WATCH", "BetweenHook", "Mix", "bad_arith", "batch_mixes", "column_kind",
-           "find_mix", "mixes", "report_between"]
-
-#: Hears of one comparison in a condition between events (:mod:`.between`) that meets values
-#: of kinds that never compare, or two strings in order (``<``, ``>``...): ``(node, a, b)``.
-BetweenHook = Callable[[Any, Any, Any], None]
+__all__ = ["Mix", "bad_arith", "batch_mixes", "column_kind", "find_mix", "mixes"]
 
 # Kinds of a batch value (enough to tell strings, numbers, times and durations apart).
 _NULL, _NUM, _STR, _OTHER, _TIME, _DUR = 0, 1, 2, 3, 4, 5
-
-
-class _Watch(threading.local):
-    """The hooks of the evaluation running on this thread (None: nobody listens)."""
-
-    between: BetweenHook | None = None
-
-
-WATCH = _Watch()
-
-
-def report_between(node: Any, a: Any, b: Any) -> None:
-    """Tell this thread's hook that comparison ``node`` of a condition between events met the
-    values ``a`` and ``b`` (of kinds that never compare, or two strings in order)."""
-    hook = WATCH.between
-    if hook is not None:
-        hook(node, a, b)
 
 
 def mixes(a: Any, b: Any) -> bool:

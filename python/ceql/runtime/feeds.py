@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 
 from ..constants import CONSUME_ANY, WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlError, CeqlInputError, CeqlTypeError
-from ..predicates.mixing import WATCH
 from .engine import NO_TAPS, Taps
 from .lazy import Rows
 from .match import Match
@@ -49,7 +48,6 @@ def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
     A row inert for a partition that does not exist creates none: it would only count in it,
     and a partition with no run and the initial strategy state starts over like a new one.
     """
-    WATCH.between = between = ev.between_hook()  # set again after each yield
     mixed = ev.mixed
     watching = not mixed.done
     plain = mixed.plain
@@ -154,10 +152,7 @@ def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
                 for chunk in emit(P, accs, pos, wkey, tkey):
                     attach(chunk)
                     yield chunk
-            if between is not None:
-                WATCH.between = ev.between_hook()
     ev.since_sweep = since
-    WATCH.between = None
 
 
 def not_events(rows: Any) -> CeqlTypeError | None:
@@ -333,7 +328,6 @@ def _feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
         wkeys_attr = clock.arrow_wattr(rb, idx, base)
     if not ev.mixed.done:
         ev.mixed.check_batch(rb, idx, base)
-    WATCH.between = ev.between_hook()  # conditions between events read Python values
     classes = ev.atoms.batch_classes(rb)
     uniq, inv = np.unique(np.asarray(classes)[idx], return_inverse=True)
     cls_list = [int(x) for x in uniq.tolist()]

@@ -37,7 +37,8 @@ from ..ir import (
 from ..ir import nodes as N
 from ..predicates import AtomTable
 from ..predicates.atoms import Atom, TypeIs, norm_op, structural_key
-from ..predicates.mixing import WATCH, Mix, batch_mixes, column_kind, find_mix
+from ..predicates.between import Listener
+from ..predicates.mixing import Mix, batch_mixes, column_kind, find_mix
 from ..predicates.row import compile_row_expr
 from ..predicates.values import FALSE, PY_CMP, TRUE, UNKNOWN, norm
 from ..predicates.values import kind as value_kind
@@ -654,17 +655,26 @@ class BetweenValues:
     """Conditions between events (:mod:`ceql.predicates.between`): the first comparison of
     values that never compare (a string and a number, a time and a number, ...), or of two
     strings that both write numbers with ``<``, ``>``, ... (compared as text: ``'9' > '10'``),
-    is warned of once (:class:`ValueTypeWarning`)."""
+    is warned of once (:class:`ValueTypeWarning`). The engines pass :attr:`sink` to each
+    condition they check; it listens while a feed reads events (:meth:`feeding`), not when
+    ``advance`` or ``close`` decide conditions."""
 
-    __slots__ = ("done", "text", "texts")
+    __slots__ = ("done", "sink", "text", "texts")
 
     def __init__(self, text: str | None) -> None:
         self.text = text
         self.done = False
         self.texts = 0  # ordered comparisons of strings that were not both numbers
+        #: the listener conditions are given now (:meth:`hook`; None: nobody listens)
+        self.sink: Listener | None = None
+
+    def feeding(self, on: bool) -> None:
+        """A feed starts (``on``) or ends: listen while it reads events, unless done."""
+        self.sink = self.hook if on and not self.done else None
 
     def hook(self, node: Any, a: Any, b: Any) -> None:
-        """Comparison ``node`` met ``a`` and ``b`` (see ``mixing.report_between``)."""
+        """Comparison ``node`` met ``a`` and ``b`` (a
+        :data:`~ceql.predicates.between.Listener`)."""
         if self.done:
             return
         if type(a) is str and type(b) is str:
@@ -682,7 +692,7 @@ class BetweenValues:
     def stop(self) -> None:
         """Listen no more."""
         self.done = True
-        WATCH.between = None
+        self.sink = None
 
     def shown(self, e: Any) -> str:
         span = getattr(e, "span", None)

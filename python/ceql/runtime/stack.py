@@ -336,6 +336,7 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
                       cea.edge_select, cea.edge_last, cea.edge_next,
                       ast.strategy if cea.edge_rank else None)
         edges.eps = eps
+        edges.between = ev.between
         # LIMIT and CONSUME BY count only the complex events that pass the NOT's checks, so
         # the enumerator then does neither
         limit, consume = None, CONSUME_NONE
@@ -378,9 +379,10 @@ def _core(ev: Evaluation, query: Compiled, choice: Choice, eps: Any, limit: Any,
         full_d = ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX")
         plan = query.register_plan(type_key, stream_key, full_d, cea.edge_rank)
         ranked = ast.strategy in ("NEXT", "LAST", "MAX")
-        runs = (FatedRuns(plan, ev.parts, eps, consume, ast.strategy, cea.edge_reads)
+        runs = (FatedRuns(plan, ev.parts, eps, consume, ast.strategy, cea.edge_reads,
+                          ev.between)
                 if cea.edge_rank else
-                RegisterRuns(plan, ev.parts, eps, consume, ranked, ast.strategy))
+                RegisterRuns(plan, ev.parts, eps, consume, ranked, ast.strategy, ev.between))
         renum = RegisterEnumerator(ev.clock, eps, limit, ast.strategy, plan.full_d, ev.parts,
                                    consume, cea.edge_rank)
         renum.plan = plan

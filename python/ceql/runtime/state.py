@@ -185,10 +185,6 @@ class Evaluation:
             left -= 1
         names.sampling = left
 
-    def between_hook(self) -> Any:
-        """The listener for conditions between events (None: none is due)."""
-        return None if self.between.done else self.between.hook
-
     @property
     def eps(self) -> Any:
         """The window bound in window-key units (None: no WITHIN)."""
