@@ -123,7 +123,8 @@ class Edges:
                  trail_conds: tuple[N.FilterAtom, ...] = (),
                  query: N.Query | None = None,
                  project: frozenset[str] | None = None, last: bool = False,
-                 keyed_next: bool = False, rank: str | None = None) -> None:
+                 keyed_next: bool = False, rank: str | None = None,
+                 between: BetweenValues | None = None) -> None:
         self.lead_fn: Callable[[int], bool] | None = (
             guard_fn(leading) if leading is not None else None)
         self.trail_fn: Callable[[int], bool] | None = (
@@ -172,7 +173,7 @@ class Edges:
         self.keeps = False  # the caller asked for the matches' events (keep_events)
         #: the evaluation's listener for conditions between events (its ``sink`` goes to the
         #: NOT's conditions checked; None: nobody listens)
-        self.between: BetweenValues | None = None
+        self.between = between
 
     def hear(self) -> Listener | None:
         """The listener the NOT's conditions are given now (None: nobody listens)."""

@@ -334,9 +334,8 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
         edges = Edges(cea.leading, cea.trailing, w is not None and w.kind == WITHIN_EVENTS,
                       limit, consume, cea.leading_conds, cea.trailing_conds, ast,
                       cea.edge_select, cea.edge_last, cea.edge_next,
-                      ast.strategy if cea.edge_rank else None)
+                      ast.strategy if cea.edge_rank else None, ev.between)
         edges.eps = eps
-        edges.between = ev.between
         # LIMIT and CONSUME BY count only the complex events that pass the NOT's checks, so
         # the enumerator then does neither
         limit, consume = None, CONSUME_NONE
