@@ -204,3 +204,17 @@ def test_a_mix_never_hides_behind_a_code_the_row_path_does_not_look_into(cond: s
         assert code == UNKNOWN or isinstance(atom, N.InRange), (cond, event)
     assert seen, cond  # the values make it mix
     assert FALSE not in seen or cond == "x IN RANGE(y, 5)" or "y + 1" in cond
+
+
+def test_the_classes_remembered_are_capped(monkeypatch: Any) -> None:
+    monkeypatch.setattr(notices, "CLASSES_CAP", 2)
+    q = ceql.compile("SELECT * FROM S WHERE A AS a FILTER a[x > 5] AND a[y > 5] AND a[z > 5]")
+    ev = q.evaluator()
+    rows = [{"type": "A", "x": i % 9, "y": i % 7, "z": i % 5} for i in range(200)]
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        ev.feed([*rows, {"type": "A", "x": 1, "y": 1, "z": "7"}])
+    [said] = _said(got)
+    assert said.startswith("Event 200 compares a string with a number in `z > 5`"), said
+    mixed = ev._ev.mixed  # the evaluation's state
+    assert len(mixed.plain) + len(mixed.suspects) <= 2
