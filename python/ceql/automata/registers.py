@@ -37,6 +37,7 @@ from ..predicates import GTrue, guard_fn
 from ..predicates.between import (
     AggSpec,
     Condition,
+    Listener,
     agg_start,
     agg_step,
     aggregate,
@@ -52,6 +53,11 @@ __all__ = ["NEVER", "VACUOUS", "CondKill", "Gate", "Move", "Recorder", "Register
 #: A run's registers: per scope, None (closed) or (per condition (records per quantified
 #: variable, previous PREV record), aggregate accumulators).
 Registers = tuple[Any, ...]
+#: What :meth:`RegisterPlan.advance` does for one move: registers, event, listener → the
+#: registers after it (None: a condition fails).
+_Advancer = Callable[[Registers, Mapping[str, Any], Listener | None], "Registers | None"]
+#: What :meth:`RegisterPlan.killed` does for one gap (or one condition of it).
+_Killer = Callable[[Registers, Mapping[str, Any], Listener | None], bool]
 #: The gap of a NOT whose conditions read other events: (β's test on an event class, the
 #: negated name, per scope (its index, the indices of those conditions), None when a β event
 #: is judged at once (the conditions read only variables complete before the NOT), else how
@@ -238,9 +244,8 @@ class RegisterPlan:
         self._kills_on: dict[int, tuple[tuple[tuple[int, Callable[[int], bool]], ...],
                                         tuple[tuple[int, CondKill], ...],
                                         tuple[tuple[int, tuple[CondKill, ...]], ...]]] = {}
-        self._killers: dict[int, Callable[[Registers, Mapping[str, Any]], bool]] = {}
-        self._advancers: dict[int, Callable[[Registers, Mapping[str, Any]],
-                                            Registers | None]] = {}
+        self._killers: dict[int, _Killer] = {}
+        self._advancers: dict[int, _Advancer] = {}
         #: every attribute a condition reads
         self.reads = frozenset().union(*(s.reads for s in self.scopes))
         #: whether every state a run can wait in has a gap: runs then stay where they are
@@ -340,14 +345,16 @@ class RegisterPlan:
             r = cache[c] = tuple(m for g, m in self._out[q] if g(c))
         return r
 
-    def advance(self, regs: Registers, m: Move, event: Mapping[str, Any]) -> Registers | None:
-        """The registers after taking ``m`` on ``event``, or None when a condition fails."""
+    def advance(self, regs: Registers, m: Move, event: Mapping[str, Any],
+                hear: Listener | None) -> Registers | None:
+        """The registers after taking ``m`` on ``event``, or None when a condition fails
+        (``hear``: the evaluation's listener, given to the conditions checked)."""
         f = self._advancers.get(id(m))
         if f is None:
             f = self._advancers[id(m)] = self._advancer(m)
-        return f(regs, event)
+        return f(regs, event, hear)
 
-    def _advancer(self, m: Move) -> Callable[[Registers, Mapping[str, Any]], Registers | None]:
+    def _advancer(self, m: Move) -> _Advancer:
         """:meth:`advance` for one move, its programs compiled (built once per move)."""
         scopes = self.scopes
         complete = self._complete
@@ -360,31 +367,33 @@ class RegisterPlan:
             closing = closes == (0,)
             sp0 = scopes[0]
 
-            def one(regs: Registers, event: Mapping[str, Any]) -> Registers | None:
+            def one(regs: Registers, event: Mapping[str, Any],
+                    hear: Listener | None) -> Registers | None:
                 s = regs[0]
                 if s is None:
                     s = init
                 elif closing:
-                    if not complete(sp0, s):
+                    if not complete(sp0, s, hear):
                         return None
                     s = init
-                s = run(s, event)
+                s = run(s, event, hear)
                 return None if s is None else _Regs((s,))
             return one
 
-        def advance(regs: Registers, event: Mapping[str, Any]) -> Registers | None:
+        def advance(regs: Registers, event: Mapping[str, Any],
+                    hear: Listener | None) -> Registers | None:
             new = list(regs)
             for k in closes:
                 s = new[k]
                 if s is not None:
-                    if finishing[k] and not finish(k, new):
+                    if finishing[k] and not finish(k, new, hear):
                         return None
-                    if not complete(scopes[k], new[k]):
+                    if not complete(scopes[k], new[k], hear):
                         return None
                     new[k] = None
             for k, run, init in progs:
                 s = new[k]
-                s = run(init if s is None else s, event)
+                s = run(init if s is None else s, event, hear)
                 if s is None:
                     return None
                 new[k] = s
@@ -409,15 +418,15 @@ class RegisterPlan:
                                      tuple((q, tuple(cks)) for q, cks in rec.items()))
         return r
 
-    def passed(self, m: Move, c: int, regs: Registers,
-               event: Mapping[str, Any]) -> Registers | None:
+    def passed(self, m: Move, c: int, regs: Registers, event: Mapping[str, Any],
+               hear: Listener | None) -> Registers | None:
         """The registers of a run that took ``m`` on an event of class ``c`` lying in the
         gaps of :attr:`Move.kills`: None when a β event there ends the run, else with the β
         event recorded where it is judged later."""
         for ck in m.kills:
             if ck[0](c):
                 if ck[3] is None:
-                    if self.killed(ck, regs, event):
+                    if self.killed(ck, regs, event, hear):
                         return None
                 else:
                     regs = ck[3].record(regs, event)
@@ -433,13 +442,13 @@ class RegisterPlan:
             regs = rec.record(regs, event)
         return regs
 
-    def _finish(self, k: int, regs: list[Any]) -> bool:
+    def _finish(self, k: int, regs: list[Any], hear: Listener | None) -> bool:
         """Judge the β events recorded for scope ``k``, which completes, with its valuation:
         False when one satisfies every condition on its negated variable (the valuation
         fails); those that do are handed to the next FILTER around the NOT holding such
         conditions (``regs`` updated), where there is one."""
         for rec, i in self.finishing[k]:
-            if not rec.judge(i, self.scopes[k], regs):
+            if not rec.judge(i, self.scopes[k], regs, hear):
                 return False
         return True
 
@@ -511,25 +520,25 @@ class RegisterPlan:
             return None
         return _comparison_gate(k, ci, c, ((c.attrs[0], False), None))
 
-    def killed(self, ck: CondKill, regs: Registers, event: Mapping[str, Any]) -> bool:
+    def killed(self, ck: CondKill, regs: Registers, event: Mapping[str, Any],
+               hear: Listener | None) -> bool:
         """Whether ``event`` (a β event) ends a run with ``regs`` waiting in the gap ``ck``:
         each of the NOT's conditions holds with ``n`` bound to it, for every choice of the
         earlier events it reads (vacuously when one variable has none)."""
         f = self._killers.get(id(ck))
         if f is None:
             f = self._killers[id(ck)] = self._killer(ck)
-        return f(regs, event)
+        return f(regs, event, hear)
 
-    def _killer(self, ck: CondKill) -> Callable[[Registers, Mapping[str, Any]], bool]:
+    def _killer(self, ck: CondKill) -> _Killer:
         """:meth:`killed` for one gap (built once per gap): a test per condition."""
         _, name, specs, _ = ck
         tests = [self._kill_test(k, ci, name) for k, cis in specs for ci in cis]
         if len(tests) == 1:
             return tests[0]
-        return lambda regs, event: all(t(regs, event) for t in tests)
+        return lambda regs, event, hear: all(t(regs, event, hear) for t in tests)
 
-    def _kill_test(self, k: int, ci: int,
-                   name: str) -> Callable[[Registers, Mapping[str, Any]], bool]:
+    def _kill_test(self, k: int, ci: int, name: str) -> _Killer:
         """Whether condition ``ci`` of scope ``k`` holds with ``n`` (``name``) bound to the
         event, for every choice of the earlier events it reads."""
         sp = self.scopes[k]
@@ -539,7 +548,7 @@ class RegisterPlan:
         if len(q) == 2 and q[0] == name and q[1] != name and not c.aggs:
             attrs = c.attrs[0]
 
-            def pair(regs: Registers, event: Mapping[str, Any]) -> bool:
+            def pair(regs: Registers, event: Mapping[str, Any], hear: Listener | None) -> bool:
                 s = regs[k]
                 if s is None:
                     return True  # no earlier event: vacuous
@@ -549,12 +558,12 @@ class RegisterPlan:
                 get = event.get
                 f = tuple([norm(get(a)) for a in attrs])
                 for r in ys:
-                    if check((f, r), ()) != TRUE:
+                    if check((f, r), (), hear) != TRUE:
                         return False
                 return True
             return pair
 
-        def general(regs: Registers, event: Mapping[str, Any]) -> bool:
+        def general(regs: Registers, event: Mapping[str, Any], hear: Listener | None) -> bool:
             get = event.get
             s = regs[k]
             lists = s[0][ci][0] if s is not None else ((),) * len(q)
@@ -571,10 +580,10 @@ class RegisterPlan:
                 accs = s[1] if s is not None else tuple(agg_start(f) for f, _, _ in sp.aggs)
                 values = dict(zip(sp.aggs, accs, strict=True))
                 av = tuple(aggregate(spec[0], values[spec]) for spec in c.aggs)
-            return all(check(recs, av) == TRUE for recs in product(*pools))
+            return all(check(recs, av, hear) == TRUE for recs in product(*pools))
         return general
 
-    def accepts(self, regs: Registers) -> bool:
+    def accepts(self, regs: Registers, hear: Listener | None) -> bool:
         """Whether a run with ``regs`` that reached a final state completes a valuation whose
         deferred conditions hold."""
         scopes = self.scopes
@@ -582,7 +591,7 @@ class RegisterPlan:
             regs = regs[:-1]
         if not self.recorded_gaps:
             for k, s in enumerate(regs):
-                if s is not None and not self._complete(scopes[k], s):
+                if s is not None and not self._complete(scopes[k], s, hear):
                     return False
             return True
         finishing = self.finishing
@@ -593,15 +602,15 @@ class RegisterPlan:
             if finishing[k]:
                 if new is None:
                     new = list(regs)
-                if not self._finish(k, new):
+                if not self._finish(k, new, hear):
                     return False
                 s = new[k]
-            if not self._complete(scopes[k], s):
+            if not self._complete(scopes[k], s, hear):
                 return False
         return True
 
     @staticmethod
-    def _complete(sp: ScopePlan, s: Any) -> bool:
+    def _complete(sp: ScopePlan, s: Any, hear: Listener | None) -> bool:
         """Whether the deferred conditions hold of the scope's complete valuation."""
         conds_s, accs = s
         values: dict[AggSpec, Any] | None = None
@@ -615,7 +624,7 @@ class RegisterPlan:
             av = tuple(values[spec] for spec in c.aggs)
             check = c.check
             for recs in product(*lists):
-                if check(recs, av) != TRUE:
+                if check(recs, av, hear) != TRUE:
                     return False
         return True
 
@@ -698,7 +707,7 @@ class Recorder:
                     return old
         return (*old, rec)
 
-    def judge(self, i: int, sp: ScopePlan, regs: list[Any]) -> bool:
+    def judge(self, i: int, sp: ScopePlan, regs: list[Any], hear: Listener | None) -> bool:
         """Carrier ``i``'s scope (``sp``) completes: False if a record satisfies all its
         conditions and this is the last carrier, else those records are handed on."""
         k, ci, slot = self.carriers[i]
@@ -708,7 +717,7 @@ class Recorder:
             return True
         checks = self.checks[i]
         passing = [r for r in recs
-                   if all(_holds(sp, s, cj, sl, tuple([r[p] for p in proj]))
+                   if all(_holds(sp, s, cj, sl, tuple([r[p] for p in proj]), hear)
                           for cj, sl, proj in checks)]
         if not passing:
             return True
@@ -755,7 +764,8 @@ def _extreme(c: Condition, name: str) -> bool | None:
     return op[0] == "<"
 
 
-def _holds(sp: ScopePlan, s: Any, ci: int, slot: int, rec: tuple[Any, ...]) -> bool:
+def _holds(sp: ScopePlan, s: Any, ci: int, slot: int, rec: tuple[Any, ...],
+           hear: Listener | None) -> bool:
     """Whether condition ``ci`` of scope registers ``s`` holds with its variable at ``slot``
     (a negated one) bound to the event of record ``rec``, for every choice of the other
     variables' events (vacuously when one has none)."""
@@ -774,7 +784,7 @@ def _holds(sp: ScopePlan, s: Any, ci: int, slot: int, rec: tuple[Any, ...]) -> b
         values = dict(zip(sp.aggs, accs, strict=True))
         av = tuple(aggregate(spec[0], values[spec]) for spec in c.aggs)
     check = c.check
-    return all(check(recs, av) == TRUE for recs in product(*pools))
+    return all(check(recs, av, hear) == TRUE for recs in product(*pools))
 
 
 class _Regs(tuple[Any, ...]):
@@ -900,11 +910,12 @@ def _program(sp: ScopePlan, names: frozenset[str], later: frozenset[str]) -> _Pr
     return tuple(ops), aggs
 
 
-#: What a compiled program does to one condition's registers given the event's values: the
-#: new ``(lists, last)``, or None when the condition fails.
-_OpFn = Callable[[Any, list[Any]], Any]
-#: A compiled program: scope registers and the event → new scope registers, or None.
-_Runner = Callable[[Any, Mapping[str, Any]], Any]
+#: What a compiled program does to one condition's registers given the event's values (and
+#: the evaluation's listener): the new ``(lists, last)``, or None when the condition fails.
+_OpFn = Callable[[Any, list[Any], Listener | None], Any]
+#: A compiled program: scope registers, the event and the evaluation's listener → new scope
+#: registers, or None.
+_Runner = Callable[[Any, Mapping[str, Any], Listener | None], Any]
 
 
 def _compile(prog: _Program) -> _Runner:
@@ -930,7 +941,7 @@ def _compile(prog: _Program) -> _Runner:
         if keep is None or len(spec) != 2 or any(sp[1] for sp in spec if sp):
             general = True
             ns[f"G{j}"] = _general_op(c, spec, keep, keep_prev, slots)
-            body += [f"r = G{j}(conds[{ci}], vals)",
+            body += [f"r = G{j}(conds[{ci}], vals, hear)",
                      "if r is None:", "    return None",
                      f"out[{ci}] = r"]
             continue
@@ -945,20 +956,20 @@ def _compile(prog: _Program) -> _Runner:
         if s1 is None:  # X bound: checked with every Y record
             body += [f"f = {record(slots(s0[0]))}",
                      "for r in l1:",
-                     f"    if C{j}((f, r), ()) != TRUE:", "        return None"]
+                     f"    if C{j}((f, r), (), hear) != TRUE:", "        return None"]
             lists = (_append(red, j, 0, "l0", "f") if k0 else "()", "l1" if k1 else "()")
         elif s0 is None:  # Y bound: checked with every X record
             body += [f"f = {record(slots(s1[0]))}",
                      "for r in l0:",
-                     f"    if C{j}((r, f), ()) != TRUE:", "        return None"]
+                     f"    if C{j}((r, f), (), hear) != TRUE:", "        return None"]
             lists = ("l0" if k0 else "()", _append(red, j, 1, "l1", "f") if k1 else "()")
         else:  # both: X's new record with every Y one, then Y's with the old X ones
             body += [f"f0 = {record(slots(s0[0]))}",
                      f"f1 = {record(slots(s1[0]))}",
                      "for r in (*l1, f1):",
-                     f"    if C{j}((f0, r), ()) != TRUE:", "        return None",
+                     f"    if C{j}((f0, r), (), hear) != TRUE:", "        return None",
                      "for r in l0:",
-                     f"    if C{j}((r, f1), ()) != TRUE:", "        return None"]
+                     f"    if C{j}((r, f1), (), hear) != TRUE:", "        return None"]
             lists = (_append(red, j, 0, "l0", "f0") if k0 else "()",
                      _append(red, j, 1, "l1", "f1") if k1 else "()")
         body.append(f"out[{ci}] = (({lists[0]}, {lists[1]}), "
@@ -978,7 +989,7 @@ def _compile(prog: _Program) -> _Runner:
     if general:
         head.append("vals = [" + "".join(f"v{i}, " for i in range(len(names))) + "]")
     head += ["conds, accs = s", "out = list(conds)"]
-    src = "\n    ".join(["def run(s, event):", *head, *body, "return (tuple(out), accs)"])
+    src = "\n    ".join(["def run(s, event, hear):", *head, *body, "return (tuple(out), accs)"])
     exec(src, ns)
     return cast(_Runner, ns["run"])
 
@@ -992,7 +1003,7 @@ def _general_op(c: Condition, spec: tuple[Any, ...], keep: tuple[bool, ...] | No
     check = c.check
     red = _reducers(c)
 
-    def op(cond: Any, vals: list[Any]) -> Any:
+    def op(cond: Any, vals: list[Any], hear: Listener | None) -> Any:
         lists, last = cond
         fresh: list[tuple[Any, ...] | None] = []
         new_last = last
@@ -1012,7 +1023,7 @@ def _general_op(c: Condition, spec: tuple[Any, ...], keep: tuple[bool, ...] | No
         if keep is None:
             return (tuple(old if f is None else (*old, f)
                           for old, f in zip(lists, fresh, strict=True)), new_last)
-        if not _check_new(check, lists, fresh):
+        if not _check_new(check, lists, fresh, hear):
             return None
         lists = tuple(() if not k else old if f is None else (*old, f) if r is None or not old
                       else r(old, f)
@@ -1034,22 +1045,23 @@ def _reducers(c: Condition) -> tuple[Reducer | None, ...]:
     return tuple(record_reducer(c, v) for v in c.quantified)
 
 
-def _check_new(check: Callable[[Any, Any], int], lists: tuple[tuple[Any, ...], ...],
-               fresh: list[tuple[Any, ...] | None]) -> bool:
+def _check_new(check: Callable[[Any, Any, Listener | None], int],
+               lists: tuple[tuple[Any, ...], ...], fresh: list[tuple[Any, ...] | None],
+               hear: Listener | None) -> bool:
     """Every choice of events with at least one new record satisfies ``check``."""
     n = len(lists)
     if n == 1:
         f = fresh[0]
-        return f is None or check((f,), ()) == TRUE
+        return f is None or check((f,), (), hear) == TRUE
     if n == 2:
         f0, f1 = fresh
         if f0 is not None:
             for r in lists[1] if f1 is None else (*lists[1], f1):
-                if check((f0, r), ()) != TRUE:
+                if check((f0, r), (), hear) != TRUE:
                     return False
         if f1 is not None:
             for r in lists[0]:
-                if check((r, f1), ()) != TRUE:
+                if check((r, f1), (), hear) != TRUE:
                     return False
         return True
     for i in range(n):
@@ -1062,6 +1074,6 @@ def _check_new(check: Callable[[Any, Any], int], lists: tuple[tuple[Any, ...], .
                  (lists[j] if fresh[j] is None else (*lists[j], fresh[j]))
                  for j in range(n)]
         for recs in product(*pools):
-            if check(recs, ()) != TRUE:
+            if check(recs, (), hear) != TRUE:
                 return False
     return True

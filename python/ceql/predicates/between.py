@@ -6,7 +6,8 @@ match condition ``[P]``. It is universal: ``P`` must hold for every choice of on
 each variable it quantifies over (``X`` first, then the qualified variables in name order).
 :func:`compile_condition` fixes what each event contributes — a *record*, the tuple of the
 attributes ``P`` reads of that variable (for ``X`` followed by its previous event's ``PREV``
-attributes) — and gives ``check(records, aggregates)``: the code of ``P`` for one choice.
+attributes) — and gives ``check(records, aggregates, listener)``: the code of ``P`` for one
+choice; the evaluation passes its :data:`Listener` while it listens (else None).
 Aggregates are values of the whole valuation (:func:`aggregate`), folded from the events'
 values as they come (:func:`agg_start`, :func:`agg_step`).
 
@@ -23,7 +24,7 @@ from typing import Any
 from ..ir import expr_nodes
 from ..ir import nodes as N
 from .atoms import norm_op
-from .mixing import WATCH, mixes, report_between
+from .mixing import mixes
 from .row import like_matcher
 from .values import (
     FALSE,
@@ -44,6 +45,7 @@ from .values import (
 __all__ = [
     "AggSpec",
     "Condition",
+    "Listener",
     "agg_spec",
     "agg_start",
     "agg_step",
@@ -54,8 +56,12 @@ __all__ = [
 #: ``(func, var, attr)`` of one aggregate (``attr`` None for COUNT; ``func`` ends with
 #: `` DISTINCT`` for ``COUNT|SUM|AVG(DISTINCT y.attr)``).
 AggSpec = tuple[str, str, str | None]
-_Val = Callable[[tuple[tuple[Any, ...], ...], tuple[Any, ...]], Any]
-_Code = Callable[[tuple[tuple[Any, ...], ...], tuple[Any, ...]], int]
+#: Hears of one comparison ``node`` of a condition that meets the values ``a`` and ``b`` of
+#: kinds that never compare, or two strings in order (``<``, ``>``...): ``(node, a, b)``.
+Listener = Callable[[Any, Any, Any], None]
+_Recs = tuple[tuple[Any, ...], ...]
+_Val = Callable[[_Recs, tuple[Any, ...]], Any]
+_Code = Callable[[_Recs, tuple[Any, ...], Listener | None], int]
 
 
 @dataclass(frozen=True)
@@ -144,53 +150,53 @@ def compile_condition(leaf: N.FilterAtom | N.FilterMatch) -> Condition:
             ordered = op not in ("=", "!=")
             node = p
 
-            def compare(recs: tuple[tuple[Any, ...], ...], av: tuple[Any, ...]) -> int:
+            def compare(recs: _Recs, av: tuple[Any, ...], hear: Listener | None) -> int:
                 a, b = fl(recs, av), fr(recs, av)
                 t = type(a)
                 if t is type(b) and (t is int or t is float or t is str):
-                    if t is str and ordered and WATCH.between is not None:
-                        report_between(node, a, b)  # text order: numbers held as text?
+                    if t is str and ordered and hear is not None:
+                        hear(node, a, b)  # text order: numbers held as text?
                     return TRUE if pyop(a, b) else FALSE
-                if type(b) is not t and WATCH.between is not None and mixes(a, b):
-                    report_between(node, a, b)
+                if type(b) is not t and hear is not None and mixes(a, b):
+                    hear(node, a, b)
                 return cmp3(op, a, b)
             return compare
         if isinstance(p, N.InRange):
             fx, flo, fhi = leaf_value(p.expr), leaf_value(p.lo), leaf_value(p.hi)
 
-            def in_range(recs: tuple[tuple[Any, ...], ...], av: tuple[Any, ...]) -> int:
+            def in_range(recs: _Recs, av: tuple[Any, ...], hear: Listener | None) -> int:
                 x = fx(recs, av)
                 return and3(cmp3(">=", x, flo(recs, av)), cmp3("<=", x, fhi(recs, av)))
             return in_range
         if isinstance(p, N.InSet):
             fx, spec, negated = leaf_value(p.expr), InSetSpec(p.values), p.negated
 
-            def in_set(recs: tuple[tuple[Any, ...], ...], av: tuple[Any, ...]) -> int:
+            def in_set(recs: _Recs, av: tuple[Any, ...], hear: Listener | None) -> int:
                 c = spec.row_code(fx(recs, av))
                 return NOT3[c] if negated else c
             return in_set
         if isinstance(p, N.Like):
             fx, matcher = leaf_value(p.expr), like_matcher(p.pattern)
 
-            def like(recs: tuple[tuple[Any, ...], ...], av: tuple[Any, ...]) -> int:
+            def like(recs: _Recs, av: tuple[Any, ...], hear: Listener | None) -> int:
                 x = fx(recs, av)
                 return matcher(x) if isinstance(x, str) else UNKNOWN
             return like
         if isinstance(p, N.PAnd):
             cl, cr = code(p.left), code(p.right)
-            return lambda recs, av: and3(cl(recs, av), cr(recs, av))
+            return lambda recs, av, hear: and3(cl(recs, av, hear), cr(recs, av, hear))
         if isinstance(p, N.POr):
             cl, cr = code(p.left), code(p.right)
 
-            def or3(recs: tuple[tuple[Any, ...], ...], av: tuple[Any, ...]) -> int:
-                a, b = cl(recs, av), cr(recs, av)
+            def or3(recs: _Recs, av: tuple[Any, ...], hear: Listener | None) -> int:
+                a, b = cl(recs, av, hear), cr(recs, av, hear)
                 if a == TRUE or b == TRUE:
                     return TRUE
                 return FALSE if a == FALSE and b == FALSE else UNKNOWN
             return or3
         if isinstance(p, N.PNot):
             c = code(p.operand)
-            return lambda recs, av: NOT3[c(recs, av)]
+            return lambda recs, av, hear: NOT3[c(recs, av, hear)]
         raise TypeError(f"not a predicate: {p!r}")
 
     return Condition(leaf, var, quantified, attrs, tuple(prev), agg_list, code(leaf.pred))

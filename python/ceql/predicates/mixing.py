@@ -1,8 +1,10 @@
 """Where an atom meets a string and a number: such a comparison is unknown (SEMANTICS.md), so an
 input read without types (a CSV's ``'7'``) silently matches nothing. Both paths find it:
 
-* the row path's closures call :func:`report` on their slow branch only (the fast one never
-  sees a string meet a number), which tells the hook of this thread's evaluation, if any;
+* the row path's closures are pure; an evaluation that listens asks :func:`find_mix` about an
+  event whose class leaves an atom unknown (a mix always does, but in ``IN RANGE``, where the
+  other bound may make it false), and it evaluates the atom's operands again, as the closures
+  do, applying the tests below: this is the one definition of a mix on the row path;
 * the column path knows its column types per batch: :func:`batch_mixes` says, from them alone,
   which parts of an atom meet a string and a number, and on which columns.
 
@@ -15,8 +17,8 @@ has no value (``ts + ts``, ``ts * 2``).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
+from datetime import date as _date
 from datetime import timedelta as _timedelta
 from typing import Any, NamedTuple
 
@@ -24,46 +26,29 @@ import pyarrow as pa
 
 from ..ir import nodes as _ast
 from .atoms import Atom, attr_names
-from .values import K_DATE, K_DT, K_DTZ, K_DUR, K_NUM, K_STR, TIMES, clash, time_of_text
+from .programs import is_deep
+from .values import (
+    K_DATE,
+    K_DT,
+    K_DTZ,
+    K_DUR,
+    K_NUM,
+    K_STR,
+    TIMES,
+    UNKNOWN,
+    InSetSpec,
+    arith,
+    clash,
+    neg,
+    norm,
+    time_of_text,
+)
 from .values import kind as value_kind
 
-__all__ = ["WATCH", "BetweenHook", "Hook", "Mix", "bad_arith", "batch_mixes", "column_kind",
-           "mixes", "report", "report_between"]
-
-#: Hears of one mix on the row path: ``(atom, node, event)``; ``node`` is the comparison,
-#: ``IN``, ``IN RANGE`` or arithmetic inside ``atom`` that met a string and a number.
-Hook = Callable[[Atom, Any, Mapping[str, Any]], None]
-#: Hears of one comparison in a condition between events (:mod:`.between`) that meets values
-#: of kinds that never compare, or two strings in order (``<``, ``>``...): ``(node, a, b)``.
-BetweenHook = Callable[[Any, Any, Any], None]
+__all__ = ["Mix", "bad_arith", "batch_mixes", "column_kind", "find_mix", "mixes"]
 
 # Kinds of a batch value (enough to tell strings, numbers, times and durations apart).
 _NULL, _NUM, _STR, _OTHER, _TIME, _DUR = 0, 1, 2, 3, 4, 5
-
-
-class _Watch(threading.local):
-    """The hooks of the evaluation running on this thread (None: nobody listens)."""
-
-    hook: Hook | None = None
-    between: BetweenHook | None = None
-
-
-WATCH = _Watch()
-
-
-def report(atom: Atom, node: Any, event: Mapping[str, Any]) -> None:
-    """Tell this thread's hook that ``node`` of ``atom`` met a string and a number in ``event``."""
-    hook = WATCH.hook
-    if hook is not None:
-        hook(atom, node, event)
-
-
-def report_between(node: Any, a: Any, b: Any) -> None:
-    """Tell this thread's hook that comparison ``node`` of a condition between events met the
-    values ``a`` and ``b`` (of kinds that never compare, or two strings in order)."""
-    hook = WATCH.between
-    if hook is not None:
-        hook(node, a, b)
 
 
 def mixes(a: Any, b: Any) -> bool:
@@ -84,6 +69,87 @@ def bad_arith(a: Any, b: Any) -> bool:
     moments = (*TIMES, K_DUR)
     return (ka in moments and kb in (*moments, K_NUM, K_STR)) or (
         kb in moments and ka in (*moments, K_NUM, K_STR))
+
+
+def find_mix(atom: Atom, event: Mapping[str, Any]) -> Any:
+    """The part of ``atom`` that meets values of kinds that never compare when the row path
+    evaluates it on ``event`` (the first, in the order the row path evaluates: operands left
+    to right, arithmetic inside before what uses it), or None.
+
+    Arithmetic inside an operand the row path runs as a stack program
+    (:func:`~.programs.is_deep`) is not looked into: only the comparison that reads it."""
+    if isinstance(atom, _ast.Compare):
+        a, found = _operand(atom.left, event)
+        b, right = _operand(atom.right, event)
+        found = found if found is not None else right
+        return found if found is not None else atom if mixes(a, b) else None
+    if isinstance(atom, _ast.InRange):
+        x, found = _operand(atom.expr, event)
+        lo, m_lo = _operand(atom.lo, event)
+        hi, m_hi = _operand(atom.hi, event)
+        for m in (found, m_lo, m_hi):
+            if m is not None:
+                return m
+        return atom if mixes(x, lo) or mixes(x, hi) else None
+    if isinstance(atom, _ast.InSet):
+        x, found = _operand(atom.expr, event)
+        if found is not None or x is None or type(x) is bool:
+            return found
+        spec = InSetSpec(atom.values)
+        if spec.row_code(x) != UNKNOWN:
+            return None
+        # a string among numbers only, or a number among strings only; a time among strings
+        # none of which writes one
+        other: Any = str if spec.only == K_NUM else (int, float) if spec.only == K_STR else ()
+        if isinstance(x, other) or (isinstance(x, _date) and spec.strs
+                                    and not spec.times_of(x)):
+            return atom
+        return None
+    if isinstance(atom, _ast.Like):
+        return _operand(atom.expr, event)[1]
+    return None  # an event's type or stream
+
+
+def _operand(e: _ast.Expr, event: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The value of ``e`` on ``event`` as the row path computes it (None = NULL), and the
+    first arithmetic inside that does arithmetic on a string, or on times that has no value
+    (None: none, or ``e`` is deep). Iterative: deep expressions are long chains."""
+    inner = not is_deep(e)
+    found: Any = None
+    vals: list[Any] = []
+    push, pop = vals.append, vals.pop
+    todo: list[tuple[_ast.Expr, bool]] = [(e, False)]
+    while todo:
+        n, ready = todo.pop()
+        if isinstance(n, _ast.Attr):
+            push(norm(event.get(n.name)))
+        elif isinstance(n, _ast.Literal):
+            push(norm(n.value))
+        elif isinstance(n, _ast.Neg):
+            if not ready:
+                todo += [(n, True), (n.operand, False)]
+                continue
+            a = pop()
+            if inner and found is None and type(a) is str:
+                found = n
+            push(neg(a))
+        elif isinstance(n, _ast.Arith):
+            if not ready:
+                todo += [(n, True), (n.right, False), (n.left, False)]
+                continue
+            b, a = pop(), pop()
+            r = arith(n.op, a, b)
+            if inner and found is None and a is not None and b is not None and not (
+                    type(a) in _NUMBERS and type(b) in _NUMBERS) and (
+                    type(a) is str or type(b) is str or (r is None and bad_arith(a, b))):
+                found = n
+            push(r)
+        else:
+            raise TypeError(f"not an expression: {n!r}")
+    return vals[0], found
+
+
+_NUMBERS = (int, float)
 
 
 class Mix(NamedTuple):

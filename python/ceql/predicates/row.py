@@ -7,7 +7,6 @@ to the general value model, because they run once per event and atom.
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,12 +16,9 @@ import pyarrow.compute as pc
 from ..errors import CeqlValidationError
 from ..ir import nodes as _ast
 from .atoms import FLIP, Atom, StreamIs, TypeIs, norm_op
-from .mixing import bad_arith, mixes, report
 from .programs import is_deep, stack_program
 from .values import (
     FALSE,
-    K_NUM,
-    K_STR,
     NOT3,
     PY_ARITH,
     PY_CMP,
@@ -60,14 +56,11 @@ _ValFn = Callable[[Mapping[str, Any]], Any]
 _NUM_TYPES = frozenset({int, float})
 
 
-def compile_row_expr(e: _ast.Expr, atom: Atom | None = None) -> _ValFn:
-    """A closure giving the normalized value of ``e`` on an event (``None`` = NULL).
-
-    Inside ``atom`` (if given), arithmetic on a string is reported (:mod:`.mixing`).
-    """
+def compile_row_expr(e: _ast.Expr) -> _ValFn:
+    """A closure giving the normalized value of ``e`` on an event (``None`` = NULL)."""
     if is_deep(e):
         return stack_program(e, _row_leaf, _neg_value, _arith_value)
-    return _closure_expr(e, atom)
+    return _closure_expr(e)
 
 
 def _row_leaf(e: _ast.Expr) -> _ValFn | None:
@@ -94,7 +87,7 @@ def _arith_value(op: str, a: Any, b: Any) -> Any:
     return time_arith(op, a, b)
 
 
-def _closure_expr(e: _ast.Expr, atom: Atom | None = None) -> _ValFn:
+def _closure_expr(e: _ast.Expr) -> _ValFn:
     # one closure per level; neg and arith inline _neg_value and _arith_value (speed)
     if isinstance(e, _ast.Attr):
         name = e.name
@@ -112,22 +105,20 @@ def _closure_expr(e: _ast.Expr, atom: Atom | None = None) -> _ValFn:
         c = norm(e.value)
         return lambda ev: c
     if isinstance(e, _ast.Neg):
-        f = _closure_expr(e.operand, atom)
+        f = _closure_expr(e.operand)
 
         def neg(ev: Mapping[str, Any]) -> Any:
             a = f(ev)
             t = type(a)
             if t is int or t is float:
                 return -a
-            if t is str and atom is not None:
-                report(atom, e, ev)
             return None if a is None or t is str else neg_value(a)
         return neg
     if isinstance(e, _ast.Arith):
         pyop = PY_ARITH.get(e.op)
         if pyop is None:
             raise ValueError(f"unknown arithmetic operator {e.op!r}")
-        fl, fr = _closure_expr(e.left, atom), _closure_expr(e.right, atom)
+        fl, fr = _closure_expr(e.left), _closure_expr(e.right)
 
         def arith(ev: Mapping[str, Any]) -> Any:
             a, b = fl(ev), fr(ev)
@@ -138,16 +129,9 @@ def _closure_expr(e: _ast.Expr, atom: Atom | None = None) -> _ValFn:
                 except (ZeroDivisionError, OverflowError):
                     return None
                 return r if r == r else None  # NaN (e.g. inf - inf) is NULL
-            if a is None or b is None:
+            if a is None or b is None or ta is str or tb is str:
                 return None
-            if ta is str or tb is str:
-                if atom is not None:
-                    report(atom, e, ev)
-                return None
-            r = time_arith(e.op, a, b)  # times and durations
-            if r is None and atom is not None and bad_arith(a, b):
-                report(atom, e, ev)
-            return r
+            return time_arith(e.op, a, b)  # times and durations
         return arith
     raise TypeError(f"not an expression: {e!r}")
 
@@ -164,10 +148,7 @@ def _compile_row_compare(atom: _ast.Compare) -> RowFn:
                 v = ev.get(name)
                 if type(v) is str:
                     return TRUE if pyop(v, lit) else FALSE
-                v = norm(v)
-                if v is not None and mixes(v, lit):
-                    report(atom, atom, ev)
-                return cmp3(op, v, lit)
+                return cmp3(op, norm(v), lit)
             return cmp_str
         if type(lit) is int or type(lit) is float:
             def cmp_num(ev: Mapping[str, Any]) -> int:
@@ -177,20 +158,15 @@ def _compile_row_compare(atom: _ast.Compare) -> RowFn:
                     if v != v:
                         return UNKNOWN
                     return TRUE if pyop(v, lit) else FALSE
-                v = norm(v)
-                if v is not None and mixes(v, lit):
-                    report(atom, atom, ev)
-                return cmp3(op, v, lit)
+                return cmp3(op, norm(v), lit)
             return cmp_num
-    fl, fr = compile_row_expr(left, atom), compile_row_expr(right, atom)
+    fl, fr = compile_row_expr(left), compile_row_expr(right)
 
     def compare(ev: Mapping[str, Any]) -> int:
         a, b = fl(ev), fr(ev)
         t = type(a)
         if t is type(b) and (t is int or t is float or t is str):
             return TRUE if pyop(a, b) else FALSE
-        if mixes(a, b):
-            report(atom, atom, ev)
         return cmp3(op, a, b)
     return compare
 
@@ -271,7 +247,7 @@ def compile_row_atom(atom: Atom, type_key: str, stream_key: str) -> RowFn:
     if isinstance(atom, _ast.Compare):
         return _compile_row_compare(atom)
     if isinstance(atom, _ast.Like):
-        fx, matcher = compile_row_expr(atom.expr, atom), like_matcher(atom.pattern)
+        fx, matcher = compile_row_expr(atom.expr), like_matcher(atom.pattern)
         cache, miss = matcher.cache, matcher.miss
 
         def like(ev: Mapping[str, Any]) -> int:
@@ -284,31 +260,19 @@ def compile_row_atom(atom: Atom, type_key: str, stream_key: str) -> RowFn:
     if isinstance(atom, _ast.InSet):
         return _compile_row_inset(atom)
     if isinstance(atom, _ast.InRange):
-        fx, flo, fhi = (compile_row_expr(e, atom) for e in (atom.expr, atom.lo, atom.hi))
+        fx, flo, fhi = (compile_row_expr(e) for e in (atom.expr, atom.lo, atom.hi))
 
         def in_range(ev: Mapping[str, Any]) -> int:
             x, lo, hi = fx(ev), flo(ev), fhi(ev)
             if type(x) in _NUM_TYPES and type(lo) in _NUM_TYPES and type(hi) in _NUM_TYPES:
                 return TRUE if lo <= x <= hi else FALSE
-            if mixes(x, lo) or mixes(x, hi):
-                report(atom, atom, ev)
             return and3(cmp3(">=", x, lo), cmp3("<=", x, hi))
         return in_range
     raise TypeError(f"not a predicate atom: {atom!r}")
 
 
 def _compile_row_inset(atom: _ast.InSet) -> RowFn:
-    fx, spec = compile_row_expr(atom.expr, atom), InSetSpec(atom.values)
-    code_of = spec.row_code
-    # a string among numbers only, or a number among strings only: unknown, and a mix
-    other = str if spec.only == K_NUM else (int, float) if spec.only == K_STR else ()
-    negated = atom.negated
-
-    def inset(ev: Mapping[str, Any]) -> int:
-        x = fx(ev)
-        code = code_of(x)
-        if code == UNKNOWN and type(x) is not bool and (isinstance(x, other) or (
-                isinstance(x, _dt.date) and spec.strs and not spec.times_of(x))):
-            report(atom, atom, ev)
-        return NOT3[code] if negated else code
-    return inset
+    fx, code_of = compile_row_expr(atom.expr), InSetSpec(atom.values).row_code
+    if atom.negated:
+        return lambda ev: NOT3[code_of(fx(ev))]
+    return lambda ev: code_of(fx(ev))

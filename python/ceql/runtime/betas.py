@@ -17,7 +17,14 @@ import pyarrow as pa
 
 from ..ir import nodes as N
 from ..ir import output_variables, variable_leaves
-from ..predicates.between import Condition, agg_start, agg_step, aggregate, compile_condition
+from ..predicates.between import (
+    Condition,
+    Listener,
+    agg_start,
+    agg_step,
+    aggregate,
+    compile_condition,
+)
 from ..predicates.values import PY_CMP, TRUE, cmp3, is_num, norm
 from .match import Match
 
@@ -196,18 +203,19 @@ def batch_kept(conds: Conds | None, rb: pa.RecordBatch,
 
 
 def led(lead: Betas, floor: Any, conds: Conds | None, m: Match,
-         value: Callable[[int, str], Any] | None) -> bool:
+        value: Callable[[int, str], Any] | None, hear: Listener | None) -> bool:
     """Whether a leading NOT's β event (of key ``floor`` or later) precedes the start of
-    ``m``: without conditions on the match, the last one before the start decides."""
+    ``m``: without conditions on the match, the last one before the start decides
+    (``hear``: the evaluation's listener, given to the conditions checked)."""
     start = m._start[2]
     if conds is not None:
-        return blocked(lead, lead.before(start, floor), conds, m, value)
+        return blocked(lead, lead.before(start, floor), conds, m, value, hear)
     b = lead.last_before(start)
     return b is not None and b >= floor
 
 
 def blocked(betas: Betas, indices: range, conds: Conds, m: Match,
-             value: Callable[[int, str], Any] | None) -> bool:
+            value: Callable[[int, str], Any] | None, hear: Listener | None) -> bool:
     """Whether one of the β events at ``indices`` satisfies every condition with the
     complex event ``m`` (the general check reads its attached events; the fast one reads
     ``value``)."""
@@ -234,13 +242,13 @@ def blocked(betas: Betas, indices: range, conds: Conds, m: Match,
     events = m._events
     for i in indices:
         beta = betas.events[i]
-        if all(_holds(c, name, beta, events, labels, shown) for c in compiled):
+        if all(_holds(c, name, beta, events, labels, shown, hear) for c in compiled):
             return True
     return False
 
 
 def _holds(c: Condition, name: str, beta: Any, events: tuple[Any, ...],
-           labels: tuple[Any, ...], shown: dict[str, str]) -> bool:
+           labels: tuple[Any, ...], shown: dict[str, str], hear: Listener | None) -> bool:
     """``c`` with the negated variable ``name`` bound to ``beta``, for every choice of the
     other variables' events in the complex event (vacuously when one has none)."""
     choices: list[list[tuple[Any, ...]]] = []
@@ -265,4 +273,4 @@ def _holds(c: Condition, name: str, beta: Any, events: tuple[Any, ...],
         aggs.append(aggregate(f, acc))
     av = tuple(aggs)
     check = c.check
-    return all(check(combo, av) == TRUE for combo in product(*choices))
+    return all(check(combo, av, hear) == TRUE for combo in product(*choices))

@@ -33,6 +33,7 @@ from .chains import best, differ
 from .choice import choose
 from .enumeration import CHUNK, Enumerator
 from .match import Match
+from .notices import BetweenValues
 from .partitions import Partition, Partitions
 from .run_index import RunIndex
 from .run_index import RunKey as _Key
@@ -180,13 +181,16 @@ def _add(ul: list[Node], node: Node, fifo: Any, wkey: Any) -> None:
 
 class RegisterRuns:
     """Algorithm 1 over (state, registers) runs for one query over one evaluation's
-    partitions (same interface as :class:`~ceql.runtime.algorithm.Runs`)."""
+    partitions (same interface as :class:`~ceql.runtime.algorithm.Runs`). ``between`` is the
+    evaluation's listener for conditions between events: its ``sink`` goes to every condition
+    checked."""
 
-    __slots__ = ("base", "chain", "cols", "consume", "eps", "fate", "on_full", "parts", "plan",
-                 "ranked", "strategy_name")
+    __slots__ = ("base", "between", "chain", "cols", "consume", "eps", "fate", "on_full",
+                 "parts", "plan", "ranked", "strategy_name")
 
     def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str,
-                 ranked: bool = False, strategy_name: str = "ALL") -> None:
+                 ranked: bool, strategy_name: str, between: BetweenValues) -> None:
+        self.between = between
         self.strategy_name = strategy_name
         self.plan = plan
         self.parts = parts
@@ -234,6 +238,7 @@ class RegisterRuns:
         if self.plan.in_place:
             return self._step_in_place(P, c, pos, sub, wkey, tkey, row)
         plan = self.plan
+        hear = self.between.sink
         eps = self._enter(P, wkey)
         fifo = None if self.ranked else P.fifo  # ranked runs never expire: no cut list
         chain = self.chain
@@ -262,7 +267,7 @@ class RegisterRuns:
                     if event is None:
                         event = self._event(pos, row)
                     if ck[3] is None:
-                        if plan.killed(ck, regs, event):
+                        if plan.killed(ck, regs, event, hear):
                             dies = True
                             break
                     else:
@@ -285,9 +290,9 @@ class RegisterRuns:
                 continue
             n = ul[0] if len(ul) == 1 else merge(ul, fifo, wkey)
             for m in ms:
-                regs2 = advance(regs, m, event)
+                regs2 = advance(regs, m, event, hear)
                 if move_kills and regs2 is not None and m.kills:
-                    regs2 = plan.passed(m, c, regs2, event)
+                    regs2 = plan.passed(m, c, regs2, event, hear)
                 if regs2 is None:
                     continue
                 node = (n[MAX_START], n[MAX_START_KEY], pos, n, m.label) if m.output else n
@@ -329,8 +334,9 @@ class RegisterRuns:
         event = self._event(pos, row)
         b = (sub, wkey, pos, None, tkey)  # a bottom node
         empty = plan.empty
+        hear = self.between.sink
         for m in start:
-            regs = plan.advance(empty, m, event)
+            regs = plan.advance(empty, m, event, hear)
             if regs is not None:
                 node = (sub, wkey, pos, b, m.label) if m.output else b
                 accs = self._keep(new, m, regs, node, accs, pos)
@@ -367,6 +373,7 @@ class RegisterRuns:
         as they are, so only those it can move are visited (by state, and through the hash
         index for an equality with an earlier event)."""
         plan = self.plan
+        hear = self.between.sink
         eps = self._enter(P, wkey)
         fifo = None if self.ranked else P.fifo
         chain = self.chain
@@ -414,9 +421,9 @@ class RegisterRuns:
                                 ul.pop()
                         n = merged[regs] = (ul[0] if len(ul) == 1 else _Chains(ul) if chain == 3
                                             else merge(ul, fifo, wkey))
-                    regs2 = advance(regs, m, event)
+                    regs2 = advance(regs, m, event, hear)
                     if move_kills and regs2 is not None and m.kills:
-                        regs2 = plan.passed(m, c, regs2, event)
+                        regs2 = plan.passed(m, c, regs2, event, hear)
                     if regs2 is None:
                         continue
                     if type(n) is _Chains:  # MAX: each maximal chain of the run on its own
@@ -434,7 +441,7 @@ class RegisterRuns:
                     event = self._event(pos, row)
                 sure, maybe = index.killable(plan, q, event)
                 dead = [(q, regs) for regs in sure]
-                dead += [(q, regs) for regs in maybe if plan.killed(ck, regs, event)]
+                dead += [(q, regs) for regs in maybe if plan.killed(ck, regs, event, hear)]
                 if dead:
                     index.drop(plan, dead)
         if recording:  # ... or record it, to be judged when the valuation completes
@@ -510,7 +517,8 @@ class RegisterRuns:
         """MAX: the moves ``ms`` from a run on each of its chains apart (``event`` None:
         ``regs`` are already the registers after the move)."""
         for m in ms:
-            regs2 = regs if event is None else self.plan.advance(regs, m, event)
+            regs2 = regs if event is None else self.plan.advance(regs, m, event,
+                                                                 self.between.sink)
             if regs2 is None:
                 continue
             for n in chains:
@@ -523,7 +531,7 @@ class RegisterRuns:
         plan = self.plan
         if plan.has_out[m.dst]:
             new.append(((m.dst, regs), node))
-        if m.accepts and plan.accepts(regs):
+        if m.accepts and plan.accepts(regs, self.between.sink):
             if accs is None:
                 return [node]
             accs.append(node)
@@ -543,8 +551,8 @@ class FatedRuns(RegisterRuns):
     __slots__ = ()
 
     def __init__(self, plan: RegisterPlan, parts: Partitions, eps: Any, consume: str,
-                 strategy_name: str, fate: frozenset[str]) -> None:
-        super().__init__(plan, parts, eps, consume, True, strategy_name)
+                 strategy_name: str, fate: frozenset[str], between: BetweenValues) -> None:
+        super().__init__(plan, parts, eps, consume, True, strategy_name, between)
         self.fate = fate
 
     def step(self, P: Partition, c: int, pos: int, sub: int, wkey: Any,

@@ -45,11 +45,13 @@ import pyarrow as pa
 
 from ..constants import CONSUME_ANY, CONSUME_PARTITION
 from ..ir import nodes as N
+from ..predicates.between import Listener
 from ..predicates.guards import GuardTree, guard_fn
 from .betas import Betas, batch_kept, blocked, compile_conds, kept, led, shown_as
 from .choice import choose
 from .edge_last import last_prefers, next_prefers
 from .match import Match, match_restored, match_state
+from .notices import BetweenValues
 from .partitions import Partition
 from .tecs import KIND_POS, LABEL, LEFT, MAX_START, MAX_START_KEY, NEXT, RIGHT, Node
 
@@ -92,6 +94,7 @@ class Edges:
         "_trail_c",
         "attach",
         "batch",
+        "between",
         "consume",
         "consumed",
         "eps",
@@ -120,7 +123,8 @@ class Edges:
                  trail_conds: tuple[N.FilterAtom, ...] = (),
                  query: N.Query | None = None,
                  project: frozenset[str] | None = None, last: bool = False,
-                 keyed_next: bool = False, rank: str | None = None) -> None:
+                 keyed_next: bool = False, rank: str | None = None,
+                 between: BetweenValues | None = None) -> None:
         self.lead_fn: Callable[[int], bool] | None = (
             guard_fn(leading) if leading is not None else None)
         self.trail_fn: Callable[[int], bool] | None = (
@@ -167,6 +171,14 @@ class Edges:
         #: an attribute of the event at a position (conditions that read the match)
         self.value: Callable[[int, str], Any] | None = None
         self.keeps = False  # the caller asked for the matches' events (keep_events)
+        #: the evaluation's listener for conditions between events (its ``sink`` goes to the
+        #: NOT's conditions checked; None: nobody listens)
+        self.between = between
+
+    def hear(self) -> Listener | None:
+        """The listener the NOT's conditions are given now (None: nobody listens)."""
+        between = self.between
+        return None if between is None else between.sink
 
     # ------------------------------------------------------------------ classes
     def is_lead(self, c: int) -> bool:
@@ -385,6 +397,7 @@ class Edges:
         consumed = max(self.consumed, p.consumed)
         lconds = self.lead_conds
         value = self.value
+        hear = self.hear()
         if lconds is not None and lconds[2] is None and self.attach is not None:
             chunks = self._attached(chunks)  # the general check reads the match's events
         if self.rank is not None:
@@ -395,7 +408,7 @@ class Edges:
             for chunk in chunks:
                 for m in chunk:
                     start = m._start
-                    if lead is not None and led(lead, floor, lconds, m, value):
+                    if lead is not None and led(lead, floor, lconds, m, value, hear):
                         continue
                     waiting.append((start[MAX_START_KEY] + off + eps, m))
             if waiting:
@@ -410,7 +423,7 @@ class Edges:
                 start = m._start
                 if start[2] <= consumed:
                     continue
-                if lead is not None and led(lead, floor, lconds, m, value):
+                if lead is not None and led(lead, floor, lconds, m, value, hear):
                     continue
                 if project is not None:
                     pm = _projected(m, project, seen)
@@ -444,6 +457,7 @@ class Edges:
         lead = p.lead
         lconds = self.lead_conds
         value = self.value
+        hear = self.hear()
         old: list[tuple[int, tuple[int, ...]]] = []
         young: list[Match] = []
         for chunk in chunks:
@@ -453,7 +467,7 @@ class Edges:
                     if rank == "NEXT":
                         return  # NEXT prefers the earliest start, which passes: out of WITHIN
                     old.append((start[KIND_POS], m.positions))
-                elif lead is None or not led(lead, floor, lconds, m, value):
+                elif lead is None or not led(lead, floor, lconds, m, value, hear):
                     young.append(m)
         if not young:
             return  # nothing at this end can be output
@@ -501,7 +515,7 @@ class Edges:
             m = next(m for chunk in chosen(c) for m in chunk)
             if conds is not None and conds[2] is None and self.attach is not None:
                 self.attach([m])
-            if not led(lead, floor, conds, m, self.value):
+            if not led(lead, floor, conds, m, self.value, self.hear()):
                 return iter(([m],))
         return iter(())
 
@@ -615,7 +629,7 @@ class Edges:
         if tconds is None:
             b = trail.first_after(j)
             return b is not None and b <= d
-        return blocked(trail, trail.after(j, d), tconds, m, self.value)
+        return blocked(trail, trail.after(j, d), tconds, m, self.value, self.hear())
 
     def advance(self, key: Any) -> list[Match]:
         """No event to come has a window key below ``key``: release what that makes final."""

@@ -23,7 +23,6 @@ import pyarrow as pa
 
 from ..automata import CEA
 from ..ir import nodes as N
-from ..predicates.mixing import Hook
 from .edges import Edges
 from .kept import KeptEvents
 from .lazy import Lazy, LazyPlan, LazyReport, plan_lazy
@@ -55,9 +54,9 @@ class Engine(Protocol):
         """The engine and its wrappers, outermost first (what ``explain`` shows)."""
         ...
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        """Evaluate mappings one by one (``hook``: hears of strings met with numbers)."""
+        """Evaluate mappings one by one."""
         ...
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,

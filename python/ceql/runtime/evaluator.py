@@ -24,7 +24,6 @@ from ..constants import (
     WITHIN_TIME,
 )
 from ..errors import CeqlInputError, CeqlTypeError, CeqlValidationError
-from ..predicates.mixing import WATCH
 from . import snapshot as _snapshot
 from .engine import Engine
 from .feeds import not_events, row_error
@@ -237,28 +236,31 @@ class Evaluator:
         engine = self._engine
         self._check_open("feed")
         arrow = isinstance(batch, pa.Table | pa.RecordBatch)
+        # conditions between events are heard while a feed reads its events
         if arrow:
-            # Zero-copy slices bound the per-batch working arrays: a few MB however big the
-            # batch, instead of tens of MB that fragment the C heap over a long stream.
-            for rb in (batch.to_batches() if isinstance(batch, pa.Table) else (batch,)):
-                if ev.attrs.missing:
-                    ev.attrs.note_names(rb.schema.names)
-                if rb.num_rows <= ARROW_SLICE:
-                    yield from engine.feed_arrow(ev, rb)
-                    continue
-                for first in range(0, rb.num_rows, ARROW_SLICE):
-                    yield from engine.feed_arrow(ev, rb.slice(first, ARROW_SLICE))
-            WATCH.between = None
+            ev.between.feeding(True)
+            try:
+                # Zero-copy slices bound the per-batch working arrays: a few MB however big
+                # the batch, instead of tens of MB that fragment the C heap over a long stream.
+                for rb in (batch.to_batches() if isinstance(batch, pa.Table) else (batch,)):
+                    if ev.attrs.missing:
+                        ev.attrs.note_names(rb.schema.names)
+                    if rb.num_rows <= ARROW_SLICE:
+                        yield from engine.feed_arrow(ev, rb)
+                        continue
+                    for first in range(0, rb.num_rows, ARROW_SLICE):
+                        yield from engine.feed_arrow(ev, rb.slice(first, ARROW_SLICE))
+            finally:
+                ev.between.feeding(False)
         else:
             wrong = not_events(batch)
             if wrong is not None:
                 raise wrong
             yield from engine.flush(ev)  # rows held for the next Arrow batch come first
             base = ev.offset
-            # the row path tells of strings met with numbers as it reads them (see notices)
-            hook = ev.mixed_hook if not ev.mixed.done else None
+            ev.between.feeding(True)
             try:
-                yield from engine.feed_rows(ev, batch, hook)
+                yield from engine.feed_rows(ev, batch)
             except (AttributeError, TypeError, OverflowError) as exc:
                 # not events (or times that do not subtract): say which and why
                 err = row_error(ev, batch, base, exc)
@@ -266,7 +268,7 @@ class Evaluator:
                     raise
                 raise err from exc
             finally:
-                WATCH.hook = WATCH.between = None
+                ev.between.feeding(False)
         engine.forget(self.oldest_live_position)
         if not arrow and ev.names.missing_mask:
             ev.sample_types(batch)

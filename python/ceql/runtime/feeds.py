@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 
 from ..constants import CONSUME_ANY, WITHIN_ATTR, WITHIN_EVENTS
 from ..errors import CeqlError, CeqlInputError, CeqlTypeError
-from ..predicates.mixing import WATCH, Hook
 from .engine import NO_TAPS, Taps
 from .lazy import Rows
 from .match import Match
@@ -39,18 +38,19 @@ _end_position = attrgetter("end_position")
 # ---------------------------------------------------------------------- rows
 
 def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
-              hook: Hook | None = None, taps: Taps = NO_TAPS,
-              reads: bool = False) -> Iterator[list[Match]]:
+              taps: Taps = NO_TAPS, reads: bool = False) -> Iterator[list[Match]]:
     """Evaluate mappings one by one with the base engine ``core``; yield the matches in stream
-    order, in chunks (with their events when kept: ``taps.kept``). ``hook`` hears of strings
-    met with numbers while rows are read; ``taps.edges`` sees every row first; ``reads``: the
-    engine's ``step`` takes the row (the register runtime reads its values).
+    order, in chunks (with their events when kept: ``taps.kept``). While the evaluation
+    listens for strings met with numbers (``ev.mixed``), a row whose class may hide one is
+    looked into; ``taps.edges`` sees every row first; ``reads``: the engine's ``step`` takes
+    the row (the register runtime reads its values).
 
     A row inert for a partition that does not exist creates none: it would only count in it,
     and a partition with no run and the initial strategy state starts over like a new one.
     """
-    WATCH.hook = hook  # set again after each yield: another evaluation may run meanwhile
-    WATCH.between = between = ev.between_hook()
+    mixed = ev.mixed
+    watching = not mixed.done
+    plain = mixed.plain
     streams = ev.streams
     skey = ev.stream_key
     names = ev.names  # (types are noticed by class, where inertness is computed)
@@ -109,6 +109,8 @@ def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
             since = 0
             due, next_key, floor = ev.sweep_rows, ev.sweep_key, ev.sweep_floor
         c = row_class(e)
+        if watching and c not in plain:
+            watching = mixed.read_row(c, e, pos)
         if edges is not None:
             if pkeys:
                 ck = parts.canonical(key)
@@ -150,13 +152,7 @@ def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
                 for chunk in emit(P, accs, pos, wkey, tkey):
                     attach(chunk)
                     yield chunk
-            if hook is not None:
-                WATCH.hook = hook
-            if between is not None:
-                WATCH.between = ev.between_hook()
     ev.since_sweep = since
-    WATCH.hook = None
-    WATCH.between = None
 
 
 def not_events(rows: Any) -> CeqlTypeError | None:
@@ -332,8 +328,6 @@ def _feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
         wkeys_attr = clock.arrow_wattr(rb, idx, base)
     if not ev.mixed.done:
         ev.mixed.check_batch(rb, idx, base)
-    WATCH.hook = None  # the row path's listener (the row fallback runs row closures)
-    WATCH.between = ev.between_hook()  # conditions between events read Python values
     classes = ev.atoms.batch_classes(rb)
     uniq, inv = np.unique(np.asarray(classes)[idx], return_inverse=True)
     cls_list = [int(x) for x in uniq.tolist()]

@@ -36,14 +36,16 @@ from ..ir import (
 )
 from ..ir import nodes as N
 from ..predicates import AtomTable
-from ..predicates.atoms import Atom, norm_op, structural_key
-from ..predicates.mixing import WATCH, Mix, batch_mixes, column_kind
+from ..predicates.atoms import Atom, TypeIs, norm_op, structural_key
+from ..predicates.between import Listener
+from ..predicates.mixing import Mix, batch_mixes, column_kind, find_mix
 from ..predicates.row import compile_row_expr
-from ..predicates.values import PY_CMP
+from ..predicates.values import FALSE, PY_CMP, TRUE, UNKNOWN, norm
+from ..predicates.values import kind as value_kind
 from .times import column, show_event
 
-__all__ = ["NAMES_CAP", "SAMPLE", "SEEN_SHOWN", "TEXT_CHECKS", "Attributes", "BetweenValues",
-           "NameSet", "Names", "ValueTypes", "filtered_types", "query_attributes",
+__all__ = ["CLASSES_CAP", "NAMES_CAP", "SAMPLE", "SEEN_SHOWN", "TEXT_CHECKS", "Attributes",
+           "BetweenValues", "NameSet", "Names", "ValueTypes", "filtered_types", "query_attributes",
            "unseen_names_message", "warn"]
 
 #: Distinct type values (and, apart, stream values) an evaluation remembers, at most.
@@ -389,13 +391,22 @@ def _relevant_types(atoms: AtomTable, where: N.Formula) -> dict[int, frozenset[s
     return hit
 
 
+#: Classes an evaluation remembers as having nothing to look into (or something), at most.
+CLASSES_CAP = 1 << 16
+
+
 class ValueTypes:
     """Finds the first event that compares a string with a number in a condition that reads
     it (its type is one the filtered variable binds), and warns once (:class:`ValueTypeWarning`).
+
+    Rows: the row path's atoms are pure; an event's class says which atoms may hide a mix
+    (unknown, or false for some ``IN RANGE``: :meth:`read_row`), and only those are looked
+    into (:func:`~ceql.predicates.mixing.find_mix`). The classes where none may (``plain``)
+    cost the row loop one set lookup.
     """
 
-    __slots__ = ("atoms", "done", "label", "relevant", "schema", "schema_mixes", "text",
-                 "type_key")
+    __slots__ = ("atoms", "done", "label", "plain", "relevant", "schema", "schema_mixes",
+                 "suspects", "text", "type_key", "watched")
 
     def __init__(self, atoms: AtomTable, where: N.Formula, text: str | None,
                  type_key: str) -> None:
@@ -409,18 +420,51 @@ class ValueTypes:
         self.schema_mixes: list[Mix] = []
         #: position as the caller counts it (e.g. before sorting), for messages
         self.label: Any = None
+        #: classes whose codes hide no mix where the event's type is read (row path)
+        self.plain: set[int] = set()
+        #: classes that may hide one → the atoms to look into, in index order
+        self.suspects: dict[int, tuple[int, ...]] = {}
+        #: per atom some type reads: (index, codes that may hide a mix, the indices of the
+        #: type atoms of the types it reads, whether one of those types has none)
+        self.watched = _watched(atoms.atoms, self.relevant)
 
-    def hook(self, atom: Atom, node: Any, event: Mapping[str, Any], pos: int) -> bool:
-        """A row meets a string and a number in ``node``: warn if it matters. True once
-        warned (stop listening)."""
+    def read_row(self, c: int, event: Mapping[str, Any], pos: int) -> bool:
+        """Row ``pos`` (``event``, of class ``c`` not in :attr:`plain`) was read: warn if it
+        meets a string and a number in an atom that reads its type. True while listening."""
         if self.done:
-            return True
-        types = self.relevant.get(id(atom))
-        t = event.get(self.type_key)
-        if not types or not isinstance(t, str) or t not in types:
             return False
-        self.warn(node, event, pos)
+        todo = self.suspects.get(c)
+        if todo is None:
+            if len(self.plain) + len(self.suspects) >= CLASSES_CAP:
+                self.plain.clear()  # (in place: the row loop holds it)
+                self.suspects.clear()
+            todo = self._suspects(c)
+            if not todo:
+                self.plain.add(c)
+                return True
+            self.suspects[c] = todo
+        t = event.get(self.type_key)
+        if not isinstance(t, str):
+            return True
+        atoms = self.atoms.atoms
+        for k in todo:
+            atom = atoms[k]
+            if t in self.relevant[id(atom)]:
+                node = find_mix(atom, event)
+                if node is not None:
+                    self.warn(node, event, pos)
+                    return False
         return True
+
+    def _suspects(self, c: int) -> tuple[int, ...]:
+        """The atoms whose code in class ``c`` may hide a mix, for an event of a type they
+        read (the type's atom is true in ``c``)."""
+        out = []
+        for k, codes, type_atoms, untyped in self.watched:
+            if (c >> 2 * k) & 3 in codes and (untyped or any(
+                    (c >> 2 * j) & 3 == TRUE for j in type_atoms)):
+                out.append(k)
+        return tuple(out)
 
     def check_batch(self, rb: pa.RecordBatch, idx: np.ndarray, base: int) -> None:
         """Warn for the first row of ``idx`` (rows of ``rb`` at ``base`` that take part) whose
@@ -550,6 +594,33 @@ class ValueTypes:
                 f"{show_event(event)}. (Said once per evaluation.)")
 
 
+def _watched(atoms: tuple[Atom, ...], relevant: dict[int, frozenset[str]]
+             ) -> tuple[tuple[int, frozenset[int], tuple[int, ...], bool], ...]:
+    """See :attr:`ValueTypes.watched`. A mix makes an atom unknown; but ``x IN RANGE(lo,
+    hi)`` is false when ``x`` mixes with one bound and the other is above (or below) it, so
+    such an atom is looked into when false too, unless its bounds are literals of one kind
+    other than strings (with which ``x`` mixes alike)."""
+    type_atom = {a.name: k for k, a in enumerate(atoms) if isinstance(a, TypeIs)}
+    out = []
+    for k, a in enumerate(atoms):
+        types = relevant.get(id(a))
+        if not types:
+            continue
+        codes = frozenset({UNKNOWN, FALSE}) if isinstance(a, N.InRange) and not _alike(
+            a.lo, a.hi) else frozenset({UNKNOWN})
+        out.append((k, codes, tuple(type_atom[t] for t in sorted(types) if t in type_atom),
+                    any(t not in type_atom for t in types)))
+    return tuple(out)
+
+
+def _alike(lo: N.Expr, hi: N.Expr) -> bool:
+    """Whether two bounds are literals of one kind, not NULL, not strings."""
+    if not (isinstance(lo, N.Literal) and isinstance(hi, N.Literal)):
+        return False
+    a, b = norm(lo.value), norm(hi.value)
+    return a is not None and b is not None and value_kind(a) == value_kind(b) and type(a) is not str
+
+
 def _moment(v: Any) -> str:
     """'a time' or 'a duration' for such a value, else ''."""
     if isinstance(v, dt.timedelta):
@@ -584,17 +655,26 @@ class BetweenValues:
     """Conditions between events (:mod:`ceql.predicates.between`): the first comparison of
     values that never compare (a string and a number, a time and a number, ...), or of two
     strings that both write numbers with ``<``, ``>``, ... (compared as text: ``'9' > '10'``),
-    is warned of once (:class:`ValueTypeWarning`)."""
+    is warned of once (:class:`ValueTypeWarning`). The engines pass :attr:`sink` to each
+    condition they check; it listens while a feed reads events (:meth:`feeding`), not when
+    ``advance`` or ``close`` decide conditions."""
 
-    __slots__ = ("done", "text", "texts")
+    __slots__ = ("done", "sink", "text", "texts")
 
     def __init__(self, text: str | None) -> None:
         self.text = text
         self.done = False
         self.texts = 0  # ordered comparisons of strings that were not both numbers
+        #: the listener conditions are given now (:meth:`hook`; None: nobody listens)
+        self.sink: Listener | None = None
+
+    def feeding(self, on: bool) -> None:
+        """A feed starts (``on``) or ends: listen while it reads events, unless done."""
+        self.sink = self.hook if on and not self.done else None
 
     def hook(self, node: Any, a: Any, b: Any) -> None:
-        """Comparison ``node`` met ``a`` and ``b`` (see ``mixing.report_between``)."""
+        """Comparison ``node`` met ``a`` and ``b`` (a
+        :data:`~ceql.predicates.between.Listener`)."""
         if self.done:
             return
         if type(a) is str and type(b) is str:
@@ -612,7 +692,7 @@ class BetweenValues:
     def stop(self) -> None:
         """Listen no more."""
         self.done = True
-        WATCH.between = None
+        self.sink = None
 
     def shown(self, e: Any) -> str:
         span = getattr(e, "span", None)

@@ -17,7 +17,6 @@ from typing import Any
 import pyarrow as pa
 
 from ..constants import CONSUME_NONE, WITHIN_EVENTS
-from ..predicates.mixing import Hook
 from .algorithm import Runs
 from .correlated import FatedRuns, RegisterEnumerator, RegisterInertness, RegisterRuns
 from .edge_last import LastRuns, NextRuns
@@ -43,9 +42,9 @@ class CoreEngine:
         self.core = core
         self.name = name
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        return feed_rows(ev, self.core, rows, hook, taps)
+        return feed_rows(ev, self.core, rows, taps)
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
@@ -99,9 +98,9 @@ class RegisterEngine(CoreEngine):
         super().__init__(core, name)
         self.runs = runs
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        return feed_rows(ev, self.core, rows, hook, taps, reads=True)
+        return feed_rows(ev, self.core, rows, taps, reads=True)
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
@@ -120,9 +119,9 @@ class EdgeCheck:
         self.edges = edges
         self.name = f"edge NOTs → {inner.name}"
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        return self.inner.feed_rows(ev, rows, hook, taps._replace(edges=self.edges))
+        return self.inner.feed_rows(ev, rows, taps._replace(edges=self.edges))
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
@@ -192,9 +191,9 @@ class KeptRows:
         self.strip = strip
         self.name = f"kept rows → {inner.name}"
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        chunks = self.inner.feed_rows(ev, rows, hook, taps._replace(kept=self.kept))
+        chunks = self.inner.feed_rows(ev, rows, taps._replace(kept=self.kept))
         return _stripped_all(chunks) if self.strip else chunks
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
@@ -258,9 +257,9 @@ class LazyRegions:
         self.lazy = lazy
         self.name = f"lazy regions → {inner.name}"
 
-    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]], hook: Hook | None,
+    def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        return self.inner.feed_rows(ev, rows, hook, taps)
+        return self.inner.feed_rows(ev, rows, taps)
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
@@ -335,7 +334,7 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
         edges = Edges(cea.leading, cea.trailing, w is not None and w.kind == WITHIN_EVENTS,
                       limit, consume, cea.leading_conds, cea.trailing_conds, ast,
                       cea.edge_select, cea.edge_last, cea.edge_next,
-                      ast.strategy if cea.edge_rank else None)
+                      ast.strategy if cea.edge_rank else None, ev.between)
         edges.eps = eps
         # LIMIT and CONSUME BY count only the complex events that pass the NOT's checks, so
         # the enumerator then does neither
@@ -379,9 +378,10 @@ def _core(ev: Evaluation, query: Compiled, choice: Choice, eps: Any, limit: Any,
         full_d = ast.select is not None and ast.strategy in ("NEXT", "LAST", "MAX")
         plan = query.register_plan(type_key, stream_key, full_d, cea.edge_rank)
         ranked = ast.strategy in ("NEXT", "LAST", "MAX")
-        runs = (FatedRuns(plan, ev.parts, eps, consume, ast.strategy, cea.edge_reads)
+        runs = (FatedRuns(plan, ev.parts, eps, consume, ast.strategy, cea.edge_reads,
+                          ev.between)
                 if cea.edge_rank else
-                RegisterRuns(plan, ev.parts, eps, consume, ranked, ast.strategy))
+                RegisterRuns(plan, ev.parts, eps, consume, ranked, ast.strategy, ev.between))
         renum = RegisterEnumerator(ev.clock, eps, limit, ast.strategy, plan.full_d, ev.parts,
                                    consume, cea.edge_rank)
         renum.plan = plan

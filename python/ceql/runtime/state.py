@@ -30,8 +30,7 @@ from ..errors import CeqlTypeError, CeqlValidationError
 from ..ir import formula_nodes
 from ..ir import nodes as N
 from ..predicates import AtomTable
-from ..predicates.atoms import Atom, TypeIs
-from ..predicates.mixing import WATCH
+from ..predicates.atoms import TypeIs
 from .algorithm import Runs
 from .correlated import RegisterInertness, RegisterRuns
 from .edge_last import LastRuns
@@ -185,15 +184,6 @@ class Evaluation:
                 continue
             left -= 1
         names.sampling = left
-
-    def between_hook(self) -> Any:
-        """The listener for conditions between events (None: none is due)."""
-        return None if self.between.done else self.between.hook
-
-    def mixed_hook(self, atom: Atom, node: Any, event: Any) -> None:
-        """The row path met a string and a number in ``event`` (the event being read)."""
-        if self.mixed.hook(atom, node, event, self.offset - 1):
-            WATCH.hook = None
 
     @property
     def eps(self) -> Any:
