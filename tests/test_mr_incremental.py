@@ -59,6 +59,23 @@ def _with_classifier_navigation(body: A.MatchRecognize) -> A.MatchRecognize:
                             body.rows_per_match, body.skip, body.within, body.subsets, defines)
 
 
+def _with_next(body: A.MatchRecognize, k: int) -> A.MatchRecognize:
+    """``body`` with its first variable's DEFINE also reading ``k`` rows ahead, and a measure
+    reading ``k`` rows past the row it is evaluated at: what the evaluator must wait for."""
+    variables = body.variables()
+    if not variables:
+        return body
+    var = variables[0]
+    extra = A.Binary(">=", A.Call("COALESCE", (A.Navigation("NEXT", A.Column(None, "x"), k),
+                                                A.Literal(9))), A.Literal(2))
+    old = body.condition(var)
+    cond = extra if old is None else A.Binary("AND", old, extra)
+    defines = (*(d for d in body.defines if d.var != var), A.Define(var, cond))
+    measures = (*body.measures, A.Measure(A.Navigation("NEXT", A.Column(None, "x"), k), "nx"))
+    return A.MatchRecognize(body.pattern, body.partition_by, body.order_by, measures,
+                            body.rows_per_match, body.skip, body.within, body.subsets, defines)
+
+
 def _fed_order(body: A.MatchRecognize, rows: Rows, rnd: random.Random) -> Rows:
     """``rows`` as a stream would bring them: each partition sorted as ``run`` sorts it, the
     partitions interleaved at random."""
@@ -127,8 +144,16 @@ class _Play:
 @st.composite
 def _plays(draw: Any) -> _Play:
     body = draw(bodies())
-    if draw(st.integers(0, 4)) == 0:
+    twist = draw(st.sampled_from(["none", "none", "labels", "next"]))
+    if twist == "labels":
         body = _with_classifier_navigation(body)
+    elif twist == "next":
+        body = _with_next(body, draw(st.integers(1, 2)))
+    if draw(st.booleans()):  # numbers go on across restores
+        body = A.MatchRecognize(body.pattern, body.partition_by, body.order_by,
+                                (*body.measures, A.Measure(A.MatchNumber(), "mn")),
+                                body.rows_per_match, body.skip, body.within, body.subsets,
+                                body.defines)
     rnd = draw(st.randoms(use_true_random=False))
     rows = _fed_order(body, draw(_rows()), rnd)
     return _Play(body, rows, rnd, draw(st.sampled_from(["one", "chunks", "chunks", "all"])))
@@ -147,7 +172,8 @@ _PLAY_DRAWS: dict[str, Callable[[_Play], bool]] = {
     "one_at_a_time": lambda p: p.mode == "one" and len(p.rows) > 4,
     "chunks": lambda p: p.mode == "chunks" and len(p.sizes) > 2,
     "interleaved": lambda p: len({r["k"] for r in p.rows}) == 2 and any(
-        a["k"] != b["k"] != c["k"] for a, b, c in zip(p.rows, p.rows[1:], p.rows[2:])),
+        a["k"] != b["k"] != c["k"]
+        for a, b, c in zip(p.rows, p.rows[1:], p.rows[2:], strict=False)),
     "restore_while_a_match_is_open": lambda p: p.restores_live > 0,
     "several_restores": lambda p: p.restores > 2,
     "labels_as_registers": lambda p: any(
@@ -155,6 +181,9 @@ _PLAY_DRAWS: dict[str, Callable[[_Play], bool]] = {
         for d in p.body.defines for n in A.walk(d.condition)),
     "next_in_define": lambda p: any(isinstance(n, A.Navigation) and n.kind == "NEXT"
                                     for d in p.body.defines for n in A.walk(d.condition)),
+    "next_two_ahead_in_a_measure": lambda p: any(
+        isinstance(m.expr, A.Navigation) and m.expr.kind == "NEXT" and m.expr.offset == 2
+        for m in p.body.measures),
     "output_in_both_partitions": lambda p: len({r["k"] for r in _run_rows(p)}) == 2,
 }
 
@@ -235,7 +264,7 @@ def test_arrow_input_and_given_columns() -> None:
 
 def test_feed_after_close_and_rows_that_are_not_mappings() -> None:
     ev = ceql.match_recognize("PATTERN (A)").evaluator()
-    with pytest.raises(CeqlTypeError, match="Row 0 .* not a mapping"):
+    with pytest.raises(CeqlTypeError, match=r"Row 0 .* not a mapping"):
         ev.feed([(1, 2)])
     ev.close()
     assert ev.closed
@@ -410,7 +439,7 @@ def test_well_signed_but_damaged_state_is_refused_or_restored_never_crashes() ->
 def test_a_row_a_snapshot_cannot_hold_is_named() -> None:
     ev = ceql.match_recognize("PATTERN (A+)").evaluator()
     ev.feed([{"x": object()}])
-    with pytest.raises(CeqlInputError, match="row kept .* builtins.object"):
+    with pytest.raises(CeqlInputError, match=r"row kept .* builtins\.object"):
         ev.snapshot()
 
 
