@@ -110,11 +110,14 @@ class _Play:
     compiled query at random points; notes what happened, for the draws' check."""
 
     def __init__(self, body: A.MatchRecognize, rows: Rows, rnd: random.Random,
-                 mode: str) -> None:
+                 mode: str, advance: bool) -> None:
         self.body, self.rows, self.rnd, self.mode = body, rows, rnd, mode
+        # a watermark after each chunk (the first ORDER BY column is ts, ascending or not)
+        self.advance = advance and not body.order_by[0].descending
         self.restores = 0
         self.restores_live = 0  # restores while a match was open
         self.sizes: set[int] = set()
+        self.released = 0  # output rows advance() gave
 
     def __call__(self) -> Rows:
         rnd = self.rnd
@@ -128,6 +131,8 @@ class _Play:
             self.sizes.add(n)
             out += ev.feed(rows[i:i + n])
             i += n
+            if self.advance:
+                self._advance(ev, rows[i:], out)
             if rnd.random() < 0.4:
                 self.restores += 1
                 self.restores_live += ev.live().threads > 0
@@ -136,6 +141,20 @@ class _Play:
         out += ev.close()
         assert ev.close() == []
         return out
+
+    def _advance(self, ev: MatchRecognizeEvaluator, rest: Rows, out: Rows) -> None:
+        """A watermark no later row is before (the next row's time, or less), and before it
+        the one waiting_until() names, which releases nothing."""
+        times = [r["ts"] for r in rest]
+        bound = min(times) if times else T0 + datetime.timedelta(days=1)
+        assert isinstance(bound, datetime.datetime)
+        due = ev.waiting_until()
+        if isinstance(due, datetime.datetime) and due <= bound:
+            assert ev.advance(due) == []
+        w = bound - datetime.timedelta(seconds=self.rnd.choice([0, 0, 1, 3]))
+        got = ev.advance(w)
+        self.released += len(got)
+        out += got
 
     def body_text(self) -> str:
         return MatchRecognizeQuery(self.body).text
@@ -156,7 +175,8 @@ def _plays(draw: Any) -> _Play:
                                 body.defines)
     rnd = draw(st.randoms(use_true_random=False))
     rows = _fed_order(body, draw(_rows()), rnd)
-    return _Play(body, rows, rnd, draw(st.sampled_from(["one", "chunks", "chunks", "all"])))
+    return _Play(body, rows, rnd, draw(st.sampled_from(["one", "chunks", "chunks", "all"])),
+                 draw(st.booleans()))
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow],
@@ -184,6 +204,9 @@ _PLAY_DRAWS: dict[str, Callable[[_Play], bool]] = {
     "next_two_ahead_in_a_measure": lambda p: any(
         isinstance(m.expr, A.Navigation) and m.expr.kind == "NEXT" and m.expr.offset == 2
         for m in p.body.measures),
+    "advance_releases_rows": lambda p: p.released > 0,
+    "advance_under_within_in_both_partitions": lambda p: p.advance and p.body.within is not None
+    and len({r["k"] for r in p.rows}) == 2 and bool(p.body.partition_by),
     "output_in_both_partitions": lambda p: len({r["k"] for r in _run_rows(p)}) == 2,
 }
 
@@ -271,6 +294,52 @@ def test_feed_after_close_and_rows_that_are_not_mappings() -> None:
     with pytest.raises(CeqlInputError, match="after close"):
         ev.feed([{"x": 1}])
     assert ev.close() == []
+
+
+# ---------------------------------------------------------------- advance (a watermark)
+
+def _at(seconds: int) -> datetime.datetime:
+    return T0 + datetime.timedelta(seconds=seconds)
+
+
+def test_advance_ends_windows_without_waiting_for_a_row() -> None:
+    q = ceql.match_recognize("PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n "
+                             "PATTERN (A B+) WITHIN INTERVAL '10' SECOND "
+                             "DEFINE B AS x > PREV(x)")
+    ev = q.evaluator()
+    rows = [{"k": 1, "t": _at(i), "x": i} for i in range(4)]
+    assert ev.feed(rows) == []  # B+ may go on
+    assert ev.waiting_until() == _at(10)
+    assert ev.advance(_at(10)) == []  # a row at 10 s could still be taken
+    assert ev.advance(_at(11)) == [{"k": 1, "n": 4}]
+    assert ev.waiting_until() is None and ev.held_rows() <= 1
+    with pytest.raises(CeqlInputError, match=r"t=.*, before .* advance\(\) said"):
+        ev.feed([{"k": 2, "t": _at(10), "x": 0}])
+    assert ev.advance(_at(5)) == []  # a watermark never goes back
+    assert ev.close() == []
+
+
+def test_advance_leaves_windows_open_for_rows_waiting_for_next() -> None:
+    # row 1 is matched once row 2 comes (NEXT): the watermark must not close start 0's window
+    q = ceql.match_recognize("ORDER BY t MEASURES COUNT(*) AS n PATTERN (A B) "
+                             "WITHIN INTERVAL '2' SECOND DEFINE B AS COALESCE(NEXT(x), 1) > 0")
+    ev = q.evaluator()
+    assert ev.feed([{"t": _at(0), "x": 1}, {"t": _at(1), "x": 1}]) == []
+    assert ev.advance(_at(10)) == []
+    assert ev.feed([{"t": _at(10), "x": 1}]) == [{"n": 2}]
+
+
+def test_advance_needs_an_ascending_order() -> None:
+    with pytest.raises(CeqlInputError, match="no ORDER BY"):
+        ceql.match_recognize("PATTERN (A)").evaluator().advance(1)
+    with pytest.raises(CeqlInputError, match="ORDER BY t DESC"):
+        ceql.match_recognize("ORDER BY t DESC PATTERN (A)").evaluator().advance(1)
+    ev = ceql.match_recognize("ORDER BY t PATTERN (A)").evaluator()
+    with pytest.raises(CeqlTypeError, match="not None"):
+        ev.advance(None)
+    assert ev.advance(3) == []  # no WITHIN: the promise only
+    with pytest.raises(CeqlInputError, match="before 3"):
+        ev.feed([{"t": 2}])
 
 
 # ---------------------------------------------------------------- rows out of order

@@ -28,6 +28,7 @@ from ..frontends.mr import ast as A
 from .matching import PartitionRun, Setup
 from .partitions import out_of_order, partition_key
 from .snapshot import dump, load
+from .values import compare
 from .window import RowWindow
 
 __all__ = ["CompiledQuery", "MatchRecognizeEvaluator", "MrLive"]
@@ -86,6 +87,7 @@ class MatchRecognizeEvaluator:
         self._parts: dict[tuple[object, ...], _Partition] = {}
         self._seen = 0
         self._closed = False
+        self._watermark: object = None  # no row still to come sorts before it (advance)
         if columns is not None:
             self._use_columns(tuple(columns))
 
@@ -167,6 +169,12 @@ class MatchRecognizeEvaluator:
                 now = tuple(row.get(c) for c in setup.order_columns)
                 if part.last is not None and out_of_order(part.last, now, setup.order_keys):
                     raise self._order_error(setup, values, part.last, now)
+                if self._watermark is not None and out_of_order(
+                        (self._watermark,), now[:1], setup.order_keys[:1]):
+                    raise CeqlInputError(
+                        f"Row {self._seen} of the input has {setup.order_columns[0]}="
+                        f"{now[0]!r}, before {self._watermark!r}, which advance() said no row "
+                        "still to come would be: leave late rows out (a stream counts them)")
                 part.last = now
             part.rows.append(row)
             self._seen += 1
@@ -189,6 +197,45 @@ class MatchRecognizeEvaluator:
             f"Row {self._seen} of the input ({shown}) sorts before the previous row"
             f"{where} ({before}) by ORDER BY {keys}: feed each partition's rows in that "
             "order (sort each batch; no later batch may bring an earlier row)")
+
+    # ------------------------------------------------------------------ progress
+    def advance(self, time: object) -> list[dict[str, object]]:
+        """Declare that no row still to come has a first ORDER BY value (the WITHIN time)
+        before ``time`` — a stream's watermark; return the output rows that makes final: the
+        matches whose WITHIN window it closes, in every partition, without waiting for the
+        partition's next row. A row fed afterwards before ``time`` is refused. Without WITHIN
+        it only records the promise."""
+        if self._closed:
+            raise CeqlInputError("advance() after close(): the input ended")
+        order = self._query.body.order_by
+        if not order or order[0].descending:
+            raise CeqlInputError(
+                "advance() moves the time of an ascending first ORDER BY column on; this "
+                "query has " + ("no ORDER BY" if not order else f"ORDER BY {order[0].column} "
+                                "DESC"))
+        if time is None:
+            raise CeqlTypeError("advance() takes a time (a value of the first ORDER BY "
+                                "column), not None")
+        if self._watermark is not None and compare("<=", time, self._watermark) is True:
+            return []
+        self._watermark = time
+        out: list[dict[str, object]] = []
+        for part in self._parts.values():
+            run = part.run
+            run.expire(time, out)
+            part.rows.drop_before(run.low_water())
+        return out
+
+    def waiting_until(self) -> object:
+        """The time after which :meth:`advance` closes the window of the earliest open match
+        (of any partition); None without WITHIN or when no match is open. For streams: when
+        to wake up."""
+        due: object = None
+        for part in self._parts.values():
+            t = part.run.waiting_until()
+            if t is not None and (due is None or compare("<", t, due) is True):
+                due = t
+        return due
 
     def close(self) -> list[dict[str, object]]:
         """The input ended: finish every partition (greedy quantifiers at the end, ``NEXT``
@@ -214,7 +261,8 @@ class MatchRecognizeEvaluator:
                           [dict(r) for r in rows.kept()],
                           None if part.last is None else list(part.last), part.run.export()])
         state = {"columns": None if self._columns is None else list(self._columns),
-                 "seen": self._seen, "closed": self._closed, "partitions": parts}
+                 "seen": self._seen, "closed": self._closed, "watermark": self._watermark,
+                 "partitions": parts}
         return dump(self._query.text, state)
 
     @classmethod
@@ -232,7 +280,7 @@ class MatchRecognizeEvaluator:
     @classmethod
     def _restored(cls, query: CompiledQuery, state: Any) -> MatchRecognizeEvaluator:
         if not isinstance(state, dict) or set(state) != {"columns", "seen", "closed",
-                                                         "partitions"}:
+                                                         "watermark", "partitions"}:
             raise CeqlInputError("The MATCH_RECOGNIZE snapshot is damaged (its layout)")
         columns, seen, closed, saved = (state["columns"], state["seen"], state["closed"],
                                         state["partitions"])
@@ -243,6 +291,7 @@ class MatchRecognizeEvaluator:
         ev = cls(query, columns=columns)
         ev._seen = seen
         ev._closed = closed
+        ev._watermark = state["watermark"]
         setup = ev._setup
         if saved and setup is None:
             raise CeqlInputError("The MATCH_RECOGNIZE snapshot is damaged (rows without "

@@ -153,6 +153,43 @@ class PartitionRun:
         if self._unmatched:
             self._give_unmatched(n, out)
 
+    def expire(self, time: object, out: list[dict[str, object]]) -> None:
+        """No row still to come has a time before ``time``: end the matches whose WITHIN
+        window that closes and append the output rows now final to ``out``."""
+        setup = self.setup
+        column = setup.time_column
+        if column is None:
+            return
+        rows, interval = self.rows, setup.within
+        m = self.matcher
+        if m.pos < len(rows):
+            # a row received but not matched yet (NEXT waits for more) comes to the matcher
+            # first: it is the earliest still to come
+            nxt = rows[m.pos].get(column)
+            if nxt is None or compare("<", nxt, time) is True:
+                time = nxt
+            if time is None:
+                return
+
+        def dead(s: int) -> bool:
+            t0 = rows[s].get(column)
+            return t0 is None or compare("<=", arith("-", time, t0), interval) is not True
+        got = m.expire(dead)
+        if got:
+            self._emit(got, out)
+        if self._unmatched:
+            self._give_unmatched(m.open[0] if m.open else m.pos, out)
+
+    def waiting_until(self) -> object:
+        """The time after which :meth:`expire` ends the earliest open match's window (None:
+        no window, or no open match)."""
+        column = self.setup.time_column
+        m = self.matcher
+        if column is None or not m.open:
+            return None
+        t0 = self.rows[m.open[0]].get(column)
+        return None if t0 is None else arith("+", t0, self.setup.within)
+
     def low_water(self) -> int:
         """The first row a match found later, a condition decided later or an output row
         given later may read: the earliest open start (or the next row) less what ``PREV``

@@ -453,6 +453,18 @@ class LeftmostMatcher:
             self.threads = []
         return self._decide()
 
+    def expire(self, dead: Callable[[int], bool]) -> list[PMatch]:
+        """No row still to come can be taken by a match from a start ``s`` with ``dead(s)``
+        (its window closed): drop the threads waiting for a row from such starts and return
+        the matches that makes final — those the next row would have made final for that
+        reason (threads waiting for the end, ``$``, stay)."""
+        prog = self.prog
+        kept = [t for t in self.threads if prog[t.pc].kind != _ROW or not dead(t.start)]
+        if len(kept) == len(self.threads):
+            return []
+        self.threads = kept
+        return self._decide()
+
     def _decide(self) -> list[PMatch]:
         out: list[PMatch] = []
         alive = {t.start for t in self.threads}
