@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from itertools import permutations
+from itertools import pairwise, permutations
 from typing import Any, NamedTuple
 
 from ..errors import CeqlInputError
@@ -563,6 +563,12 @@ class LeftmostMatcher:
         opened = [count(s, "an open start") for s in _items(state["open"], bad)]
         if type(state["ended"]) is not bool:
             raise bad("the end")
+        starts = set(opened)
+        if (any(a >= b for a, b in pairwise(opened))
+                or any(s >= pos for s in opened)
+                or any(t.start not in starts for t in threads)
+                or any(s not in starts or t.start != s for s, (t, _) in found.items())):
+            raise bad("threads of starts that are not open")
         self.threads = threads
         self.found = found
         self.next_start = count(state["next_start"], "the next start")
