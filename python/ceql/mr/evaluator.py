@@ -147,7 +147,7 @@ class MatchRecognizeEvaluator:
         setup = self._setup
         parts = self._parts
         for row in batch:
-            if not isinstance(row, Mapping):
+            if type(row) is not dict and not isinstance(row, Mapping):
                 raise CeqlTypeError(f"Row {self._seen} of the input is a "
                                     f"{type(row).__name__}, not a mapping of column to value")
             if setup is None:
