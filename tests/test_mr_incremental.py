@@ -386,6 +386,27 @@ def test_a_pair_with_prev_keeps_a_few_rows_per_partition() -> None:
     assert sorted(map(repr, out)) == sorted(map(repr, q.run(rows)))
 
 
+@pytest.mark.parametrize("skip", ["PAST LAST ROW", "TO NEXT ROW", "TO LAST B"])
+@pytest.mark.parametrize("rows_per_match", ["ONE ROW PER MATCH", "ALL ROWS PER MATCH",
+                                            "ALL ROWS PER MATCH WITH UNMATCHED ROWS"])
+def test_every_skip_and_output_mode_keeps_a_few_rows(skip: str, rows_per_match: str) -> None:
+    q = ceql.match_recognize(f"PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n "
+                             f"{rows_per_match} AFTER MATCH SKIP {skip} PATTERN (A B C?) "
+                             "DEFINE B AS price > PREV(price), C AS price > NEXT(price, 2)")
+    rows = _prices(10_000, 3)
+    ev = q.evaluator()
+    most = 0
+    out: Rows = []
+    for i in range(0, len(rows), 101):
+        out += ev.feed(rows[i:i + 101])
+        most = max(most, ev.held_rows())
+    out += ev.close()
+    assert most <= 3 * 6  # per partition: a match of 3 rows, PREV's row, NEXT's 2 rows
+    expected = q.run(rows)
+    for k in range(3):
+        assert [r for r in out if r["k"] == k] == [r for r in expected if r["k"] == k]
+
+
 def test_within_bounds_the_rows_kept_by_the_window() -> None:
     # A+ never ends (B never holds): without a window every row since the first is kept
     text = ("ORDER BY t MEASURES COUNT(*) AS n PATTERN (A+ B) {within} "
