@@ -1,6 +1,7 @@
 """MATCH_RECOGNIZE on the pure-Python engine (docs/match_recognize.md): a query compiled from
 the front end's syntax tree (:mod:`ceql.frontends.mr`) and run partition by partition on the
-leftmost, preferred-first matcher (:mod:`ceql.runtime.leftmost`).
+leftmost, preferred-first matcher (:mod:`ceql.runtime.leftmost`); or row by row as a stream
+brings them, with snapshots (:meth:`MatchRecognizeQuery.evaluator`).
 
     >>> from ceql.mr import match_recognize
     >>> q = match_recognize("MEASURES COUNT(*) AS n PATTERN (A B+) "
@@ -10,6 +11,8 @@ leftmost, preferred-first matcher (:mod:`ceql.runtime.leftmost`).
 """
 
 from .errors import MrValueError, UnknownColumnError
+from .evaluator import MatchRecognizeEvaluator, MrLive
 from .query import MatchRecognizeQuery, match_recognize
 
-__all__ = ["MatchRecognizeQuery", "MrValueError", "UnknownColumnError", "match_recognize"]
+__all__ = ["MatchRecognizeEvaluator", "MatchRecognizeQuery", "MrLive", "MrValueError",
+           "UnknownColumnError", "match_recognize"]

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from ..frontends.mr import ast as A
-from .values import compare
+from .values import comparator, compare
 
-__all__ = ["partition", "sort"]
+__all__ = ["out_of_order", "partition", "partition_key", "sort"]
 
 Row = Mapping[str, object]
 
@@ -28,6 +28,12 @@ def _group_key(v: object) -> object:
     return (type(v), v)
 
 
+def partition_key(values: Sequence[object]) -> tuple[object, ...]:
+    """The key of the partition whose PARTITION BY values are ``values`` (equal for values
+    PARTITION BY puts together: NULLs, NaNs, 1 and 1.0)."""
+    return tuple(_group_key(v) for v in values)
+
+
 def partition(rows: Sequence[Row], keys: Sequence[str]
               ) -> list[tuple[tuple[object, ...], list[Row]]]:
     """The partitions of ``rows`` by the columns ``keys`` (the input's spelling): the first
@@ -37,7 +43,7 @@ def partition(rows: Sequence[Row], keys: Sequence[str]
     groups: dict[tuple[object, ...], tuple[tuple[object, ...], list[Row]]] = {}
     for row in rows:
         values = tuple(row.get(k) for k in keys)
-        key = tuple(_group_key(v) for v in values)
+        key = partition_key(values)
         got = groups.get(key)
         if got is None:
             groups[key] = (values, [row])
@@ -66,3 +72,23 @@ def sort(rows: list[Row], keys: Sequence[tuple[str, A.SortKey]]) -> list[Row]:
         present.sort(key=lambda r: _Less(r.get(column)), reverse=key.descending)
         out = absent + present if nulls_first else present + absent
     return out
+
+
+_less = comparator("<")  # compare's answer, quicker for two values of one kind
+
+
+def out_of_order(before: Sequence[object], after: Sequence[object],
+                 keys: Sequence[A.SortKey]) -> bool:
+    """Whether a row whose ORDER BY values are ``after`` sorts strictly before one whose
+    values are ``before`` (so cannot follow it), by :func:`sort`'s order."""
+    for a, b, key in zip(before, after, keys, strict=True):
+        if a is None and b is None:
+            continue
+        nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+        if a is None or b is None:
+            return (b is None) == nulls_first
+        if _less(b, a) is True:
+            return not key.descending
+        if _less(a, b) is True:
+            return key.descending
+    return False

@@ -1,24 +1,25 @@
-"""A compiled MATCH_RECOGNIZE query and its run over rows: partitions, order, the matcher per
-partition (:mod:`ceql.runtime.leftmost`) with DEFINE as its step, AFTER MATCH SKIP, WITHIN,
-MATCH_NUMBER, and the output rows of ONE ROW / ALL ROWS PER MATCH (docs/match_recognize.md,
-"Output")."""
+"""A compiled MATCH_RECOGNIZE query: DEFINE and MEASURES compiled per set of input columns, its
+batch run over rows (partitions, order, one :class:`~ceql.mr.matching.PartitionRun` each) and
+its incremental evaluator (:mod:`ceql.mr.evaluator`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..frontends.mr import ast as A
 from ..frontends.mr import format_body, parse
-from ..frontends.mr.errors import ClauseError, MatchSkipError
+from ..frontends.mr.errors import ClauseError
 from ..runtime import leftmost as L
+from .evaluator import MatchRecognizeEvaluator
 from .expressions import Compiler, Need
 from .lowering import lower
+from .matching import PartitionRun, Setup
 from .partitions import partition, sort
+from .reach import reach
 from .registers import Registers
-from .values import arith, compare
-from .views import Compiled, MatchView
+from .views import Compiled
 
 __all__ = ["MatchRecognizeQuery", "match_recognize"]
 
@@ -36,7 +37,8 @@ class _Plan:
 
 class MatchRecognizeQuery:
     """A MATCH_RECOGNIZE query compiled for the Python engine; :meth:`run` gives its output
-    rows. ``str()`` shows the query and how it runs (the registers its threads carry)."""
+    rows over a finite input, :meth:`evaluator` evaluates a stream in pieces. ``str()`` shows
+    the query and how it runs (the registers its threads carry)."""
 
     def __init__(self, body: A.MatchRecognize) -> None:
         self.body = body
@@ -45,6 +47,9 @@ class MatchRecognizeQuery:
         self.program = L.compile_pattern(lower(body.pattern))
         self._subsets = {s.name: s.members for s in body.subsets}
         self._plans: dict[tuple[str, ...] | None, _Plan] = {}
+        self._setups: dict[tuple[str, ...], Setup] = {}
+        self._reach = reach([*(d.condition for d in body.defines),
+                             *(m.expr for m in body.measures)])
         self._plan(None)  # refuses what the Python engine lacks before any row comes
 
     def _plan(self, columns: tuple[str, ...] | None) -> _Plan:
@@ -62,6 +67,36 @@ class MatchRecognizeQuery:
             plan = _Plan(conditions, measures, Registers(needs, self.body.variables()))
             self._plans[columns] = plan
         return plan
+
+    def setup(self, columns: tuple[str, ...]) -> Setup:
+        """The query compiled against input columns ``columns`` (what each partition's run
+        shares); :class:`~ceql.mr.UnknownColumnError` for a column the input lacks."""
+        got = self._setups.get(columns)
+        if got is not None:
+            return got
+        plan = self._plan(columns)
+        body = self.body
+        resolve = Compiler(columns, self._subsets).column
+        one_row = body.rows_per_match == "ONE"
+        if not one_row:
+            names = {c.lower() for c in columns}
+            for m in body.measures:
+                if m.name.lower() in names:
+                    raise ClauseError(f"Measure {m.name!r} has the name of an input column: "
+                                      "ALL ROWS PER MATCH outputs both; rename the measure")
+        order = tuple(resolve(k.column) for k in body.order_by)
+        back, ahead = self._reach
+        got = Setup(
+            program=self.program, conditions=plan.conditions, measures=plan.measures,
+            registers=plan.registers, skip=body.skip, subsets=self._subsets,
+            time_column=order[0] if body.within is not None and order else None,
+            within=body.within, one_row=one_row,
+            mode=None if one_row else body.rows_per_match.mode,  # type: ignore[union-attr]
+            partition_by=body.partition_by,
+            partition_columns=tuple(resolve(c) for c in body.partition_by),
+            order_columns=order, order_keys=body.order_by, back=back, ahead=ahead)
+        self._setups[columns] = got
+        return got
 
     def __str__(self) -> str:
         regs = self._plan(None).registers
@@ -83,130 +118,25 @@ class MatchRecognizeQuery:
         if not data:
             return []
         columns = tuple(dict.fromkeys(k for row in data for k in row))  # rows may differ
-        plan = self._plan(columns)
-        body = self.body
-        resolve = Compiler(columns, self._subsets).column
-        one_row = body.rows_per_match == "ONE"
-        if not one_row:
-            names = {c.lower() for c in columns}
-            for m in body.measures:
-                if m.name.lower() in names:
-                    raise ClauseError(f"Measure {m.name!r} has the name of an input column: "
-                                      "ALL ROWS PER MATCH outputs both; rename the measure")
-        part_cols = [resolve(c) for c in body.partition_by]
-        keys = [(resolve(k.column), k) for k in body.order_by]
+        setup = self.setup(columns)
+        keys = list(zip(setup.order_columns, self.body.order_by, strict=True))
         out: list[dict[str, object]] = []
-        for values, part in partition(data, part_cols):
+        for values, part in partition(data, setup.partition_columns):
             part = sort(part, keys) if keys else part
-            matches = self._matches(plan, part, keys[0][0] if keys else None)
-            if one_row:
-                lead = dict(zip(body.partition_by, values, strict=True))
-                for number, pm in enumerate(matches, 1):
-                    view = MatchView(part, pm.start, [v for _, v, _ in pm.rows],
-                                     None if pm.empty else pm.end, number)
-                    out.append({**lead, **{n: f(view, None) for n, f in plan.measures}})
-            else:
-                lead_cols = [*part_cols, *(c for c, _ in keys)]
-                out += self._all_rows(plan, part, matches, lead_cols)
+            PartitionRun(setup, part, values).finish(out)
         return out
 
-    def _matches(self, plan: _Plan, part: list[Row], time_col: str | None) -> list[L.PMatch]:
-        body = self.body
-        skip = body.skip
-        shared = skip.kind == "PAST LAST ROW"
-        skip_to = None if skip.kind in ("PAST LAST ROW", "TO NEXT ROW") else _skip_rule(skip,
-                                                                                    self._subsets)
-        within = None
-        if body.within is not None and time_col is not None:
-            within = _window([r.get(time_col) for r in part], body.within)
-        step = plan.registers.step_function(part, plan.conditions)
-        matcher = L.LeftmostMatcher(self.program, step,
-                                    L.SKIP_PAST_LAST_ROW if shared else L.SKIP_TO_NEXT_ROW,
-                                    start_regs=plan.registers.initial, within=within,
-                                    skip_to=skip_to)
-        found: list[L.PMatch] = []
-        for i in range(len(part)):
-            found += matcher.feed(i)
-        found += matcher.close()
-        return found
+    def evaluator(self, *, columns: Sequence[str] | None = None) -> MatchRecognizeEvaluator:
+        """An incremental evaluator: ``feed(rows)`` returns the output rows each batch makes
+        final, ``close()`` the rest; ``snapshot()`` saves it and :meth:`restore` continues it
+        (:class:`~ceql.mr.evaluator.MatchRecognizeEvaluator`). ``columns``: the input's
+        columns (default: the first row's)."""
+        return MatchRecognizeEvaluator(self, columns=columns)
 
-    def _all_rows(self, plan: _Plan, part: list[Row], matches: list[L.PMatch],
-                  lead: list[str]) -> list[dict[str, object]]:
-        mode = self.body.rows_per_match.mode  # type: ignore[union-attr]
-        lower_lead = {c.lower() for c in lead}
-
-        def row_out(row: Row, measures: dict[str, object]) -> dict[str, object]:
-            out = {c: row.get(c) for c in lead}
-            out.update(measures)
-            out.update({k: v for k, v in row.items() if k.lower() not in lower_lead})
-            return out
-
-        unmatched: list[int] = []
-        if mode == "WITH UNMATCHED ROWS":
-            seen = [False] * len(part)
-            for m in matches:
-                for r in range(m.start, max(m.end, m.start) + 1):
-                    seen[r] = True
-            unmatched = [r for r, s in enumerate(seen) if not s]
-        nulls: dict[str, object] = {n: None for n, _ in plan.measures}
-        out: list[dict[str, object]] = []
-        u = 0
-        for number, m in enumerate(matches, 1):
-            while u < len(unmatched) and unmatched[u] < m.start:
-                out.append(row_out(part[unmatched[u]], nulls))
-                u += 1
-            if m.empty:
-                if mode != "OMIT EMPTY MATCHES":
-                    view = MatchView(part, m.start, (), None, number)
-                    out.append(row_out(part[m.start],
-                                       {n: f(view, None) for n, f in plan.measures}))
-                continue
-            view = MatchView(part, m.start, [v for _, v, _ in m.rows], None, number)
-            for r, _, excluded in m.rows:
-                if not excluded:
-                    view.cur = r
-                    out.append(row_out(part[r], {n: f(view, None) for n, f in plan.measures}))
-        out += [row_out(part[r], nulls) for r in unmatched[u:]]
-        return out
-
-
-def _skip_rule(skip: A.Skip, subsets: Mapping[str, tuple[str, ...]]
-               ) -> Callable[[L.PMatch], int]:
-    """Where matching resumes after a match under SKIP TO FIRST/LAST v (the standard's error
-    when the match labels no ``v`` or the row is the match's first)."""
-    var = skip.var
-    assert var is not None
-    members = frozenset(subsets.get(var, (var,)))
-    first = skip.kind == "TO FIRST"
-    count = [0]
-
-    def skip_to(m: L.PMatch) -> int:
-        count[0] += 1
-        if m.empty:
-            return m.start + 1
-        rows = [r for r, v, _ in m.rows if v in members]
-        if not rows:
-            raise MatchSkipError(f"AFTER MATCH SKIP {skip.kind} {var}: match {count[0]} (rows "
-                                 f"{m.start}–{m.end} of its partition) maps no row to {var}")
-        target = rows[0] if first else rows[-1]
-        if target == m.start:
-            raise MatchSkipError(f"AFTER MATCH SKIP {skip.kind} {var}: match {count[0]} would "
-                                 f"restart at its own first row (row {m.start} of its "
-                                 "partition), so matching would never end")
-        return target
-    return skip_to
-
-
-def _window(times: Sequence[object], interval: object) -> Callable[[int, int], bool]:
-    """WITHIN: whether a match from row ``s`` may take row ``i`` (both times known, the span
-    at most the interval). Rows are sorted by the time, so checking each row taken checks the
-    match's last."""
-    def within(s: int, i: int) -> bool:
-        t0, t1 = times[s], times[i]
-        if t0 is None or t1 is None:
-            return False
-        return compare("<=", arith("-", t1, t0), interval) is True
-    return within
+    def restore(self, data: bytes) -> MatchRecognizeEvaluator:
+        """Continue an evaluation of this query saved by
+        :meth:`~ceql.mr.evaluator.MatchRecognizeEvaluator.snapshot`."""
+        return MatchRecognizeEvaluator.restore(self, data)
 
 
 def match_recognize(text: str) -> MatchRecognizeQuery:

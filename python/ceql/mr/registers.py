@@ -133,9 +133,13 @@ def _describe(key: Need, depth: int) -> str:
 
 
 def _order(key: Need) -> tuple[str, str]:
-    """A register's place: by kind, then by its variables (aggregates as they came)."""
-    if key[0] in ("start", "agg"):
-        return str(key[0]), ""
+    """A register's place: by kind, then by its variables (aggregates as they were
+    compiled)."""
+    if key[0] == "agg":
+        spec: AggSpec = key[1]  # type: ignore[assignment]
+        return "agg", f"{spec.seq:020d}"
+    if key[0] == "start":
+        return "start", ""
     members: frozenset[str] = key[1]  # type: ignore[assignment]
     return str(key[0]), ",".join(sorted(members))
 
@@ -152,6 +156,7 @@ class Registers:
         self.initial: tuple[object, ...] = ()
         self.updates: dict[str, list[tuple[int, _Update]]] = {v: [] for v in variables}
         self.described: list[str] = []
+        self._keys: list[Need] = []
         if not self.derived:
             self.described.append("the labels so far (a condition reads the variable of a "
                                    "row navigation reaches)")
@@ -179,6 +184,56 @@ class Registers:
                 if rows is None or v in rows:
                     self.updates[v].append((slot, update))
         self.initial = tuple(initial)
+        self._keys = sorted(self.slots, key=self.slots.__getitem__)
+
+    # ............................................................ saving
+    def plain(self, regs: Hashable) -> object:
+        """A thread's registers as plain data for a snapshot."""
+        state: tuple[object, ...] = regs  # type: ignore[assignment]
+        if not self.derived:
+            return list(state)
+        out: list[object] = []
+        for key, value in zip(self._keys, state, strict=True):
+            if key[0] == "agg":
+                spec: AggSpec = key[1]  # type: ignore[assignment]
+                out.append(spec.acc.plain(value))
+            elif key[0] in ("last", "first"):
+                out.append([list(p) for p in value])  # type: ignore[attr-defined]
+            else:
+                out.append(value)
+        return out
+
+    def from_plain(self, data: object) -> Hashable:
+        """The registers :meth:`plain` gave ``data`` for (ValueError: not such data)."""
+        if not isinstance(data, list):
+            raise ValueError("registers")
+        if not self.derived:
+            if not all(type(v) is str for v in data):
+                raise ValueError("the labels so far")
+            return tuple(data)
+        if len(data) != len(self._keys):
+            raise ValueError("registers")
+        out: list[object] = []
+        for key, value in zip(self._keys, data, strict=True):
+            kind = key[0]
+            if kind == "agg":
+                spec: AggSpec = key[1]  # type: ignore[assignment]
+                out.append(spec.acc.from_plain(value))
+            elif kind in ("last", "first"):
+                if not isinstance(value, list) or not all(
+                        isinstance(p, list) and len(p) == 2 and type(p[0]) is int
+                        and type(p[1]) is str for p in value):
+                    raise ValueError("rows labelled")
+                out.append(tuple((p[0], p[1]) for p in value))
+            elif kind == "count":
+                if type(value) is not int or value < 0:
+                    raise ValueError("a count")
+                out.append(value)
+            else:  # the match's first row
+                if value is not None and type(value) is not int:
+                    raise ValueError("a first row")
+                out.append(value)
+        return tuple(out)
 
     def step_function(self, rows: Sequence[Mapping[str, object]],
                       conditions: Mapping[str, Compiled]

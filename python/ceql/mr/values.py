@@ -344,6 +344,38 @@ class Accumulator:
             return _fingerprint(v)
         return state
 
+    def plain(self, state: object) -> object:
+        """``state`` as plain data for a snapshot (the values, without their fingerprints)."""
+        if self.distinct:
+            return [w for *_, w in state]  # type: ignore[attr-defined]
+        if self.name == "COUNT" or state is None:
+            return state
+        if self.name in ("SUM", "AVG"):
+            pair: tuple[tuple[object, ...], int] = state  # type: ignore[assignment]
+            return [pair[0][2], pair[1]]
+        return [state[2]]  # type: ignore[index]
+
+    def from_plain(self, data: object) -> object:
+        """The state :meth:`plain` gave ``data`` for (ValueError: not one)."""
+        if self.distinct:
+            if not isinstance(data, list) or None in data:
+                raise ValueError("the values of a DISTINCT aggregate")
+            return tuple(_fingerprint(w) for w in data)
+        if self.name == "COUNT":
+            if type(data) is not int or data < 0:
+                raise ValueError("a count")
+            return data
+        if data is None:
+            return None
+        if self.name in ("SUM", "AVG"):
+            if (not isinstance(data, list) or len(data) != 2 or data[0] is None
+                    or type(data[1]) is not int or data[1] < 1):
+                raise ValueError("a running sum")
+            return (_fingerprint(data[0]), data[1])
+        if not isinstance(data, list) or len(data) != 1 or data[0] is None:
+            raise ValueError(f"a running {self.name}")
+        return _fingerprint(data[0])
+
     def result(self, state: object) -> object:
         """The aggregate's value over the values added so far."""
         name = self.name

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
+from itertools import count
 from typing import Protocol
 
 from .values import Accumulator
@@ -52,6 +53,9 @@ class View(Protocol):
 Compiled = Callable[[View, "int | None"], object]
 
 
+_SEQ = count()
+
+
 class AggSpec:
     """An aggregate of an expression: its accumulator, the rows it reads, its argument
     (compiled; reads the row it is given). Compared by identity."""
@@ -60,6 +64,9 @@ class AggSpec:
         self.acc = acc
         self.rows = rows
         self.arg = arg
+        #: the order of creation: a query compiled again numbers its aggregates in the same
+        #: order, so registers keep one layout across processes (snapshots)
+        self.seq = next(_SEQ)
 
 
 class MatchView:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from itertools import permutations
+from itertools import pairwise, permutations
 from typing import Any, NamedTuple
 
 from ..errors import CeqlInputError
@@ -333,6 +333,7 @@ class LeftmostMatcher:
         if skip in (SKIP_TO_FIRST, SKIP_TO_LAST) and skip_var is None and skip_to is None:
             raise ValueError(f"SKIP {skip} needs a variable")
         self.prog = program.insts
+        self.variables = program.variables
         self.step = step
         self.skip = skip
         self.skip_var = skip_var
@@ -452,6 +453,18 @@ class LeftmostMatcher:
             self.threads = []
         return self._decide()
 
+    def expire(self, dead: Callable[[int], bool]) -> list[PMatch]:
+        """No row still to come can be taken by a match from a start ``s`` with ``dead(s)``
+        (its window closed): drop the threads waiting for a row from such starts and return
+        the matches that makes final — those the next row would have made final for that
+        reason (threads waiting for the end, ``$``, stay)."""
+        prog = self.prog
+        kept = [t for t in self.threads if prog[t.pc].kind != _ROW or not dead(t.start)]
+        if len(kept) == len(self.threads):
+            return []
+        self.threads = kept
+        return self._decide()
+
     def _decide(self) -> list[PMatch]:
         out: list[PMatch] = []
         alive = {t.start for t in self.threads}
@@ -475,6 +488,94 @@ class LeftmostMatcher:
             alive = {t.start for t in self.threads}
         return out
 
+    # .................................................................. saving
+    def export(self, regs_out: Callable[[Hashable], object]) -> dict[str, Any]:
+        """The matcher's state as plain data (``regs_out``: registers as plain data): the
+        rows its threads took are one table, children first, shared tails kept shared."""
+        table: list[list[Any]] = []
+        ids: dict[int, int] = {}
+
+        def number(n: _Took | None) -> int:
+            chain: list[_Took] = []
+            m = n
+            while m is not None and id(m) not in ids:
+                chain.append(m)
+                m = m.before
+            for node in reversed(chain):
+                b = node.before
+                ids[id(node)] = len(table)
+                table.append([node.row, node.var, node.excluded, -1 if b is None else ids[id(b)]])
+            return -1 if n is None else ids[id(n)]
+
+        def thread(t: _Thread) -> list[Any]:
+            return [t.pc, t.start, regs_out(t.regs), number(t.took), t.excl, t.empty]
+
+        return {"threads": [thread(t) for t in self.threads],
+                "found": [[s, thread(t), end] for s, (t, end) in self.found.items()],
+                "took": table, "next_start": self.next_start, "open": list(self.open),
+                "pos": self.pos, "ended": self.ended}
+
+    def load(self, state: Any, regs_in: Callable[[object], Hashable]) -> None:
+        """Take back the state :meth:`export` gave (``regs_in``: registers from plain data);
+        :class:`~ceql.errors.CeqlInputError` when it is not one this program made."""
+        def bad(what: str) -> CeqlInputError:
+            return CeqlInputError(f"The matcher's saved state is damaged ({what}): restore a "
+                                  "snapshot this query's evaluator took")
+
+        def count(v: Any, what: str, low: int = 0) -> int:
+            if type(v) is not int or v < low:
+                raise bad(what)
+            return v
+
+        if not isinstance(state, dict) or set(state) != {"threads", "found", "took",
+                                                         "next_start", "open", "pos", "ended"}:
+            raise bad("not a matcher's state")
+        pos = count(state["pos"], "the next row")
+        names = set(self.variables)
+        nodes: list[_Took] = []
+        for entry in _items(state["took"], bad):
+            if not isinstance(entry, list) or len(entry) != 4:
+                raise bad("a row taken")
+            row, var, excluded, before = entry
+            if (count(row, "a row taken") >= pos or var not in names
+                    or type(excluded) is not bool
+                    or type(before) is not int or not -1 <= before < len(nodes)):
+                raise bad("a row taken")
+            nodes.append(_Took(row, var, excluded, None if before < 0 else nodes[before]))
+
+        def thread(v: Any) -> _Thread:
+            if not isinstance(v, list) or len(v) != 6:
+                raise bad("a thread")
+            pc, start, regs, took, excl, empty = v
+            if (count(pc, "a thread") >= len(self.prog) or count(start, "a thread") > pos
+                    or type(took) is not int or not -1 <= took < len(nodes)):
+                raise bad("a thread")
+            return _Thread(pc, start, regs_in(regs), None if took < 0 else nodes[took],
+                           count(excl, "a thread"), count(empty, "a thread"))
+
+        threads = [thread(t) for t in _items(state["threads"], bad)]
+        found: dict[int, tuple[_Thread, int]] = {}
+        for entry in _items(state["found"], bad):
+            if not isinstance(entry, list) or len(entry) != 3:
+                raise bad("a match found")
+            found[count(entry[0], "a match found")] = (thread(entry[1]),
+                                                      count(entry[2], "a match found", -1))
+        opened = [count(s, "an open start") for s in _items(state["open"], bad)]
+        if type(state["ended"]) is not bool:
+            raise bad("the end")
+        starts = set(opened)
+        if (any(a >= b for a, b in pairwise(opened))
+                or any(s >= pos for s in opened)
+                or any(t.start not in starts for t in threads)
+                or any(s not in starts or t.start != s for s, (t, _) in found.items())):
+            raise bad("threads of starts that are not open")
+        self.threads = threads
+        self.found = found
+        self.next_start = count(state["next_start"], "the next start")
+        self.open = opened
+        self.pos = pos
+        self.ended = state["ended"]
+
     def _skip_to(self, m: PMatch) -> int:
         if self.skip == SKIP_PAST_LAST_ROW:
             return max(m.end + 1, m.start + 1)
@@ -492,6 +593,12 @@ class LeftmostMatcher:
                 f"of the match of rows {m.start} to {m.end} (row {target}), which would find "
                 "the same match again")
         return target
+
+
+def _items(v: Any, bad: Callable[[str], Exception]) -> list[Any]:
+    if not isinstance(v, list):
+        raise bad("a list expected")
+    return v
 
 
 def run_rows(program: Program, step: Step, n: int, skip: str = SKIP_PAST_LAST_ROW,
