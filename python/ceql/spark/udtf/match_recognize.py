@@ -27,7 +27,7 @@ from pyspark.sql.udtf import (
 import ceql
 from ceql.constants import CALL_ARGUMENT, MATCH_RECOGNIZE_TABLE, OPTION_TIE_BREAK
 from ceql.mr import MatchRecognizeQuery
-from ceql.spark.errors import TieOrderWarning
+from ceql.spark.errors import MatchCeqlError, TieOrderWarning
 from ceql.spark.notices import key_of, say
 from ceql.spark.udtf.base import ArrowTableFunction, call_options, refused_in_analyze
 from ceql.spark.udtf.call import CallInfo, quote_identifier
@@ -98,8 +98,11 @@ class MatchRecognizeTable(ArrowTableFunction):
         warned = kwargs.get(WARNED_ARGUMENT) is not None
         try:
             spec = analyze_call(args, kwargs)
-        except ceql.CeqlError as e:
+        except MatchCeqlError as e:
             refused_in_analyze(MATCH_RECOGNIZE_TABLE, e)
+        except ceql.CeqlError as e:  # the body's: its kind named, as a task names the engine's
+            refused_in_analyze(MATCH_RECOGNIZE_TABLE, MatchCeqlError(
+                f"{MATCH_RECOGNIZE_TABLE}: {type(e).__name__}: {e}"))
         words = unordered_words(spec)
         if words is not None and not warned:
             say(key_of(spec.text, TieOrderWarning.__name__), TieOrderWarning, words)

@@ -18,6 +18,7 @@ from pyspark.sql.types import DataType, StructField, StructType
 
 from ceql.constants import (
     CALL_ARGUMENT,
+    INTERNAL_PREFIX,
     MATCH_RECOGNIZE_TABLE,
     OPTION_BODY,
     OPTION_QUERY,
@@ -27,7 +28,7 @@ from ceql.constants import (
 from ceql.errors import caret_snippet
 from ceql.frontends.mr import ast as A
 from ceql.frontends.mr import parse
-from ceql.frontends.mr.errors import UnsupportedFunctionError
+from ceql.frontends.mr.errors import ClauseError, UnsupportedFunctionError
 from ceql.mr import MatchRecognizeQuery, UnknownColumnError
 from ceql.spark.errors import MatchCeqlError
 from ceql.spark.udtf.call import CallInfo, quote_identifier, resolve_column
@@ -74,8 +75,8 @@ def _option(options: Mapping[str, Any], name: str) -> str | None:
 
 def _unknown_column(body: A.MatchRecognize, schema: StructType, name: str,
                     span: Any) -> UnknownColumnError:
-    names = ", ".join(f.name for f in schema.fields) or "(none)"
-    message = (f"{MATCH_RECOGNIZE_TABLE}: no column {name!r} in the input table (its columns: "
+    names = ", ".join(f.name for f in schema.fields if not f.name.startswith(INTERNAL_PREFIX))
+    message = (f"No column {name!r} in the input table (its columns: "
                f"{names}); name one of these")
     if span is not None and span.line:
         width = max(1, span.end_column - span.column) if span.end_line == span.line else 1
@@ -124,9 +125,9 @@ def _engine_check(split: Split, text: str) -> None:
         MatchRecognizeQuery(split.body)
     except UnsupportedFunctionError as e:
         raise UnsupportedFunctionError(
-            f"{MATCH_RECOGNIZE_TABLE}: {e.message.split(' is not among')[0]} is applied to "
-            "values of different rows (navigation, aggregates, CLASSIFIER()), which ceql's "
-            f"engine evaluates, with {_PYTHON_SUBSET} only; Spark evaluates any function "
+            f"{e.message.rstrip('.')}: here it is applied to values of different rows "
+            "(navigation, aggregates, CLASSIFIER(), columns of two variables), which ceql's "
+            f"engine evaluates, with {_PYTHON_SUBSET} only, while Spark evaluates any function "
             "whose arguments read one row. Apply it to one row's columns (inside the "
             "navigation or aggregate: PREV(f(x)) rather than f(PREV(x))), or compute it in a "
             f"subquery of the input. Body: {text.strip()[:200]}") from None
@@ -137,10 +138,10 @@ def _check_names(body: A.MatchRecognize, output: list[str], inputs: list[str]) -
         lowered = {c.lower(): c for c in inputs}
         for m in body.measures:
             if m.name.lower() in lowered:
-                raise MatchCeqlError(
-                    f"{MATCH_RECOGNIZE_TABLE}: measure {m.name!r} has the name of input column "
-                    f"{lowered[m.name.lower()]!r}, and ALL ROWS PER MATCH outputs both; rename "
-                    "the measure.")
+                raise ClauseError(
+                    f"Measure {m.name!r} has the name of an input column "
+                    f"({lowered[m.name.lower()]!r}): ALL ROWS PER MATCH outputs both; rename "
+                    "the measure")
     seen: dict[str, str] = {}
     for n in output:
         if n.lower() in seen:
@@ -175,6 +176,10 @@ def plan_recognize(schema: StructType, options: Mapping[str, Any], call: CallInf
                 "body (or SELECT * FROM t MATCH_RECOGNIZE (…)) and pick columns outside.")
         tree = tree.body
     columns = _Columns(tree, schema)
+    for e in _expressions(tree):  # every column the body names, in text order
+        for node in A.walk(e):
+            if isinstance(node, A.Column):
+                columns.resolve(node.name)
     partition = tuple(columns.resolve(c) for c in tree.partition_by)
     order = tuple(columns.resolve(k.column) for k in tree.order_by)
     ties = tuple(dict.fromkeys(
@@ -189,6 +194,11 @@ def plan_recognize(schema: StructType, options: Mapping[str, Any], call: CallInf
     else:
         lead = list(dict.fromkeys([*partition, *order]))
         output = [*lead, *measures, *(c for c in inputs if c not in lead)]
+    if not output:
+        raise ClauseError(
+            "ONE ROW PER MATCH without PARTITION BY or MEASURES has no output column, and a "
+            "Spark table has at least one: add a measure (MEASURES MATCH_NUMBER() AS m), or "
+            "write ALL ROWS PER MATCH")
     _check_names(tree, output, inputs)
     return MrSpec(text=text, split=split, input_columns=tuple(inputs), partition=partition,
                   order=order, tie_columns=ties, schema=_schema(tree, output, columns))
