@@ -201,13 +201,13 @@ def test_embedded_spaseq_queries_compile(block: Block, query: str) -> None:
     ceql.spaseq.compile(query)
 
 
-_BODY_OPTION = re.compile(r"body\s*=>\s*" + _LITERAL, re.I)
+_BODY_OPTION = re.compile(r"body\s*=>\s*'((?:[^'\\]|\\.)*)'", re.I)
 _BODY_ARGUMENT = re.compile(r'match_recognize\(\s*\w+\s*,\s*"""(.*?)"""', re.S)
 
 
 def _mr_embedded() -> list[tuple[Block, str]]:
     """The MATCH_RECOGNIZE bodies of ``sql mr`` and ``python mr`` blocks."""
-    return [(b, m.group(1).replace("''", "'") if b.info == "sql mr" else m.group(1))
+    return [(b, m.group(1).replace("\\'", "'") if b.info == "sql mr" else m.group(1))
             for b in _all("sql mr", "python mr")
             for m in (_BODY_OPTION if b.info == "sql mr" else _BODY_ARGUMENT).finditer(b.text)]
 
