@@ -352,6 +352,21 @@ def test_measure_types_are_sparks(spark: Any) -> None:
     assert every.schema["id"].dataType == LongType()
 
 
+@pytest.mark.parametrize("expr", [
+    "price * 2", "price + id", "price / 3", "price + 1.5", "id / 2", "price * price",
+    "CASE WHEN id > 1 THEN id ELSE 2.5 END", "COALESCE(price, -1)", "ROUND(price, 1)",
+    "FLOOR(price)", "FLOOR(id / 2)", "length(name)", "to_date(ts)", "ts - INTERVAL 1 MINUTE",
+    "price % 3", "-price", "upper(name) || '!'", "CAST(id AS DECIMAL(5, 1))", "id + 1.5D",
+    "hour(ts)", "abs(price - 20)", "GREATEST(id, 2)"])
+def test_derived_types_are_the_ones_spark_gives(spark: Any, expr: str) -> None:
+    from ceql.spark.udtf.mr_types import expr_type
+
+    df = events(spark)
+    types = {f.name: f.dataType for f in df.schema.fields}
+    measure = parse_body(f"MEASURES {expr} AS m PATTERN (A)").measures[0].expr
+    assert expr_type(measure, types.__getitem__) == df.selectExpr(expr).schema[0].dataType
+
+
 def test_a_cast_says_the_type_of_an_unknown_function(spark: Any) -> None:
     with pytest.raises(ceql.CeqlError, match=r"CAST\(SOUNDEXISH\(…\) AS <type>\)"):
         cs.match_recognize(events(spark), "MEASURES soundexish(A.name) AS s PATTERN (A)")

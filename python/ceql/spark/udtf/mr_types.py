@@ -229,6 +229,15 @@ def _literal(v: object) -> DataType:
     return TimestampType()
 
 
+def _int_literal(e: A.Expr) -> DecimalType | None:
+    """An integer literal's decimal type of just its digits (Spark's ``fromLiteral``)."""
+    while isinstance(e, A.Negate):
+        e = e.operand
+    if isinstance(e, A.Literal) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return DecimalType(max(1, len(str(abs(e.value)))), 0)
+    return None
+
+
 def _aggregate(e: A.Aggregate, arg: DataType | None) -> DataType:
     if e.name == "COUNT" or arg is None:
         return _LONG
@@ -271,7 +280,13 @@ def expr_type(e: A.Expr, column: Callable[[str], DataType]) -> DataType:
         return of(e.operand)
     if isinstance(e, A.Binary):
         if e.op in ("+", "-", "*", "/", "%"):
-            return _arith(e.op, of(e.left), of(e.right))
+            left, right = of(e.left), of(e.right)
+            # Spark types an integer literal beside a decimal by its digits alone
+            if isinstance(right, DecimalType):
+                left = _int_literal(e.left) or left
+            if isinstance(left, DecimalType):
+                right = _int_literal(e.right) or right
+            return _arith(e.op, left, right)
         if e.op == "||":
             return _STRING
         return _BOOL
