@@ -356,7 +356,7 @@ def test_measure_types_are_sparks(spark: Any) -> None:
     "price * 2", "price + id", "price / 3", "price + 1.5", "id / 2", "price * price",
     "CASE WHEN id > 1 THEN id ELSE 2.5 END", "COALESCE(price, -1)", "ROUND(price, 1)",
     "FLOOR(price)", "FLOOR(id / 2)", "length(name)", "to_date(ts)", "ts - INTERVAL 1 MINUTE",
-    "price % 3", "-price", "upper(name) || '!'", "CAST(id AS DECIMAL(5, 1))", "id + 1.5D",
+    "price % 3", "-price", "upper(name) || '!'", "CAST(id AS DECIMAL(5, 1))", "id + 1e0",
     "hour(ts)", "abs(price - 20)", "GREATEST(id, 2)"])
 def test_derived_types_are_the_ones_spark_gives(spark: Any, expr: str) -> None:
     from ceql.spark.udtf.mr_types import expr_type
