@@ -1,9 +1,13 @@
 """Which parts of MATCH_RECOGNIZE's expressions Spark computes (ceql.spark.udtf.mr_split), the
-Spark SQL written for them, the body the engine then runs, and the Spark types of measures
-(ceql.spark.udtf.mr_types) — without a Spark session."""
+Spark SQL written for them, the body the engine then runs, the Spark types of measures
+(ceql.spark.udtf.mr_types), and a partition's runner (ties, types, batches) — without a Spark
+session."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
+import pyarrow as pa
 import pytest
 from pyspark.sql.types import (
     BooleanType,
@@ -15,12 +19,18 @@ from pyspark.sql.types import (
     IntegerType,
     LongType,
     StringType,
+    StructField,
+    StructType,
     TimestampType,
 )
 
 from ceql.frontends.mr import ast as A
 from ceql.frontends.mr import parse_body
 from ceql.mr import MatchRecognizeQuery
+from ceql.spark.udtf.batching import BatchLimits
+from ceql.spark.udtf.call import CallInfo
+from ceql.spark.udtf.mr_plan import MrSpec, plan_recognize
+from ceql.spark.udtf.mr_runner import MrRunner
 from ceql.spark.udtf.mr_split import ROW_COLUMN, Split, bind, split_body
 from ceql.spark.udtf.mr_types import UnknownType, expr_type
 
@@ -124,3 +134,64 @@ def test_literals_become_sparks() -> None:
     sql = s.hidden[0].sql
     assert "TIMESTAMP '2024-01-01 09:00:00'" in sql and "1000.0D" in sql
     assert "1.50BD" in sql and "CAST(X'" in sql  # a quote: the text's bytes
+
+
+# ---------------------------------------------------------------- a partition's runner
+
+
+def _runner(body: str, schema: StructType, **options: str) -> tuple[MrRunner, MrSpec]:
+    spec = plan_recognize(schema, {"body": body, **options}, CallInfo())
+    return MrRunner(spec, lambda first: MatchRecognizeQuery(bind(spec.split, first)), ()), spec
+
+
+SCHEMA = StructType([StructField("o", IntegerType()), StructField("v", StringType()),
+                     StructField("price", DecimalType(10, 2))])
+
+
+def _batch(rows: list[tuple[object, ...]], spec: MrSpec) -> pa.RecordBatch:
+    """Rows as a task gets them: the input's columns, then Spark's hidden ones (computed
+    here by hand for the bodies below)."""
+    cols = {"o": pa.array([r[0] for r in rows], pa.int32()),
+            "v": pa.array([r[1] for r in rows], pa.string()),
+            "price": pa.array([r[2] for r in rows], pa.decimal128(10, 2))}
+    for h in spec.split.hidden:
+        assert h.sql == "UPPER(`v`)", h  # the only hidden column these bodies have
+        cols[h.alias] = pa.array([str(r[1]).upper() for r in rows], pa.string())
+    return pa.RecordBatch.from_pydict(cols)
+
+
+def test_rows_no_key_orders_are_told_once(capsys: pytest.CaptureFixture[str]) -> None:
+    runner, spec = _runner("ORDER BY o MEASURES COUNT(*) AS n PATTERN (A+)", SCHEMA)
+    limits = BatchLimits()
+    list(runner.feed(_batch([(1, "a", Decimal("1.00")), (1, "b", Decimal("2.00"))], spec),
+                     limits))
+    err = capsys.readouterr().err
+    assert "TieOrderWarning" in err and "tie_break => 'v'" in err and "o = 1" in err
+    out = list(runner.close(limits))
+    assert out[0].to_pylist() == [{"n": 2}]
+    # another body (a warning is said once per body and process)
+    tied, spec = _runner("ORDER BY o MEASURES COUNT(*) AS m PATTERN (A+)", SCHEMA,
+                         tie_break="price")
+    list(tied.feed(_batch([(1, "a", Decimal("1.00")), (1, "b", Decimal("2.00"))], spec),
+                   limits))
+    assert "TieOrderWarning" not in capsys.readouterr().err
+
+
+def test_the_engines_values_take_the_measures_types() -> None:
+    runner, spec = _runner("ORDER BY o MEASURES AVG(price) AS ap, SUM(o) AS so, "
+                           "LAST(upper(v)) AS u PATTERN (A+)", SCHEMA)
+    list(runner.feed(_batch([(1, "a", Decimal("1.00")), (2, "b", Decimal("2.05"))], spec),
+                     BatchLimits()))
+    (batch,) = runner.close(BatchLimits())
+    assert batch.schema.field("ap").type == pa.decimal128(14, 6)
+    assert batch.to_pylist() == [{"ap": Decimal("1.525000"), "so": 3, "u": "B"}]
+
+
+def test_output_batches_keep_within_the_row_limit() -> None:
+    runner, spec = _runner("ORDER BY o MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH "
+                           "PATTERN (A)", SCHEMA)
+    rows = [(i, "x", Decimal(i)) for i in range(5)]
+    list(runner.feed(_batch(rows, spec), BatchLimits(2, 1 << 20)))
+    out = list(runner.close(BatchLimits(2, 1 << 20)))
+    assert [b.num_rows for b in out] == [2, 2, 1]
+    assert [r["o"] for b in out for r in b.to_pylist()] == [0, 1, 2, 3, 4]
