@@ -201,6 +201,33 @@ def test_embedded_spaseq_queries_compile(block: Block, query: str) -> None:
     ceql.spaseq.compile(query)
 
 
+_BODY_OPTION = re.compile(r"body\s*=>\s*'((?:[^'\\]|\\.)*)'", re.I)
+_BODY_ARGUMENT = re.compile(r'match_recognize\(\s*\w+\s*,\s*"""(.*?)"""', re.S)
+
+
+def _mr_embedded() -> list[tuple[Block, str]]:
+    """The MATCH_RECOGNIZE bodies of ``sql mr`` and ``python mr`` blocks."""
+    return [(b, m.group(1).replace("\\'", "'") if b.info == "sql mr" else m.group(1))
+            for b in _all("sql mr", "python mr")
+            for m in (_BODY_OPTION if b.info == "sql mr" else _BODY_ARGUMENT).finditer(b.text)]
+
+
+def test_the_spark_guide_has_match_recognize_bodies() -> None:
+    assert len([b for b, _ in _mr_embedded() if b.page.name == "spark.md"]) >= 3
+
+
+@pytest.mark.parametrize(("block", "body"), _mr_embedded(),
+                         ids=[f"{b.where()}-{i}" for i, (b, _) in enumerate(_mr_embedded())])
+def test_embedded_match_recognize_bodies_compile(block: Block, body: str) -> None:
+    """Each body parses, and what it leaves to the engine once Spark computes its row-local
+    parts (``ceql.spark``'s split) is in the Python subset."""
+    from ceql.frontends.mr import parse_body
+    from ceql.spark.udtf.mr_split import split_body
+
+    split = split_body(parse_body(body), lambda name: name, lambda name: "string")
+    ceql.mr.MatchRecognizeQuery(split.body)
+
+
 # ------------------------------------------------------------------ console: the CLI
 
 

@@ -54,11 +54,11 @@ __all__ = [
     "INTERNAL_TYPE_COLUMN",
     "MATCH_CEQL",
     "MATCH_COLUMNS",
+    "MATCH_RECOGNIZE_TABLE",
     "MATCH_SPASEQ",
     "MR_CLAUSE",
-    "MR_OPTION_BODY",
-    "MR_TABLE_FUNCTION",
     "OPTIONS",
+    "OPTION_BODY",
     "OPTION_BOUNDS",
     "OPTION_QUERY",
     "OPTION_ROWS",
@@ -172,6 +172,12 @@ MATCH_CEQL = "MATCH_CEQL"
 #: The SQL name of the SPAseq table function (docs/spark.md, MATCH_SPASEQ).
 MATCH_SPASEQ = "MATCH_SPASEQ"
 
+#: The SQL name of the MATCH_RECOGNIZE table function (docs/spark.md, MATCH_RECOGNIZE); the
+#: shim's parser writes ``FROM t MATCH_RECOGNIZE ( … )`` as a call of it.
+MATCH_RECOGNIZE_TABLE = "MATCH_RECOGNIZE_TABLE"
+#: Option of MATCH_RECOGNIZE_TABLE: the MATCH_RECOGNIZE clause's body.
+OPTION_BODY = "body"
+
 #: Option: the CEQL query text (also the first unnamed argument).
 OPTION_QUERY = "query"
 #: Option: the time column.
@@ -269,11 +275,9 @@ PREFILTER_KEY = "ceql.prefilter"
 
 #: The word of the inline clause ``FROM src MATCH_RECOGNIZE ( <body> )`` the shim's parser reads.
 MR_CLAUSE = "MATCH_RECOGNIZE"
-#: The table function the shim's parser rewrites that clause into:
-#: ``MR_TABLE_FUNCTION(TABLE(src), body => '<body>')``.
-MR_TABLE_FUNCTION = "MATCH_RECOGNIZE_TABLE"
-#: Option of MR_TABLE_FUNCTION: the clause's body, the text between its parentheses.
-MR_OPTION_BODY = "body"
+#: (The shim's parser rewrites that clause into
+#: ``MATCH_RECOGNIZE_TABLE(TABLE(src), body => '<body>')``: :data:`MATCH_RECOGNIZE_TABLE`,
+#: :data:`OPTION_BODY`.)
 
 # ---------------------------------------------------------------- Spark
 
@@ -318,6 +322,16 @@ TABLE_FUNCTIONS = (
               "[, dataset => 'http://graph=/path/kb.ttl,/path/more.trig'] "
               "[, types => 'var bigint, ...']) - the matches of the SPAseq query over t's "
               "events (a stream, a time and an RDF graph per row), one row per match.",
+        inline_ceql=False,
+    ),
+    TableFunction(
+        name=MATCH_RECOGNIZE_TABLE,
+        python_module="ceql.spark.udtf.match_recognize",
+        python_class="MatchRecognizeTable",
+        usage="MATCH_RECOGNIZE_TABLE(TABLE(t), body => '[PARTITION BY k] [ORDER BY ts] "
+              "[MEASURES …] [ONE ROW PER MATCH | ALL ROWS PER MATCH …] [AFTER MATCH SKIP …] "
+              "PATTERN (…) [SUBSET …] [DEFINE …]' [, tie_break => 'col']) - SQL's row pattern "
+              "recognition over t (the body of FROM t MATCH_RECOGNIZE ( … )).",
         inline_ceql=False,
     ),
 )

@@ -253,6 +253,24 @@ def test_a_stream_through_connect_gives_the_batch_answer_and_counts_late_rows(
     assert sum(cs.late_rows(p) for p in q.recentProgress) == 1
 
 
+MR_BODY = ("PARTITION BY name ORDER BY ts MEASURES FIRST(A.seq) AS first_seq, COUNT(*) AS n, "
+           "LAST(B.price) AS top AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+) "
+           "DEFINE A AS lower(type) = 'sell', B AS B.price > PREV(B.price)")
+
+
+def test_match_recognize_through_connect_gives_the_engines_rows(full: Any) -> None:
+    """MATCH_RECOGNIZE on the server: ``match_recognize`` (a Connect Python UDTF, its
+    row-local parts computed by the server's Spark) and MATCH_RECOGNIZE_TABLE in SQL
+    (registered by the server's extension) give the Python engine's rows."""
+    want = sorted(map(repr, ceql.match_recognize(MR_BODY).run(ROWS)))
+    assert len(want) >= 3  # a body with matches
+    df = full.table("stock")
+    assert sorted(repr(r.asDict()) for r in cs.match_recognize(df, MR_BODY).collect()) == want
+    body = MR_BODY.replace("'", "\\'")
+    sql = f"SELECT * FROM MATCH_RECOGNIZE_TABLE(TABLE(stock), body => '{body}')"
+    assert sorted(repr(r.asDict()) for r in full.sql(sql).collect()) == want
+
+
 SPASEQ = """PREFIX : <http://example/>
 SELECT ?c ?p1 ?p2 ?p3 WITHIN 10 SECONDS
 FROM STREAM S1 <http://example/prices>

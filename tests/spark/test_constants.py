@@ -122,7 +122,8 @@ def test_constants_are_consistent() -> None:
 
 
 def test_table_functions_name_importable_classes() -> None:
-    assert [t.name for t in TABLE_FUNCTIONS] == [constants.MATCH_CEQL, constants.MATCH_SPASEQ]
+    assert [t.name for t in TABLE_FUNCTIONS] == [constants.MATCH_CEQL, constants.MATCH_SPASEQ,
+                                                 constants.MATCH_RECOGNIZE_TABLE]
     for t in TABLE_FUNCTIONS:
         cls = getattr(importlib.import_module(t.python_module), t.python_class)
         assert callable(getattr(cls, "analyze", None)), t

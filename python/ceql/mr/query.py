@@ -115,14 +115,25 @@ class MatchRecognizeQuery:
         partitions in the order of their first row, each partition's matches in the order
         found."""
         data: list[Row] = (rows.to_pylist() if hasattr(rows, "to_pylist") else list(rows))
+        return self._run(data, presorted=False)
+
+    def run_sorted(self, rows: Sequence[Row]) -> list[dict[str, object]]:
+        """The output rows of ONE partition whose rows come in ORDER BY order already (an
+        adapter had them sorted, as Spark does, ties broken its way): neither partitioned nor
+        sorted again; the PARTITION BY columns' values are the first row's."""
+        return self._run(rows, presorted=True)
+
+    def _run(self, data: Sequence[Row], *, presorted: bool) -> list[dict[str, object]]:
         if not data:
             return []
         columns = tuple(dict.fromkeys(k for row in data for k in row))  # rows may differ
         setup = self.setup(columns)
         keys = list(zip(setup.order_columns, self.body.order_by, strict=True))
+        parts = ([(tuple(data[0].get(c) for c in setup.partition_columns), list(data))]
+                 if presorted else partition(data, setup.partition_columns))
         out: list[dict[str, object]] = []
-        for values, part in partition(data, setup.partition_columns):
-            part = sort(part, keys) if keys else part
+        for values, part in parts:
+            part = sort(part, keys) if keys and not presorted else part
             PartitionRun(setup, part, values).finish(out)
         return out
 

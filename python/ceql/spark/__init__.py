@@ -15,6 +15,7 @@ SQL spellings (all the same function):
 Options (named arguments): ``time``, ``time_unit``, ``time_format``, ``type``, ``rows``
 (``matches`` or ``events``), ``tie_break``, ``bounds``. :func:`match` and :func:`run` are the
 DataFrame API; :func:`match_spaseq` runs a SPAseq query (``MATCH_SPASEQ``, docs/spark.md);
+:func:`match_recognize` runs SQL's MATCH_RECOGNIZE (``MATCH_RECOGNIZE_TABLE``);
 :func:`check` warns of event types the input never carries; :func:`unwrap`
 finds ceql's error in the exception Spark raises. The ``spark.ceql.*`` settings are
 :data:`CONFS` (:mod:`ceql.spark.conf`).
@@ -27,6 +28,7 @@ from ceql.spark.check import check
 from ceql.spark.conf import CONFS, ConfEntry
 from ceql.spark.dataframe import match, run
 from ceql.spark.errors import MatchCeqlError, TieOrderWarning, unwrap
+from ceql.spark.mr import match_recognize
 from ceql.spark.session.connect import late_rows
 from ceql.spark.session.local import configure, enable, jar_path, local_session, server_conf
 from ceql.spark.spaseq import match_spaseq
@@ -51,6 +53,7 @@ __all__ = [
     "match",
     "match_id",
     "match_ids",
+    "match_recognize",
     "match_spaseq",
     "match_stream",
     "run",

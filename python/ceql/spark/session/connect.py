@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ceql.constants import EXTENSION_CLASS, MATCH_CEQL, MATCH_SPASEQ
+from ceql.constants import EXTENSION_CLASS, MATCH_CEQL, MATCH_RECOGNIZE_TABLE, MATCH_SPASEQ
 from ceql.spark.stream.operator import LATE_METRIC, METRICS
 
 __all__ = ["apply", "has_extension", "is_connect", "late_rows", "remote_url", "table_function"]
@@ -49,8 +49,9 @@ def has_extension(spark: Any) -> bool:
 
 
 def table_function(spark: Any, name: str = MATCH_CEQL) -> Any:
-    """The table function ``name`` (MATCH_CEQL or MATCH_SPASEQ) as a Python table function
-    object of ``spark``'s kind (classic or Connect): ceql's Arrow UDTF, which needs no jar."""
+    """The table function ``name`` (MATCH_CEQL, MATCH_SPASEQ or MATCH_RECOGNIZE_TABLE) as a
+    Python table function object of ``spark``'s kind (classic or Connect): ceql's Arrow UDTF,
+    which needs no jar."""
     from pyspark.util import PythonEvalType
 
     handler: type[Any]
@@ -58,6 +59,10 @@ def table_function(spark: Any, name: str = MATCH_CEQL) -> Any:
         from ceql.spark.udtf.match_spaseq import MatchSpaseq
 
         handler = MatchSpaseq
+    elif name == MATCH_RECOGNIZE_TABLE:
+        from ceql.spark.udtf.match_recognize import MatchRecognizeTable
+
+        handler = MatchRecognizeTable
     else:
         from ceql.spark.udtf.match_ceql import MatchCeql
 

@@ -122,6 +122,15 @@ object CeqlConstants {
   /** `MATCH_SPASEQ`: The SQL name of the SPAseq table function (docs/spark.md, MATCH_SPASEQ). */
   final val MatchSpaseq = "MATCH_SPASEQ"
 
+  /**
+   * `MATCH_RECOGNIZE_TABLE`: The SQL name of the MATCH_RECOGNIZE table function (docs/spark.md,
+   * MATCH_RECOGNIZE); the shim's parser writes ``FROM t MATCH_RECOGNIZE ( … )`` as a call of it.
+   */
+  final val MatchRecognizeTable = "MATCH_RECOGNIZE_TABLE"
+
+  /** `OPTION_BODY`: Option of MATCH_RECOGNIZE_TABLE: the MATCH_RECOGNIZE clause's body. */
+  final val OptionBody = "body"
+
   /** `OPTION_QUERY`: Option: the CEQL query text (also the first unnamed argument). */
   final val OptionQuery = "query"
 
@@ -304,18 +313,6 @@ object CeqlConstants {
    */
   final val MrClause = "MATCH_RECOGNIZE"
 
-  /**
-   * `MR_TABLE_FUNCTION`: The table function the shim's parser rewrites that clause into:
-   * ``MR_TABLE_FUNCTION(TABLE(src), body => '<body>')``.
-   */
-  final val MrTableFunction = "MATCH_RECOGNIZE_TABLE"
-
-  /**
-   * `MR_OPTION_BODY`: Option of MR_TABLE_FUNCTION: the clause's body, the text between its
-   * parentheses.
-   */
-  final val MrOptionBody = "body"
-
   // ---------------------------------------------------------------- Spark
 
   /** `EXTENSION_CLASS`: The class to list in spark.sql.extensions (in the shim jar). */
@@ -382,6 +379,16 @@ object CeqlConstants {
               "'http://graph=/path/kb.ttl,/path/more.trig'] [, types => 'var bigint, ...']) - " +
               "the matches of the SPAseq query over t's events (a stream, a time and an RDF " +
               "graph per row), one row per match.",
+      inlineCeql = false
+    ),
+    TableFunction(
+      name = "MATCH_RECOGNIZE_TABLE",
+      pythonModule = "ceql.spark.udtf.match_recognize",
+      pythonClass = "MatchRecognizeTable",
+      usage = "MATCH_RECOGNIZE_TABLE(TABLE(t), body => '[PARTITION BY k] [ORDER BY ts] " +
+              "[MEASURES …] [ONE ROW PER MATCH | ALL ROWS PER MATCH …] [AFTER MATCH SKIP …] " +
+              "PATTERN (…) [SUBSET …] [DEFINE …]' [, tie_break => 'col']) - SQL's row pattern " +
+              "recognition over t (the body of FROM t MATCH_RECOGNIZE ( … )).",
       inlineCeql = false
     )
   )

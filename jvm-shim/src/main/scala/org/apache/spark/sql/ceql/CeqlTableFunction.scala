@@ -7,7 +7,7 @@ import org.apache.spark.internal.Logging
 import org.apache.spark.sql.{AnalysisException, DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.analysis.{UnresolvedAttribute, UnresolvedRelation, UnresolvedStar}
-import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, AttributeReference, Descending, Expression, ExpressionInfo, FunctionTableSubqueryArgumentExpression, Literal, NamedArgumentExpression, PythonUDTF, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, AttributeReference, Descending, Expression, ExpressionInfo, FunctionTableSubqueryArgumentExpression, Literal, NamedArgumentExpression, NamedExpression, PythonUDTF, PythonUDTFSelectedExpression, SortOrder}
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, Generate, LogicalPlan, OneRowRelation, Project, Repartition, RepartitionByExpression, Sort, SubqueryAlias, Union}
 import org.apache.spark.sql.types.{MetadataBuilder, StructType}
@@ -118,8 +118,9 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
     val shuffled =
       if (result.withSinglePartition || parts.isEmpty) Repartition(1, shuffle = true, source)
       else RepartitionByExpression(parts, source, None)
-    val sorted = Sort(parts.map(SortOrder(_, Ascending)) ++ result.orderByExpressions,
-      global = false, shuffled)
+    val sorted = selected(result.selectedInputExpressions,
+      Sort(parts.map(SortOrder(_, Ascending)) ++ result.orderByExpressions, global = false,
+        shuffled))
     val udtf = PythonUDTF(
       name = name,
       func = func,
@@ -154,6 +155,17 @@ final class CeqlTableFunction(val spec: TableFunction) extends Logging {
       case None => plan
     }
   }
+
+  /** The columns `analyze` asks Spark to compute for the task (`AnalyzeResult.select`:
+   * MATCH_RECOGNIZE_TABLE's row-local expressions), over the arranged input; as Spark's own
+   * path does, after the shuffle and sort. */
+  private def selected(exprs: Seq[PythonUDTFSelectedExpression], plan: LogicalPlan): LogicalPlan =
+    if (exprs.isEmpty) plan
+    else Project(exprs.map {
+      case PythonUDTFSelectedExpression(e, Some(alias)) => Alias(e, alias)()
+      case PythonUDTFSelectedExpression(e: NamedExpression, None) => e
+      case PythonUDTFSelectedExpression(e, None) => Alias(e, e.sql)()
+    }, plan)
 
   private def withoutPrefilter(schema: StructType): StructType =
     StructType(schema.fields.map { f =>

@@ -137,9 +137,9 @@ object MatchRecognizeSyntax {
     for (c <- all.sortBy(_.sourceStart)) if (c.sourceStart >= last && c.end(sql.length) <= to) {
       sb.append(sql, last, c.sourceStart)
       val source = emit(sql, c.sourceStart, c.sourceEnd, all, how)
-      sb.append(CeqlConstants.MrTableFunction).append("(TABLE(")
+      sb.append(CeqlConstants.MatchRecognizeTable).append("(TABLE(")
       if (!c.direct) sb.append("SELECT * FROM ")
-      sb.append(source).append("), ").append(CeqlConstants.MrOptionBody).append(" => ")
+      sb.append(source).append("), ").append(CeqlConstants.OptionBody).append(" => ")
         .append(CeqlSyntax.sqlString(body(sql, c), how, s"${CeqlConstants.MrClause} body"))
         .append(")")
       last = c.close + 1
