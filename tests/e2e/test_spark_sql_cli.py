@@ -1,5 +1,6 @@
 """The ``spark-sql`` CLI with only ``--jars`` and ``--conf spark.sql.extensions``: MATCH_CEQL
-works there with no Python registration, ``;`` inside a CEQL query and the escaped ``\\;``."""
+and the inline MATCH_RECOGNIZE clause work there with no Python registration, ``;`` inside a
+query (and the escaped ``\\;``)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ SELECT 'literal', count(*) FROM MATCH_CEQL("SELECT * FROM stock WHERE SELL AS a;
 SELECT 'table', m.name, m.a[0].seq, m.b[0].seq FROM MATCH_CEQL(TABLE(stock) PARTITION BY name
   ORDER BY ts, query => 'SELECT a, b FROM stock WHERE SELL AS a ; SELL AS b
   FILTER a[price > 90] WITHIN 10 SECONDS') AS m ORDER BY 2;
+SELECT 'recognize', m.name, m.low, m.n FROM stock MATCH_RECOGNIZE (
+  PARTITION BY name ORDER BY ts MEASURES FIRST(A.price) AS low, COUNT(*) AS n
+  PATTERN (A B+) DEFINE A AS type <> 'x;y', B AS price > PREV(price)
+) AS m ORDER BY 2;
 """
 
 
@@ -79,6 +84,9 @@ def test_spark_sql_cli_runs_match_ceql(spark_sql: subprocess.CompletedProcess[st
         ["literal", "1"],
         ["table", "AMZN", "4", "6"],
         ["table", "MSFT", "0", "1"],
+        ["recognize", "AMZN", "1900.0", "2"],
+        ["recognize", "INTL", "80.0", "2"],
+        ["recognize", "MSFT", "101.0", "2"],
         ["after the typo"],
         ["after the bad data"],
     ]

@@ -19,7 +19,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import ParseException
 from pyspark.errors.exceptions.captured import CapturedException
 
-from ceql.constants import MR_CLAUSE, MR_OPTION_BODY, MR_TABLE_FUNCTION
+from ceql.constants import MATCH_RECOGNIZE_TABLE, MR_CLAUSE, OPTION_BODY
 from ceql.spark.conf import PARSER_ENABLED
 
 pytestmark = pytest.mark.spark
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.spark
 ESCAPED = "spark.sql.parser.escapedStringLiterals"
 DOUBLE_QUOTED = "spark.sql.ansi.doubleQuotedIdentifiers"
 BODY = "PATTERN (A B+) DEFINE B AS x > PREV(x)"
-TF = MR_TABLE_FUNCTION
+TF = MATCH_RECOGNIZE_TABLE
 #: a body holding ;, ), quotes, a backslash and comments
 ODD_BODY = ("PATTERN (A; B) DEFINE A AS s = 'it''s ) \\ \"q\"' -- ) ' (\n /* ) */ "
             "AND `odd )` > 0")
@@ -36,7 +36,7 @@ ODD_BODY = ("PATTERN (A; B) DEFINE A AS s = 'it''s ) \\ \"q\"' -- ) ' (\n /* ) *
 def _mr(source: str, body: str) -> str:
     """The rewritten call, the body written as a literal under Spark's default settings."""
     literal = "'" + body.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return f"{TF}(TABLE({source}), {MR_OPTION_BODY} => {literal})"
+    return f"{TF}(TABLE({source}), {OPTION_BODY} => {literal})"
 
 
 #: (SQL text, its rewrite)
@@ -310,3 +310,54 @@ def test_random_statements_read_as_their_rewrite(
     for escaped in (False, True):
         conf(ESCAPED, escaped)
         assert _parse(ours, text) == want, escaped
+
+
+# ---------------------------------------------------------------- end to end
+
+_TICKS = [  # a V per symbol, and one symbol with no V
+    {"sym": "A", "ts": 1, "price": 10}, {"sym": "B", "ts": 1, "price": 5},
+    {"sym": "A", "ts": 2, "price": 8}, {"sym": "B", "ts": 2, "price": 6},
+    {"sym": "A", "ts": 3, "price": 7}, {"sym": "B", "ts": 3, "price": 7},
+    {"sym": "A", "ts": 4, "price": 9}, {"sym": "A", "ts": 5, "price": 12},
+    {"sym": "A", "ts": 6, "price": 11},
+]
+_V = ("PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS top, LAST(B.price) AS bottom, "
+      "LAST(C.price) AS back, MATCH_NUMBER() AS n {rows} AFTER MATCH SKIP {skip} "
+      "PATTERN (A B+ C+) DEFINE B AS price < PREV(price), C AS price > PREV(price)")
+
+
+def _rows(out: Any) -> list[dict[str, Any]]:
+    return sorted((r.asDict() for r in out.collect()),
+                  key=lambda r: tuple(str(r[k]) for k in sorted(r)))
+
+
+@pytest.mark.parametrize(("rows", "skip"), [("ONE ROW PER MATCH", "PAST LAST ROW"),
+                                            ("ALL ROWS PER MATCH", "TO NEXT ROW"),
+                                            ("ONE ROW PER MATCH", "TO LAST C")])
+def test_inline_clauses_give_the_engines_rows(spark: Any, rows: str, skip: str) -> None:
+    """``spark.sql`` with the inline clause — over a view, a subquery and in a JOIN — gives
+    the Python engine's rows."""
+    import ceql
+
+    body = _V.format(rows=rows, skip=skip)
+    spark.createDataFrame(_TICKS).createOrReplaceTempView("ticks")
+    want = sorted(ceql.match_recognize(body).run(_TICKS),
+                  key=lambda r: tuple(str(r[k]) for k in sorted(r)))
+    assert want  # the data has matches under every option
+    assert _rows(spark.sql(f"SELECT * FROM ticks MATCH_RECOGNIZE ({body}) AS m")) == want
+    assert _rows(spark.sql("SELECT * FROM (SELECT sym, ts, price FROM ticks WHERE ts > 0) "
+                           f"MATCH_RECOGNIZE ({body})")) == want
+    joined = spark.sql(f"SELECT m.*, s.name FROM ticks MATCH_RECOGNIZE ({body}) m "
+                       "JOIN (SELECT 'A' AS sym, 'alpha' AS name) s ON m.sym = s.sym")
+    assert _rows(joined) == [{**r, "name": "alpha"} for r in want if r["sym"] == "A"]
+
+
+def test_an_inline_body_error_has_its_caret(spark: Any) -> None:
+    import ceql.spark
+
+    spark.createDataFrame(_TICKS).createOrReplaceTempView("ticks")
+    with pytest.raises(Exception) as info:
+        spark.sql("SELECT * FROM ticks MATCH_RECOGNIZE (PATTERN (A B) DEFINE B AS price >> 1)"
+                  ).collect()
+    err = ceql.spark.unwrap(info.value)
+    assert err is not None and "^" in str(err) and "line 1" in str(err).lower()
