@@ -21,6 +21,7 @@ last row that can be no element; snapshots hold them as plain data.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -319,18 +320,21 @@ class DenseEngine:
         marked = [pos_cols[i] for i in plan.marked]
         ends = pos_cols[-1]
         starts = pos_cols[0]
-        out = []
+        out: list[Match] = []
+        append = out.append
         M = Match
         new = _new
-        for j, code in enumerate(codes):
+        if is_ts:
+            end_t = [value(t) for t in end_t]
+        for sp, st, ep, et, code, ps in zip(starts, start_t, ends, end_t, codes,
+                                            zip(*marked, strict=True) if marked
+                                            else itertools.repeat(()), strict=False):
             mt = new(M)
-            sp = starts[j]
-            mt._start = (sp, sp, sp, None, start_t[j])
-            et = end_t[j]
-            mt._end = (ends[j], value(et) if is_ts else et, rkeys[code], form, timed)
-            mt.positions = tuple(col[j] for col in marked)
+            mt._start = (sp, sp, sp, None, st)
+            mt._end = (ep, et, rkeys[code], form, timed)
+            mt.positions = ps
             mt._labels = labels
-            out.append(mt)
+            append(mt)
         return out
 
     def _carry(self, ev: Evaluation, order: np.ndarray, sc: np.ndarray, sb: np.ndarray,
@@ -343,35 +347,31 @@ class DenseEngine:
         if keep == 0 or n == 0:
             return
         last = np.flatnonzero(np.append(sc[1:] != sc[:-1], True))  # each partition's last row
-        # rows that are no element cut what comes before them
-        zero = sb == 0
-        chosen: list[tuple[int, list[int]]] = []
-        for e in last.tolist():
-            lo = e - keep + 1
-            rows = [r for r in range(max(lo, 0), e + 1) if sc[r] == sc[e]]
-            cut = [r for r in rows if zero[r]]
-            if cut:
-                rows = [r for r in rows if r > cut[-1]]
-            chosen.append((e, rows))
-        new_rows = [int(order[r]) - nt for _, rs in chosen for r in rs if order[r] >= nt]
-        vals = cols.python(new_rows)
-        pos_l = positions[new_rows].tolist() if new_rows else []
-        t_l = times[new_rows].tolist() if new_rows else []
-        w_l = (wkeys[new_rows].tolist() if wkeys is not None and new_rows
-               else t_l)
-        fresh = iter(range(len(new_rows)))
-        for e, rs in chosen:
-            key = keys[int(sc[e])]
-            tail: list[Rec] = []
-            for r in rs:
-                x = int(order[r])
-                if x < nt:
-                    tail.append(trecs[x])
-                else:
-                    j = next(fresh)
-                    tail.append((pos_l[j], t_l[j], w_l[j], int(sb[r]), vals[j]))
-            if tail:
-                tails[key] = tail
+        first = np.append(0, last[:-1] + 1)
+        # a row that is no element cuts what comes before it
+        at = np.arange(n)
+        cut = np.maximum.accumulate(np.where(sb == 0, at, -1))[last]
+        lo = np.maximum(np.maximum(last - keep + 1, first), cut + 1)
+        counts = last - lo + 1
+        total = int(counts.sum())
+        rows = np.repeat(lo, counts) + (np.arange(total) - np.repeat(
+            np.cumsum(counts) - counts, counts))
+        x = order[rows]
+        fresh = x >= nt
+        new_rows = x[fresh] - nt
+        vals = iter(cols.python(new_rows.tolist()))
+        pos_l = iter(positions[new_rows].tolist())
+        t_l = times[new_rows].tolist()
+        w_l = iter(wkeys[new_rows].tolist() if wkeys is not None else t_l)
+        t_i = iter(t_l)
+        recs = [trecs[xi] if xi < nt else (next(pos_l), next(t_i), next(w_l), b, next(vals))
+                for xi, b in zip(x.tolist(), sb[rows].tolist(), strict=True)]
+        j = 0
+        for code, c in zip(sc[last].tolist(), counts.tolist(), strict=True):
+            key = keys[code]
+            if c:
+                tails[key] = recs[j:j + c]
+                j += c
             else:
                 tails.pop(key, None)
 
