@@ -457,3 +457,21 @@ def test_arrow_conditions_equal_rows(data: st.DataObject) -> None:
     assert keys(q.evaluator().feed(table)) == want
     ev = q.evaluator()
     assert [k for a, b in _cut(data, n) for k in keys(ev.feed(table.slice(a, b - a)))] == want
+
+
+def test_kept_events_across_batches_and_snapshots() -> None:
+    """With ``keep_events`` a match whose first events came in earlier batches (rows or
+    Arrow, a snapshot after each) still carries them: the carried rows are live."""
+    q = ceql.compile("SELECT * FROM S WHERE A AS x : B AS y : C AS z FILTER y[a > x.a] "
+                     "PARTITION BY [g]")
+    rows = [{"type": t, "a": a, "g": g} for t, a, g in
+            [("A", 1, 0), ("A", 1, 1), ("B", 2, 0), ("B", 3, 1), ("C", 0, 0), ("C", 0, 1)]]
+    table = pa.Table.from_pylist(rows)
+    want = [(m.positions, m.events) for m in q.run(rows)]
+    assert [p for p, _ in want] == [(0, 2, 4), (1, 3, 5)]
+    ev = q.evaluator(keep_events=True)
+    got = []
+    for i in range(len(rows)):
+        got += ev.feed(table.slice(i, 1) if i % 2 else rows[i:i + 1])
+        ev = q.restore(ev.snapshot())
+    assert [(m.positions, m.events) for m in got] == want
