@@ -79,6 +79,9 @@ def _lazy(q: Query, atoms: AtomTable) -> list[str]:
     plan = q.lazy_plan()
     if not plan.eligible:
         return [f"lazy evaluation: not used ({plan.reason}); every row is fed"]
+    if q.engine().base == "dense":
+        return ["lazy evaluation: not used (the dense engine reads whole columns); every row "
+                "is read"]
     lines = ["lazy evaluation (Arrow batches): only rows within the window of a row of every "
              "element below are fed; the elements are checked rarest first, by the frequency "
              "observed in each batch (a batch of which most rows that can change a run "
@@ -104,6 +107,11 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
                      "strategy chooses among those that pass (up to RANKED_RUNS per partition)")
     if not cea.scopes:
         return lines
+    if q.engine().base == "dense":
+        lines.append("conditions between events: checked on each candidate chain (rows that "
+                     "pass the elements' guards and the window), on a batch's columns as "
+                     "arrays where they compare numbers, else value by value")
+        return lines + [f"  {_leaf_text(q.text, leaf)}" for sc in cea.scopes for leaf in sc]
     plan = RegisterPlan(cea, False)
     exponential = q.exponential_choices()
     if exponential:

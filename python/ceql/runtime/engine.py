@@ -1,8 +1,9 @@
 """The engine interface: what every way of evaluating a compiled query offers, and the one
 decision of which engine and which wrappers evaluate a query.
 
-An engine is CORE's Algorithm 1 over the tECS, or the register runtime (runs keyed by CEA state
-and registers, for conditions between events); edges (a leading or trailing NOT), kept rows
+An engine is CORE's Algorithm 1 over the tECS, the register runtime (runs keyed by CEA state
+and registers, for conditions between events), or the dense engine (a ``:`` chain of single
+events on whole columns, :mod:`ceql.runtime.dense`); edges (a leading or trailing NOT), kept rows
 (the events of matches) and lazy regions (rows of an Arrow batch left out) wrap an engine and
 offer the same interface (:mod:`ceql.runtime.stack` implements them). :func:`choose` picks the
 stack once, from the plan of the query, and names it for ``explain``.
@@ -23,6 +24,7 @@ import pyarrow as pa
 
 from ..automata import CEA
 from ..ir import nodes as N
+from .dense_plan import dense_plan
 from .edges import Edges
 from .kept import KeptEvents
 from .lazy import Lazy, LazyPlan, LazyReport, plan_lazy
@@ -115,7 +117,8 @@ class Engine(Protocol):
 class Choice(NamedTuple):
     """The engine stack of a query: the base engine and which wrappers surround it."""
 
-    base: str  #: ``core``, ``last``, ``next`` (Algorithm 1 over the tECS), ``registers``, ``fated``
+    base: str  #: ``core``, ``last``, ``next`` (Algorithm 1 over the tECS), ``registers``,
+    #: ``fated``, ``dense`` (a ``:`` chain on whole columns)
     edges: bool  #: a leading or trailing NOT
     kept: bool  #: rows kept for the matches' events (``keep_events``, or a NOT reading them)
     strip: bool  #: ... kept only for the NOT: matches are returned without them
@@ -147,6 +150,8 @@ _BASES = {
             "events the NOT reads)",
     "registers": "register runs, Algorithm 1 over (state, registers)",
     "fated": "register runs kept apart by fate, Algorithm 1 over (state, registers)",
+    "dense": "a ':' chain on whole columns (rows grouped by partition with one sort, "
+             "elements and conditions as comparisons of shifted arrays)",
 }
 
 
@@ -155,7 +160,9 @@ def choose(plan: N.Query, cea: CEA, keep_events: bool = False,
     """The engine and wrappers that evaluate ``plan`` (the query with its implied partition
     key) over its automaton ``cea``: the one place this is decided."""
     edges = cea.leading is not None or cea.trailing is not None
-    if cea.scopes or cea.edge_rank:  # (a NOT's conditions on the match are not scopes)
+    if dense_plan(plan, cea) is not None:
+        base = "dense"
+    elif cea.scopes or cea.edge_rank:  # (a NOT's conditions on the match are not scopes)
         base = "fated" if cea.edge_rank else "registers"
     elif cea.edge_next:
         base = "next"
@@ -167,7 +174,7 @@ def choose(plan: N.Query, cea: CEA, keep_events: bool = False,
     # unless asked: ``strip``)
     reads = edges and bool(cea.leading_conds or cea.trailing_conds)
     lplan: LazyPlan | None = None
-    if lazy is not False:
+    if lazy is not False and base != "dense":  # (the dense engine reads whole columns)
         lp = plan_lazy(plan, cea)
         if lp.eligible:
             lplan = lp

@@ -28,8 +28,8 @@ from .partitions import Partition, canonical_key
 from .state import Core, Evaluation
 from .times import column, show_event
 
-__all__ = ["feed_arrow", "feed_rows", "not_an_event", "not_events", "row_error", "run_rows",
-           "with_released"]
+__all__ = ["factorize", "feed_arrow", "feed_rows", "not_an_event", "not_events", "read_batch",
+           "row_error", "run_rows", "with_released"]
 
 _MISSING = object()
 _end_position = attrgetter("end_position")
@@ -276,8 +276,43 @@ def _feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
                 taps: Taps) -> Iterator[list[Match]]:
     n = rb.num_rows
     base = ev.offset
-    if n == 0:
+    read = read_batch(ev, rb, taps)
+    if read is None:
         return
+    rows, classes = read
+    _, _, positions, tkeys, wkeys_attr, pcols, idx = rows
+    edges = taps.edges
+    if edges is not None:  # before any row runs: the NOTs' events of the whole batch
+        ecodes, ekeys = factorize(pcols, idx) if ev.pkeys else (None, None)
+        ewk = None
+        if ev.wkind != WITHIN_EVENTS:
+            ewk = (wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None
+                   else positions)
+        edges.see_batch(base, n, positions, np.asarray(classes)[idx], ecodes, ekeys, ewk, rb)
+        edge_end = (positions, ewk)
+    now: Any = 0  # the window key of the batch's last row that takes part (for sweeping)
+    if ev.wkind != WITHIN_EVENTS:
+        last = wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None else positions
+        now = last[-1:].tolist()[0]
+    if taps.lazy is not None:  # only the rows that can be in a match (see runtime/lazy.py)
+        rows = taps.lazy.select(ev.eps, rows, base, base + n) or rows
+    yield from run_rows(ev, core, rows)
+    if edges is not None:
+        edges.end_batch(*edge_end)
+    ev.since_sweep += int(idx.size)
+    if ev.sweep_due(now):
+        ev.sweep(now)
+
+
+def read_batch(ev: Evaluation, rb: pa.RecordBatch, taps: Taps) -> tuple[Rows, Any] | None:
+    """Read one Arrow batch for a base engine: the rows that take part (stream in FROM,
+    partition values present) with their classes, positions, times (order checked), window
+    attribute values and partition columns, and every row's class; None when no row takes
+    part. Counts the batch's rows (``ev.offset``) and hands it to ``taps.kept``."""
+    n = rb.num_rows
+    base = ev.offset
+    if n == 0:
+        return None
     seen = ev.names
     # which rows take part: stream in FROM (or none), partition values all present
     keep = np.ones(n, dtype=bool)
@@ -315,7 +350,7 @@ def _feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
     if taps.kept is not None:
         taps.kept.add_batch(base, rb)
     if idx.size == 0:
-        return
+        return None
     # times (checked for order over the rows that take part)
     clock = ev.clock
     tkeys: np.ndarray | None = None
@@ -340,28 +375,7 @@ def _feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
             seen.note_types_column(types, int(idx.size))
     inv = inv.reshape(-1)
     positions = idx + base
-    edges = taps.edges
-    if edges is not None:  # before any row runs: the NOTs' events of the whole batch
-        ecodes, ekeys = _factorize(pcols, idx) if ev.pkeys else (None, None)
-        ewk = None
-        if ev.wkind != WITHIN_EVENTS:
-            ewk = (wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None
-                   else positions)
-        edges.see_batch(base, n, positions, np.asarray(classes)[idx], ecodes, ekeys, ewk, rb)
-        edge_end = (positions, ewk)
-    now: Any = 0  # the window key of the batch's last row that takes part (for sweeping)
-    if ev.wkind != WITHIN_EVENTS:
-        last = wkeys_attr if wkeys_attr is not None else tkeys if tkeys is not None else positions
-        now = last[-1:].tolist()[0]
-    rows = Rows(cls_list, inv, positions, tkeys, wkeys_attr, pcols, idx)
-    if taps.lazy is not None:  # only the rows that can be in a match (see runtime/lazy.py)
-        rows = taps.lazy.select(ev.eps, rows, base, base + n) or rows
-    yield from run_rows(ev, core, rows)
-    if edges is not None:
-        edges.end_batch(*edge_end)
-    ev.since_sweep += int(idx.size)
-    if ev.sweep_due(now):
-        ev.sweep(now)
+    return Rows(cls_list, inv, positions, tkeys, wkeys_attr, pcols, idx), classes
 
 
 def run_rows(ev: Evaluation, core: Core, rows: Rows) -> Iterator[list[Match]]:
@@ -371,7 +385,7 @@ def run_rows(ev: Evaluation, core: Core, rows: Rows) -> Iterator[list[Match]]:
         yield from _run_segment(ev, core, ev.parts.get(()), cls_list, inv, positions, tkeys,
                                 wkeys_attr)
     elif ev.parts.by_key or (moves := _moves_fresh(core, cls_list)[inv]).any():
-        codes, keys = _factorize(pcols, take)
+        codes, keys = factorize(pcols, take)
         sel = _runnable(ev, core, codes, keys, moves if not ev.parts.by_key else None,
                         cls_list, inv)
         if sel is not None:
@@ -414,7 +428,7 @@ def _runnable(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[tuple[An
     return None if sel.all() else sel
 
 
-def _factorize(pcols: list[pa.Array], idx: np.ndarray) -> tuple[np.ndarray,
+def factorize(pcols: list[pa.Array], idx: np.ndarray) -> tuple[np.ndarray,
                                                                 list[tuple[Any, ...]]]:
     """Partition code per kept row, and the canonical key of each code (vectorized)."""
     take = pa.array(idx)

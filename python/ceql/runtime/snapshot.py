@@ -42,7 +42,10 @@ __all__ = ["FORMAT", "MAGIC", "Options", "dump", "fingerprint", "load", "options
 
 MAGIC = b"CEQLSNAP"
 FORMAT = 3  #: bumped whenever the layout below or the meaning of state keys changes
-_READS = (1, 2, 3)  # formats this version restores
+#: format 3 with the dense engine's rows (``dense``): a ceql that reads only format 3 would
+#: restore it into another engine, without those rows, so it must refuse it
+DENSE_FORMAT = 4
+_READS = (1, 2, 3, 4)  # formats this version restores
 _HEAD = struct.Struct(">H16s")  # the format number, the digest of the body
 
 
@@ -231,8 +234,9 @@ def dump(ev: Evaluation, engine: Engine) -> bytes:
     clock = ev.clock
     layers: dict[str, Any] = {}
     engine.save(layers)
+    fmt = DENSE_FORMAT if "dense" in layers else FORMAT
     payload = {
-        "format": FORMAT,
+        "format": fmt,
         "fingerprint": fingerprint(ev.query),
         "options": tuple(Options(ev.time, ev.type_key, ev.stream_key, ev.time_unit,
                                  ev.time_format, ev.keep_events)),
@@ -251,6 +255,8 @@ def dump(ev: Evaluation, engine: Engine) -> bytes:
         "edges": layers.get("edges"),
         "closed": ev.closed,
     }
+    if "dense" in layers:
+        payload["dense"] = layers["dense"]
     try:
         body = encode(payload)
     except Unencodable as exc:
@@ -260,7 +266,7 @@ def dump(ev: Evaluation, engine: Engine) -> bytes:
             "condition keeps, or with keep_events an event), which a snapshot cannot hold; "
             "use plain values (numbers, text, bytes, decimals, dates and times, lists and "
             "dicts of those).") from None
-    return MAGIC + _HEAD.pack(FORMAT, _digest(body)) + body
+    return MAGIC + _HEAD.pack(fmt, _digest(body)) + body
 
 
 def _digest(body: bytes) -> bytes:

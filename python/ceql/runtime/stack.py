@@ -2,7 +2,8 @@
 which builds the stack :func:`~ceql.runtime.engine.choose` picked for a query.
 
 Base engines: :class:`CoreEngine` (CORE's Algorithm 1 over the tECS, with its LAST and NEXT
-variants for an edge NOT) and :class:`RegisterEngine` (runs over CEA state and registers).
+variants for an edge NOT), :class:`RegisterEngine` (runs over CEA state and registers) and
+:class:`~ceql.runtime.dense.DenseEngine` (a ``:`` chain on whole columns).
 Wrappers: :class:`EdgeCheck` (a leading or trailing NOT: complex events checked, trailing ones
 waiting for their window), :class:`KeptRows` (the events of matches) and :class:`LazyRegions`
 (only the rows of an Arrow batch that can be in a match are run).
@@ -19,6 +20,8 @@ import pyarrow as pa
 from ..constants import CONSUME_NONE, WITHIN_EVENTS
 from .algorithm import Runs
 from .correlated import FatedRuns, RegisterEnumerator, RegisterInertness, RegisterRuns
+from .dense import DenseEngine
+from .dense_plan import dense_plan
 from .edge_last import LastRuns, NextRuns
 from .edges import EdgeEnumerator, Edges
 from .engine import NO_TAPS, Choice, Engine, Taps, choose
@@ -347,10 +350,20 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
     if ev.names.missing_mask:
         core.inert.on_new = ev.new_class
     runs = core.runs
-    base = (RegisterEngine(core, choice.base_name, runs) if isinstance(runs, RegisterRuns)
-            else CoreEngine(core, choice.base_name))
+    base: CoreEngine | DenseEngine
+    if choice.base == "dense":
+        dplan = dense_plan(ast, cea)
+        assert dplan is not None
+        key_len = len(query.ast.partition_by) if ast.partition_by != query.ast.partition_by \
+            else None
+        base = DenseEngine(core, choice.base_name, dplan, key_len)
+    elif isinstance(runs, RegisterRuns):
+        base = RegisterEngine(core, choice.base_name, runs)
+    else:
+        base = CoreEngine(core, choice.base_name)
     engine: Engine = base
     if choice.lazy is not None:
+        assert isinstance(base, CoreEngine)
         engine = LazyRegions(base, Lazy(choice.lazy, cea, choice.forced))
     if edges is not None:
         engine = EdgeCheck(engine, edges)

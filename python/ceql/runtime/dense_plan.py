@@ -1,0 +1,125 @@
+"""Which queries the dense engine (:mod:`ceql.runtime.dense`) evaluates, and their chain:
+read off the automaton, so that :func:`~ceql.runtime.engine.choose` can decide without the
+engine."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ..automata import CEA
+from ..constants import CONSUME_NONE
+from ..ir import expr_nodes
+from ..ir import nodes as N
+from ..predicates.between import Listener, compile_condition
+from ..predicates.guards import guard_fn
+
+__all__ = ["Cond", "DensePlan", "dense_plan"]
+
+
+class Cond(NamedTuple):
+    """One condition between the chain's events."""
+
+    pred: N.Pred
+    var: str  #: the variable in whose brackets it stands (plain attributes are its)
+    check: Callable[[tuple[tuple[Any, ...], ...], tuple[Any, ...], Listener | None], int]
+    #: per choice of one event per quantified variable: the element of each variable
+    choices: tuple[tuple[int, ...], ...]
+    #: per quantified variable, the index of each attribute of its record in a row's values
+    slots: tuple[tuple[int, ...], ...]
+    #: whether it compares numeric columns and numbers only (:func:`_vector`)
+    vector: bool
+    quantified: tuple[str, ...]
+
+
+class DensePlan(NamedTuple):
+    """A ``:`` chain of ``k`` single events, read off its automaton."""
+
+    k: int
+    guards: tuple[Callable[[int], bool], ...]  #: per element, its guard on a class
+    marked: tuple[int, ...]  #: the elements in a match's positions (the SELECT list's)
+    labels: tuple[frozenset[str], ...]  #: their variables
+    conds: tuple[Cond, ...]
+    attrs: tuple[str, ...]  #: the attributes the conditions read (a row's values)
+
+
+def dense_plan(plan: N.Query, cea: CEA) -> DensePlan | None:
+    """The chain of ``plan`` (the query with its implied key) if the dense engine evaluates
+    it, else None.
+
+    It does when the automaton is one path ``q0 → q1 → … → qk`` (one transition into and out
+    of each state, no loop, only ``qk`` final: a ``:`` chain of single events, with
+    neither ``;``, ``+``, ``:+``, OR between elements, AND nor NOT), every transition binds
+    its event, CONSUME BY is NONE, LIMIT is absent or at least 1, and each condition between
+    events is a FILTER atom without ``PREV`` or aggregates. Any strategy, SELECT list,
+    PARTITION BY and WITHIN.
+    """
+    if (cea.leading is not None or cea.trailing is not None or cea.edge_rank or cea.edge_last
+            or cea.edge_next or plan.consume != CONSUME_NONE
+            or (plan.limit is not None and plan.limit < 1)):
+        return None
+    out = cea.outgoing()
+    chain = []
+    q = 0
+    seen = {0}
+    while out[q]:
+        if len(out[q]) != 1:
+            return None
+        t = out[q][0]
+        if t.dst in seen or not t.mark or t.kills:
+            return None
+        seen.add(t.dst)
+        chain.append(t)
+        q = t.dst
+    k = len(chain)
+    if k == 0 or len(seen) != cea.n_states or cea.finals != frozenset({q}) or len(
+            cea.transitions) != k:
+        return None
+    # which elements each variable of each scope binds
+    bound: dict[int, dict[str, list[int]]] = {}
+    for i, t in enumerate(chain):
+        for s, vs in t.scopes:
+            for v in vs:
+                bound.setdefault(s, {}).setdefault(v, []).append(i)
+    attrs: dict[str, int] = {}
+    conds = []
+    for s, leaves in enumerate(cea.scopes):
+        for leaf in leaves:
+            if not isinstance(leaf, N.FilterAtom) or any(
+                    isinstance(e, N.Prev | N.Agg) for e in expr_nodes(leaf.pred)):
+                return None
+            c = compile_condition(leaf)
+            if c.prev or c.aggs:
+                return None
+            elems = [bound.get(s, {}).get(v, []) for v in c.quantified]
+            if any(not e for e in elems):
+                continue  # a variable binds no event: the condition holds
+            slots = tuple(tuple(attrs.setdefault(a, len(attrs)) for a in c.attrs[i])
+                          for i in range(len(c.quantified)))
+            conds.append(Cond(leaf.pred, leaf.var, c.check,
+                              tuple(itertools.product(*elems)), slots, _vector(leaf.pred),
+                              c.quantified))
+    marked = tuple(i for i, t in enumerate(chain) if t.pmark)
+    return DensePlan(k, tuple(guard_fn(t.guard) for t in chain), marked,
+                     tuple(chain[i].vars for i in marked), tuple(conds), tuple(attrs))
+
+
+def _vector(p: N.Pred) -> bool:
+    """Whether ``p`` is comparisons of attributes and number literals under AND, OR and NOT
+    (evaluated on arrays where the columns are numbers)."""
+    todo = [p]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, N.PAnd | N.POr):
+            todo += (x.left, x.right)
+        elif isinstance(x, N.PNot):
+            todo.append(x.operand)
+        elif isinstance(x, N.Compare):
+            for e in (x.left, x.right):
+                if not (isinstance(e, N.Attr) or (
+                        isinstance(e, N.Literal) and type(e.value) in (int, float))):
+                    return False
+        else:
+            return False
+    return True
