@@ -165,7 +165,7 @@ def test_restore_a_pickle_that_is_no_snapshot(drop: str, junk: Any) -> None:
         "The snapshot was taken from another query: restore it with the query whose evaluator "
         "took it.")
     assert str(_error(lambda: q.restore(MAGIC + pickle.dumps({"format": 7})))) == (
-        "The snapshot has format 7; this ceql reads formats 1, 2, 3. Restore it with the ceql "
+        "The snapshot has format 7; this ceql reads formats 1, 2, 3, 4. Restore it with the ceql "
         "version that took it.")
 
 
