@@ -139,6 +139,15 @@ class RecognizeRunner:
         out = self._engine_call(self._ev.advance, time)
         yield from self._output.batches(out, limits or BatchLimits.of_task())
 
+    def close(self, limits: BatchLimits | None = None) -> Iterator[pa.RecordBatch]:
+        """The input ended (a stream never does; a bounded replay's end, in tests): yield the
+        rest, the rows waiting for what NEXT reads past the partition's last row included."""
+        ev = self._ev
+        if ev is None:
+            return
+        out = self._engine_call(lambda _: ev.close(), None)
+        yield from self._output.batches(out, limits or BatchLimits.of_task())
+
     def waiting_until(self) -> Any:
         """When the earliest open match's window closes (None: no match open)."""
         return None if self._ev is None else self._ev.waiting_until()
