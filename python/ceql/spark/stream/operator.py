@@ -99,11 +99,11 @@ def _delay(watermark: str | _dt.timedelta) -> str:
     return watermark
 
 
-def _check_session(spark: Any) -> None:
+def _check_session(spark: Any, who: str = "match") -> None:
     provider = spark.conf.get(STATE_STORE_PROVIDER, None) or ""
     if "RocksDB" not in provider:
         raise MatchCeqlError(
-            "match: a stream keeps each key's state in Spark's state store, and "
+            f"{who}: a stream keeps each key's state in Spark's state store, and "
             "transformWithState needs the RocksDB one; set "
             f"spark.conf.set({STATE_STORE_PROVIDER!r}, {ROCKSDB_PROVIDER!r}) before starting "
             "the query (ceql.spark.local_session() does).")
@@ -251,7 +251,7 @@ def recognize_stream(df: Any, body: str, *, tie_break: str | Sequence[str] = (),
 
     who = "match_recognize"
     spark = df.sparkSession
-    _check_session(spark)
+    _check_session(spark, who)
     _check_counts(who, metrics, buckets)
     ties = tie_break if isinstance(tie_break, str) else ",".join(tie_break)
     options: dict[str, str] = {OPTION_BODY: body}
