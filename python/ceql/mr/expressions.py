@@ -144,6 +144,12 @@ class Compiler:
             key = self.column(e.name)
             if inside:
                 return lambda v, at: v.rows[at].get(key)  # type: ignore[index]
+            rows = self.rowset(e.var)
+            if rows is None or self._is_own(rows):
+                def own_column(v: View, at: int | None) -> object:
+                    r = v.cur  # the current row (as _base reads it), one call fewer
+                    return None if r is None else v.rows[r].get(key)
+                return own_column
             base = self._base(e.var)
 
             def column(v: View, at: int | None) -> object:
@@ -231,9 +237,31 @@ class Compiler:
         right = self.compile(e.right, inside=inside)
         op = e.op
         if op == "AND":
-            return lambda v, at: sql_and(truth(left(v, at)), truth(right(v, at)))
+            def and_(v: View, at: int | None) -> object:
+                # sql_and(truth(left), truth(right)), inlined: both sides read, in order
+                a = left(v, at)
+                if a is not None and a is not True and a is not False:
+                    truth(a)  # raises
+                b = right(v, at)
+                if b is not None and b is not True and b is not False:
+                    truth(b)
+                if a is False or b is False:
+                    return False
+                return None if a is None or b is None else True
+            return and_
         if op == "OR":
-            return lambda v, at: sql_or(truth(left(v, at)), truth(right(v, at)))
+            def or_(v: View, at: int | None) -> object:
+                # sql_or(truth(left), truth(right)), inlined: both sides read, in order
+                a = left(v, at)
+                if a is not None and a is not True and a is not False:
+                    truth(a)  # raises
+                b = right(v, at)
+                if b is not None and b is not True and b is not False:
+                    truth(b)
+                if a is True or b is True:
+                    return True
+                return None if a is None or b is None else False
+            return or_
         if op == "||":
             def concat(v: View, at: int | None) -> object:
                 a, b = left(v, at), right(v, at)

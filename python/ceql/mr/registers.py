@@ -48,6 +48,8 @@ class RegisterView:
     def __init__(self, rows: Sequence[Mapping[str, object]], slots: Mapping[Need, int]) -> None:
         self.rows = rows
         self.slots = slots
+        # the slot of ("last", rows) by rows, read once a condition reads a row
+        self.last_slots = {k[1]: i for k, i in slots.items() if k[0] == "last"}
         self.cur: int | None = None
         self.state: tuple[object, ...] = ()
 
@@ -58,7 +60,7 @@ class RegisterView:
         cur: int = self.cur  # type: ignore[assignment]
         if rows is None:
             return cur - k if cur - k >= self._start() else None
-        pairs: tuple[tuple[int, str], ...] = self.state[self.slots[("last", rows)]]  # type: ignore[assignment]
+        pairs: tuple[tuple[int, str], ...] = self.state[self.last_slots[rows]]  # type: ignore[assignment]
         return pairs[-1 - k][0] if k < len(pairs) else None
 
     def first(self, rows: RowSet, k: int, final: bool) -> int | None:
@@ -254,18 +256,24 @@ class Registers:
         updates = self.updates
         holder = _Rows(rows)
 
+        plan = {v: (ups, conditions.get(v)) for v, ups in updates.items()}
+
         def step(var: str, regs: Hashable, i: int) -> Hashable | None:
-            ups = updates[var]
+            ups, cond = plan[var]
             state: tuple[object, ...] = regs  # type: ignore[assignment]
             if ups:
                 new = list(state)
                 for slot, update in ups:
                     new[slot] = update(new[slot], var, i, holder)
                 state = tuple(new)
-            cond = conditions.get(var)
             if cond is None:
                 return state
             view.cur = i
             view.state = state
-            return state if truth(cond(view, None)) is True else None  # type: ignore[arg-type]
+            got = cond(view, None)  # type: ignore[arg-type]
+            if got is True:
+                return state
+            if got is not None and got is not False:
+                truth(got)  # raises: not a condition's value
+            return None
         return step

@@ -333,6 +333,8 @@ class LeftmostMatcher:
         if skip in (SKIP_TO_FIRST, SKIP_TO_LAST) and skip_var is None and skip_to is None:
             raise ValueError(f"SKIP {skip} needs a variable")
         self.prog = program.insts
+        # the instructions as plain tuples (kind, a, b, loop, greedy), read in the closure
+        self.code = [(ins.kind, ins.a, ins.b, ins.loop, ins.greedy) for ins in program.insts]
         self.variables = program.variables
         self.step = step
         self.skip = skip
@@ -350,96 +352,136 @@ class LeftmostMatcher:
         self.open: list[int] = []  # starts not decided yet, ascending
         self.pos = 0  # the next row's index
         self.ended = False
+        self.fresh = self._fresh_closure()
+        self.closed = True  # the threads are a closure's output (not so after load)
 
     # .................................................................. closure
     def _close_over(self, seeds: list[_Thread], i: int, at_end: bool) -> list[_Thread]:
         """Follow every instruction that takes no row from ``seeds`` (in preferment order):
         the threads waiting for row ``i``; MATCHes are recorded per start and cut the
         threads of that start they are preferred to."""
-        prog = self.prog
+        if not seeds:
+            return []
+        prog = self.code
         out: list[_Thread] = []
         seen: set[Any] = set()
         # shared: (pc, regs, excl, empty) → the start whose thread holds it; a later start's
         # equal thread is dropped only for the earliest open start's (see the module docstring)
+        shared = self.shared
         owner: dict[Any, int] = {}
         first_open = self.open[0] if self.open else -1
         done: set[int] = set()  # starts that matched in this closure: the rest is less preferred
+        new = tuple.__new__
         for seed in seeds:
             stack = [seed]
             while stack:
                 t = stack.pop()
-                if t.start in done:
+                pc, start, regs, took, excl, empty = t
+                if start in done:
                     continue
-                key = (t.pc, t.start, t.regs, t.excl, t.empty)
+                key = (pc, start, regs, excl, empty)
                 if key in seen:
                     continue
                 seen.add(key)
-                if self.shared:
-                    common = (t.pc, t.regs, t.excl, t.empty)
-                    held = owner.setdefault(common, t.start)
-                    if held != t.start and held == first_open:
+                if shared:
+                    held = owner.setdefault((pc, regs, excl, empty), start)
+                    if held != start and held == first_open:
                         continue
-                ins = prog[t.pc]
-                k = ins.kind
+                k, a, b, loop, greedy = prog[pc]
                 if k == _ROW:
                     out.append(t)
                 elif k == _SPLIT:
-                    stack.append(t._replace(pc=ins.b))
-                    stack.append(t._replace(pc=ins.a))
+                    stack.append(new(_Thread, (b, start, regs, took, excl, empty)))
+                    stack.append(new(_Thread, (a, start, regs, took, excl, empty)))
                 elif k == _JMP:
-                    stack.append(t._replace(pc=ins.a))
+                    stack.append(new(_Thread, (a, start, regs, took, excl, empty)))
                 elif k == _MATCH:
-                    self.found[t.start] = (t, i - 1)
-                    done.add(t.start)
+                    self.found[start] = (t, i - 1)
+                    done.add(start)
                     # the start's threads found before are preferred: they stay
                 elif k == _LOOP:
-                    again = t._replace(pc=ins.a, empty=t.empty | ins.loop)
-                    out_ = t._replace(pc=ins.b, empty=t.empty & ~ins.loop)
-                    stack += (out_, again) if ins.greedy else (again, out_)
+                    again = new(_Thread, (a, start, regs, took, excl, empty | loop))
+                    out_ = new(_Thread, (b, start, regs, took, excl, empty & ~loop))
+                    stack += (out_, again) if greedy else (again, out_)
                 elif k == _AGAIN:
-                    if not t.empty & ins.loop:  # the iteration took a row
-                        stack.append(t._replace(pc=ins.a))
+                    if not empty & loop:  # the iteration took a row
+                        stack.append(new(_Thread, (a, start, regs, took, excl, empty)))
                 elif k == _ENTER:
-                    stack.append(t._replace(pc=ins.a, empty=t.empty | ins.loop))
+                    stack.append(new(_Thread, (a, start, regs, took, excl, empty | loop)))
                 elif k == _EXCL_IN:
-                    stack.append(t._replace(pc=ins.a, excl=t.excl + 1))
+                    stack.append(new(_Thread, (a, start, regs, took, excl + 1, empty)))
                 elif k == _EXCL_OUT:
-                    stack.append(t._replace(pc=ins.a, excl=t.excl - 1))
+                    stack.append(new(_Thread, (a, start, regs, took, excl - 1, empty)))
                 elif k == _AT_START:
                     if i == 0:
-                        stack.append(t._replace(pc=ins.a))
+                        stack.append(new(_Thread, (a, start, regs, took, excl, empty)))
                 elif k == _AT_END:
                     if at_end:
-                        stack.append(t._replace(pc=ins.a))
+                        stack.append(new(_Thread, (a, start, regs, took, excl, empty)))
                     else:
                         out.append(t)  # waits: only the end can move it
         return out
+
+    def _fresh_closure(self) -> list[tuple[int, int, int]] | None:
+        """The closure of a lone new start at a row after the first, not at the end, as
+        (pc, excl, empty) in preferment order, when it reaches no MATCH (None otherwise):
+        the same at every such row, so :meth:`feed` reuses it when no thread is alive."""
+        found, opened = self.found, self.open
+        self.found, self.open = {}, [-1]
+        try:
+            got = self._close_over([_Thread(0, -1, self.start_regs, None, 0)], 1, at_end=False)
+            if self.found:
+                return None
+        finally:
+            self.found, self.open = found, opened
+        return [(t.pc, t.excl, t.empty) for t in got]
 
     # .................................................................. rows
     def feed(self, i: int) -> list[PMatch]:
         """Read row ``i`` (the next one); the matches now final, in start order."""
         if i != self.pos or self.ended:
             raise ValueError(f"rows must be fed in order: expected row {self.pos}, got {i}")
-        seeds = list(self.threads)
+        new = tuple.__new__
+        fresh = self.fresh
+        threads = self.threads
+        # the threads are a closure's output (ROW and AT_END waits), which a closure at the
+        # same row gives back unchanged when starts do not share threads (nothing to merge)
+        # or none is alive
+        kept = self.closed and (not self.shared or not threads)
+        self.closed = True
         if i >= self.next_start:
             self.open.append(i)
-            seeds.append(_Thread(0, i, self.start_regs, None, 0))
-        waiting = self._close_over(seeds, i, at_end=False)
+            if kept and fresh is not None and i > 0:
+                # a new start's closure is known (it reaches no MATCH, and i is not row 0)
+                regs0 = self.start_regs
+                waiting = threads + [new(_Thread, (pc, i, regs0, None, excl, empty))
+                                     for pc, excl, empty in fresh]
+            elif kept:
+                waiting = threads + self._close_over(
+                    [_Thread(0, i, self.start_regs, None, 0)], i, at_end=False)
+            else:
+                waiting = self._close_over(
+                    [*threads, _Thread(0, i, self.start_regs, None, 0)], i, at_end=False)
+        elif kept:
+            waiting = threads
+        else:
+            waiting = self._close_over(threads, i, at_end=False)
         nxt: list[_Thread] = []
         prog = self.prog
         within = self.within
+        step = self.step
         for t in waiting:
             ins = prog[t.pc]
             if ins.kind != _ROW:
                 continue  # an end anchor: the row is not the end
             if within is not None and not within(t.start, i):
                 continue
-            assert ins.var is not None
-            regs = self.step(ins.var, t.regs, i)
+            var: str = ins.var  # type: ignore[assignment]  # a ROW has its variable
+            regs = step(var, t.regs, i)
             if regs is None:
                 continue
-            nxt.append(_Thread(ins.a, t.start, regs, _Took(i, ins.var, t.excl > 0, t.took),
-                               t.excl))
+            nxt.append(new(_Thread, (ins.a, t.start, regs, _Took(i, var, t.excl > 0, t.took),
+                                     t.excl, 0)))
         self.pos = i + 1
         # threads advanced past row i may match before row i + 1: their closure decides
         self.threads = self._close_over(nxt, i + 1, at_end=False)
@@ -570,6 +612,7 @@ class LeftmostMatcher:
                 or any(s not in starts or t.start != s for s, (t, _) in found.items())):
             raise bad("threads of starts that are not open")
         self.threads = threads
+        self.closed = False
         self.found = found
         self.next_start = count(state["next_start"], "the next start")
         self.open = opened
