@@ -20,8 +20,8 @@ from .values import (
     Accumulator,
     arith,
     cast,
-    comparator,
     compare,
+    comparison,
     like,
     negate,
     sql_and,
@@ -112,6 +112,13 @@ class Compiler:
         if e.kind in ("FIRST", "LAST"):
             row = self._row_of(e)
             arg = self.compile(e.arg, inside=True)
+            if isinstance(e.arg, A.Column):
+                key = self.column(e.arg.name)  # arg reads this column of the row given
+
+                def logical_column(v: View, at: int | None) -> object:
+                    r: Any = row(v, None)
+                    return None if r is None else v.rows[r].get(key)
+                return logical_column
 
             def logical(v: View, at: int | None) -> object:
                 r: Any = row(v, None)
@@ -269,8 +276,7 @@ class Compiler:
             return concat
         if op in ("+", "-", "*", "/", "%"):
             return lambda v, at: arith(op, left(v, at), right(v, at))
-        cmp = comparator(op)
-        return lambda v, at: cmp(left(v, at), right(v, at))
+        return comparison(op, left, right)
 
     def _between(self, e: A.Between, inside: bool) -> Compiled:
         operand = self.compile(e.operand, inside=inside)

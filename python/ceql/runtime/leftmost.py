@@ -352,6 +352,8 @@ class LeftmostMatcher:
         self.open: list[int] = []  # starts not decided yet, ascending
         self.pos = 0  # the next row's index
         self.ended = False
+        self._expansions: dict[int, tuple[list[tuple[int, int, int]],
+                                          tuple[int, int, int] | None]] = {}
         self.fresh = self._fresh_closure()
         self.closed = True  # the threads are a closure's output (not so after load)
 
@@ -422,6 +424,53 @@ class LeftmostMatcher:
                         out.append(t)  # waits: only the end can move it
         return out
 
+    def _expansion(self, pc: int) -> tuple[list[tuple[int, int, int]],
+                                           tuple[int, int, int] | None]:
+        """The closure of a lone thread at ``pc`` (no loop's iteration empty, no exclusion)
+        at a row after the first, not at the end: the threads waiting, as (pc, excl, empty)
+        in preferment order, and the MATCH that ends it (None: it reaches none)."""
+        got = self._expansions.get(pc)
+        if got is None:
+            found, opened = self.found, self.open
+            self.found, self.open = {}, [-1]
+            try:
+                waits = self._close_over([_Thread(pc, -1, (), None, 0)], 1, at_end=False)
+                m = self.found.get(-1)
+            finally:
+                self.found, self.open = found, opened
+            got = ([(t.pc, t.excl, t.empty) for t in waits],
+                   None if m is None else (m[0].pc, m[0].excl, m[0].empty))
+            self._expansions[pc] = got
+        return got
+
+    def _close_unshared(self, seeds: list[_Thread], i: int) -> list[_Thread]:
+        """:meth:`_close_over` for threads of starts that share none (``self.shared`` False),
+        none in a loop's empty iteration, at a row ``i`` > 0 not at the end: each seed's
+        closure is its counter's :meth:`_expansion` less the threads already waiting (a
+        thread seen before was followed before, so whatever it reaches was too)."""
+        if not seeds:
+            return []
+        new = tuple.__new__
+        out: list[_Thread] = []
+        seen: set[Any] = set()
+        done: set[int] = set()
+        for pc0, start, regs, took, excl, _ in seeds:
+            if start in done:
+                continue
+            waits, match = self._expansion(pc0)
+            for pc, dx, empty in waits:
+                key = (pc, start, regs, excl + dx, empty)
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append(new(_Thread, (pc, start, regs, took, excl + dx, empty)))
+            if match is not None:
+                pc, dx, empty = match
+                self.found[start] = (new(_Thread, (pc, start, regs, took, excl + dx, empty)),
+                                     i - 1)
+                done.add(start)
+        return out
+
     def _fresh_closure(self) -> list[tuple[int, int, int]] | None:
         """The closure of a lone new start at a row after the first, not at the end, as
         (pc, excl, empty) in preferment order, when it reaches no MATCH (None otherwise):
@@ -484,7 +533,8 @@ class LeftmostMatcher:
                                      t.excl, 0)))
         self.pos = i + 1
         # threads advanced past row i may match before row i + 1: their closure decides
-        self.threads = self._close_over(nxt, i + 1, at_end=False)
+        self.threads = (self._close_over(nxt, i + 1, at_end=False) if self.shared
+                        else self._close_unshared(nxt, i + 1))
         return self._decide()
 
     def close(self) -> list[PMatch]:
