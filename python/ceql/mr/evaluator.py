@@ -158,8 +158,15 @@ class MatchRecognizeEvaluator:
                     f"Row {self._seen} of the input has column(s) {', '.join(extra)} that "
                     f"the evaluator's columns ({', '.join(self._columns or ())}) lack: they "
                     "are fixed by the first row; pass columns=[...] to evaluator()")
-            values = tuple(row.get(c) for c in setup.partition_columns)
-            key = partition_key(values)
+            pcols = setup.partition_columns
+            if len(pcols) == 1:
+                v = row.get(pcols[0])
+                values: tuple[object, ...] = (v,)
+                # partition_key's key of one text value, without the calls
+                key = ((str, v),) if type(v) is str else partition_key(values)
+            else:
+                values = tuple(row.get(c) for c in pcols)
+                key = partition_key(values)
             part = parts.get(key)
             if part is None:
                 window = RowWindow()

@@ -97,6 +97,12 @@ def _tracker(need: Need, depth: int) -> tuple[object, RowSet, _Update]:
     def last(s: Any, var: str, i: int, rows: _Rows) -> object:
         return (*s, (i, var))[-depth:]
 
+    def last_one(s: Any, var: str, i: int, rows: _Rows) -> object:
+        return ((i, var),)  # last's value for depth 1
+
+    def last_two(s: Any, var: str, i: int, rows: _Rows) -> object:
+        return (s[-1], (i, var)) if s else ((i, var),)  # last's value for depth 2
+
     def first(s: Any, var: str, i: int, rows: _Rows) -> object:
         return s if len(s) >= depth else (*s, (i, var))
 
@@ -107,7 +113,7 @@ def _tracker(need: Need, depth: int) -> tuple[object, RowSet, _Update]:
         return None, None, start
     follows: RowSet = need[1]  # type: ignore[assignment]
     if kind == "last":
-        return (), follows, last
+        return (), follows, (last_one if depth == 1 else last_two if depth == 2 else last)
     if kind == "first":
         return (), follows, first
     if kind == "count":

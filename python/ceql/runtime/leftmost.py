@@ -335,6 +335,8 @@ class LeftmostMatcher:
         self.prog = program.insts
         # the instructions as plain tuples (kind, a, b, loop, greedy), read in the closure
         self.code = [(ins.kind, ins.a, ins.b, ins.loop, ins.greedy) for ins in program.insts]
+        # per instruction: the variable of a ROW (None: not a ROW), read in feed
+        self.row_var = [ins.var if ins.kind == _ROW else None for ins in program.insts]
         self.variables = program.variables
         self.step = step
         self.skip = skip
@@ -454,10 +456,11 @@ class LeftmostMatcher:
         out: list[_Thread] = []
         seen: set[Any] = set()
         done: set[int] = set()
+        exps = self._expansions
         for pc0, start, regs, took, excl, _ in seeds:
             if start in done:
                 continue
-            waits, match = self._expansion(pc0)
+            waits, match = exps.get(pc0) or self._expansion(pc0)
             for pc, dx, empty in waits:
                 key = (pc, start, regs, excl + dx, empty)
                 if key in seen:
@@ -491,6 +494,7 @@ class LeftmostMatcher:
         if i != self.pos or self.ended:
             raise ValueError(f"rows must be fed in order: expected row {self.pos}, got {i}")
         new = tuple.__new__
+        prog = self.prog
         fresh = self.fresh
         threads = self.threads
         # the threads are a closure's output (ROW and AT_END waits), which a closure at the
@@ -516,21 +520,20 @@ class LeftmostMatcher:
         else:
             waiting = self._close_over(threads, i, at_end=False)
         nxt: list[_Thread] = []
-        prog = self.prog
+        row_var = self.row_var
         within = self.within
         step = self.step
-        for t in waiting:
-            ins = prog[t.pc]
-            if ins.kind != _ROW:
+        for pc, start, regs, took, excl, _ in waiting:
+            var = row_var[pc]
+            if var is None:
                 continue  # an end anchor: the row is not the end
-            if within is not None and not within(t.start, i):
+            if within is not None and not within(start, i):
                 continue
-            var: str = ins.var  # type: ignore[assignment]  # a ROW has its variable
-            regs = step(var, t.regs, i)
-            if regs is None:
+            after = step(var, regs, i)
+            if after is None:
                 continue
-            nxt.append(new(_Thread, (ins.a, t.start, regs, _Took(i, var, t.excl > 0, t.took),
-                                     t.excl, 0)))
+            nxt.append(new(_Thread, (prog[pc].a, start, after,
+                                     new(_Took, (i, var, excl > 0, took)), excl, 0)))
         self.pos = i + 1
         # threads advanced past row i may match before row i + 1: their closure decides
         self.threads = (self._close_over(nxt, i + 1, at_end=False) if self.shared
