@@ -561,6 +561,9 @@ class LeftmostMatcher:
         return self._decide()
 
     def _decide(self) -> list[PMatch]:
+        if not self.found and not self.threads:
+            self.open.clear()  # no start matched and none can: every open one ends matchless
+            return []
         out: list[PMatch] = []
         alive = {t.start for t in self.threads}
         while self.open:
