@@ -457,16 +457,23 @@ class LeftmostMatcher:
         seen: set[Any] = set()
         done: set[int] = set()
         exps = self._expansions
+        # seeds of distinct (start, registers) reach distinct threads (an expansion lists
+        # each (pc, excl, empty) once): nothing to weed out
+        apart = len(seeds) == 1 or len({(t.start, t.regs) for t in seeds}) == len(seeds)
         for pc0, start, regs, took, excl, _ in seeds:
             if start in done:
                 continue
             waits, match = exps.get(pc0) or self._expansion(pc0)
-            for pc, dx, empty in waits:
-                key = (pc, start, regs, excl + dx, empty)
-                if key in seen:
-                    continue
-                seen.add(key)
-                out.append(new(_Thread, (pc, start, regs, took, excl + dx, empty)))
+            if apart:
+                out += [new(_Thread, (pc, start, regs, took, excl + dx, empty))
+                        for pc, dx, empty in waits]
+            else:
+                for pc, dx, empty in waits:
+                    key = (pc, start, regs, excl + dx, empty)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    out.append(new(_Thread, (pc, start, regs, took, excl + dx, empty)))
             if match is not None:
                 pc, dx, empty = match
                 self.found[start] = (new(_Thread, (pc, start, regs, took, excl + dx, empty)),
