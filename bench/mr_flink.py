@@ -197,6 +197,26 @@ def run_ceql(table: pa.Table, name: str) -> tuple[float, list[tuple[int, ...]]]:
     return seconds, [tuple(int(cast(int, r[c])) for c in cols) for r in out]
 
 
+def profile(table: pa.Table, name: str, top: int) -> str:
+    """cProfile of one ceql engine run (feed + close): the ``top`` functions by own time."""
+    import cProfile
+    import io
+    import pstats
+
+    import ceql
+
+    query = ceql.match_recognize(body(name, "ts"))
+    prof = cProfile.Profile()
+    prof.enable()
+    ev = query.evaluator()
+    ev.feed(table)
+    ev.close()
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(top)
+    return buf.getvalue()
+
+
 def run_flink(jars: Path, classes: Path, csv_file: Path, sql_file: Path | None,
               timeout: float) -> dict[str, Any]:
     """One Flink SQL job in a fresh JVM (``sql_file`` None: the empty job): its JSON line,
@@ -382,8 +402,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-flink", action="store_true", help="skip ceql's engine and Flink")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="only profile ceql's engine (cProfile, the N functions of most own "
+                         "time) on each workload, and stop")
     a = ap.parse_args(argv)
     chosen = [w.strip() for w in a.only.split(",") if w.strip()]
+    if a.profile:
+        table = pacsv.read_csv(eb.ensure_stream(1_000_000, 42)).slice(0, a.events)
+        for name in chosen + [v for v, (_, like) in VARIANTS.items() if like in chosen]:
+            print(f"## {name}\n{profile(table, name, a.profile)}")
+        return 0
     eb.ensure_stream(1_000_000, 42)
     OUT.mkdir(exist_ok=True)
     out_file = OUT / f"mr_flink-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
