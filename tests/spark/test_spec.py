@@ -133,3 +133,17 @@ def test_call_info_round_trips() -> None:
                     single_partition=True, table_name="t", streams=("x", "y"))
     assert CallInfo.from_json(call.to_json()) == call
     assert CallInfo.from_json(None) == CallInfo()
+
+
+def test_an_option_that_is_no_string_literal_is_refused_by_each_table_function() -> None:
+    from ceql.spark.udtf.mr_plan import plan_recognize
+    from ceql.spark.udtf.spaseq_plan import plan_spaseq
+
+    assert error(time_unit=3) == (  # type: ignore[arg-type]
+        "MATCH_CEQL: option time_unit must be a string literal, got 3; write time_unit => '...'.")
+    with pytest.raises(MatchCeqlError, match=r"^MATCH_RECOGNIZE_TABLE: option body must be a "
+                       r"string literal, got 1; write body => '\.\.\.'\.$"):
+        plan_recognize(STOCK, {"body": 1}, CallInfo())
+    with pytest.raises(MatchCeqlError, match=r"^MATCH_SPASEQ: option query must be a string "
+                       r"literal, got True; write query => '\.\.\.'\.$"):
+        plan_spaseq(StructType([]), {"query": True}, CallInfo())

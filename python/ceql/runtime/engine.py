@@ -31,7 +31,7 @@ from .lazy import Lazy, LazyPlan, LazyReport, plan_lazy
 from .match import Match
 from .state import Evaluation
 
-__all__ = ["NO_TAPS", "Choice", "Engine", "Taps", "choose"]
+__all__ = ["NO_TAPS", "Choice", "Engine", "HoldsNothingBack", "Taps", "choose"]
 
 
 class Taps(NamedTuple):
@@ -112,6 +112,31 @@ class Engine(Protocol):
     def load(self, payload: dict[str, Any]) -> None:
         """Take this layer's part back from a snapshot's payload."""
         ...
+
+
+class HoldsNothingBack:
+    """The :class:`Engine` methods of a base engine that holds no complex event back and keeps
+    no event of its own: nothing waits, nothing to forget, nothing a snapshot cannot hold."""
+
+    __slots__ = ()
+
+    def waiting(self) -> int:
+        """No complex event waits."""
+        return 0
+
+    def waiting_until(self) -> Any:
+        """No window to wait for."""
+        return None
+
+    def forget(self, oldest: Callable[[], int]) -> None:
+        """No events held."""
+
+    def lazy_report(self) -> LazyReport | None:
+        """No lazy regions."""
+        return None
+
+    def check_saveable(self) -> None:
+        """Everything saves."""
 
 
 class Choice(NamedTuple):

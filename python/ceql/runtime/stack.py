@@ -24,7 +24,7 @@ from .dense import DenseEngine
 from .dense_plan import dense_plan
 from .edge_last import LastRuns, NextRuns
 from .edges import EdgeEnumerator, Edges
-from .engine import NO_TAPS, Choice, Engine, Taps, choose
+from .engine import NO_TAPS, Choice, Engine, HoldsNothingBack, Taps, choose
 from .enumeration import Enumerator
 from .feeds import feed_arrow, feed_rows, run_rows, with_released
 from .kept import KeptEvents
@@ -36,7 +36,7 @@ from .state import Compiled, Core, Evaluation
 __all__ = ["CoreEngine", "EdgeCheck", "KeptRows", "LazyRegions", "RegisterEngine", "start"]
 
 
-class CoreEngine:
+class CoreEngine(HoldsNothingBack):
     """CORE's Algorithm 1 over the tECS (:mod:`.algorithm`, :mod:`.enumeration`)."""
 
     __slots__ = ("core", "name")
@@ -64,21 +64,6 @@ class CoreEngine:
 
     def oldest_live(self, pos: int) -> int:
         return pos
-
-    def waiting(self) -> int:
-        return 0
-
-    def waiting_until(self) -> Any:
-        return None
-
-    def forget(self, oldest: Callable[[], int]) -> None:
-        pass
-
-    def lazy_report(self) -> LazyReport | None:
-        return None
-
-    def check_saveable(self) -> None:
-        pass
 
     def save(self, parts: dict[str, Any]) -> None:
         parts["barriers"] = dict(getattr(self.core.enum, "barriers", {}))

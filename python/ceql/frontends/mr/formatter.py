@@ -12,7 +12,9 @@ from decimal import Decimal
 from . import ast as A
 from .lalr import grammar_text
 
-__all__ = ["format_body", "format_expr", "format_name", "format_pattern", "format_query"]
+__all__ = [
+    "ExprWriter", "format_body", "format_expr", "format_name", "format_pattern", "format_query",
+]
 
 _IDENT = re.compile(r"[^\W\d]\w*\Z")
 @functools.cache
@@ -86,72 +88,102 @@ def _prec(expr: A.Expr) -> int:
     return _ATOM
 
 
-def _wrap(expr: A.Expr, least: int) -> str:
-    text = format_expr(expr)
-    return f"({text})" if _prec(expr) < least else text
-
-
 def _sem(sem: A.Semantics | None) -> str:
     return f"{sem} " if sem else ""
 
 
-def format_expr(expr: A.Expr) -> str:
-    """An expression as text."""
-    if isinstance(expr, A.Literal):
-        return _literal(expr.value)
-    if isinstance(expr, A.Column):
+class ExprWriter:
+    """Writes an expression as MATCH_RECOGNIZE text, with the parentheses precedence needs.
+
+    A dialect changes what differs: how a literal, a column or a function name is written and
+    where parentheses go (:mod:`ceql.spark.udtf.mr_split` writes Spark SQL with this).
+    """
+
+    def literal(self, value: A.Value) -> str:
+        """A constant."""
+        return _literal(value)
+
+    def column(self, expr: A.Column) -> str:
+        """A column reference."""
         col = format_name(expr.name)
         return col if expr.var is None else f"{_var(expr.var)}.{col}"
-    if isinstance(expr, A.Negate):
-        inner = _wrap(expr.operand, _UNARY)
-        return f"- {inner}"
-    if isinstance(expr, A.Binary):
-        own = _BINARY[expr.op]
-        if own == _PRED:
-            return f"{_wrap(expr.left, _CONCAT)} {expr.op} {_wrap(expr.right, _CONCAT)}"
-        return f"{_wrap(expr.left, own)} {expr.op} {_wrap(expr.right, own + 1)}"
-    if isinstance(expr, A.Not):
-        return f"NOT {_wrap(expr.operand, _NOT)}"
-    if isinstance(expr, A.IsNull):
-        return f"{_wrap(expr.operand, _CONCAT)} IS {'NOT ' if expr.negated else ''}NULL"
-    if isinstance(expr, A.Between):
-        return (f"{_wrap(expr.operand, _CONCAT)} {'NOT ' if expr.negated else ''}BETWEEN "
-                f"{_wrap(expr.low, _CONCAT)} AND {_wrap(expr.high, _CONCAT)}")
-    if isinstance(expr, A.InList):
-        items = ", ".join(format_expr(i) for i in expr.items)
-        return f"{_wrap(expr.operand, _CONCAT)} {'NOT ' if expr.negated else ''}IN ({items})"
-    if isinstance(expr, A.Like):
-        return (f"{_wrap(expr.operand, _CONCAT)} {'NOT ' if expr.negated else ''}LIKE "
-                f"{_wrap(expr.pattern, _CONCAT)}")
-    if isinstance(expr, A.Case):
-        parts = ["CASE"]
-        if expr.operand is not None:
-            parts.append(format_expr(expr.operand))
-        for cond, value in expr.whens:
-            parts.append(f"WHEN {format_expr(cond)} THEN {format_expr(value)}")
-        if expr.default is not None:
-            parts.append(f"ELSE {format_expr(expr.default)}")
-        return " ".join([*parts, "END"])
-    if isinstance(expr, A.Cast):
-        return f"CAST({format_expr(expr.operand)} AS {expr.type_name})"
-    if isinstance(expr, A.Call):
-        name = expr.name if _IDENT.match(expr.name) and expr.name == expr.name.upper() \
-            else "`" + expr.name.replace("`", "``") + "`"
-        return f"{name}({', '.join(format_expr(a) for a in expr.args)})"
-    if isinstance(expr, A.Navigation):
-        default = 1 if expr.kind in ("PREV", "NEXT") else 0
-        offset = "" if expr.offset == default else f", {expr.offset}"
-        return f"{_sem(expr.semantics)}{expr.kind}({format_expr(expr.arg)}{offset})"
-    if isinstance(expr, A.Aggregate):
-        if expr.arg is None:
-            arg = "*" if expr.star_var is None else f"{_var(expr.star_var)}.*"
-        else:
-            arg = f"{'DISTINCT ' if expr.distinct else ''}{format_expr(expr.arg)}"
-        return f"{_sem(expr.semantics)}{expr.name}({arg})"
-    if isinstance(expr, A.Classifier):
-        arg = "" if expr.var is None else _var(expr.var)
-        return f"{_sem(expr.semantics)}CLASSIFIER({arg})"
-    return "MATCH_NUMBER()"
+
+    def function(self, name: str) -> str:
+        """A function's name."""
+        return name if _IDENT.match(name) and name == name.upper() \
+            else "`" + name.replace("`", "``") + "`"
+
+    def wrap(self, expr: A.Expr, least: int) -> str:
+        """``expr`` as an operand of an operator of precedence ``least``."""
+        text = self.write(expr)
+        return f"({text})" if _prec(expr) < least else text
+
+    def write(self, expr: A.Expr) -> str:
+        """``expr`` as text."""
+        w, wrap = self.write, self.wrap
+        if isinstance(expr, A.Literal):
+            return self.literal(expr.value)
+        if isinstance(expr, A.Column):
+            return self.column(expr)
+        if isinstance(expr, A.Negate):
+            return f"- {wrap(expr.operand, _UNARY)}"
+        if isinstance(expr, A.Binary):
+            own = _BINARY[expr.op]
+            if own == _PRED:
+                return f"{wrap(expr.left, _CONCAT)} {expr.op} {wrap(expr.right, _CONCAT)}"
+            return f"{wrap(expr.left, own)} {expr.op} {wrap(expr.right, own + 1)}"
+        if isinstance(expr, A.Not):
+            return f"NOT {wrap(expr.operand, _NOT)}"
+        if isinstance(expr, (A.IsNull, A.Between, A.InList, A.Like)):
+            return self.predicate(expr, "NOT " if expr.negated else "")
+        if isinstance(expr, A.Case):
+            parts = ["CASE"] if expr.operand is None else ["CASE", w(expr.operand)]
+            parts += [f"WHEN {w(cond)} THEN {w(value)}" for cond, value in expr.whens]
+            if expr.default is not None:
+                parts.append(f"ELSE {w(expr.default)}")
+            return " ".join([*parts, "END"])
+        if isinstance(expr, A.Cast):
+            return f"CAST({w(expr.operand)} AS {expr.type_name})"
+        if isinstance(expr, A.Call):
+            return f"{self.function(expr.name)}({', '.join(w(a) for a in expr.args)})"
+        return self.relating(expr)
+
+    def predicate(self, expr: A.IsNull | A.Between | A.InList | A.Like, negated: str) -> str:
+        """``IS [NOT] NULL``, ``[NOT] BETWEEN``, ``[NOT] IN``, ``[NOT] LIKE``."""
+        operand = self.wrap(expr.operand, _CONCAT)
+        if isinstance(expr, A.IsNull):
+            return f"{operand} IS {negated}NULL"
+        if isinstance(expr, A.Between):
+            return (f"{operand} {negated}BETWEEN {self.wrap(expr.low, _CONCAT)} AND "
+                    f"{self.wrap(expr.high, _CONCAT)}")
+        if isinstance(expr, A.InList):
+            return f"{operand} {negated}IN ({', '.join(self.write(i) for i in expr.items)})"
+        return f"{operand} {negated}LIKE {self.wrap(expr.pattern, _CONCAT)}"
+
+    def relating(self, expr: A.Expr) -> str:
+        """What relates rows: navigation, aggregates, ``CLASSIFIER()``, ``MATCH_NUMBER()``."""
+        if isinstance(expr, A.Navigation):
+            default = 1 if expr.kind in ("PREV", "NEXT") else 0
+            offset = "" if expr.offset == default else f", {expr.offset}"
+            return f"{_sem(expr.semantics)}{expr.kind}({self.write(expr.arg)}{offset})"
+        if isinstance(expr, A.Aggregate):
+            if expr.arg is None:
+                arg = "*" if expr.star_var is None else f"{_var(expr.star_var)}.*"
+            else:
+                arg = f"{'DISTINCT ' if expr.distinct else ''}{self.write(expr.arg)}"
+            return f"{_sem(expr.semantics)}{expr.name}({arg})"
+        if isinstance(expr, A.Classifier):
+            arg = "" if expr.var is None else _var(expr.var)
+            return f"{_sem(expr.semantics)}CLASSIFIER({arg})"
+        return "MATCH_NUMBER()"
+
+
+_WRITER = ExprWriter()
+
+
+def format_expr(expr: A.Expr) -> str:
+    """An expression as text."""
+    return _WRITER.write(expr)
 
 
 # ---------------------------------------------------------------- patterns

@@ -6,6 +6,7 @@ against the input's schema."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,12 +26,24 @@ from ceql.constants import (
 )
 from ceql.spark.errors import MatchCeqlError
 
-__all__ = ["CallInfo", "quote_identifier", "resolve_column", "sql_string"]
+__all__ = ["CallInfo", "quote_identifier", "resolve_column", "sql_string", "string_option"]
 
 
 def quote_identifier(name: str) -> str:
     """``name`` as a Spark SQL identifier in backquotes."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def string_option(options: Mapping[str, Any], name: str, function: str) -> str | None:
+    """The named argument ``name`` of a call of ``function`` (None when not given); refused
+    unless a string literal."""
+    v = options.get(name)
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise MatchCeqlError(f"{function}: option {name} must be a string literal, got {v!r}; "
+                             f"write {name} => '...'.")
+    return v
 
 
 def sql_string(text: str) -> str:

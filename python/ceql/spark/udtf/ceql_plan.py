@@ -58,7 +58,13 @@ from ceql.constants import (
     WITHIN_TIME,
 )
 from ceql.spark.errors import MatchCeqlError
-from ceql.spark.udtf.call import CallInfo, quote_identifier, resolve_column, sql_string
+from ceql.spark.udtf.call import (
+    CallInfo,
+    quote_identifier,
+    resolve_column,
+    sql_string,
+    string_option,
+)
 from ceql.spark.udtf.times import has_zone, to_strptime
 
 __all__ = [
@@ -121,18 +127,6 @@ def _field(schema: StructType, name: str) -> StructField:
         if f.name == name:
             return f
     raise KeyError(name)  # pragma: no cover - _resolve checked it
-
-
-def _option(options: Mapping[str, Any], name: str) -> str | None:
-    v = options.get(name)
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise MatchCeqlError(
-            f"MATCH_CEQL: option {name} must be a string literal, got {v!r}; write "
-            f"{name} => '...'."
-        )
-    return v
 
 
 def _pick_time(schema: StructType, option: str | None, call: CallInfo) -> str:
@@ -326,7 +320,10 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
             f"MATCH_CEQL has no option {', '.join(unknown)}; its options are "
             f"{', '.join(OPTIONS)}."
         )
-    text = _option(options, OPTION_QUERY)
+    def option(name: str) -> str | None:
+        return string_option(options, name, "MATCH_CEQL")
+
+    text = option(OPTION_QUERY)
     if text is None or not text.strip():
         raise MatchCeqlError(
             "MATCH_CEQL needs a CEQL query: MATCH_CEQL(TABLE(t), query => 'SELECT * FROM t "
@@ -341,18 +338,18 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
             "'…'), or the query as a string literal whose FROM names tables or views.")
     q = ceql.compile(text, schema=visible)  # CeqlError: syntax/unknown columns, with caret
     _check_from(q, call, names)
-    time = _pick_time(schema, _option(options, OPTION_TIME), call)
-    pattern = _option(options, OPTION_TIME_FORMAT)
+    time = _pick_time(schema, option(OPTION_TIME), call)
+    pattern = option(OPTION_TIME_FORMAT)
     temporal = _check_time_type(_field(schema, time), pattern)
     fmt = to_strptime(pattern) if pattern is not None else None
-    unit = _option(options, OPTION_TIME_UNIT) or DEFAULT_TIME_UNIT
+    unit = option(OPTION_TIME_UNIT) or DEFAULT_TIME_UNIT
     if unit not in TIME_UNITS:
         raise MatchCeqlError(
             f"MATCH_CEQL: time_unit {unit!r} is not one of {', '.join(TIME_UNITS)}.")
-    type_key, fill = _pick_type(schema, _option(options, OPTION_TYPE), call, names)
+    type_key, fill = _pick_type(schema, option(OPTION_TYPE), call, names)
     if fill is None and type_key == INTERNAL_TYPE_COLUMN:
         fill = "table"
-    rows = (_option(options, OPTION_ROWS) or DEFAULT_ROWS).lower()
+    rows = (option(OPTION_ROWS) or DEFAULT_ROWS).lower()
     if rows not in ROWS:
         raise MatchCeqlError(
             f"MATCH_CEQL: rows => {rows!r} is not one of {', '.join(ROWS)}.")
@@ -364,7 +361,7 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
             "cannot be PARTITION BY; drop it (the query's own PARTITION BY still applies)."
         )
     spark_partitioned = bool(partition) and not consume_any and not call.single_partition
-    ties = _columns(_option(options, OPTION_TIE_BREAK), schema, OPTION_TIE_BREAK)
+    ties = _columns(option(OPTION_TIE_BREAK), schema, OPTION_TIE_BREAK)
     if INTERNAL_FROM_ORDER_COLUMN in names:
         ties.append(INTERNAL_FROM_ORDER_COLUMN)
     order = [_time_order(time, pattern, fmt), *call.order_by[1:],
@@ -382,7 +379,7 @@ def plan_match(schema: StructType, options: Mapping[str, Any], call: CallInfo) -
         partition=partition, spark_partitioned=spark_partitioned, rows=rows,
         event_columns=events, variables=tuple(q.variables),
         window_seconds=seconds, window_events=n_events, time_is_temporal=temporal,
-        bounds=tuple(dict.fromkeys(_columns(_option(options, OPTION_BOUNDS), schema,
+        bounds=tuple(dict.fromkeys(_columns(option(OPTION_BOUNDS), schema,
                                             OPTION_BOUNDS))),
         request_partition_by=tuple(quote_identifier(c) for c in partition)
         if spark_partitioned else (),

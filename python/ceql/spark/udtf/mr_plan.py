@@ -31,7 +31,7 @@ from ceql.frontends.mr import parse
 from ceql.frontends.mr.errors import ClauseError, UnsupportedFunctionError
 from ceql.mr import MatchRecognizeQuery, UnknownColumnError
 from ceql.spark.errors import MatchCeqlError
-from ceql.spark.udtf.call import CallInfo, quote_identifier, resolve_column
+from ceql.spark.udtf.call import CallInfo, quote_identifier, resolve_column, string_option
 from ceql.spark.udtf.mr_split import Split, split_body
 from ceql.spark.udtf.mr_types import expr_type
 
@@ -61,16 +61,6 @@ class MrSpec:
         """What Spark computes for the task: every input column, then the hidden ones, as
         (Spark SQL, alias) pairs (alias empty for an input column)."""
         return (*((quote_identifier(c), "") for c in self.input_columns), *self.split.select)
-
-
-def _option(options: Mapping[str, Any], name: str) -> str | None:
-    v = options.get(name)
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise MatchCeqlError(f"{MATCH_RECOGNIZE_TABLE}: option {name} must be a string "
-                             f"literal, got {v!r}; write {name} => '...'.")
-    return v
 
 
 def _unknown_column(body: A.MatchRecognize, schema: StructType, name: str,
@@ -161,7 +151,10 @@ def plan_recognize(schema: StructType, options: Mapping[str, Any], call: CallInf
     if unknown:
         raise MatchCeqlError(f"{MATCH_RECOGNIZE_TABLE} has no option {unknown[0]}; its options "
                              f"are {', '.join(OPTIONS)}.")
-    text = _option(options, OPTION_BODY)
+    def option(name: str) -> str | None:
+        return string_option(options, name, MATCH_RECOGNIZE_TABLE)
+
+    text = option(OPTION_BODY)
     if text is None or not text.strip():
         raise MatchCeqlError(f"{MATCH_RECOGNIZE_TABLE} needs the MATCH_RECOGNIZE body: {USAGE}.")
     if call.partition_by or call.bad_partition_by or call.order_by or call.single_partition:
@@ -184,7 +177,7 @@ def plan_recognize(schema: StructType, options: Mapping[str, Any], call: CallInf
     order = tuple(columns.resolve(k.column) for k in tree.order_by)
     ties = tuple(dict.fromkeys(
         resolve_column(c.strip(), schema, "tie_break", function=MATCH_RECOGNIZE_TABLE)
-        for c in (_option(options, OPTION_TIE_BREAK) or "").split(",") if c.strip()))
+        for c in (option(OPTION_TIE_BREAK) or "").split(",") if c.strip()))
     split = split_body(tree, columns.resolve, columns.sql_type)
     _engine_check(split, text)
     measures = [m.name for m in tree.measures]

@@ -33,6 +33,7 @@ from typing import Any
 
 from ceql.constants import INTERNAL_PREFIX
 from ceql.frontends.mr import ast as A
+from ceql.frontends.mr.formatter import ExprWriter
 from ceql.spark.udtf.call import quote_identifier, sql_string
 
 __all__ = ["ROW_COLUMN", "Hidden", "Split", "bind", "spark_sql", "split_body"]
@@ -107,44 +108,36 @@ def _literal(v: object) -> str:
     raise TypeError(f"no Spark SQL literal for {v!r}")  # pragma: no cover - parser's values
 
 
-_OPS = {"==": "=", "!=": "<>"}
+class _SparkWriter(ExprWriter):
+    """Spark SQL: Spark's literals, columns as the caller writes them, function names as
+    written, and every compound operand in parentheses (Spark's precedences are not the
+    standard's: ``||`` binds as ``+`` there)."""
+
+    def __init__(self, column: Callable[[A.Column], str]) -> None:
+        self._column = column
+
+    def literal(self, value: A.Value) -> str:
+        return _literal(value)
+
+    def column(self, expr: A.Column) -> str:
+        return self._column(expr)
+
+    def function(self, name: str) -> str:
+        return name
+
+    def wrap(self, expr: A.Expr, least: int) -> str:
+        text = self.write(expr)
+        simple = isinstance(expr, (A.Column, A.Call, A.Cast, A.Case)) or (
+            isinstance(expr, A.Literal) and not text.startswith("-"))
+        return text if simple else f"({text})"
+
+    def relating(self, expr: A.Expr) -> str:  # pragma: no cover - the split's job
+        raise TypeError(f"{type(expr).__name__} is not row-local")
 
 
 def spark_sql(e: A.Expr, column: Callable[[A.Column], str]) -> str:
     """Row-local ``e`` as Spark SQL; ``column`` writes a column reference."""
-    def sql(x: A.Expr) -> str:
-        return spark_sql(x, column)
-
-    if isinstance(e, A.Literal):
-        return _literal(e.value)
-    if isinstance(e, A.Column):
-        return column(e)
-    if isinstance(e, A.Negate):
-        return f"(- {sql(e.operand)})"
-    if isinstance(e, A.Binary):
-        return f"({sql(e.left)} {_OPS.get(e.op, e.op)} {sql(e.right)})"
-    if isinstance(e, A.Not):
-        return f"(NOT {sql(e.operand)})"
-    if isinstance(e, A.IsNull):
-        return f"({sql(e.operand)} IS {'NOT ' if e.negated else ''}NULL)"
-    if isinstance(e, A.Between):
-        return (f"({sql(e.operand)} {'NOT ' if e.negated else ''}BETWEEN {sql(e.low)} AND "
-                f"{sql(e.high)})")
-    if isinstance(e, A.InList):
-        items = ", ".join(sql(i) for i in e.items)
-        return f"({sql(e.operand)} {'NOT ' if e.negated else ''}IN ({items}))"
-    if isinstance(e, A.Like):
-        return f"({sql(e.operand)} {'NOT ' if e.negated else ''}LIKE {sql(e.pattern)})"
-    if isinstance(e, A.Case):
-        head = "CASE" if e.operand is None else f"CASE {sql(e.operand)}"
-        whens = " ".join(f"WHEN {sql(c)} THEN {sql(r)}" for c, r in e.whens)
-        tail = "" if e.default is None else f" ELSE {sql(e.default)}"
-        return f"({head} {whens}{tail} END)"
-    if isinstance(e, A.Cast):
-        return f"CAST({sql(e.operand)} AS {e.type_name})"
-    if isinstance(e, A.Call):
-        return f"{e.name}({', '.join(sql(a) for a in e.args)})"
-    raise TypeError(f"{type(e).__name__} is not row-local")  # pragma: no cover - split's job
+    return _SparkWriter(column).wrap(e, 0)
 
 
 # ---------------------------------------------------------------- the split

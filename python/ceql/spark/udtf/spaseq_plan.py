@@ -50,7 +50,7 @@ from ceql.constants import (
 from ceql.constants import CONF_SPASEQ_DATASET_PATHS as CONF_DATASET_PATHS
 from ceql.rdf import RdfInputError, StaticDataset
 from ceql.spark.errors import MatchCeqlError
-from ceql.spark.udtf.call import CallInfo, quote_identifier, resolve_column
+from ceql.spark.udtf.call import CallInfo, quote_identifier, resolve_column, string_option
 
 __all__ = [
     "COLUMN_POSITIONS",
@@ -305,16 +305,6 @@ def _types(option: str | None, variables: Sequence[str]) -> tuple[tuple[str, str
     return tuple(out.items())
 
 
-def _option(options: Mapping[str, Any], name: str) -> str | None:
-    v = options.get(name)
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise MatchCeqlError(f"{MATCH_SPASEQ}: option {name} must be a string literal, got "
-                             f"{v!r}; write {name} => '...'.")
-    return v
-
-
 def _partitioning(schema: StructType, option: str | None, call: CallInfo) -> tuple[str, ...]:
     if call.bad_partition_by:
         raise MatchCeqlError(
@@ -338,18 +328,21 @@ def plan_spaseq(schema: StructType, options: Mapping[str, Any], call: CallInfo) 
     if unknown:
         raise MatchCeqlError(f"{MATCH_SPASEQ} has no option {unknown[0]}; its options are "
                              f"{', '.join(OPTIONS)}.")
-    text = _option(options, OPTION_QUERY)
+    def option(name: str) -> str | None:
+        return string_option(options, name, MATCH_SPASEQ)
+
+    text = option(OPTION_QUERY)
     if text is None:
         raise MatchCeqlError(f"{MATCH_SPASEQ} needs the SPAseq query: {_USAGE}.")
     if call.no_input:
         raise MatchCeqlError(f"{MATCH_SPASEQ} takes exactly one table argument, got 0: {_USAGE}.")
-    dataset = _option(options, OPTION_DATASET)
+    dataset = option(OPTION_DATASET)
     if dataset is not None:
         _check_granted(dataset)
     query = compiled(text, dataset)
-    time = _resolve(_option(options, OPTION_TIME) or "time", schema, OPTION_TIME)
-    stream = _resolve(_option(options, OPTION_STREAM) or "stream", schema, OPTION_STREAM)
-    graph = _resolve(_option(options, OPTION_GRAPH) or "graph", schema, OPTION_GRAPH)
+    time = _resolve(option(OPTION_TIME) or "time", schema, OPTION_TIME)
+    stream = _resolve(option(OPTION_STREAM) or "stream", schema, OPTION_STREAM)
+    graph = _resolve(option(OPTION_GRAPH) or "graph", schema, OPTION_GRAPH)
     _check_columns(schema, time, stream, graph)
     if call.descending:
         raise MatchCeqlError(f"{MATCH_SPASEQ}: the table argument's ORDER BY must be ascending "
@@ -361,14 +354,14 @@ def plan_spaseq(schema: StructType, options: Mapping[str, Any], call: CallInfo) 
             f"got {', '.join(call.order_by)}; write ORDER BY ({time}) or leave it out (events "
             "are read by time, equal times by stream).")
     partition = () if call.single_partition else _partitioning(
-        schema, _option(options, OPTION_PARTITION_BY), call)
+        schema, option(OPTION_PARTITION_BY), call)
     variables = tuple(query.variables)
     owner = query.plan.owner
     return SpaseqSpec(
         query=text, time=time, stream=stream, graph=graph, dataset=dataset,
         partition=partition, variables=variables,
         lists=frozenset(v for v in variables if v in owner),
-        types=_types(_option(options, OPTION_TYPES), variables),
+        types=_types(option(OPTION_TYPES), variables),
         request_partition_by=tuple(quote_identifier(c) for c in partition),
         request_order_by=(quote_identifier(time), quote_identifier(stream)),
     )
