@@ -26,17 +26,21 @@ lint: setup
 	$(VENV)/bin/ruff check python tests bench examples docs
 	$(VENV)/bin/mypy
 
-# The tiers in two pytest processes side by side: the pure-Python and Spark tests (one shared
+# The tiers in three pytest processes side by side, each printing its report, with its
+# slowest tests, when it ends: the pure-Python tests, the Spark tests (tests/spark: one shared
 # local session) and the end-to-end tier (tests/e2e: CLIs, spark-submit, clusters, Connect
-# servers, streams — mostly JVMs starting and waiting), each printing its report, with its
-# slowest tests, when it ends. One after the other they took ~44 min on CI's 2 cores.
+# servers, streams — mostly JVMs starting and waiting). Two processes took ~58 min on CI's 2
+# cores: the Spark tests wait on their JVM as much as they compute.
 PYTEST := HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q --durations=15
-.PHONY: test-units test-e2e
+.PHONY: test-units test-spark test-e2e
 test: setup lint jar spark-lines
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-e2e
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-units test-spark test-e2e
 
 test-units: setup jar
-	$(PYTEST) --ignore=tests/e2e
+	$(PYTEST) --ignore=tests/e2e --ignore=tests/spark
+
+test-spark: setup jar
+	$(PYTEST) tests/spark
 
 test-e2e: setup jar spark-lines
 	$(PYTEST) tests/e2e

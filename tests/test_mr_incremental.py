@@ -371,17 +371,22 @@ def _prices(n: int, parts: int) -> Rows:
     return [{"k": i % parts, "t": i, "price": rnd.randint(1, 100)} for i in range(n)]
 
 
+def _in_pieces(q: Any, rows: Rows, size: int) -> tuple[Rows, int]:
+    """The output of ``rows`` fed ``size`` at a time, and the most rows held after a piece."""
+    ev = q.evaluator()
+    most = 0
+    out: Rows = []
+    for i in range(0, len(rows), size):
+        out += ev.feed(rows[i:i + size])
+        most = max(most, ev.held_rows())
+    return out + ev.close(), most
+
+
 def test_a_pair_with_prev_keeps_a_few_rows_per_partition() -> None:
     q = ceql.match_recognize("PARTITION BY k ORDER BY t MEASURES A.t AS a PATTERN (A B) "
                              "DEFINE B AS price > PREV(price)")
     rows = _prices(100_000, 4)
-    ev = q.evaluator()
-    most = 0
-    out: Rows = []
-    for i in range(0, len(rows), 997):
-        out += ev.feed(rows[i:i + 997])
-        most = max(most, ev.held_rows())
-    out += ev.close()
+    out, most = _in_pieces(q, rows, 997)
     assert most <= 2 * 4  # a row or two per partition, however many came
     assert sorted(map(repr, out)) == sorted(map(repr, q.run(rows)))
 
@@ -394,13 +399,7 @@ def test_every_skip_and_output_mode_keeps_a_few_rows(skip: str, rows_per_match: 
                              f"{rows_per_match} AFTER MATCH SKIP {skip} PATTERN (A B C?) "
                              "DEFINE B AS price > PREV(price), C AS price > NEXT(price, 2)")
     rows = _prices(10_000, 3)
-    ev = q.evaluator()
-    most = 0
-    out: Rows = []
-    for i in range(0, len(rows), 101):
-        out += ev.feed(rows[i:i + 101])
-        most = max(most, ev.held_rows())
-    out += ev.close()
+    out, most = _in_pieces(q, rows, 101)
     assert most <= 3 * 6  # per partition: a match of 3 rows, PREV's row, NEXT's 2 rows
     expected = q.run(rows)
     for k in range(3):

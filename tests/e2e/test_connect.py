@@ -409,3 +409,31 @@ def test_a_server_without_ceql(bare: Any) -> None:
         "server with the settings of ceql.spark.server_conf()), keeping "
         "spark.ceql.parser.enabled true; or write MATCH_CEQL(TABLE(t), query => '<CEQL>') after "
         "ceql.spark.enable(spark).")
+
+
+def test_match_recognize_on_a_stream_through_connect(full: Any, tmp_path: Path) -> None:
+    """``match_recognize`` on a streaming DataFrame of a Connect client runs the stream
+    operator on the server: the engine's rows over the same rows, each once; a late row
+    counted (:func:`ceql.spark.late_rows`)."""
+    body = MR_BODY.replace("PATTERN (A B+)", "PATTERN (A B+) WITHIN INTERVAL '5' SECOND")
+    want = sorted(map(repr, ceql.match_recognize(body).run(ROWS)))
+    assert len(want) >= 3  # a body with matches
+    folder = tmp_path / "in"
+    folder.mkdir()
+    late = {**ROWS[3], "seq": 999}  # older than the watermark once the first file is read
+    end = {"seq": 10**6, "type": "END", "name": "END", "price": 0.0,
+           "ts": ROWS[-1]["ts"] + dt.timedelta(hours=1)}
+    for i, piece in enumerate([ROWS[:30], [late, *ROWS[30:], end]]):
+        path = folder / f"part-{i}.json"
+        path.write_text("".join(json.dumps({**r, "ts": r["ts"].isoformat()}) + "\n"
+                                for r in piece))
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    df = (full.readStream.schema(STOCK_SCHEMA).option("maxFilesPerTrigger", 1)
+          .json(str(folder)).withWatermark("ts", "2 seconds"))
+    q = (cs.match_recognize(df, body).writeStream.format("memory").queryName("connect_mr")
+         .outputMode("append").option("checkpointLocation", str(tmp_path / "ck"))
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert q.exception() is None
+    assert sorted(repr(r.asDict()) for r in full.table("connect_mr").collect()) == want
+    assert sum(cs.late_rows(p) for p in q.recentProgress) == 1

@@ -17,7 +17,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from ceql.runtime import codec
 from ceql.spark.errors import MatchCeqlError
-from ceql.spark.stream.keystate import TIME_US, KeyState, StreamPlan, stream_plan
+from ceql.spark.stream.keystate import TIME_US, CeqlEngine, KeyState, StreamPlan, stream_plan
 from ceql.spark.stream.state_codec import FORMAT, MAGIC, dump_state, load_state
 from ceql.spark.udtf.call import CallInfo
 from ceql.spark.udtf.ceql_plan import plan_match
@@ -64,7 +64,8 @@ def _later(plan: StreamPlan, ks: KeyState) -> list[dict[str, Any]]:
 
 def _batch(plan: StreamPlan) -> list[dict[str, Any]]:
     rows = sorted([*FIRST, *LATER], key=lambda r: r[2])
-    return _out(MatchRunner(plan.spec).feed(_rows(rows, us=False)))
+    assert isinstance(plan.engine, CeqlEngine)
+    return _out(MatchRunner(plan.engine.spec).feed(_rows(rows, us=False)))
 
 
 def test_the_worked_state_round_trips_and_continues_exactly() -> None:

@@ -182,13 +182,22 @@ class PartitionRun:
 
     def waiting_until(self) -> object:
         """The time after which :meth:`expire` ends the earliest open match's window (None:
-        no window, or no open match)."""
+        no window, no open match, or none time alone can end before the next row)."""
         column = self.setup.time_column
         m = self.matcher
         if column is None or not m.open:
             return None
         t0 = self.rows[m.open[0]].get(column)
-        return None if t0 is None else arith("+", t0, self.setup.within)
+        if t0 is None:
+            return None
+        due = arith("+", t0, self.setup.within)
+        if m.pos < len(self.rows):
+            # a row waiting for what NEXT reads holds time back (expire): the window closes
+            # by time alone only if it closes before that row
+            nxt = self.rows[m.pos].get(column)
+            if nxt is None or compare("<", due, nxt) is not True:
+                return None
+        return due
 
     def low_water(self) -> int:
         """The first row a match found later, a condition decided later or an output row

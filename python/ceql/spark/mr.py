@@ -1,9 +1,11 @@
 """The DataFrame face of MATCH_RECOGNIZE: :func:`match_recognize`, the table function
 ``MATCH_RECOGNIZE_TABLE`` over a DataFrame (through the shim when the session has it, else as
-ceql's Python table function — always so through Spark Connect)."""
+ceql's Python table function — always so through Spark Connect); a streaming DataFrame goes to
+the stream operator (:func:`ceql.spark.stream.operator.recognize_stream`)."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 from ceql.constants import CALL_ARGUMENT, MATCH_RECOGNIZE_TABLE, OPTION_BODY, OPTION_TIE_BREAK
 from ceql.spark.errors import MatchCeqlError, TieOrderWarning
 from ceql.spark.session.connect import apply, has_extension, is_connect
+from ceql.spark.stream.operator import recognize_stream
 from ceql.spark.udtf.call import CallInfo
 from ceql.spark.udtf.match_recognize import WARNED_ARGUMENT, unordered_words
 from ceql.spark.udtf.mr_plan import plan_recognize
@@ -19,7 +22,9 @@ __all__ = ["match_recognize"]
 
 
 def match_recognize(df: Any, body: str, *, tie_break: str | Sequence[str] = (),
-                    jvm: bool | None = None) -> Any:
+                    jvm: bool | None = None, watermark: str | _dt.timedelta | None = None,
+                    late_view: str | None = None, buckets: int | None = None,
+                    metrics: str | None = None) -> Any:
     """SQL's ``MATCH_RECOGNIZE`` over DataFrame ``df`` (docs/match_recognize.md), as a
     DataFrame: ``body`` is the clause's body (``PARTITION BY … ORDER BY … MEASURES … PATTERN
     (…) DEFINE …``, with or without ``MATCH_RECOGNIZE ( … )`` around it).
@@ -30,12 +35,29 @@ def match_recognize(df: Any, body: str, *, tie_break: str | Sequence[str] = (),
     columns (docs/spark.md, "MATCH_RECOGNIZE"). ``tie_break`` names columns ordering rows the
     body's ORDER BY leaves equal. The body is checked here first, so its errors come at once.
     ``jvm``: use the shim (default: when the session has ceql's extension; never through
-    Spark Connect). Batch DataFrames only, for now.
+    Spark Connect).
+
+    A streaming ``df`` gives a streaming DataFrame of the same columns, the batch call's rows
+    over the same rows, each once (docs/match_recognize.md, "Streams"): the body's ORDER BY
+    starts with the event-time column carrying the watermark (``df.withWatermark(ts, …)``,
+    or ``watermark`` gives the delay) and PATTERN has a WITHIN; ``late_view``, ``buckets`` and
+    ``metrics`` are :func:`ceql.spark.match_stream`'s.
     """
     if df.isStreaming:
+        if jvm:
+            raise MatchCeqlError(
+                "match_recognize: a stream runs in Spark's streaming operator, not through the "
+                "shim's table function; leave jvm out.")
+        more: dict[str, Any] = {} if buckets is None else {"buckets": buckets}
+        if metrics is not None:
+            more["metrics"] = metrics
+        return recognize_stream(df, body, tie_break=tie_break, watermark=watermark,
+                                late_view=late_view, **more)
+    if (watermark is not None or late_view is not None or buckets is not None
+            or metrics is not None):
         raise MatchCeqlError(
-            "match_recognize: streaming DataFrames are not supported yet; run it on a table "
-            "(spark.read…), or use ceql.spark.match for CEQL over a stream.")
+            "match_recognize: watermark, late_view, buckets and metrics are for streaming "
+            "DataFrames (spark.readStream…); a table is complete, so drop them.")
     ties = tie_break if isinstance(tie_break, str) else ",".join(tie_break)
     options: dict[str, str] = {OPTION_BODY: body}
     if ties:

@@ -1,5 +1,10 @@
-"""One key of a streaming MATCH_CEQL: rows held until the watermark passes them, the engine
-between micro-batches, and when the key must wake up.
+"""One key of a stream — MATCH_CEQL's or MATCH_RECOGNIZE's: rows held until the watermark passes
+them, the engine between micro-batches, and when the key must wake up.
+
+The engine is the plan's :class:`EngineKind`: :class:`CeqlEngine` (a
+:class:`~ceql.spark.udtf.runner.MatchRunner`) or MATCH_RECOGNIZE's
+(:class:`ceql.spark.stream.recognize.RecognizeEngine`); either is a :class:`StreamEngine` —
+rows fed in order, time advanced, the time it waits for — and the state codec saves it.
 
 Pure Python over Arrow (no Spark session): the streaming operator
 (:mod:`ceql.spark.stream.operator`) keeps one :class:`KeyState` per group key in Spark's state
@@ -11,7 +16,8 @@ Times are compared on one scale, microseconds since the epoch (:data:`TIME_US`, 
 computes beside the rows, and the watermark): a row is *late* when its time is below the
 watermark as it arrives, and held rows are evaluated, in time order, once the watermark passes
 them. Rows not yet passed all have later times than those evaluated, so the engine reads each
-key's rows in exactly the batch order (ties by ``tie_break``, then by arrival).
+key's rows in exactly the batch order (by :attr:`StreamPlan.order` and ``tie_break``, then by
+arrival).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import datetime as _dt
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -38,19 +44,89 @@ from ceql.spark.udtf.batching import BatchLimits
 from ceql.spark.udtf.ceql_plan import MatchSpec
 from ceql.spark.udtf.runner import MatchRunner
 
-__all__ = ["TIME_US", "KeyState", "StreamPlan", "stream_plan", "time_us_of"]
+__all__ = ["TIME_US", "CeqlEngine", "EngineKind", "KeyState", "SortKey", "StreamEngine",
+           "StreamPlan", "stream_plan", "time_us_of"]
 
 #: The column with each row's event time in microseconds since the epoch (LONG).
 TIME_US = INTERNAL_PREFIX + "us"
 _ARRIVAL = INTERNAL_PREFIX + "arrival"
+_NULL = INTERNAL_PREFIX + "null_"
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+class StreamEngine(Protocol):
+    """A key's engine between micro-batches: rows fed in order, time moved on."""
+
+    @property
+    def fed(self) -> int:
+        """How many rows the engine has evaluated."""
+        ...
+
+    def feed(self, rb: pa.RecordBatch, limits: BatchLimits | None = None
+             ) -> Iterator[pa.RecordBatch]:
+        """Evaluate the next rows; yield the output rows they make final."""
+        ...
+
+    def advance(self, time: Any, limits: BatchLimits | None = None
+                ) -> Iterator[pa.RecordBatch]:
+        """No row still to come is older than ``time``: yield the output rows that makes
+        final."""
+        ...
+
+    def waiting_until(self) -> Any:
+        """The time after which :meth:`advance` makes an output final (None: nothing waits)."""
+        ...
+
+
+class EngineKind(Protocol):
+    """What the keys of a stream run (shipped from the driver to every task)."""
+
+    @property
+    def label(self) -> str:
+        """The table function messages name (``MATCH_CEQL``, ``MATCH_RECOGNIZE_TABLE``)."""
+        ...
+
+    @property
+    def time(self) -> str:
+        """The time column, as the input spells it."""
+        ...
+
+    def start(self) -> StreamEngine:
+        """A new engine, before any row."""
+        ...
+
+
+@dataclass(frozen=True)
+class CeqlEngine:
+    """MATCH_CEQL's engine kind: a :class:`~ceql.spark.udtf.runner.MatchRunner` of ``spec``."""
+
+    spec: MatchSpec
+    label: str = "MATCH_CEQL"
+
+    @property
+    def time(self) -> str:
+        """The query's time column."""
+        return self.spec.time
+
+    def start(self) -> MatchRunner:
+        """A runner from the start."""
+        return MatchRunner(self.spec)
+
+
+class SortKey(NamedTuple):
+    """A column ordering the held rows after the time (MATCH_RECOGNIZE's later ORDER BY
+    keys), as Spark orders it."""
+
+    column: str
+    descending: bool = False
+    nulls_first: bool = True
 
 
 @dataclass(frozen=True)
 class StreamPlan:
     """What every key of one streaming query shares (built once, on the driver)."""
 
-    spec: MatchSpec
+    engine: EngineKind
     timestamp: bool                 # the time column is a TIMESTAMP (else a number)
     us_per_unit: Fraction           # a numeric time's unit, in microseconds
     window_us: Fraction | None      # WITHIN in time, in microseconds (None: not in time)
@@ -66,6 +142,8 @@ class StreamPlan:
     #: that calls the key), a micro-batch before Spark's watermark (computed from earlier
     #: micro-batches) gets there
     delay_ms: int | None = None
+    #: columns ordering rows of equal time before ``tie_break`` (nulls placed as each says)
+    order: tuple[SortKey, ...] = ()
 
     def time_value(self, us: int) -> Any:
         """The engine's time for ``us`` microseconds: a datetime, or a number in the unit
@@ -106,7 +184,7 @@ class KeyState:
 
     def __init__(self, buckets: int = 0) -> None:
         self.buckets = buckets  # the plan's: a checkpoint must be read with the same
-        self.runner: MatchRunner | None = None
+        self.runner: StreamEngine | None = None
         self.held: pa.Table | None = None  # rows the watermark has not passed yet
         self.arrivals = 0                  # rows held so far (their arrival order)
         self.last_us: int | None = None    # the time of the last row evaluated
@@ -148,9 +226,9 @@ class KeyState:
         us = rb.column(TIME_US)
         if us.null_count:
             raise MatchCeqlError(
-                f"MATCH_CEQL: the time column {plan.spec.time!r} is NULL in {us.null_count} "
-                "row(s) of the stream; every event needs a time. Filter them out first "
-                f"(.where(col({plan.spec.time!r}).isNotNull())).")
+                f"{plan.engine.label}: the time column {plan.engine.time!r} is NULL in "
+                f"{us.null_count} row(s) of the stream; every event needs a time. Filter them "
+                f"out first (.where(col({plan.engine.time!r}).isNotNull())).")
         w = _watermark_us(watermark_ms)
         if self.released_us is not None and (w is None or self.released_us > w):
             w = self.released_us
@@ -203,14 +281,14 @@ class KeyState:
         if self.released_us is None or w > self.released_us:
             self.released_us = w
         if self.held is not None:
-            held = self.held.sort_by(self._order(plan))
+            held = self._sorted(plan, self.held)
             us = held.column(TIME_US).to_numpy()
             cut = int(np.searchsorted(us, w, side="left"))
             self.held = held.slice(cut) if cut < held.num_rows else None
             if cut:
                 ready = held.slice(0, cut)
                 if self.runner is None:
-                    self.runner = MatchRunner(plan.spec)
+                    self.runner = plan.engine.start()
                 for rb in ready.select(list(plan.columns)).combine_chunks().to_batches():
                     yield from self.runner.feed(rb, limits)
                 self.last_us = int(us[cut - 1])
@@ -225,9 +303,22 @@ class KeyState:
                 # is idle and its state goes
                 self.runner = None
 
-    def _order(self, plan: StreamPlan) -> list[tuple[str, str]]:
-        first = TIME_US if plan.timestamp else plan.spec.time
-        return [(c, "ascending") for c in (first, *plan.tie_break, _ARRIVAL)]
+    @staticmethod
+    def _sorted(plan: StreamPlan, held: pa.Table) -> pa.Table:
+        """``held`` in the order the engine reads: time, :attr:`StreamPlan.order`,
+        ``tie_break``, arrival."""
+        first = TIME_US if plan.timestamp else plan.engine.time
+        if not plan.order:
+            return held.sort_by([(c, "ascending") for c in (first, *plan.tie_break, _ARRIVAL)])
+        keys: list[tuple[str, str]] = [(first, "ascending")]
+        table = held
+        for i, k in enumerate(plan.order):  # nulls placed per key by a flag column before it
+            flag = f"{_NULL}{i}"
+            table = table.append_column(flag, pc.is_null(held.column(k.column)))
+            keys += [(flag, "descending" if k.nulls_first else "ascending"),
+                     (k.column, "descending" if k.descending else "ascending")]
+        keys += [(c, "ascending") for c in (*plan.tie_break, _ARRIVAL)]
+        return held.take(pc.sort_indices(table, sort_keys=keys))
 
     def wake_ms(self, plan: StreamPlan) -> int | None:
         """The event-time timer (ms) for this key's next work — a held row to evaluate, a
@@ -285,7 +376,7 @@ def stream_plan(spec: MatchSpec, strategy: str, *, timestamp: bool,
     seconds = spec.window_seconds
     window = (Fraction(seconds) * 1_000_000
               if seconds is not None and seconds != float("inf") else None)
-    return StreamPlan(spec=spec, timestamp=timestamp,
+    return StreamPlan(engine=CeqlEngine(spec), timestamp=timestamp,
                       us_per_unit=Fraction(1_000_000) / Fraction(per_second),
                       window_us=window, tie_break=tie_break, columns=spec.event_columns,
                       buckets=buckets,

@@ -1,4 +1,5 @@
-"""MATCH_CEQL over a Structured Streaming DataFrame: :func:`match_stream`.
+"""MATCH_CEQL and MATCH_RECOGNIZE over a Structured Streaming DataFrame: :func:`match_stream`
+and :func:`recognize_stream` (``ceql.spark.match_recognize`` on a stream), one operator.
 
 A streaming DataFrame cannot be sorted, so the table function's ``ORDER BY`` is out; instead
 the rows are grouped by the query's partition key and handed to Spark's
@@ -9,6 +10,10 @@ not passed yet and the engine's state. Checkpoints make it exactly once; an even
 key evaluates held rows, releases matches waiting for a trailing NOT, and drops the engine of a
 key idle past its window, and with it the key's state entry: ``match_id`` names a match by its
 events' times (:mod:`ceql.spark.udtf.ids`), so it is the batch one without any count kept per key.
+A MATCH_RECOGNIZE key runs the body's incremental evaluator instead
+(:mod:`~ceql.spark.stream.recognize`), its rows in ORDER BY order (the watermarked event time
+first), the body's row-local parts computed by Spark as columns beforehand, as for a table; its
+engine is kept while the key is idle (MATCH_NUMBER() and PREV go on across matches).
 
 Late rows (older than the watermark when they arrive) are counted in the query's progress —
 ``observedMetrics["ceql"]["late_rows"]``, under another name than ``"ceql"`` with ``metrics=`` —
@@ -31,6 +36,7 @@ from ceql.constants import (
     DEFAULT_TIME_UNIT,
     DEFAULT_TYPE_COLUMN,
     INTERNAL_PREFIX,
+    OPTION_BODY,
     OPTION_BOUNDS,
     OPTION_QUERY,
     OPTION_ROWS,
@@ -46,6 +52,7 @@ from ceql.spark.stream.keystate import TIME_US, KeyState, StreamPlan, stream_pla
 from ceql.spark.stream.state_codec import dump_state, load_state
 from ceql.spark.udtf.call import CallInfo, quote_identifier
 from ceql.spark.udtf.ceql_plan import output_schema, plan_match
+from ceql.spark.udtf.mr_plan import plan_recognize
 from ceql.spark.udtf.pushdown import prefilter
 
 __all__ = [
@@ -55,6 +62,7 @@ __all__ = [
     "ROCKSDB_PROVIDER",
     "STATE_STORE_PROVIDER",
     "match_stream",
+    "recognize_stream",
 ]
 
 #: The Spark setting naming the state store; streams need RocksDB's.
@@ -91,11 +99,11 @@ def _delay(watermark: str | _dt.timedelta) -> str:
     return watermark
 
 
-def _check_session(spark: Any) -> None:
+def _check_session(spark: Any, who: str = "match") -> None:
     provider = spark.conf.get(STATE_STORE_PROVIDER, None) or ""
     if "RocksDB" not in provider:
         raise MatchCeqlError(
-            "match: a stream keeps each key's state in Spark's state store, and "
+            f"{who}: a stream keeps each key's state in Spark's state store, and "
             "transformWithState needs the RocksDB one; set "
             f"spark.conf.set({STATE_STORE_PROVIDER!r}, {ROCKSDB_PROVIDER!r}) before starting "
             "the query (ceql.spark.local_session() does).")
@@ -155,16 +163,7 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     after the watermark has seen them; the late count then counts the rows the query could
     have used. With ``late_view`` every row is kept, so every late row reaches the view.
     """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import (
-        BinaryType,
-        LongType,
-        NumericType,
-        StringType,
-        StructField,
-        StructType,
-        TimestampType,
-    )
+    from pyspark.sql.types import NumericType, StringType, StructType, TimestampType
 
     if not df.isStreaming:
         raise MatchCeqlError(
@@ -201,40 +200,21 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
             f"is {kind.simpleString()}. Convert it first, e.g. "
             f".withColumn({spec.time!r}, to_timestamp({spec.time!r}, 'yyyy-MM-dd HH:mm:ss')).")
     ties = tuple(c.strip() for c in options.get(OPTION_TIE_BREAK, "").split(",") if c.strip())
-    if not isinstance(metrics, str) or not metrics.strip():
-        raise MatchCeqlError(
-            f"match: metrics names the stream's observed metrics (late rows), e.g. "
-            f"'ceql_fraud'; got {metrics!r}.")
-    if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 0:
-        raise MatchCeqlError(
-            f"match: buckets is a number of state entries (0: one per key), got {buckets!r}.")
+    _check_counts("match", metrics, buckets)
     plan = stream_plan(spec, compiled.ast.strategy, timestamp=isinstance(kind, TimestampType),
                        buckets=buckets, tie_break=tuple(next(f.name for f in schema.fields
                                             if f.name.lower() == c.lower()) for c in ties))
-    t = F.col(quote_identifier(spec.time))
-    us = (F.unix_micros(t) if plan.timestamp
-          else F.floor(t.cast("double") * F.lit(float(plan.us_per_unit))).cast("long"))
     marked = _watermarked(df)
-    events = df.withColumn(TIME_US, us)
-    if watermark is not None:
-        events = (events.withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME_US)))
-                  .withWatermark(_EVENT_TIME, _delay(watermark)))
-    elif marked is None:
+    if watermark is None and marked is None:
         raise MatchCeqlError(
             "match: a stream needs a watermark to know when its rows are complete: pass "
             f"watermark='10 seconds' (how late a row may come), or call "
             f"df.withWatermark({spec.time!r}, '10 seconds') first.")
-    elif marked != spec.time:
+    if watermark is None and marked != spec.time:
         raise MatchCeqlError(
             f"match: the stream's watermark is on {marked!r}, but the query's time column is "
             f"{spec.time!r}; put the watermark on {spec.time!r} (or pass watermark=…).")
-    # with watermark= and none upstream, ours is the stream's only watermark, whose delay
-    # then tells each key when its rows are complete, a micro-batch before Spark's watermark
-    # does (an upstream one, perhaps of a union, could hold Spark's back)
-    delay_ms = (_delay_ms(events.schema[_EVENT_TIME])
-                if watermark is not None and marked is None else None)
-    if delay_ms is not None:
-        plan = replace(plan, delay_ms=delay_ms)
+    events, plan = _timed(df, plan, watermark, marked)
     cond = prefilter(compiled, schema, spec) if late_view is None else None
     if cond is not None:
         # after the watermark, which so moves with every row as without the filter: Spark
@@ -242,14 +222,127 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
         if watermark is not None:
             cond = f"({cond}) OR {_EVENT_TIME} IS NULL"
         events = events.where(cond)
-    if spec.spark_partitioned and buckets:
+    return _operate(events, plan, partition=spec.partition if spec.spark_partitioned else (),
+                    buckets=buckets, output=output_schema(spec, schema),
+                    names=spec.output_names, input_schema=schema,
+                    late_columns=plan.columns if late_view is not None else (),
+                    late_view=late_view, metrics=metrics)
+
+
+def recognize_stream(df: Any, body: str, *, tie_break: str | Sequence[str] = (),
+                     watermark: str | _dt.timedelta | None = None, late_view: str | None = None,
+                     buckets: int = DEFAULT_BUCKETS, metrics: str = METRICS) -> Any:
+    """MATCH_RECOGNIZE ``body`` over the streaming DataFrame ``df``
+    (:func:`ceql.spark.match_recognize` on a stream), as a streaming DataFrame with the batch
+    call's columns (write it with ``outputMode("append")``).
+
+    The body's ORDER BY starts with the event-time column (a TIMESTAMP, ascending), which
+    carries ``df``'s watermark (``df.withWatermark(ts, …)``), or ``watermark`` gives the delay;
+    PARTITION BY is the state key (hashed into ``buckets`` entries, as
+    :func:`match_stream`'s); WITHIN is required. A key's rows reach the engine once the
+    watermark passes them, in ORDER BY order (then ``tie_break``, then arrival), so the output
+    is the batch call's over the same rows, each once: a match as soon as it is final (its
+    window closed, or a later row of its partition ended it). Late rows are counted
+    (``observedMetrics[metrics]["late_rows"]``) and with ``late_view`` sent to that view.
+    """
+    from pyspark.sql.types import StructType, TimestampType
+
+    from ceql.spark.stream.recognize import recognize_plan, stream_refusal
+
+    who = "match_recognize"
+    spark = df.sparkSession
+    _check_session(spark, who)
+    _check_counts(who, metrics, buckets)
+    ties = tie_break if isinstance(tie_break, str) else ",".join(tie_break)
+    options: dict[str, str] = {OPTION_BODY: body}
+    if ties:
+        options[OPTION_TIE_BREAK] = ties
+    schema = StructType([f for f in df.schema.fields if not f.name.startswith(INTERNAL_PREFIX)])
+    spec = plan_recognize(schema, options, CallInfo())
+    refusal = stream_refusal(spec)
+    if refusal is not None:
+        raise MatchCeqlError(f"{who}: {refusal}.")
+    time = spec.order[0]
+    kind = schema[time].dataType
+    if not isinstance(kind, TimestampType):
+        raise MatchCeqlError(
+            f"{who}: over a stream the first ORDER BY column is the event time, a TIMESTAMP "
+            f"with the watermark; {time!r} is {kind.simpleString()}. Convert it first, e.g. "
+            f".withColumn({time!r}, to_timestamp({time!r})), and order by it.")
+    marked = _watermarked(df)
+    if watermark is None and marked is None:
+        raise MatchCeqlError(
+            f"{who}: a stream needs a watermark on its event-time column, the body's first "
+            f"ORDER BY column {time!r}, to know when its rows are complete: call "
+            f"df.withWatermark({time!r}, '10 seconds') first (how late a row may come), or "
+            "pass watermark='10 seconds'.")
+    if watermark is None and marked != time:
+        raise MatchCeqlError(
+            f"{who}: the stream's watermark is on {marked!r}, but the body's ORDER BY starts "
+            f"with {time!r}; over a stream rows are ordered by the watermarked event time: "
+            f"write ORDER BY {marked} first, or put the watermark on {time!r} "
+            f"(df.withWatermark({time!r}, …)), or pass watermark=….")
+    plan = recognize_plan(spec, buckets=buckets)
+    # the row-local parts of DEFINE and MEASURES: Spark computes them, as for a table
+    projected = df.selectExpr(*[sql if not alias else f"{sql} AS {quote_identifier(alias)}"
+                                for sql, alias in spec.select])
+    events, plan = _timed(projected, plan, watermark, marked)
+    return _operate(events, plan, partition=spec.partition, buckets=buckets,
+                    output=spec.schema, names=spec.schema.names, input_schema=schema,
+                    late_columns=spec.input_columns if late_view is not None else (),
+                    late_view=late_view, metrics=metrics)
+
+
+def _check_counts(who: str, metrics: Any, buckets: Any) -> None:
+    if not isinstance(metrics, str) or not metrics.strip():
+        raise MatchCeqlError(
+            f"{who}: metrics names the stream's observed metrics (late rows), e.g. "
+            f"'ceql_fraud'; got {metrics!r}.")
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 0:
+        raise MatchCeqlError(
+            f"{who}: buckets is a number of state entries (0: one per key), got {buckets!r}.")
+
+
+def _timed(df: Any, plan: StreamPlan, watermark: str | _dt.timedelta | None,
+           marked: str | None) -> tuple[Any, StreamPlan]:
+    """``df`` with :data:`TIME_US` (and, with ``watermark``, the watermarked event time);
+    ``plan`` with the watermark's delay when it is the stream's only one."""
+    from pyspark.sql import functions as F
+
+    t = F.col(quote_identifier(plan.engine.time))
+    us = (F.unix_micros(t) if plan.timestamp
+          else F.floor(t.cast("double") * F.lit(float(plan.us_per_unit))).cast("long"))
+    events = df.withColumn(TIME_US, us)
+    if watermark is None:
+        return events, plan
+    events = (events.withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME_US)))
+              .withWatermark(_EVENT_TIME, _delay(watermark)))
+    # with watermark= and none upstream, ours is the stream's only watermark, whose delay
+    # then tells each key when its rows are complete, a micro-batch before Spark's watermark
+    # does (an upstream one, perhaps of a union, could hold Spark's back)
+    if marked is None:
+        plan = replace(plan, delay_ms=_delay_ms(events.schema[_EVENT_TIME]))
+    return events, plan
+
+
+def _operate(events: Any, plan: StreamPlan, *, partition: Sequence[str], buckets: int,
+             output: Any, names: Sequence[str], input_schema: Any,
+             late_columns: Sequence[str], late_view: str | None, metrics: str) -> Any:
+    """The operator over ``events`` (the rows with :data:`TIME_US`, watermarked): grouped by
+    ``partition`` (hashed into ``buckets``; none: one key), each key's :class:`KeyState` run
+    by ``plan``; the ``output`` rows as a streaming DataFrame of columns ``names``, the late
+    rows counted under ``metrics`` and, with ``late_view``, their ``late_columns`` sent there."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+    if partition and buckets:
         # keys spread over `buckets` state entries: a micro-batch calls each entry once
         # (PySpark's state calls cost per key), and each entry's engine keeps its keys apart
-        key = F.pmod(F.xxhash64(*[F.col(quote_identifier(c)) for c in spec.partition]),
+        key = F.pmod(F.xxhash64(*[F.col(quote_identifier(c)) for c in partition]),
                      F.lit(buckets))
         events, keys = events.withColumn(_KEY, key), [_KEY]
-    elif spec.spark_partitioned:
-        keys = list(spec.partition)
+    elif partition:
+        keys = list(partition)
     else:
         events, keys = events.withColumn(_KEY, F.lit(0)), [_KEY]
     # PySpark hands transformWithStateInPandas its rows one by one (a pandas row tuple each,
@@ -260,16 +353,15 @@ def match_stream(df: Any, query: str, *, watermark: str | _dt.timedelta | None =
     grouped = (events.select(*[quote_identifier(c) for c in carried])
                .mapInArrow(RowPacker(keys, TIME_US), packed)
                .groupBy(*[quote_identifier(c) for c in keys]))
-    late_columns = plan.columns if late_view is not None else ()
-    out_fields = [*output_schema(spec, schema).fields, StructField(_LATE, LongType(), True)]
+    out_fields = [*output.fields, StructField(_LATE, LongType(), True)]
     out_fields += [StructField(_LATE_COLUMN + c, f.dataType, True)
-                   for c in late_columns for f in schema.fields if f.name == c]
+                   for c in late_columns for f in input_schema.fields if f.name == c]
     out = StructType(out_fields)
     processor = _Processor(plan, [f.name for f in out_fields], late_columns)
     result = grouped.transformWithStateInPandas(processor, out, "Append", "EventTime")
     counted = result.observe(metrics, F.coalesce(F.sum(_LATE), F.lit(0)).alias(LATE_METRIC))
     matches = counted.where(F.col(_LATE).isNull()).select(
-        *[F.col(quote_identifier(n)) for n in spec.output_names])
+        *[F.col(quote_identifier(n)) for n in names])
     if late_view is not None:
         late = result.where(F.col(_LATE).isNotNull()).select(
             *[F.col(quote_identifier(_LATE_COLUMN + c)).alias(c) for c in late_columns])

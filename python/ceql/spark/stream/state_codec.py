@@ -5,8 +5,10 @@ Format 1 is :data:`MAGIC`, the format number (one byte), the SHA-256 of the body
 :func:`ceql.runtime.encode_data`'s plain data (numbers, text, bytes, tuples, dicts) holding the
 :class:`~ceql.spark.stream.keystate.KeyState`'s counters and timers, its held rows and the runner's
 kept rows as Arrow IPC streams, and the engine as its own snapshot
-(:meth:`ceql.Evaluator.snapshot`). The query is not stored: the state is read with the running
-query's plan, and the engine's snapshot refuses one of another query.
+(:meth:`ceql.Evaluator.snapshot`); a MATCH_RECOGNIZE key's engine is a record
+``{"recognize": <the evaluator's snapshot>, "bound": <the row of the body's Spark constants, as
+Arrow IPC, or None>}`` (:mod:`ceql.spark.stream.recognize`). The query is not stored: the
+state is read with the running query's plan, and the engine's snapshot refuses one of another query.
 
 Checkpoints written by ceql before format 1 hold a pickle of the whole ``KeyState``; they are
 read by an unpickler that builds only the types such a pickle holds (:data:`LEGACY`), so a
@@ -25,7 +27,8 @@ import pyarrow as pa
 from ceql.errors import CeqlError
 from ceql.runtime import MalformedData, decode_data, encode_data
 from ceql.spark.errors import MatchCeqlError
-from ceql.spark.stream.keystate import KeyState, StreamPlan
+from ceql.spark.stream.keystate import CeqlEngine, KeyState, StreamPlan
+from ceql.spark.stream.recognize import RecognizeEngine, RecognizeRunner
 from ceql.spark.udtf.runner import MatchRunner, RunnerState
 
 __all__ = ["FORMAT", "LEGACY", "MAGIC", "dump_state", "load_state"]
@@ -56,12 +59,18 @@ _MOVED = {"ceql.spark._keystate": "ceql.spark.stream.keystate",
 
 def dump_state(ks: KeyState) -> bytes:
     """``ks`` as bytes of format :data:`FORMAT` (between micro-batches)."""
-    runner = None
-    if ks.runner is not None:
+    runner: dict[str, Any] | None = None
+    if isinstance(ks.runner, RecognizeRunner):
+        bound = ks.runner.bound
+        runner = {"recognize": ks.runner.snapshot(),
+                  "bound": None if bound is None else _ipc(bound)}
+    elif isinstance(ks.runner, MatchRunner):
         r = ks.runner.saved()
         runner = {"engine": r.engine, "kept": tuple(_ipc(b) for b in r.kept), "base": r.base,
                   "fed": r.fed, "where": r.where, "watching": r.watching,
                   "last": None if r.last is None else _ipc(r.last)}
+    elif ks.runner is not None:
+        raise TypeError(f"no state format for a {type(ks.runner).__name__} engine")
     body = encode_data({
         "buckets": ks.buckets, "arrivals": ks.arrivals, "last_us": ks.last_us, "late": ks.late,
         "timers": ks.timers, "newest_us": ks.newest_us, "released_us": ks.released_us,
@@ -74,26 +83,26 @@ def load_state(data: bytes, plan: StreamPlan) -> KeyState:
     if data[:1] == b"\x80":
         return _legacy(data)
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 1 + _DIGEST:
-        raise _damaged("it is not a ceql key state")
+        raise _damaged("it is not a ceql key state", plan.engine.label)
     fmt = data[len(MAGIC)]
     if fmt != FORMAT:
         raise MatchCeqlError(
-            f"MATCH_CEQL: this checkpoint's key state has format {fmt}, and this ceql reads "
-            f"format {FORMAT} (and the pickles of earlier versions); run the query with the "
+            f"{plan.engine.label}: this checkpoint's key state has format {fmt}, and this ceql "
+            f"reads format {FORMAT} (and the pickles of earlier versions); run the query with the "
             "ceql version that wrote the checkpoint, or start from a new checkpoint.")
     start = len(MAGIC) + 1
     digest, body = data[start:start + _DIGEST], data[start + _DIGEST:]
     if hashlib.sha256(body).digest() != digest:
-        raise _damaged("its checksum does not match")
+        raise _damaged("its checksum does not match", plan.engine.label)
     try:
         return _built(decode_data(body), plan)
     except MatchCeqlError:
         raise
     except CeqlError as exc:  # the engine's snapshot refused (another query, damage)
-        raise MatchCeqlError(f"MATCH_CEQL: this checkpoint's key state cannot continue the "
-                             f"query: {exc}") from None
+        raise MatchCeqlError(f"{plan.engine.label}: this checkpoint's key state cannot "
+                             f"continue the query: {exc}") from None
     except (MalformedData, KeyError, TypeError, ValueError, pa.ArrowException) as exc:
-        raise _damaged(f"{type(exc).__name__}: {exc}") from None
+        raise _damaged(f"{type(exc).__name__}: {exc}", plan.engine.label) from None
 
 
 def _built(d: Any, plan: StreamPlan) -> KeyState:
@@ -106,10 +115,20 @@ def _built(d: Any, plan: StreamPlan) -> KeyState:
     ks.timers = tuple(_int(t) for t in d["timers"])
     ks.held = None if d["held"] is None else _table(d["held"])
     r = d["runner"]
-    if r is not None:
+    if r is not None and "recognize" in r:
+        if not isinstance(plan.engine, RecognizeEngine):
+            raise TypeError("a MATCH_RECOGNIZE engine's state in a MATCH_CEQL query")
+        bound = (None if r["bound"] is None
+                 else _table(r["bound"]).combine_chunks().to_batches()[0])
+        snapshot = r["recognize"]
+        ks.runner = RecognizeRunner(plan.engine, bound,
+                                    None if snapshot is None else _bytes(snapshot))
+    elif r is not None:
+        if not isinstance(plan.engine, CeqlEngine):
+            raise TypeError("a MATCH_CEQL engine's state in a MATCH_RECOGNIZE query")
         kept = [b for blob in r["kept"] for b in _table(blob).to_batches()]
         last = None if r["last"] is None else _table(r["last"]).combine_chunks().to_batches()[0]
-        ks.runner = MatchRunner(plan.spec, RunnerState(
+        ks.runner = MatchRunner(plan.engine.spec, RunnerState(
             _bytes(r["engine"]), kept, _int(r["base"]), _int(r["fed"]), str(r["where"]),
             bool(r["watching"]), last))
     return ks
@@ -168,7 +187,7 @@ def _legacy(data: bytes) -> KeyState:
     return ks
 
 
-def _damaged(why: str) -> MatchCeqlError:
+def _damaged(why: str, label: str = "MATCH_CEQL") -> MatchCeqlError:
     return MatchCeqlError(
-        f"MATCH_CEQL: a key state in this checkpoint is damaged ({why}); start the query from "
+        f"{label}: a key state in this checkpoint is damaged ({why}); start the query from "
         "a new checkpoint (or restore the checkpoint's files).")

@@ -23,7 +23,7 @@ from ceql.spark.udtf.batching import BatchLimits, TooLarge, cuts, row_bytes
 from ceql.spark.udtf.mr_plan import MrSpec
 from ceql.spark.udtf.ties import TieWatch
 
-__all__ = ["MrRunner", "tie_words"]
+__all__ = ["MrOutput", "MrRunner", "tie_words"]
 
 
 def tie_words(spec: MrSpec, where: str, rows: tuple[dict[str, Any], dict[str, Any]]) -> str:
@@ -84,8 +84,7 @@ class MrRunner:
         keys = (*spec.order, *spec.tie_columns)
         self._ties = (TieWatch(keys[0], (*keys[1:], *spec.partition)) if keys else None)
         self._tie_key = key_of(spec.text, TieOrderWarning.__name__)
-        self._arrow = {f.name: to_arrow_type(f.dataType, timezone="UTC")
-                       for f in spec.schema.fields}
+        self._output = MrOutput(spec, self._where)
 
     def feed(self, rb: pa.RecordBatch, limits: BatchLimits) -> Iterator[pa.RecordBatch]:
         """Keep the partition's next rows (matches end only with the partition)."""
@@ -111,10 +110,25 @@ class MrRunner:
             raise MatchCeqlError(
                 f"{MATCH_RECOGNIZE_TABLE}{self._where}: {type(e).__name__}: {e}") from None
         if out:
-            yield from self._batches_of(out, limits)
+            yield from self._output.batches(out, limits)
 
-    def _batches_of(self, out: Sequence[dict[str, Any]], limits: BatchLimits
-                    ) -> Iterator[pa.RecordBatch]:
+
+class MrOutput:
+    """The engine's output rows as Arrow batches of a MATCH_RECOGNIZE_TABLE call's output
+    schema (a batch task's, or a stream key's); ``where`` names the partition in messages."""
+
+    def __init__(self, spec: MrSpec, where: str = "") -> None:
+        self._spec = spec
+        self._where = where
+        self._arrow = {f.name: to_arrow_type(f.dataType, timezone="UTC")
+                       for f in spec.schema.fields}
+
+    def batches(self, out: Sequence[dict[str, Any]], limits: BatchLimits
+                ) -> Iterator[pa.RecordBatch]:
+        """``out`` (the engine's rows) as Arrow batches of the output's columns and types,
+        within ``limits``."""
+        if not out:
+            return
         fields = self._spec.schema.fields
         arrays = []
         for f in fields:
