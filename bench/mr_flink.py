@@ -391,6 +391,75 @@ def spark_part(a: argparse.Namespace, chosen: list[str], answers: dict[str, tupl
     return rows, ok
 
 
+#: the streamed workload: the pair with the WITHIN a stream needs, ordered by event time
+STREAM_BODY = ("PARTITION BY name ORDER BY et, id "
+               "MEASURES A.id AS a_id, B.id AS b_id "
+               "ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+               "PATTERN (A B) WITHIN INTERVAL '10' SECOND "
+               "DEFINE A AS A.type = 'SELL', B AS B.type = 'BUY' AND B.price > A.price")
+
+
+def streaming_part(a: argparse.Namespace, out_file: Path) -> list[str]:
+    """``STREAM_BODY`` over the stream landed as ``--stream-files`` Parquet files, one a
+    micro-batch (``bench/streaming.py``'s files and steady rate), against the no-op
+    transformWithStateInPandas floor over the same rows, all of them kept (MATCH_RECOGNIZE has
+    no prefilter: every row reaches the operator)."""
+    import streaming as st
+    from pyspark.sql import functions as F
+
+    import ceql.spark
+    import spark as sb
+
+    spark = sb.session(a.driver_memory)
+    files = a.stream_files
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            folder = st.landed(a.events, files, work)
+            table = spark.read.parquet(str(folder)).withColumn("et", F.timestamp_micros("ts"))
+            batch_df = ceql.spark.match_recognize(table, STREAM_BODY)
+            t0 = time.perf_counter()
+            batch_df.write.format("noop").mode("overwrite").save()
+            batch_s = time.perf_counter() - t0
+            want = {(r[0], r[1]) for r in batch_df.select("a_id", "b_id").collect()}
+            stream = (spark.readStream.schema(st.SCHEMA).option("maxFilesPerTrigger", 1)
+                      .parquet(str(folder)).withColumn("et", F.timestamp_micros("ts")))
+            out = ceql.spark.match_recognize(stream, STREAM_BODY, watermark="1 second",
+                                             buckets=st.BUCKETS[0])
+            q = (out.writeStream.format("memory").queryName("bench_mr_stream")
+                 .outputMode("append").option("checkpointLocation", str(work / "ck-mr"))
+                 .trigger(availableNow=True).start())
+            q.awaitTermination()
+            rows, secs, ms = st.steady(q)
+            got = {(r[0], r[1]) for r in
+                   spark.table("bench_mr_stream").select("a_id", "b_id").collect()}
+            # the stream gives batch rows only; the ones it does not give are held at its end
+            # (a key's rows are released up to the watermark): how many, and how many of
+            # those end before the last row the stream gave
+            held = want - got
+            last_given = max((b for _, b in got), default=-1)
+            check = "same" if got <= want else "DIFFER"
+            late = sum(1 for _, b in held if b <= last_given)
+            fl = st.floor(spark, a.events, files, work, where="true")
+    finally:
+        spark.stop()
+    eps = rows / secs if secs else 0.0
+    rec = {"part": "streaming", "events": a.events, "files": files, "body": STREAM_BODY,
+           "stream_eps": round(eps), "steady_ms": ms, "floor": fl, "batch_s": batch_s,
+           "matches_batch": len(want), "matches_stream": len(got), "held": len(held),
+           "held_before_last_given": late, "check": check, "load": eb.load_avg()}
+    with out_file.open("a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+    ratio = f"{eps / fl['stream_eps']:.2f}×" if fl.get("stream_eps") else "–"
+    return ["| events | files (micro-batches) | matches batch / stream (held at the end, of "
+            "which before the stream's last) | batch events/s | MR stream events/s (steady) "
+            "| no-op transformWithStateInPandas events/s | MR ÷ no-op | stream ⊆ batch | load |",
+            "|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+            f"| {a.events:,} | {files} | {len(want):,} / {len(got):,} ({len(held)}, {late}) | "
+            f"{a.events / batch_s:,.0f} | {eps:,.0f} | {fl.get('stream_eps') or 0:,} | {ratio} "
+            f"| {check} | {rec['load']} |"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--flink-python", required=True,
@@ -400,6 +469,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(WORKLOADS))
     ap.add_argument("--no-spark", action="store_true", help="skip the Spark columns")
     ap.add_argument("--no-flink", action="store_true", help="skip ceql's engine and Flink")
+    ap.add_argument("--streaming", action="store_true",
+                    help="also stream the pair (with WITHIN) against a no-op "
+                         "transformWithStateInPandas")
+    ap.add_argument("--stream-files", type=int, default=20,
+                    help="Parquet files the stream comes in, one a micro-batch (default 20)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
@@ -427,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
         rows, spark_ok = spark_part(a, chosen, answers, out_file)
         tables.append(rows)
         ok = ok and spark_ok
+    if a.streaming:
+        tables.append(streaming_part(a, out_file))
     print(f"Machine: {eb.cpu_model()}, {eb.ram_gib():.0f} GiB; {a.events:,} events; "
           f"median of {a.repeat}; records in {out_file.relative_to(eb.REPO_DIR)}\n")
     print("\n\n".join("\n".join(t) for t in tables))
