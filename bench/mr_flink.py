@@ -6,6 +6,7 @@ Usage (from the repository root; needs Java 17's ``javac`` and a Python environm
 
     .venv/bin/python bench/mr_flink.py --flink-python /path/to/venv/bin/python \\
         [--events 1000000] [--repeat 3] [--only v_shape,pair,selective] [--no-spark]
+        [--no-flink] [--streaming [--stream-files 20]] [--profile N]
 
 Three row patterns per ticker, each written once as a MATCH_RECOGNIZE body that ceql and
 Flink both run (only the ORDER BY differs: Flink's must be its event-time attribute):
@@ -36,6 +37,12 @@ Columns, per workload, alternated ``--repeat`` times:
   today (``LAG`` for the pair and the triple; for the V-shape, runs of falls and rises found
   with window functions — gaps and islands — and a rising run after a falling one) and ceql's
   inline ``FROM S MATCH_RECOGNIZE ( … )``, each timed with a ``noop`` write.
+
+* **streaming** (``--streaming``): the pair with a WITHIN (a stream needs one) through
+  ``ceql.spark.match_recognize`` on a stream of ``bench/streaming.py``'s landed Parquet files,
+  steady rate, against ``streaming.floor`` (a no-op transformWithStateInPandas) over all rows.
+
+``--profile N`` prints cProfile's top N functions of ceql's engine per workload instead.
 
 Every column's rows must be the same: equal counts and an equal digest (the sum over rows of
 FNV-1a over the row's ids; Flink's program computes it too), and Flink's first rows are
