@@ -60,10 +60,10 @@ def flink_jars(python: str) -> Path:
     return Path(out.stdout.strip())
 
 
-def compile_peer(jars: Path, classes: Path) -> None:
-    """``CepBench.java`` compiled into ``classes``."""
+def compile_peer(jars: Path, classes: Path, source: str = "CepBench.java") -> None:
+    """``bench/flink/<source>`` compiled into ``classes``."""
     subprocess.run(["javac", "-nowarn", "-cp", f"{jars}/*", "-d", str(classes),
-                    str(HERE / "flink" / "CepBench.java")], check=True, capture_output=True)
+                    str(HERE / "flink" / source)], check=True, capture_output=True)
 
 
 def run_flink(jars: Path, classes: Path, workload: str, events: int) -> dict[str, Any]:

@@ -184,12 +184,14 @@ def landed(events: int, files: int, work: Path) -> Path:
     return folder
 
 
-def floor(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
+def floor(spark: Any, events: int, files: int, work: Path,
+          where: str = "volume > 9900") -> dict[str, Any]:
     """Spark's own cost of such a stream: the same rows, filter, watermark, packing, group
     keys (``--buckets``) and the state calls a key makes in every micro-batch (a read and a
     write; a timer registered once) through a transformWithStateInPandas that evaluates
     nothing — the least a micro-batch costs. (The
-    filter comes before the watermark here, after it in ceql's plan: no difference of note.)"""
+    filter comes before the watermark here, after it in ceql's plan: no difference of note.)
+    ``where``: the rows kept (``"true"``: all, for a query without a prefilter)."""
     import pandas as pd
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
@@ -216,7 +218,7 @@ def floor(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
     folder = landed(events, files, work)
     stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
               .parquet(str(folder)))
-    rows = (stream.where("volume > 9900").withColumn("et", F.timestamp_micros("ts"))
+    rows = (stream.where(where).withColumn("et", F.timestamp_micros("ts"))
             .withWatermark("et", "1 second")
             .withColumn("k", F.pmod(F.xxhash64("name"), F.lit(BUCKETS[0]))))
     packed = StructType([rows.schema["k"], StructField(RowPacker.COLUMN, BinaryType())])
@@ -224,7 +226,8 @@ def floor(spark: Any, events: int, files: int, work: Path) -> dict[str, Any]:
            .transformWithStateInPandas(Idle(), StructType([StructField("n", LongType())]),
                                        "Append", "EventTime"))
     q = (out.writeStream.format("noop").outputMode("append")
-         .option("checkpointLocation", str(work / f"ck-floor-{events}-{files}"))
+         .option("checkpointLocation",
+                 str(work / f"ck-floor-{events}-{files}-{abs(hash(where))}"))
          .trigger(availableNow=True).start())
     q.awaitTermination()
     n, s, ms = steady(q)
