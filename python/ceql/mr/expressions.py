@@ -243,32 +243,22 @@ class Compiler:
         left = self.compile(e.left, inside=inside)
         right = self.compile(e.right, inside=inside)
         op = e.op
-        if op == "AND":
-            def and_(v: View, at: int | None) -> object:
-                # sql_and(truth(left), truth(right)), inlined: both sides read, in order
+        if op in ("AND", "OR"):
+            # sql_and / sql_or of truth(left), truth(right), inlined: both sides read, in
+            # order; ``wins`` (FALSE for AND, TRUE for OR) decides alone
+            wins = op == "OR"
+
+            def logical(v: View, at: int | None) -> object:
                 a = left(v, at)
                 if a is not None and a is not True and a is not False:
                     truth(a)  # raises
                 b = right(v, at)
                 if b is not None and b is not True and b is not False:
                     truth(b)
-                if a is False or b is False:
-                    return False
-                return None if a is None or b is None else True
-            return and_
-        if op == "OR":
-            def or_(v: View, at: int | None) -> object:
-                # sql_or(truth(left), truth(right)), inlined: both sides read, in order
-                a = left(v, at)
-                if a is not None and a is not True and a is not False:
-                    truth(a)  # raises
-                b = right(v, at)
-                if b is not None and b is not True and b is not False:
-                    truth(b)
-                if a is True or b is True:
-                    return True
-                return None if a is None or b is None else False
-            return or_
+                if a is wins or b is wins:
+                    return wins
+                return None if a is None or b is None else not wins
+            return logical
         if op == "||":
             def concat(v: View, at: int | None) -> object:
                 a, b = left(v, at), right(v, at)
