@@ -64,9 +64,21 @@ def _extend(children: st.SearchStrategy[A.Pattern]) -> st.SearchStrategy[A.Patte
     )
 
 
+def _one_labelling() -> st.SearchStrategy[A.Pattern]:
+    """Patterns of one labelling (``A B``, ``A (B C){2}``): the fixed-length engine's."""
+    var = st.sampled_from([A.PatternVar(v) for v in VARS])
+    group = st.builds(
+        lambda items, n, greedy: A.Quantified(
+            items[0] if len(items) == 1 else A.Concatenation(tuple(items)), n, n, greedy),
+        st.lists(var, min_size=1, max_size=2), st.integers(1, 2), st.booleans())
+    return st.lists(st.one_of(var, var, group), min_size=1, max_size=3).map(
+        lambda xs: xs[0] if len(xs) == 1 else A.Concatenation(tuple(xs)))
+
+
 def patterns() -> st.SearchStrategy[A.Pattern]:
-    """Random row patterns (at most a few operators deep)."""
-    return st.recursive(_leaf(), _extend, max_leaves=5)
+    """Random row patterns (at most a few operators deep); a third of one labelling."""
+    nested = st.recursive(_leaf(), _extend, max_leaves=5)
+    return st.one_of(nested, nested, _one_labelling())
 
 
 # ---------------------------------------------------------------- expressions
@@ -189,9 +201,10 @@ def _variables(p: A.Pattern) -> tuple[str, ...]:
 
 
 @st.composite
-def bodies(draw: Any) -> A.MatchRecognize:
-    """A random, valid MATCH_RECOGNIZE body over columns k (partition), ts, x, y."""
-    pattern = draw(patterns())
+def bodies(draw: Any, one_labelling: bool = False) -> A.MatchRecognize:
+    """A random, valid MATCH_RECOGNIZE body over columns k (partition), ts, x, y (with a
+    pattern of one labelling when ``one_labelling``)."""
+    pattern = draw(_one_labelling() if one_labelling else patterns())
     pvars = _variables(pattern)
     subsets: tuple[A.Subset, ...] = ()
     if pvars and draw(st.booleans()):

@@ -5,9 +5,11 @@ where registers let threads merge, and the errors docs/match_recognize.md names.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import random
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
@@ -20,6 +22,7 @@ from ceql.frontends.mr.errors import ClauseError, MatchSkipError, UnsupportedFun
 from ceql.mr import MatchRecognizeQuery, MrValueError, UnknownColumnError
 from ceql.mr import registers as registers_module
 from ceql.mr.expressions import Compiler
+from ceql.mr.fixed import single_labelling
 from ceql.mr.views import MatchView
 from mr_strategies import bodies, cases, partitions, value_bodies
 from reference_mr import evaluate
@@ -69,6 +72,38 @@ def test_the_engine_gives_the_references_output(
         case: tuple[A.MatchRecognize, list[dict[str, object]]]) -> None:
     body, rows = case
     assert _outcome(engine, body, rows) == _outcome(evaluate, body, rows)
+
+
+def _leftmost_only(body: A.MatchRecognize, rows: list[dict[str, object]]) -> list[Any]:
+    """The output of ``body`` with the fixed-length engine ruled out (the Pike machine)."""
+    q = MatchRecognizeQuery(body)
+    chosen = q.setup
+
+    def setup(columns: tuple[str, ...]) -> Any:
+        return dataclasses.replace(chosen(columns), fixed=None)
+    q.setup = setup  # type: ignore[method-assign]
+    return q.run(rows)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          max_examples=2 * settings.default.max_examples)
+@given(bodies(one_labelling=True), partitions())
+def test_the_fixed_length_engine_gives_the_leftmost_engines_rows(
+        body: A.MatchRecognize, rows: list[dict[str, object]]) -> None:
+    assert MatchRecognizeQuery(body).setup(("k", "ts", "x", "y")).fixed is not None
+    assert _outcome(engine, body, rows) == _outcome(_leftmost_only, body, rows)
+    assert _outcome(engine, body, rows) == _outcome(evaluate, body, rows)
+
+
+def test_single_labelling_reads_the_pattern() -> None:
+    def labels(text: str) -> tuple[str, ...] | None:
+        return single_labelling(ceql.match_recognize(
+            f"ORDER BY t PATTERN ({text})").body.pattern)
+    assert labels("A B C") == ("A", "B", "C")
+    assert labels("A (B C){2}") == ("A", "B", "C", "B", "C")
+    assert labels("(A){1} B{2}?") == ("A", "B", "B")
+    for text in ("A B+", "A | B", "PERMUTE(A, B)", "A {- B -}", "^ A", "A B?", "()"):
+        assert labels(text) is None, text
 
 
 @settings(deadline=None, max_examples=2 * settings.default.max_examples)
@@ -289,6 +324,15 @@ _DRAWS = {
     **{f"all_rows_{m}": _field("rows_per_match", A.AllRows(m))
        for m in ("SHOW EMPTY MATCHES", "OMIT EMPTY MATCHES", "WITH UNMATCHED ROWS")},
     "desc_nulls": lambda b: b.order_by[0].descending and b.order_by[0].nulls_first is not None,
+    # the fixed-length engine's patterns (mr/fixed.py), several rows long and with a group
+    "one_labelling": lambda b: len(single_labelling(b.pattern) or ()) >= 3 and _has(
+        A.Quantified, low=2, high=2)(b),
+    "one_labelling_skip_to_last": lambda b: single_labelling(b.pattern) is not None
+    and b.skip.kind == "TO LAST",
+    "one_labelling_unmatched": lambda b: single_labelling(b.pattern) is not None
+    and b.rows_per_match == A.AllRows("WITH UNMATCHED ROWS"),
+    "one_labelling_within_next": lambda b: single_labelling(b.pattern) is not None
+    and b.within is not None and _has(A.Navigation, kind="NEXT")(b),
 }
 
 

@@ -3,7 +3,7 @@ as soon as they are final, state saved and restored between batches (docs/match_
 "Incremental evaluation and snapshots").
 
 Rows come in ORDER BY order per partition (partitions may interleave); each partition is a
-:class:`~ceql.mr.matching.PartitionRun` over a :class:`~ceql.mr.window.RowWindow` that keeps
+:mod:`~ceql.mr.engines` run over a :class:`~ceql.mr.window.RowWindow` that keeps
 only the rows a match can still read: from the earliest open match's first row (or the next
 row) less what ``PREV`` reaches back. A row is matched once the ``NEXT`` reach of the query's
 expressions has arrived after it (or at :meth:`~MatchRecognizeEvaluator.close`).
@@ -25,8 +25,9 @@ from typing import Any, NamedTuple, Protocol
 
 from ..errors import CeqlError, CeqlInputError, CeqlTypeError
 from ..frontends.mr import ast as A
-from .matching import PartitionRun, Setup
+from .engines import PartitionEngine, partition_run
 from .partitions import out_of_order, partition_key
+from .setup import Setup
 from .snapshot import dump, load
 from .values import compare
 from .window import RowWindow
@@ -65,7 +66,7 @@ class MrLive(NamedTuple):
 class _Partition:
     __slots__ = ("last", "rows", "run")
 
-    def __init__(self, run: PartitionRun, rows: RowWindow,
+    def __init__(self, run: PartitionEngine, rows: RowWindow,
                  last: tuple[object, ...] | None) -> None:
         self.run = run
         self.rows = rows
@@ -128,7 +129,7 @@ class MatchRecognizeEvaluator:
     def live(self) -> MrLive:
         """How much state the evaluator keeps now (counts, for monitoring and tests)."""
         return MrLive(len(self._parts), self.held_rows(),
-                      sum(len(p.run.matcher.threads) for p in self._parts.values()))
+                      sum(p.run.threads() for p in self._parts.values()))
 
     # ------------------------------------------------------------------ feeding
     def feed(self, rows: Iterable[Row] | Any) -> list[dict[str, object]]:
@@ -170,7 +171,7 @@ class MatchRecognizeEvaluator:
             part = parts.get(key)
             if part is None:
                 window = RowWindow()
-                part = parts[key] = _Partition(PartitionRun(setup, window, values), window,
+                part = parts[key] = _Partition(partition_run(setup, window, values), window,
                                                None)
             if setup.order_columns:
                 now = tuple(row.get(c) for c in setup.order_columns)
@@ -320,7 +321,7 @@ class MatchRecognizeEvaluator:
                 raise CeqlInputError("The MATCH_RECOGNIZE snapshot is damaged (a partition "
                                      "twice)")
             window = RowWindow(first, rows)
-            run = PartitionRun(setup, window, tuple(values))
+            run = partition_run(setup, window, tuple(values))
             run.load(run_state)
             if run.low_water() < first:
                 raise CeqlInputError("The MATCH_RECOGNIZE snapshot is damaged (rows a match "

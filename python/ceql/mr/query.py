@@ -1,5 +1,5 @@
 """A compiled MATCH_RECOGNIZE query: DEFINE and MEASURES compiled per set of input columns, its
-batch run over rows (partitions, order, one :class:`~ceql.mr.matching.PartitionRun` each) and
+batch run over rows (partitions, order, one :mod:`~ceql.mr.engines` run each) and
 its incremental evaluator (:mod:`ceql.mr.evaluator`)."""
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from ..frontends.mr import ast as A
 from ..frontends.mr import format_body, parse
 from ..frontends.mr.errors import ClauseError
 from ..runtime import leftmost as L
+from .engines import partition_run
 from .evaluator import MatchRecognizeEvaluator
 from .expressions import Compiler, Need
+from .fixed import single_labelling
 from .lowering import lower
-from .matching import PartitionRun, Setup
 from .partitions import partition, sort
 from .reach import reach
 from .registers import Registers
+from .setup import Setup
 from .views import Compiled
 
 __all__ = ["MatchRecognizeQuery", "match_recognize"]
@@ -94,7 +96,8 @@ class MatchRecognizeQuery:
             mode=None if one_row else body.rows_per_match.mode,  # type: ignore[union-attr]
             partition_by=body.partition_by,
             partition_columns=tuple(resolve(c) for c in body.partition_by),
-            order_columns=order, order_keys=body.order_by, back=back, ahead=ahead)
+            order_columns=order, order_keys=body.order_by, back=back, ahead=ahead,
+            fixed=single_labelling(body.pattern))
         self._setups[columns] = got
         return got
 
@@ -134,7 +137,7 @@ class MatchRecognizeQuery:
         out: list[dict[str, object]] = []
         for values, part in parts:
             part = sort(part, keys) if keys and not presorted else part
-            PartitionRun(setup, part, values).finish(out)
+            partition_run(setup, part, values).finish(out)
         return out
 
     def evaluator(self, *, columns: Sequence[str] | None = None) -> MatchRecognizeEvaluator:

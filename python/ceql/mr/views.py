@@ -3,7 +3,9 @@ with a variable (so far, or all under FINAL), their labels, aggregates, the matc
 
 :class:`View` is the interface compiled expressions read; :class:`MatchView` answers it from a
 match's labels (MEASURES, and DEFINE where registers keep the labels so far);
-:class:`ceql.mr.registers.RegisterView` answers it from a thread's registers.
+:class:`SlidingView` is a :class:`MatchView` of one labelling placed at any start (the
+fixed-length engine's DEFINE); :class:`ceql.mr.registers.RegisterView` answers it from a
+thread's registers.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Protocol
 
 from .values import Accumulator
 
-__all__ = ["AggSpec", "Compiled", "MatchView", "RowSet", "View"]
+__all__ = ["AggSpec", "Compiled", "MatchView", "RowSet", "SlidingView", "View"]
 
 #: The rows of a variable: the primary variables it stands for (a SUBSET: its members), or
 #: None for the universal row pattern variable (every row).
@@ -129,3 +131,26 @@ class MatchView:
         for r in of[:self._cut(of, final)]:
             state = acc.add(state, spec.arg(self, r))
         return acc.result(state)
+
+
+class SlidingView(MatchView):
+    """A :class:`MatchView` of fixed ``labels`` whose start moves (:meth:`place`): the rows of
+    each variable are offsets found once, whatever the start."""
+
+    def __init__(self, rows: Sequence[Mapping[str, object]], labels: Sequence[str]) -> None:
+        super().__init__(rows, 0, labels, None, None)
+        self._offsets: dict[RowSet, list[int]] = {}
+
+    def place(self, start: int, cur: int) -> SlidingView:
+        """The view with the labels from row ``start``, the current row ``cur``."""
+        self.start = start
+        self.cur = cur
+        return self
+
+    def _rows_of(self, rows: RowSet) -> list[int]:
+        rel = self._offsets.get(rows)
+        if rel is None:
+            rel = self._offsets[rows] = [j for j, v in enumerate(self.labels)
+                                         if rows is None or v in rows]
+        s = self.start
+        return [s + j for j in rel]
