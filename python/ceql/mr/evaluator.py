@@ -147,6 +147,9 @@ class MatchRecognizeEvaluator:
         out: list[dict[str, object]] = []
         setup = self._setup
         parts = self._parts
+        # the partitions this batch reached, matched once all its rows are in (the rows a
+        # partition can match are the same whether it is advanced per row or per batch)
+        touched: dict[tuple[object, ...], _Partition] = {}
         for row in batch:
             if type(row) is not dict and not isinstance(row, Mapping):
                 raise CeqlTypeError(f"Row {self._seen} of the input is a "
@@ -157,8 +160,8 @@ class MatchRecognizeEvaluator:
                 extra = sorted(str(k) for k in row if k not in self._colset)
                 raise CeqlInputError(
                     f"Row {self._seen} of the input has column(s) {', '.join(extra)} that "
-                    f"the evaluator's columns ({', '.join(self._columns or ())}) lack: they "
-                    "are fixed by the first row; pass columns=[...] to evaluator()")
+                    f"the evaluator's columns ({', '.join(self._columns or ())}) lack: "
+                    "they are fixed by the first row; pass columns=[...] to evaluator()")
             pcols = setup.partition_columns
             if len(pcols) == 1:
                 v = row.get(pcols[0])
@@ -171,21 +174,27 @@ class MatchRecognizeEvaluator:
             part = parts.get(key)
             if part is None:
                 window = RowWindow()
-                part = parts[key] = _Partition(partition_run(setup, window, values), window,
-                                               None)
+                part = parts[key] = _Partition(partition_run(setup, window, values),
+                                               window, None)
             if setup.order_columns:
                 now = tuple(row.get(c) for c in setup.order_columns)
-                if part.last is not None and out_of_order(part.last, now, setup.order_keys):
-                    raise self._order_error(setup, values, part.last, now)
+                last = part.last
+                if last is not None and out_of_order(last, now, setup.order_keys):
+                    raise self._order_error(setup, values, last, now)
                 if self._watermark is not None and out_of_order(
                         (self._watermark,), now[:1], setup.order_keys[:1]):
                     raise CeqlInputError(
                         f"Row {self._seen} of the input has {setup.order_columns[0]}="
-                        f"{now[0]!r}, before {self._watermark!r}, which advance() said no row "
-                        "still to come would be: leave late rows out (a stream counts them)")
+                        f"{now[0]!r}, before {self._watermark!r}, which advance() said no "
+                        "row still to come would be: leave late rows out (a stream counts "
+                        "them)")
                 part.last = now
             part.rows.append(row)
             self._seen += 1
+            touched[key] = part
+        # rows taken before an error stay unmatched until the next feed or close matches
+        # them (the output of an erroneous batch is lost)
+        for part in touched.values():
             run = part.run
             run.advance(out)
             part.rows.drop_before(run.low_water())
