@@ -1,6 +1,7 @@
 """MATCH_RECOGNIZE on the pure-Python engine (docs/match_recognize.md): a query compiled from
 the front end's syntax tree (:mod:`ceql.frontends.mr`) and run partition by partition on the
-leftmost, preferred-first matcher (:mod:`ceql.runtime.leftmost`); or row by row as a stream
+engine :mod:`ceql.mr.engines` chooses (fixed-length, or the leftmost preferred-first
+matcher of :mod:`ceql.runtime.leftmost`); or row by row as a stream
 brings them, with snapshots (:meth:`MatchRecognizeQuery.evaluator`).
 
     >>> from ceql.mr import match_recognize
@@ -10,9 +11,10 @@ brings them, with snapshots (:meth:`MatchRecognizeQuery.evaluator`).
     [{'n': 3}]
 """
 
+from .arrow_rows import arrow_rows
 from .errors import MrValueError, UnknownColumnError
 from .evaluator import MatchRecognizeEvaluator, MrLive
 from .query import MatchRecognizeQuery, match_recognize
 
 __all__ = ["MatchRecognizeEvaluator", "MatchRecognizeQuery", "MrLive", "MrValueError",
-           "UnknownColumnError", "match_recognize"]
+           "UnknownColumnError", "arrow_rows", "match_recognize"]

@@ -20,13 +20,14 @@ and open starts (:meth:`ceql.runtime.leftmost.LeftmostMatcher.export`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from ..errors import CeqlError, CeqlInputError, CeqlTypeError
 from ..frontends.mr import ast as A
+from .arrow_rows import arrow_rows
 from .engines import PartitionEngine, partition_run
-from .partitions import out_of_order, partition_key
+from .partitions import order_check, partition_key
 from .setup import Setup
 from .snapshot import dump, load
 from .values import compare
@@ -89,6 +90,12 @@ class MatchRecognizeEvaluator:
         self._seen = 0
         self._closed = False
         self._watermark: object = None  # no row still to come sorts before it (advance)
+        # whether a row's ORDER BY values sort before the previous row's (of its partition),
+        # its first before the watermark (the setup's keys; set with the columns)
+        self._out_of_order: Callable[[Sequence[object], Sequence[object]], bool] = (
+            lambda before, after: False)
+        self._before_time: Callable[[Sequence[object], Sequence[object]], bool] = (
+            self._out_of_order)
         if columns is not None:
             self._use_columns(tuple(columns))
 
@@ -99,6 +106,8 @@ class MatchRecognizeEvaluator:
         self._columns = columns
         self._colset = frozenset(columns)
         self._setup = setup
+        self._out_of_order = order_check(setup.order_keys)
+        self._before_time = order_check(setup.order_keys[:1])
         return setup
 
     # ------------------------------------------------------------------ facts
@@ -143,13 +152,14 @@ class MatchRecognizeEvaluator:
         if self._closed:
             raise CeqlInputError("feed() after close(): the input ended; create a new "
                                  "evaluator (MatchRecognizeQuery.evaluator) for more rows")
-        batch = rows.to_pylist() if hasattr(rows, "to_pylist") else rows
+        batch = arrow_rows(rows) if hasattr(rows, "to_pylist") else rows
         out: list[dict[str, object]] = []
         setup = self._setup
         parts = self._parts
         # the partitions this batch reached, matched once all its rows are in (the rows a
         # partition can match are the same whether it is advanced per row or per batch)
         touched: dict[tuple[object, ...], _Partition] = {}
+        watermark = None if self._watermark is None else (self._watermark,)
         for row in batch:
             if type(row) is not dict and not isinstance(row, Mapping):
                 raise CeqlTypeError(f"Row {self._seen} of the input is a "
@@ -179,10 +189,9 @@ class MatchRecognizeEvaluator:
             if setup.order_columns:
                 now = tuple(row.get(c) for c in setup.order_columns)
                 last = part.last
-                if last is not None and out_of_order(last, now, setup.order_keys):
+                if last is not None and self._out_of_order(last, now):
                     raise self._order_error(setup, values, last, now)
-                if self._watermark is not None and out_of_order(
-                        (self._watermark,), now[:1], setup.order_keys[:1]):
+                if watermark is not None and self._before_time(watermark, now[:1]):
                     raise CeqlInputError(
                         f"Row {self._seen} of the input has {setup.order_columns[0]}="
                         f"{now[0]!r}, before {self._watermark!r}, which advance() said no "

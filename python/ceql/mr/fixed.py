@@ -71,9 +71,10 @@ class FixedRun:
         self.length = len(labels)
         self.pos = 0  # the first start not decided yet
         conditions = setup.conditions
-        # per position: its DEFINE (None: true) and the view it reads (the labels so far)
-        self._checks = [(k, conditions.get(v), SlidingView(rows, labels[:k + 1]))
-                        for k, v in enumerate(labels)]
+        # per position with a DEFINE: the condition and the view it reads (the labels so far)
+        self._checks = [(k, cond, SlidingView(rows, labels[:k + 1]))
+                        for k, v in enumerate(labels)
+                        if (cond := conditions.get(v)) is not None]
         kind = setup.skip.kind
         self._skip = (None if kind in ("PAST LAST ROW", "TO NEXT ROW") else
                       SkipRule(setup.skip, setup.subsets))
@@ -83,18 +84,18 @@ class FixedRun:
 
     # .................................................................. rows
     def _matches(self, s: int) -> bool:
-        """Whether rows ``s …`` are a match (WITHIN and each DEFINE in turn, as a thread of
-        the leftmost engine decides them)."""
+        """Whether rows ``s …`` are a match: WITHIN, then each DEFINE in turn. The rows are in
+        time order (NULLs at one end), so the window holds for every row if it holds for the
+        first and the last."""
         within = self._within
+        if within is not None and not within(s, s + self.length - 1):
+            return False
         for k, cond, view in self._checks:
-            if within is not None and not within(s, s + k):
+            got = cond(view.place(s, s + k), None)
+            if got is not True:
+                if got is not None and got is not False:
+                    truth(got)  # raises: not a condition's value
                 return False
-            if cond is not None:
-                got = cond(view.place(s, s + k), None)
-                if got is not True:
-                    if got is not None and got is not False:
-                        truth(got)  # raises: not a condition's value
-                    return False
         return True
 
     def _decide(self, last: int, out: list[dict[str, object]]) -> None:

@@ -12,6 +12,7 @@ from ..frontends.mr import ast as A
 from ..frontends.mr import format_body, parse
 from ..frontends.mr.errors import ClauseError
 from ..runtime import leftmost as L
+from .arrow_rows import arrow_rows
 from .engines import partition_run
 from .evaluator import MatchRecognizeEvaluator
 from .expressions import Compiler, Need
@@ -117,7 +118,7 @@ class MatchRecognizeQuery:
         """The output rows over ``rows`` (mappings of column → value, or a pyarrow Table):
         partitions in the order of their first row, each partition's matches in the order
         found."""
-        data: list[Row] = (rows.to_pylist() if hasattr(rows, "to_pylist") else list(rows))
+        data: Sequence[Row] = (arrow_rows(rows) if hasattr(rows, "to_pylist") else list(rows))
         return self._run(data, presorted=False)
 
     def run_sorted(self, rows: Sequence[Row]) -> list[dict[str, object]]:

@@ -5,6 +5,7 @@ matching resumes after a match under SKIP TO FIRST/LAST (:class:`SkipRule`) and 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -86,9 +87,13 @@ def window_rule(rows: Sequence[Row], column: str, interval: object) -> Callable[
     """WITHIN: whether a match from row ``s`` may take row ``i`` (both times known, the span
     at most the interval). Rows are sorted by the time, so checking each row taken checks the
     match's last."""
+    quick = type(interval) is dt.timedelta
+
     def within(s: int, i: int) -> bool:
         t0, t1 = rows[s].get(column), rows[i].get(column)
         if t0 is None or t1 is None:
             return False
+        if quick and type(t0) is dt.datetime and type(t1) is dt.datetime:
+            return t1 - t0 <= interval  # type: ignore[operator]  # arith's and compare's answer
         return compare("<=", arith("-", t1, t0), interval) is True
     return within

@@ -127,7 +127,7 @@ class RecognizeRunner:
         if not rb.num_rows:
             return
         ev = self._evaluator(rb)
-        out = self._engine_call(ev.feed, rb.to_pylist())
+        out = self._engine_call(ev.feed, rb)
         yield from self._output.batches(out, limits or BatchLimits.of_task())
 
     def advance(self, time: Any, limits: BatchLimits | None = None

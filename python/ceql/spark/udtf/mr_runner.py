@@ -16,7 +16,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 import ceql
 from ceql.constants import MATCH_RECOGNIZE_TABLE, OPTION_TIE_BREAK
-from ceql.mr import MatchRecognizeQuery
+from ceql.mr import MatchRecognizeQuery, arrow_rows
 from ceql.spark.errors import MatchCeqlError, TieOrderWarning
 from ceql.spark.notices import key_of, say
 from ceql.spark.udtf.batching import BatchLimits, TooLarge, cuts, row_bytes
@@ -103,7 +103,7 @@ class MrRunner:
             return
         table = pa.Table.from_batches(self._batches)
         self._batches = []
-        rows = table.to_pylist()
+        rows = arrow_rows(table)
         try:
             out = self._query(rows[0]).run_sorted(rows)
         except ceql.CeqlError as e:
