@@ -319,6 +319,29 @@ def test_advance_ends_windows_without_waiting_for_a_row() -> None:
     assert ev.close() == []
 
 
+@pytest.mark.parametrize("arrow", [False, True])
+def test_rows_before_the_watermark_are_refused_in_a_known_partition_and_after_restore(
+        arrow: bool) -> None:
+    """A partition whose last row was checked against one watermark is checked again against
+    a later one, and a restored evaluator keeps the watermark."""
+    q = ceql.match_recognize("PARTITION BY k ORDER BY t MEASURES A.x AS a, B.x AS b "
+                             "PATTERN (A B) WITHIN INTERVAL '10' SECOND DEFINE B AS x > A.x")
+
+    def rows(*items: tuple[int, int]) -> object:
+        got = [{"k": k, "t": _at(s), "x": s} for k, s in items]
+        return pa.Table.from_pylist(got) if arrow else got
+    ev = q.evaluator()
+    assert ev.feed(rows((1, 1), (1, 2))) == [{"k": 1, "a": 1, "b": 2}]
+    ev.advance(_at(3))
+    assert ev.feed(rows((1, 4))) == []
+    ev.advance(_at(6))
+    for evaluator in (ev, q.restore(ev.snapshot())):
+        with pytest.raises(CeqlInputError, match=r"t=.*, before .* advance\(\) said"):
+            evaluator.feed(rows((1, 5)))
+    again = q.restore(ev.snapshot())
+    assert again.feed(rows((1, 6), (1, 7))) == [{"k": 1, "a": 4, "b": 6}]
+
+
 def test_advance_leaves_windows_open_for_rows_waiting_for_next() -> None:
     # row 1 is matched once row 2 comes (NEXT): the watermark must not close start 0's window
     q = ceql.match_recognize("ORDER BY t MEASURES COUNT(*) AS n PATTERN (A B) "

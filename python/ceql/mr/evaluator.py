@@ -65,13 +65,16 @@ class MrLive(NamedTuple):
 
 
 class _Partition:
-    __slots__ = ("last", "rows", "run")
+    __slots__ = ("last", "marked", "rows", "run")
 
     def __init__(self, run: PartitionEngine, rows: RowWindow,
                  last: tuple[object, ...] | None) -> None:
         self.run = run
         self.rows = rows
         self.last = last  # the ORDER BY values of its last row (None: no row yet)
+        # the watermark its last row was found not before (a later row of the partition
+        # sorts after that one, so it is not before it either)
+        self.marked: tuple[object, ...] | None = None
 
 
 class MatchRecognizeEvaluator:
@@ -90,6 +93,7 @@ class MatchRecognizeEvaluator:
         self._seen = 0
         self._closed = False
         self._watermark: object = None  # no row still to come sorts before it (advance)
+        self._mark: tuple[object, ...] | None = None  # (the watermark,) once there is one
         # whether a row's ORDER BY values sort before the previous row's (of its partition),
         # its first before the watermark (the setup's keys; set with the columns)
         self._out_of_order: Callable[[Sequence[object], Sequence[object]], bool] = (
@@ -152,26 +156,32 @@ class MatchRecognizeEvaluator:
         if self._closed:
             raise CeqlInputError("feed() after close(): the input ended; create a new "
                                  "evaluator (MatchRecognizeQuery.evaluator) for more rows")
-        batch = arrow_rows(rows) if hasattr(rows, "to_pylist") else rows
+        arrow = hasattr(rows, "to_pylist")
+        if arrow:
+            names = tuple(getattr(rows, "schema").names)  # noqa: B009  # a Table or batch
+            if self._setup is None:
+                self._use_columns(names)
+            elif not self._colset.issuperset(names):
+                raise self._extra_columns(names)
+        batch = arrow_rows(rows) if arrow else rows
         out: list[dict[str, object]] = []
         setup = self._setup
         parts = self._parts
         # the partitions this batch reached, matched once all its rows are in (the rows a
         # partition can match are the same whether it is advanced per row or per batch)
         touched: dict[tuple[object, ...], _Partition] = {}
-        watermark = None if self._watermark is None else (self._watermark,)
+        watermark = self._mark
         for row in batch:
-            if type(row) is not dict and not isinstance(row, Mapping):
+            if arrow:
+                pass  # rows of one schema, checked above
+            elif type(row) is not dict and not isinstance(row, Mapping):
                 raise CeqlTypeError(f"Row {self._seen} of the input is a "
                                     f"{type(row).__name__}, not a mapping of column to value")
-            if setup is None:
+            elif setup is None:
                 setup = self._use_columns(tuple(row))
             elif not self._colset.issuperset(row):
-                extra = sorted(str(k) for k in row if k not in self._colset)
-                raise CeqlInputError(
-                    f"Row {self._seen} of the input has column(s) {', '.join(extra)} that "
-                    f"the evaluator's columns ({', '.join(self._columns or ())}) lack: "
-                    "they are fixed by the first row; pass columns=[...] to evaluator()")
+                raise self._extra_columns(row)
+            assert setup is not None
             pcols = setup.partition_columns
             if len(pcols) == 1:
                 v = row.get(pcols[0])
@@ -191,13 +201,15 @@ class MatchRecognizeEvaluator:
                 last = part.last
                 if last is not None and self._out_of_order(last, now):
                     raise self._order_error(setup, values, last, now)
-                if watermark is not None and self._before_time(watermark, now[:1]):
+                if (watermark is not None and part.marked is not watermark
+                        and self._before_time(watermark, now[:1])):
                     raise CeqlInputError(
                         f"Row {self._seen} of the input has {setup.order_columns[0]}="
                         f"{now[0]!r}, before {self._watermark!r}, which advance() said no "
                         "row still to come would be: leave late rows out (a stream counts "
                         "them)")
                 part.last = now
+                part.marked = watermark
             part.rows.append(row)
             self._seen += 1
             touched[key] = part
@@ -208,6 +220,13 @@ class MatchRecognizeEvaluator:
             run.advance(out)
             part.rows.drop_before(run.low_water())
         return out
+
+    def _extra_columns(self, names: Iterable[object]) -> CeqlInputError:
+        extra = sorted(str(k) for k in names if k not in self._colset)
+        return CeqlInputError(
+            f"Row {self._seen} of the input has column(s) {', '.join(extra)} that the "
+            f"evaluator's columns ({', '.join(self._columns or ())}) lack: they are fixed by "
+            "the first row; pass columns=[...] to evaluator()")
 
     def _order_error(self, setup: Setup, values: tuple[object, ...],
                      last: tuple[object, ...], now: tuple[object, ...]) -> CeqlInputError:
@@ -245,6 +264,7 @@ class MatchRecognizeEvaluator:
         if self._watermark is not None and compare("<=", time, self._watermark) is True:
             return []
         self._watermark = time
+        self._mark = (time,)
         out: list[dict[str, object]] = []
         for part in self._parts.values():
             run = part.run
@@ -318,6 +338,7 @@ class MatchRecognizeEvaluator:
         ev._seen = seen
         ev._closed = closed
         ev._watermark = state["watermark"]
+        ev._mark = None if ev._watermark is None else (ev._watermark,)
         setup = ev._setup
         if saved and setup is None:
             raise CeqlInputError("The MATCH_RECOGNIZE snapshot is damaged (rows without "

@@ -4,8 +4,8 @@ from row ``s`` is rows ``s … s + n − 1`` labelled that way or none (docs/mat
 "Engines").
 
 No thread is needed: each start is decided on its own, in order, by the DEFINE of each position
-read in a :class:`~ceql.mr.views.SlidingView` (the labels so far, placed at the start), then the
-next start is the skip's. The rows, the conditions, the skip, WITHIN and the output
+read in a :class:`~ceql.mr.views.SlidingView` (the labels so far, placed at the start) and
+WITHIN, then the next start is the skip's. The rows, the conditions, the skip, WITHIN and the output
 (:class:`~ceql.mr.output.MatchOutput`) are the leftmost engine's (:mod:`ceql.mr.matching`), so
 the output rows are the same; only the work differs (no thread per row and start).
 """
@@ -84,19 +84,17 @@ class FixedRun:
 
     # .................................................................. rows
     def _matches(self, s: int) -> bool:
-        """Whether rows ``s …`` are a match: WITHIN, then each DEFINE in turn. The rows are in
+        """Whether rows ``s …`` are a match: each DEFINE in turn, then WITHIN. The rows are in
         time order (NULLs at one end), so the window holds for every row if it holds for the
         first and the last."""
-        within = self._within
-        if within is not None and not within(s, s + self.length - 1):
-            return False
         for k, cond, view in self._checks:
             got = cond(view.place(s, s + k), None)
             if got is not True:
                 if got is not None and got is not False:
                     truth(got)  # raises: not a condition's value
                 return False
-        return True
+        within = self._within
+        return within is None or within(s, s + self.length - 1)
 
     def _decide(self, last: int, out: list[dict[str, object]]) -> None:
         """Decide the starts from :attr:`pos` to ``last`` (their rows, and the rows NEXT
