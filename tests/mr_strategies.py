@@ -41,16 +41,7 @@ def _leaf() -> st.SearchStrategy[A.Pattern]:
 
 
 def _no_exclusion(p: A.Pattern) -> bool:
-    todo = [p]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, A.Exclusion):
-            return False
-        if isinstance(n, (A.Concatenation, A.Alternation, A.Permute)):
-            todo.extend(n.items)
-        elif isinstance(n, A.Quantified):
-            todo.append(n.item)
-    return True
+    return not any(isinstance(n, A.Exclusion) for n in A.walk_pattern(p))
 
 
 def _extend(children: st.SearchStrategy[A.Pattern]) -> st.SearchStrategy[A.Pattern]:

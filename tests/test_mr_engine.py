@@ -264,15 +264,7 @@ def test_derived_registers_answer_as_the_labels_do(labels: list[str], probes: li
 
 
 def _nodes(body: A.MatchRecognize) -> list[object]:
-    out: list[object] = []
-    todo: list[object] = [body.pattern]
-    while todo:
-        n = todo.pop()
-        out.append(n)
-        if isinstance(n, (A.Concatenation, A.Alternation, A.Permute)):
-            todo.extend(n.items)
-        elif isinstance(n, (A.Quantified, A.Exclusion)):
-            todo.append(n.item)
+    out: list[object] = list(A.walk_pattern(body.pattern))
     for e in [*(d.condition for d in body.defines), *(m.expr for m in body.measures)]:
         out += A.walk(e)
     return out

@@ -446,16 +446,7 @@ _SEARCH = settings(max_examples=5000, phases=[Phase.generate], database=None)
 
 
 def _has(p: A.Pattern, pred: object) -> bool:
-    todo = [p]
-    while todo:
-        n = todo.pop()
-        if callable(pred) and pred(n):
-            return True
-        if isinstance(n, (A.Concatenation, A.Alternation, A.Permute)):
-            todo.extend(n.items)
-        elif isinstance(n, (A.Quantified, A.Exclusion)):
-            todo.append(n.item)
-    return False
+    return callable(pred) and any(pred(n) for n in A.walk_pattern(p))
 
 
 @pytest.mark.parametrize("what", [

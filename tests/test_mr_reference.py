@@ -804,16 +804,7 @@ def _repeats_a_nullable(p: A.Pattern) -> bool:
     contract part: ``re`` ends a loop at an iteration that matched nothing and keeps the match
     so far (``(?:b*?)*`` matches '' in 'b'), while the contract does not take that iteration
     and tries the item's other candidates (``(B*?)*`` takes the B)."""
-    todo = [p]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, A.Quantified) and _nullable(n.item):
-            return True
-        if isinstance(n, (A.Concatenation, A.Alternation, A.Permute)):
-            todo.extend(n.items)
-        elif isinstance(n, (A.Quantified, A.Exclusion)):
-            todo.append(n.item)
-    return False
+    return any(isinstance(n, A.Quantified) and _nullable(n.item) for n in A.walk_pattern(p))
 
 
 @settings(deadline=None)  # examples: the profile's (tests/strategies.py)

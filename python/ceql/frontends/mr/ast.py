@@ -62,6 +62,7 @@ __all__ = [
     "Value",
     "children",
     "walk",
+    "walk_pattern",
 ]
 
 
@@ -490,4 +491,18 @@ def walk(expr: Expr) -> list[Expr]:
         node = todo.pop()
         out.append(node)
         todo.extend(reversed(children(node)))
+    return out
+
+
+def walk_pattern(pattern: Pattern) -> list[Pattern]:
+    """``pattern`` and every sub-pattern, pre-order, without recursion."""
+    out: list[Pattern] = []
+    todo = [pattern]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, Concatenation | Alternation | Permute):
+            todo.extend(reversed(node.items))
+        elif isinstance(node, Quantified | Exclusion):
+            todo.append(node.item)
     return out

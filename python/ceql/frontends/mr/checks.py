@@ -94,14 +94,7 @@ class _Checker:
             self.expression(m.expr, define=False)
 
     def patterns(self) -> Iterator[A.Pattern]:
-        todo: list[A.Pattern] = [self.mr.pattern]
-        while todo:
-            node = todo.pop()
-            yield node
-            if isinstance(node, (A.Concatenation, A.Alternation, A.Permute)):
-                todo.extend(reversed(node.items))
-            elif isinstance(node, (A.Quantified, A.Exclusion)):
-                todo.append(node.item)
+        yield from A.walk_pattern(self.mr.pattern)
 
     # ------------------------------------------------------------ expressions
     def expression(self, expr: A.Expr, *, define: bool) -> None:

@@ -161,19 +161,6 @@ class RecognizeRunner:
         return out
 
 
-def _anchored_end(pattern: A.Pattern) -> bool:
-    todo: list[A.Pattern] = [pattern]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, A.Anchor) and node.kind == "$":
-            return True
-        if isinstance(node, (A.Concatenation, A.Alternation, A.Permute)):
-            todo.extend(node.items)
-        elif isinstance(node, (A.Quantified, A.Exclusion)):
-            todo.append(node.item)
-    return False
-
-
 def stream_refusal(spec: MrSpec) -> str | None:
     """Why the body cannot run over a stream (None: it can); the watermark is checked by the
     operator."""
@@ -189,7 +176,7 @@ def stream_refusal(spec: MrSpec) -> str | None:
         return ("over a stream the body needs WITHIN after PATTERN, or a match could wait for "
                 "ever for its next row and the state grows without bound; add a window, e.g. "
                 "PATTERN (A B+) WITHIN INTERVAL '10' MINUTE")
-    if _anchored_end(body.pattern):
+    if any(isinstance(n, A.Anchor) and n.kind == "$" for n in A.walk_pattern(body.pattern)):
         return ("over a stream a partition never ends, so PATTERN's $ (the partition's end) "
                 "never matches; leave $ out")
     return None
