@@ -33,7 +33,7 @@ from ceql.spark.compiling import compile_on_driver
 from ceql.spark.conf import FROM_FILES
 from ceql.spark.errors import MatchCeqlError
 from ceql.spark.session.connect import apply, has_extension, is_connect
-from ceql.spark.stream.operator import match_stream
+from ceql.spark.stream.operator import match_stream, stream_arguments
 from ceql.spark.udtf.call import CallInfo, quote_identifier
 from ceql.spark.udtf.ceql_plan import WARNED_ARGUMENT
 
@@ -99,22 +99,16 @@ def match(df: Any, query: str, *, partition_by: str | Sequence[str] | None = Non
     A streaming ``df`` gives a streaming DataFrame of the same columns: see
     :func:`ceql.spark.match_stream` (``watermark``, ``late_view``, ``buckets``, ``metrics``).
     """
+    more = stream_arguments("match", df.isStreaming, watermark=watermark, late_view=late_view,
+                            buckets=buckets, metrics=metrics)
     if df.isStreaming:
         if time_format is not None:
             raise MatchCeqlError(
                 "match: over a stream the time column is a TIMESTAMP or a number; convert "
                 "text first (to_timestamp(col, pattern)) instead of time_format.")
-        more: dict[str, Any] = {} if buckets is None else {"buckets": buckets}
-        if metrics is not None:
-            more["metrics"] = metrics
         return match_stream(df, query, watermark=watermark, partition_by=partition_by,
                             time=time, type_col=type_col, rows=rows, time_unit=time_unit,
                             bounds=bounds, tie_break=tie_break, late_view=late_view, **more)
-    if (watermark is not None or late_view is not None or buckets is not None
-            or metrics is not None):
-        raise MatchCeqlError(
-            "match: watermark, late_view, buckets and metrics are for streaming DataFrames "
-            "(spark.readStream…); a table is complete, so drop them.")
     compile_on_driver(query, stacklevel=3, schema=df.schema)  # ← match ← caller
     parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
     call = CallInfo(partition_by=parts)

@@ -13,7 +13,7 @@ from typing import Any
 from ceql.constants import CALL_ARGUMENT, MATCH_RECOGNIZE_TABLE, OPTION_BODY, OPTION_TIE_BREAK
 from ceql.spark.errors import MatchCeqlError, TieOrderWarning
 from ceql.spark.session.connect import apply, has_extension, is_connect
-from ceql.spark.stream.operator import recognize_stream
+from ceql.spark.stream.operator import recognize_stream, stream_arguments
 from ceql.spark.udtf.call import CallInfo
 from ceql.spark.udtf.match_recognize import WARNED_ARGUMENT, unordered_words
 from ceql.spark.udtf.mr_plan import plan_recognize
@@ -43,21 +43,15 @@ def match_recognize(df: Any, body: str, *, tie_break: str | Sequence[str] = (),
     or ``watermark`` gives the delay) and PATTERN has a WITHIN; ``late_view``, ``buckets`` and
     ``metrics`` are :func:`ceql.spark.match_stream`'s.
     """
+    more = stream_arguments("match_recognize", df.isStreaming, watermark=watermark,
+                            late_view=late_view, buckets=buckets, metrics=metrics)
     if df.isStreaming:
         if jvm:
             raise MatchCeqlError(
                 "match_recognize: a stream runs in Spark's streaming operator, not through the "
                 "shim's table function; leave jvm out.")
-        more: dict[str, Any] = {} if buckets is None else {"buckets": buckets}
-        if metrics is not None:
-            more["metrics"] = metrics
         return recognize_stream(df, body, tie_break=tie_break, watermark=watermark,
                                 late_view=late_view, **more)
-    if (watermark is not None or late_view is not None or buckets is not None
-            or metrics is not None):
-        raise MatchCeqlError(
-            "match_recognize: watermark, late_view, buckets and metrics are for streaming "
-            "DataFrames (spark.readStream…); a table is complete, so drop them.")
     ties = tie_break if isinstance(tie_break, str) else ",".join(tie_break)
     options: dict[str, str] = {OPTION_BODY: body}
     if ties:

@@ -63,6 +63,7 @@ __all__ = [
     "STATE_STORE_PROVIDER",
     "match_stream",
     "recognize_stream",
+    "stream_arguments",
 ]
 
 #: The Spark setting naming the state store; streams need RocksDB's.
@@ -291,6 +292,24 @@ def recognize_stream(df: Any, body: str, *, tie_break: str | Sequence[str] = (),
                     output=spec.schema, names=spec.schema.names, input_schema=schema,
                     late_columns=spec.input_columns if late_view is not None else (),
                     late_view=late_view, metrics=metrics)
+
+
+def stream_arguments(who: str, streaming: bool, *, watermark: object, late_view: object,
+                     buckets: int | None, metrics: str | None) -> dict[str, Any]:
+    """The DataFrame calls' stream-only arguments: for a stream, ``buckets`` and ``metrics``
+    as keyword arguments of :func:`match_stream`/:func:`recognize_stream` (left out when None:
+    their defaults); for a table, none may be given (:class:`MatchCeqlError` naming ``who``)."""
+    if not streaming:
+        if (watermark is not None or late_view is not None or buckets is not None
+                or metrics is not None):
+            raise MatchCeqlError(
+                f"{who}: watermark, late_view, buckets and metrics are for streaming "
+                "DataFrames (spark.readStream…); a table is complete, so drop them.")
+        return {}
+    more: dict[str, Any] = {} if buckets is None else {"buckets": buckets}
+    if metrics is not None:
+        more["metrics"] = metrics
+    return more
 
 
 def _check_counts(who: str, metrics: Any, buckets: Any) -> None:
