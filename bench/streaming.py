@@ -57,7 +57,7 @@ WIDE = ("SELECT * FROM S WHERE SELL AS a ; BUY AS b FILTER b[volume > 9990] AND 
 QUERIES = {"p3": QUERY, "wide": WIDE}
 SCHEMA = "type string, id long, name string, volume long, price double, ts long"
 SCHEMA_COLUMNS = ("type", "id", "name", "volume", "price", "ts")
-OPTIONS = {"time": "ts", "time_unit": "us", "tie_break": "id"}
+OPTIONS: dict[str, Any] = {"time": "ts", "time_unit": "us", "tie_break": "id"}
 SHUFFLE = "spark.sql.shuffle.partitions"
 BUCKETS = [16]  # ceql's state entries of a stream (--buckets; ceql's default)
 
@@ -199,7 +199,7 @@ def floor(spark: Any, events: int, files: int, work: Path,
 
     from ceql.spark.stream.operator import RowPacker
 
-    class Idle(StatefulProcessor):  # type: ignore[misc]
+    class Idle(StatefulProcessor):
         def init(self, handle: Any) -> None:
             self.handle = handle
             self.state = handle.getValueState("s", StructType([StructField("v", BinaryType())]))
