@@ -1,12 +1,12 @@
-"""One partition of a MATCH_RECOGNIZE query, row by row: the matcher
-(:mod:`ceql.runtime.leftmost`) with DEFINE as its step, AFTER MATCH SKIP, WITHIN,
-MATCH_NUMBER, and the output rows of ONE ROW / ALL ROWS PER MATCH (docs/match_recognize.md,
-"Output") given as soon as they are final.
+"""The leftmost engine: one partition of a MATCH_RECOGNIZE query, row by row — the matcher
+(:mod:`ceql.runtime.leftmost`) with DEFINE as its step, AFTER MATCH SKIP, WITHIN — its matches
+handed to :class:`~ceql.mr.output.MatchOutput` as soon as they are final (the engine for every
+pattern the fixed-length one does not take, :mod:`ceql.mr.engines`).
 
 The batch run (:meth:`ceql.mr.MatchRecognizeQuery.run`) gives a :class:`PartitionRun` the whole
 sorted partition and :meth:`~PartitionRun.finish`\\ es it; the incremental evaluator
 (:mod:`ceql.mr.evaluator`) gives it a :class:`~ceql.mr.window.RowWindow` it appends to,
-:meth:`~PartitionRun.advance`\\ s it after each row and drops the rows before
+:meth:`~PartitionRun.advance`\\ s it after each batch and drops the rows before
 :meth:`~PartitionRun.low_water`. Both give the same rows in the same order.
 """
 
