@@ -23,9 +23,7 @@ and, if asked, routed to a temporary view.
 from __future__ import annotations
 
 import datetime as _dt
-import uuid
 import warnings
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -63,8 +61,6 @@ __all__ = [
     "ROCKSDB_CHANGELOG",
     "ROCKSDB_PROVIDER",
     "STATE_STORE_PROVIDER",
-    "RowPacker",
-    "StreamProcessor",
     "match_stream",
     "recognize_stream",
     "stream_arguments",
@@ -380,7 +376,7 @@ def _operate(events: Any, plan: StreamPlan, *, partition: Sequence[str], buckets
     out_fields += [StructField(_LATE_COLUMN + c, f.dataType, True)
                    for c in late_columns for f in input_schema.fields if f.name == c]
     out = StructType(out_fields)
-    processor = StreamProcessor(plan, [f.name for f in out_fields], late_columns)
+    processor = _Processor(plan, [f.name for f in out_fields], late_columns)
     result = grouped.transformWithStateInPandas(processor, out, "Append", "EventTime")
     counted = result.observe(metrics, F.coalesce(F.sum(_LATE), F.lit(0)).alias(LATE_METRIC))
     matches = counted.where(F.col(_LATE).isNull()).select(
@@ -449,23 +445,13 @@ def _unpacked(frame: Any) -> Iterator[pa.RecordBatch]:
             yield from reader
 
 
-#: Per Python worker: each key's state as this worker last saved it — (run, key) → (the bytes,
-#: the live object) — so that the key's next call skips decoding when Spark hands back those
-#: very bytes (equal bytes are an equal state). An entry is taken out on load and put back only
-#: once saved: a call that fails leaves none, and a retried batch decodes what Spark gives.
-_LIVE: OrderedDict[tuple[str, Any], tuple[bytes, KeyState]] = OrderedDict()
-#: what a worker keeps at most (the least recently saved go first): keys, and saved bytes
-_LIVE_KEYS = 4096
-_LIVE_BYTES = [0, 16 << 20]  # [held now, the most]
-
-
 def _processor_base() -> type:
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     return StatefulProcessor
 
 
-class StreamProcessor(_processor_base()):  # type: ignore[misc]
+class _Processor(_processor_base()):  # type: ignore[misc]
     """The per-key operator: restore the key's :class:`KeyState`, give it the rows and the
     watermark, save it, set its timer, and return the output rows."""
 
@@ -474,7 +460,6 @@ class StreamProcessor(_processor_base()):  # type: ignore[misc]
         self._plan = plan
         self._outputs = outputs
         self._late_columns = tuple(late_columns)
-        self._run = uuid.uuid4().hex  # this start of the query (made on the driver)
 
     def init(self, handle: Any) -> None:
         from pyspark.sql.types import BinaryType, StructField, StructType
@@ -484,7 +469,7 @@ class StreamProcessor(_processor_base()):  # type: ignore[misc]
             "ceql", StructType([StructField("key_state", BinaryType(), True)]))
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        ks = self._load(key)
+        ks = self._load()
         w = timerValues.getCurrentWatermarkInMs()
         late: list[pa.RecordBatch] = []
         for frame in rows:
@@ -496,30 +481,24 @@ class StreamProcessor(_processor_base()):  # type: ignore[misc]
             ks.saw(int(frame.iloc[:, -1].max()))
         # output flows batch by batch as the engine finds it; the state is saved after it
         yield from self._frames(ks.release(self._plan, w), late)
-        self._save(key, ks)
+        self._save(ks)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any,
                            expiredTimerInfo: Any) -> Iterator[Any]:
-        ks = self._load(key)
+        ks = self._load()
         ks.fired(int(expiredTimerInfo.getExpiryTimeInMs()))  # Spark deletes it after this call
         yield from self._frames(ks.release(self._plan, timerValues.getCurrentWatermarkInMs()),
                                 [])
-        self._save(key, ks)
+        self._save(ks)
 
     def close(self) -> None:
         pass
 
     # ------------------------------------------------------------------ state
-    def _load(self, key: Any) -> KeyState:
+    def _load(self) -> KeyState:
         got = self._state.get()  # None when absent: one call to the state server, not two
         self._stored = got is not None
-        where = self._live_key(key)
-        live = None if where is None else _LIVE.pop(where, None)
-        if live is not None:
-            _LIVE_BYTES[0] -= len(live[0])
         if got is not None:
-            if live is not None and live[0] == got[0]:
-                return live[1]
             ks = load_state(got[0], self._plan)
             if ks.buckets != self._plan.buckets:
                 raise MatchCeqlError(
@@ -530,7 +509,7 @@ class StreamProcessor(_processor_base()):  # type: ignore[misc]
             return ks
         return KeyState(self._plan.buckets)
 
-    def _save(self, key: Any, ks: KeyState) -> None:
+    def _save(self, ks: KeyState) -> None:
         if ks.idle:  # nothing left to do or to remember: the key leaves no state
             for ms in ks.timers:
                 self._handle.deleteTimer(ms)
@@ -540,25 +519,7 @@ class StreamProcessor(_processor_base()):  # type: ignore[misc]
         new = ks.reschedule(self._plan)
         if new is not None:
             self._handle.registerTimer(new)
-        data = dump_state(ks)
-        self._state.update((data,))
-        where = self._live_key(key)
-        if where is not None:
-            old = _LIVE.pop(where, None)
-            if old is not None:
-                _LIVE_BYTES[0] -= len(old[0])
-            _LIVE[where] = (data, ks)
-            _LIVE_BYTES[0] += len(data)
-            while len(_LIVE) > _LIVE_KEYS or _LIVE_BYTES[0] > _LIVE_BYTES[1]:
-                _LIVE_BYTES[0] -= len(_LIVE.popitem(last=False)[1][0])
-
-    def _live_key(self, key: Any) -> tuple[str, Any] | None:
-        """The key's place in :data:`_LIVE` (None: a key Python cannot hash, say an array)."""
-        try:
-            hash(key)
-        except TypeError:
-            return None
-        return (self._run, key)
+        self._state.update((dump_state(ks),))
 
     # ------------------------------------------------------------------ rows
     def _frames(self, out: Iterable[pa.RecordBatch], late: list[pa.RecordBatch]
