@@ -6,7 +6,7 @@ Usage (from the repository root; needs Java 17's ``javac`` and a Python environm
 
     .venv/bin/python bench/mr_flink.py --flink-python /path/to/venv/bin/python \\
         [--events 1000000] [--repeat 3] [--only v_shape,pair,selective] [--no-spark]
-        [--no-flink] [--streaming [--stream-files 20]] [--profile N]
+        [--no-flink] [--streaming [--stream-files 20] [--stream-rounds 3]] [--profile N]
 
 Three row patterns per ticker, each written once as a MATCH_RECOGNIZE body that ceql and
 Flink both run (only the ORDER BY differs: Flink's must be its event-time attribute):
@@ -22,8 +22,10 @@ Flink both run (only the ORDER BY differs: Flink's must be its event-time attrib
 
 Columns, per workload, alternated ``--repeat`` times:
 
-* **ceql**: ``ceql.match_recognize(body).evaluator()`` fed the Arrow table then closed, in
-  this process, process CPU time (one core; the CSV is read before);
+* **ceql**: ``ceql.match_recognize(body).evaluator(schema=…)`` (the engine the query's
+  evaluator chooses for the table's schema: the columnar one for the pair and the triple, the
+  leftmost Pike machine for the V-shape) fed the Arrow table then closed, in this process,
+  process CPU time (one core; the CSV is read before);
 * **Flink SQL** (``bench/flink/MrBench.java``, a fresh JVM per run, parallelism 1, streaming
   mode): a filesystem CSV source table (the stream's first ``--events`` rows without the
   header), ``rowtime`` = ``ts`` in ms with ``WATERMARK FOR rowtime AS rowtime - INTERVAL
@@ -40,7 +42,12 @@ Columns, per workload, alternated ``--repeat`` times:
 
 * **streaming** (``--streaming``): the pair with a WITHIN (a stream needs one) through
   ``ceql.spark.match_recognize`` on a stream of ``bench/streaming.py``'s landed Parquet files,
-  steady rate, against ``streaming.floor`` (a no-op transformWithStateInPandas) over all rows.
+  steady rate, against ``streaming.floor`` (a no-op transformWithStateInPandas) over all rows,
+  both written to the ``noop`` sink. Spark's micro-batches keep getting faster for the first
+  few streams of a session (the JVM warming up), so a floor stream runs first and is not
+  counted, then ``--stream-rounds`` pairs alternate (ceql, floor), and each ceql stream is
+  compared with the mean of the floor streams beside it. A last ceql stream into the
+  ``memory`` sink checks the rows against the batch answer.
 
 ``--profile N`` prints cProfile's top N functions of ceql's engine per workload instead.
 
@@ -197,7 +204,7 @@ def run_ceql(table: pa.Table, name: str) -> tuple[float, list[tuple[int, ...]]]:
     query = ceql.match_recognize(body(name, "ts"))
     cols = columns(name)
     t0 = time.process_time()
-    ev = query.evaluator()
+    ev = query.evaluator(schema=table.schema)
     out = ev.feed(table)
     out += ev.close()
     seconds = time.process_time() - t0
@@ -215,7 +222,7 @@ def profile(table: pa.Table, name: str, top: int) -> str:
     query = ceql.match_recognize(body(name, "ts"))
     prof = cProfile.Profile()
     prof.enable()
-    ev = query.evaluator()
+    ev = query.evaluator(schema=table.schema)
     ev.feed(table)
     ev.close()
     prof.disable()
@@ -410,7 +417,8 @@ def streaming_part(a: argparse.Namespace, out_file: Path) -> list[str]:
     """``STREAM_BODY`` over the stream landed as ``--stream-files`` Parquet files, one a
     micro-batch (``bench/streaming.py``'s files and steady rate), against the no-op
     transformWithStateInPandas floor over the same rows, all of them kept (MATCH_RECOGNIZE has
-    no prefilter: every row reaches the operator)."""
+    no prefilter: every row reaches the operator): a floor stream to warm the session up, then
+    ``--stream-rounds`` alternated pairs, both into the ``noop`` sink; then the rows checked."""
     import streaming as st
     from pyspark.sql import functions as F
 
@@ -419,6 +427,7 @@ def streaming_part(a: argparse.Namespace, out_file: Path) -> list[str]:
 
     spark = sb.session(a.driver_memory)
     files = a.stream_files
+    runs: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
@@ -429,15 +438,29 @@ def streaming_part(a: argparse.Namespace, out_file: Path) -> list[str]:
             batch_df.write.format("noop").mode("overwrite").save()
             batch_s = time.perf_counter() - t0
             want = {(r[0], r[1]) for r in batch_df.select("a_id", "b_id").collect()}
-            stream = (spark.readStream.schema(st.SCHEMA).option("maxFilesPerTrigger", 1)
-                      .parquet(str(folder)).withColumn("et", F.timestamp_micros("ts")))
-            out = ceql.spark.match_recognize(stream, STREAM_BODY, watermark="1 second",
-                                             buckets=st.BUCKETS[0])
-            q = (out.writeStream.format("memory").queryName("bench_mr_stream")
-                 .outputMode("append").option("checkpointLocation", str(work / "ck-mr"))
-                 .trigger(availableNow=True).start())
-            q.awaitTermination()
-            rows, secs, ms = st.steady(q)
+
+            def mr_stream(i: int, sink: str) -> Any:
+                stream = (spark.readStream.schema(st.SCHEMA).option("maxFilesPerTrigger", 1)
+                          .parquet(str(folder)).withColumn("et", F.timestamp_micros("ts")))
+                out = ceql.spark.match_recognize(stream, STREAM_BODY, watermark="1 second",
+                                                 buckets=st.BUCKETS[0])
+                w = (out.writeStream.format(sink).outputMode("append")
+                     .option("checkpointLocation", str(work / f"ck-mr-{i}")))
+                q = (w.queryName("bench_mr_stream") if sink == "memory" else w).trigger(
+                    availableNow=True).start()
+                q.awaitTermination()
+                return q
+
+            def floor(i: int) -> dict[str, Any]:
+                return cast(dict[str, Any], st.floor(spark, a.events, files, work / f"f{i}",
+                                                     where="true"))
+            floor(0)  # warms the session up; not counted
+            for i in range(a.stream_rounds):
+                rows, secs, ms = st.steady(mr_stream(i, "noop"))
+                runs.append({"kind": "ceql", "stream_eps": round(rows / secs) if secs else 0,
+                             "steady_ms": ms})
+                runs.append(floor(i + 1))
+            mr_stream(a.stream_rounds, "memory")
             got = {(r[0], r[1]) for r in
                    spark.table("bench_mr_stream").select("a_id", "b_id").collect()}
             # the stream gives batch rows only; the ones it does not give are held at its end
@@ -447,24 +470,32 @@ def streaming_part(a: argparse.Namespace, out_file: Path) -> list[str]:
             last_given = max((b for _, b in got), default=-1)
             check = "same" if got <= want else "DIFFER"
             late = sum(1 for _, b in held if b <= last_given)
-            fl = st.floor(spark, a.events, files, work, where="true")
     finally:
         spark.stop()
-    eps = rows / secs if secs else 0.0
+    # each ceql stream against the mean of the floor streams beside it (before and after)
+    floors = [r["stream_eps"] or 0 for r in runs if r["kind"] == "floor"]
+    eps = [r["stream_eps"] for r in runs if r["kind"] == "ceql"]
+    # the warm-up floor is not counted: ceql stream i sits between floor i (or none) and i+1
+    ratios = [e / (sum(floors[max(0, i - 1):i + 1]) / len(floors[max(0, i - 1):i + 1]))
+              for i, e in enumerate(eps)]
     rec = {"part": "streaming", "events": a.events, "files": files, "body": STREAM_BODY,
-           "stream_eps": round(eps), "steady_ms": ms, "floor": fl, "batch_s": batch_s,
+           "runs": runs, "ratios": [round(r, 3) for r in ratios], "batch_s": batch_s,
            "matches_batch": len(want), "matches_stream": len(got), "held": len(held),
            "held_before_last_given": late, "check": check, "load": eb.load_avg()}
     with out_file.open("a") as fh:
         fh.write(json.dumps(rec) + "\n")
-    ratio = f"{eps / fl['stream_eps']:.2f}×" if fl.get("stream_eps") else "–"
-    return ["| events | files (micro-batches) | matches batch / stream (held at the end, of "
-            "which before the stream's last) | batch events/s | MR stream events/s (steady) "
-            "| no-op transformWithStateInPandas events/s | MR ÷ no-op | stream ⊆ batch | load |",
-            "|---:|---:|---:|---:|---:|---:|---:|---|---:|",
-            f"| {a.events:,} | {files} | {len(want):,} / {len(got):,} ({len(held)}, {late}) | "
-            f"{a.events / batch_s:,.0f} | {eps:,.0f} | {fl.get('stream_eps') or 0:,} | {ratio} "
-            f"| {check} | {rec['load']} |"]
+    lines = ["| round | MR stream events/s (steady) | no-op transformWithStateInPandas "
+             "events/s (the floor streams beside it) | MR ÷ no-op |",
+             "|---:|---:|---:|---:|"]
+    for i, (e, r) in enumerate(zip(eps, ratios, strict=True)):
+        beside = " / ".join(f"{f:,}" for f in floors[max(0, i - 1):i + 1])
+        lines.append(f"| {i + 1} | {e:,} | {beside} | {r:.2f}× |")
+    lines += ["", "| events | files (micro-batches) | matches batch / stream (held at the end, "
+              "of which before the stream's last) | batch events/s | stream ⊆ batch | load |",
+              "|---:|---:|---:|---:|---|---:|",
+              f"| {a.events:,} | {files} | {len(want):,} / {len(got):,} ({len(held)}, {late}) "
+              f"| {a.events / batch_s:,.0f} | {check} | {rec['load']} |"]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -479,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--streaming", action="store_true",
                     help="also stream the pair (with WITHIN) against a no-op "
                          "transformWithStateInPandas")
+    ap.add_argument("--stream-rounds", type=int, default=3,
+                    help="alternated (ceql, no-op) stream pairs after a warm-up (default 3)")
     ap.add_argument("--stream-files", type=int, default=20,
                     help="Parquet files the stream comes in, one a micro-batch (default 20)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")

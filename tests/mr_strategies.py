@@ -257,3 +257,114 @@ def value_bodies(draw: Any) -> A.MatchRecognize:
 def cases() -> st.SearchStrategy[tuple[A.MatchRecognize, list[dict[str, object]]]]:
     """A body and rows for it."""
     return st.tuples(bodies(), partitions())
+
+
+# ---------------------------------------------------------------- the columnar engine's subset
+
+_COLUMNAR_X = ("col", "col", "lit", "prev", "next", "first", "last", "nested")
+
+
+@st.composite
+def _columnar_value(draw: Any, names: tuple[str, ...], *, measure: bool) -> A.Expr:
+    """A value :mod:`ceql.mr.vectors` lowers: x read through navigation, or the double f in
+    double arithmetic."""
+    if draw(st.integers(0, 3)) == 0:
+        f = A.Column(draw(_qualifiers(names)), "f")
+        kind = draw(st.sampled_from(["f", "times", "plus_x", "minus"]))
+        if kind == "f":
+            return f
+        if kind == "times":
+            return A.Binary("*", f, A.Literal(draw(st.sampled_from([Decimal("1.5"), 2.0]))))
+        if kind == "plus_x":
+            return A.Binary("+", A.Column(draw(_qualifiers(names)), "x"), f)
+        return A.Negate(f)
+    return draw(_x_value(names, measure=measure, kinds=_COLUMNAR_X))
+
+
+@st.composite
+def _columnar_condition(draw: Any, names: tuple[str, ...], depth: int = 0, *,
+                        measure: bool = False) -> A.Expr:
+    kind = draw(st.sampled_from(["cmp", "cmp", "cmp", "null", "between", "in", "classifier",
+                                 "text", "and", "or", "not"]))
+    if depth >= 2 and kind in ("and", "or", "not"):
+        kind = "cmp"
+    if kind == "cmp":
+        op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
+        right = draw(st.one_of(st.integers(0, 5).map(A.Literal),
+                               _columnar_value(names, measure=measure)))
+        return A.Binary(op, draw(_columnar_value(names, measure=measure)), right)
+    if kind == "null":
+        return A.IsNull(draw(_columnar_value(names, measure=measure)), draw(st.booleans()))
+    if kind == "between":
+        low = draw(st.integers(0, 3))
+        return A.Between(A.Column(draw(_qualifiers(names)), "x"), A.Literal(low),
+                         A.Literal(low + draw(st.integers(0, 2))), draw(st.booleans()))
+    if kind == "in":
+        items = tuple(A.Literal(i) for i in draw(st.lists(st.integers(0, 5), min_size=1,
+                                                           max_size=3)))
+        return A.InList(A.Column(draw(_qualifiers(names)), "x"), items, draw(st.booleans()))
+    if kind == "classifier":
+        return A.Binary("=", A.Classifier(draw(st.sampled_from((None, *names)))),
+                        A.Literal(draw(st.sampled_from(VARS))))
+    if kind == "text":
+        return A.Binary(draw(st.sampled_from(["=", "<", ">="])),
+                        A.Column(draw(_qualifiers(names)), "y"),
+                        draw(st.one_of(st.sampled_from(["a", "ab", "b"]).map(A.Literal),
+                                       st.just(A.Navigation("PREV", A.Column(None, "y"), 1)))))
+    if kind == "not":
+        return A.Not(draw(_columnar_condition(names, depth + 1, measure=measure)))
+    return A.Binary(kind.upper(), draw(_columnar_condition(names, depth + 1, measure=measure)),
+                    draw(_columnar_condition(names, depth + 1, measure=measure)))
+
+
+@st.composite
+def columnar_bodies(draw: Any) -> A.MatchRecognize:
+    """A body of one labelling, ONE ROW PER MATCH, DEFINE and MEASURES in the columnar
+    engine's subset (mostly), over columns k, ts, x, y, f."""
+    pattern = draw(_one_labelling())
+    pvars = _variables(pattern)
+    subsets: tuple[A.Subset, ...] = ()
+    if draw(st.booleans()):
+        members = draw(st.lists(st.sampled_from(pvars), min_size=1, max_size=3, unique=True))
+        subsets = (A.Subset("U", tuple(members)),)
+    names = (*pvars, *(s.name for s in subsets))
+    defined = draw(st.lists(st.sampled_from(pvars), unique=True))
+    defines = tuple(A.Define(v, draw(_columnar_condition(names))) for v in defined)
+    kinds = st.sampled_from(["value", "value", "cond", "match_number", "classifier", "y"])
+    measures = []
+    for i in range(draw(st.integers(0, 3))):
+        kind = draw(kinds)
+        expr: A.Expr = (draw(_columnar_value(names, measure=True)) if kind == "value" else
+                        draw(_columnar_condition(names, measure=True)) if kind == "cond" else
+                        A.MatchNumber() if kind == "match_number" else
+                        A.Classifier(draw(st.sampled_from((None, *names))))
+                        if kind == "classifier" else A.Column(draw(_qualifiers(names)), "y"))
+        measures.append(A.Measure(expr, f"m{i}"))
+    skips = [A.Skip("PAST LAST ROW"), A.Skip("TO NEXT ROW")]
+    skips += [A.Skip(kind, v) for v in names for kind in ("TO FIRST", "TO LAST")]
+    within = draw(st.sampled_from([None, datetime.timedelta(seconds=2),
+                                   datetime.timedelta(seconds=5)]))
+    partition = draw(st.sampled_from([(), ("k",), ("k",)]))
+    order: tuple[A.SortKey, ...] = (A.SortKey("ts", False,
+                                              draw(st.sampled_from([None, True, False]))),)
+    if within is None and draw(st.integers(0, 5)) == 0:
+        order = ()  # the rows' own order (and then, perhaps, no column read at all)
+    return A.MatchRecognize(pattern, partition, order, tuple(measures), "ONE",
+                            draw(st.sampled_from(skips)), within, subsets, defines)
+
+
+@st.composite
+def columnar_rows(draw: Any, size: int = 8) -> list[dict[str, object]]:
+    """Up to ``size`` rows over k (1 or 2), ts (non-decreasing, ties too; zoned or not, per
+    draw), x (small or NULL), y (short text), f (a double, NULL or NaN)."""
+    zone = draw(st.sampled_from([None, datetime.UTC]))
+    out = []
+    t = T0.replace(tzinfo=zone)
+    for _ in range(draw(st.integers(0, size))):
+        t += datetime.timedelta(seconds=draw(st.integers(0, 3)))
+        out.append({"k": draw(st.sampled_from([1, 2])), "ts": t,
+                    "x": draw(st.one_of(st.none(), st.integers(0, 5))),
+                    "y": draw(st.sampled_from(["a", "b", "ab", "ba"])),
+                    "f": draw(st.one_of(st.none(), st.sampled_from(
+                        [0.5, 1.0, 2.5, -1.0, 3.0, float("nan")])))})
+    return out

@@ -221,6 +221,15 @@ class MatchRecognizeEvaluator:
             part.rows.drop_before(run.low_water())
         return out
 
+    def feed_output(self, rows: Iterable[Row] | Any) -> list[dict[str, object]]:
+        """:meth:`feed`, the output in this engine's own form (rows; the columnar engine's is
+        an Arrow table)."""
+        return self.feed(rows)
+
+    def close_output(self) -> list[dict[str, object]]:
+        """:meth:`close`, the output in this engine's own form."""
+        return self.close()
+
     def _extra_columns(self, names: Iterable[object]) -> CeqlInputError:
         extra = sorted(str(k) for k in names if k not in self._colset)
         return CeqlInputError(
@@ -315,7 +324,11 @@ class MatchRecognizeEvaluator:
     def restore(cls, query: CompiledQuery, data: bytes) -> MatchRecognizeEvaluator:
         """An evaluator that continues exactly where the one that took ``data`` stopped;
         :class:`~ceql.errors.CeqlInputError` for bytes that are no snapshot of ``query``'s."""
-        state = load(query.text, data)
+        return cls.from_state(query, load(query.text, data))
+
+    @classmethod
+    def from_state(cls, query: CompiledQuery, state: Any) -> MatchRecognizeEvaluator:
+        """The evaluator whose :meth:`snapshot` saved ``state`` (the snapshot's content)."""
         try:
             return cls._restored(query, state)
         except CeqlError:

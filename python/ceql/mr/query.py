@@ -8,11 +8,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ..frontends.mr import ast as A
 from ..frontends.mr import format_body, parse
 from ..frontends.mr.errors import ClauseError
 from ..runtime import leftmost as L
 from .arrow_rows import arrow_rows
+from .columnar import ColumnarEvaluator, columnar_plan, partition_groups
 from .engines import partition_run
 from .evaluator import MatchRecognizeEvaluator
 from .expressions import Compiler, Need
@@ -22,11 +27,15 @@ from .partitions import partition, sort
 from .reach import reach
 from .registers import Registers
 from .setup import Setup
+from .snapshot import load
 from .views import Compiled
 
-__all__ = ["MatchRecognizeQuery", "match_recognize"]
+__all__ = ["Evaluator", "MatchRecognizeQuery", "match_recognize"]
 
 Row = Mapping[str, object]
+
+#: An incremental evaluator: the row engines' or the columnar engine's (one interface).
+Evaluator = MatchRecognizeEvaluator | ColumnarEvaluator
 
 
 @dataclass(frozen=True)
@@ -118,8 +127,34 @@ class MatchRecognizeQuery:
         """The output rows over ``rows`` (mappings of column → value, or a pyarrow Table):
         partitions in the order of their first row, each partition's matches in the order
         found."""
+        if isinstance(rows, pa.Table | pa.RecordBatch):
+            table = rows if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
+            got = self._run_columnar(table, presorted=False)
+            if got is not None:
+                return arrow_rows(got)
         data: Sequence[Row] = (arrow_rows(rows) if hasattr(rows, "to_pylist") else list(rows))
         return self._run(data, presorted=False)
+
+    def run_sorted_table(self, table: pa.Table) -> pa.Table | list[dict[str, object]]:
+        """:meth:`run_sorted` over an Arrow table: the output as an Arrow table when the
+        columnar engine runs the query, else as rows."""
+        got = self._run_columnar(table, presorted=True) if table.num_rows else None
+        return got if got is not None else self.run_sorted(arrow_rows(table))
+
+    def _run_columnar(self, table: pa.Table, *, presorted: bool) -> pa.Table | None:
+        """The output over ``table`` by the columnar engine (None: it cannot run the query
+        over these columns, or cannot sort them as ORDER BY does)."""
+        columns = tuple(table.schema.names)
+        ev = self.evaluator(columns=columns, schema=table.schema)
+        if not isinstance(ev, ColumnarEvaluator):
+            return None
+        if not presorted:
+            setup = self.setup(columns)
+            order = _sort_order(table, setup)
+            if order is None:
+                return None
+            table = table.take(order)
+        return ev.run_table(table)
 
     def run_sorted(self, rows: Sequence[Row]) -> list[dict[str, object]]:
         """The output rows of ONE partition whose rows come in ORDER BY order already (an
@@ -141,17 +176,30 @@ class MatchRecognizeQuery:
             partition_run(setup, part, values).finish(out)
         return out
 
-    def evaluator(self, *, columns: Sequence[str] | None = None) -> MatchRecognizeEvaluator:
+    def evaluator(self, *, columns: Sequence[str] | None = None,
+                  schema: pa.Schema | None = None) -> Evaluator:
         """An incremental evaluator: ``feed(rows)`` returns the output rows each batch makes
-        final, ``close()`` the rest; ``snapshot()`` saves it and :meth:`restore` continues it
-        (:class:`~ceql.mr.evaluator.MatchRecognizeEvaluator`). ``columns``: the input's
-        columns (default: the first row's)."""
+        final, ``close()`` the rest; ``snapshot()`` saves it and :meth:`restore` continues it.
+        ``columns``: the input's columns (default: the first row's, or ``schema``'s).
+        With ``schema`` (the Arrow schema of the batches to come) the columnar engine runs
+        the query when it can (:mod:`ceql.mr.columnar`), else the row engines
+        (:class:`~ceql.mr.evaluator.MatchRecognizeEvaluator`): the one place that
+        chooses."""
+        if schema is not None:
+            names = tuple(columns) if columns is not None else tuple(schema.names)
+            plan = columnar_plan(self.setup(names), self.body, schema, names)
+            if plan is not None:
+                return ColumnarEvaluator(self, plan, names)
+            columns = names
         return MatchRecognizeEvaluator(self, columns=columns)
 
-    def restore(self, data: bytes) -> MatchRecognizeEvaluator:
-        """Continue an evaluation of this query saved by
-        :meth:`~ceql.mr.evaluator.MatchRecognizeEvaluator.snapshot`."""
-        return MatchRecognizeEvaluator.restore(self, data)
+    def restore(self, data: bytes) -> Evaluator:
+        """Continue an evaluation of this query saved by an evaluator's ``snapshot()`` (on
+        the engine that took it)."""
+        state = load(self.text, data)
+        if isinstance(state, dict) and state.get("engine") == "columnar":
+            return ColumnarEvaluator.from_state(self, state)
+        return MatchRecognizeEvaluator.from_state(self, state)
 
 
 def match_recognize(text: str) -> MatchRecognizeQuery:
@@ -166,3 +214,40 @@ def match_recognize(text: str) -> MatchRecognizeQuery:
                               "from the rows it returns")
         tree = tree.body
     return MatchRecognizeQuery(tree)
+
+
+def _sort_order(table: pa.Table, setup: Setup) -> pa.Array | None:
+    """The row order :meth:`MatchRecognizeQuery.run` gives ``table``: partitions by their first
+    row, each sorted stably by ORDER BY (None when Arrow cannot sort as
+    :func:`ceql.mr.partitions.sort` does: NaN, or NULLs placed differently by different keys
+    on a pyarrow without per-key placement)."""
+    keys = []
+    placements = set()
+    for column, key in zip(setup.order_columns, setup.order_keys, strict=True):
+        col = table.column(column)
+        nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+        if col.null_count:
+            placements.add(nulls_first)
+        if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
+            return None
+        keys.append((column, "descending" if key.descending else "ascending",
+                     "at_start" if nulls_first else "at_end"))
+    rank = _partition_rank(table, setup.partition_columns)
+    ranked = table.select(list(setup.order_columns)).append_column(
+        "__ceql_rank", pa.array(rank))
+    try:  # pyarrow >= 25: each key its own NULL placement
+        return pc.sort_indices(ranked, sort_keys=[("__ceql_rank", "ascending", "at_end"),
+                                                  *keys])
+    except (TypeError, ValueError, pa.ArrowInvalid):
+        if len(placements) > 1:
+            return None
+        return pc.sort_indices(ranked, sort_keys=[("__ceql_rank", "ascending"),
+                                                  *(k[:2] for k in keys)],
+                               null_placement="at_start" if placements == {True} else "at_end")
+
+
+def _partition_rank(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
+    """Each row's partition, numbered by first row (PARTITION BY's grouping)."""
+    if not columns:
+        return np.zeros(table.num_rows, dtype=np.int64)
+    return partition_groups(table, columns)[0]

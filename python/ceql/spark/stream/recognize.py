@@ -25,7 +25,7 @@ import ceql
 from ceql.constants import MATCH_RECOGNIZE_TABLE
 from ceql.frontends.mr import ast as A
 from ceql.mr import MatchRecognizeQuery
-from ceql.mr.evaluator import MatchRecognizeEvaluator
+from ceql.mr.query import Evaluator
 from ceql.spark.errors import MatchCeqlError
 from ceql.spark.stream.keystate import SortKey, StreamPlan
 from ceql.spark.udtf.batching import BatchLimits
@@ -88,7 +88,7 @@ class RecognizeRunner:
         self._engine = engine
         self._output = MrOutput(engine.spec)
         self._bound = bound
-        self._ev: MatchRecognizeEvaluator | None = None
+        self._ev: Evaluator | None = None
         if snapshot is not None:
             first = {} if bound is None else bound.to_pylist()[0]
             try:
@@ -111,13 +111,13 @@ class RecognizeRunner:
         """The evaluator's snapshot (None before the first row)."""
         return None if self._ev is None else self._ev.snapshot()
 
-    def _evaluator(self, rb: pa.RecordBatch) -> MatchRecognizeEvaluator:
+    def _evaluator(self, rb: pa.RecordBatch) -> Evaluator:
         if self._ev is None:
             constants = self._engine.constants
             first = rb.slice(0, 1)
             self._bound = first.select(list(constants)) if constants else None
             query = self._engine.query(first.to_pylist()[0])
-            self._ev = query.evaluator(columns=self._engine.columns)
+            self._ev = query.evaluator(columns=self._engine.columns, schema=rb.schema)
         return self._ev
 
     def feed(self, rb: pa.RecordBatch, limits: BatchLimits | None = None
@@ -127,7 +127,7 @@ class RecognizeRunner:
         if not rb.num_rows:
             return
         ev = self._evaluator(rb)
-        out = self._engine_call(ev.feed, rb)
+        out = self._engine_call(ev.feed_output, rb)
         yield from self._output.batches(out, limits or BatchLimits.of_task())
 
     def advance(self, time: Any, limits: BatchLimits | None = None
@@ -145,7 +145,7 @@ class RecognizeRunner:
         ev = self._ev
         if ev is None:
             return
-        out = self._engine_call(lambda _: ev.close(), None)
+        out = self._engine_call(lambda _: ev.close_output(), None)
         yield from self._output.batches(out, limits or BatchLimits.of_task())
 
     def waiting_until(self) -> Any:
@@ -153,9 +153,9 @@ class RecognizeRunner:
         return None if self._ev is None else self._ev.waiting_until()
 
     @staticmethod
-    def _engine_call(call: Any, arg: Any) -> list[dict[str, object]]:
+    def _engine_call(call: Any, arg: Any) -> list[dict[str, object]] | pa.Table:
         try:
-            out: list[dict[str, object]] = call(arg)
+            out: list[dict[str, object]] | pa.Table = call(arg)
         except ceql.CeqlError as e:
             raise MatchCeqlError(f"{MATCH_RECOGNIZE_TABLE}: {type(e).__name__}: {e}") from None
         return out

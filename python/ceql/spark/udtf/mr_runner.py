@@ -103,9 +103,9 @@ class MrRunner:
             return
         table = pa.Table.from_batches(self._batches)
         self._batches = []
-        rows = arrow_rows(table)
         try:
-            out = self._query(rows[0]).run_sorted(rows)
+            query = self._query(arrow_rows(table.slice(0, 1))[0])
+            out = query.run_sorted_table(table)
         except ceql.CeqlError as e:
             raise MatchCeqlError(
                 f"{MATCH_RECOGNIZE_TABLE}{self._where}: {type(e).__name__}: {e}") from None
@@ -123,17 +123,29 @@ class MrOutput:
         self._arrow = {f.name: to_arrow_type(f.dataType, timezone="UTC")
                        for f in spec.schema.fields}
 
-    def batches(self, out: Sequence[dict[str, Any]], limits: BatchLimits
+    def batches(self, out: Sequence[dict[str, Any]] | pa.Table, limits: BatchLimits
                 ) -> Iterator[pa.RecordBatch]:
-        """``out`` (the engine's rows) as Arrow batches of the output's columns and types,
-        within ``limits``."""
-        if not out:
+        """``out`` (the engine's rows, or the columnar engine's table) as Arrow batches of
+        the output's columns and types, within ``limits``."""
+        if not len(out):
             return
         fields = self._spec.schema.fields
+        table = out if isinstance(out, pa.Table) else None
         arrays = []
         for f in fields:
             t = self._arrow[f.name]
-            values = [r.get(f.name) for r in out]
+            if table is not None:
+                if f.name not in table.schema.names:
+                    arrays.append(pa.nulls(table.num_rows, t))
+                    continue
+                column = table.column(f.name).combine_chunks()
+                try:
+                    arrays.append(column if column.type == t else column.cast(t))
+                    continue
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                    values = column.to_pylist()
+            else:
+                values = [r.get(f.name) for r in out]
             try:
                 arrays.append(pa.array(values, t))
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
