@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -39,9 +39,20 @@ from .snapshot import dump
 from .values import arith, compare
 from .vectors import Frame, NotColumnar, Vec, kind_of, lower
 
-__all__ = ["ColumnarEvaluator", "ColumnarPlan", "columnar_plan", "partition_groups"]
+__all__ = ["ColumnarEvaluator", "ColumnarPlan", "PlannedQuery", "columnar_plan",
+           "partition_groups"]
 
 _PART = "__ceql_part"  # the kept rows' partition ordinal
+
+
+class PlannedQuery(CompiledQuery, Protocol):
+    """What the columnar evaluator needs of a compiled query
+    (:class:`ceql.mr.MatchRecognizeQuery`)."""
+
+    def columnar(self, columns: tuple[str, ...], schema: pa.Schema) -> ColumnarPlan | None:
+        """The query lowered for input ``columns`` of ``schema`` (None: the columnar engine
+        cannot run it)."""
+        ...
 _UNITS = {"s": 1_000_000, "ms": 1_000, "us": 1}  # microseconds per unit
 
 
@@ -199,7 +210,7 @@ class ColumnarEvaluator:
     """The columnar engine's incremental evaluation of one query (see the module docstring);
     ``plan`` is the query lowered for the input's schema, ``columns`` the input's columns."""
 
-    def __init__(self, query: CompiledQuery, plan: ColumnarPlan,
+    def __init__(self, query: PlannedQuery, plan: ColumnarPlan,
                  columns: Sequence[str]) -> None:
         self._query = query
         self._plan = plan
@@ -216,7 +227,7 @@ class ColumnarEvaluator:
 
     # ------------------------------------------------------------------ facts
     @property
-    def query(self) -> CompiledQuery:
+    def query(self) -> PlannedQuery:
         """The query evaluated."""
         return self._query
 
@@ -569,23 +580,44 @@ class ColumnarEvaluator:
         if within is None:
             return []
         moved = False
-        for p, part, times in self._waiting():
+        now = self._time_us(time)
+        assert isinstance(within, dt.timedelta)  # columnar_plan's condition
+        within_us = within // dt.timedelta(microseconds=1)
+        for part, times in self._waiting():
             pos = part.pos
             for t0 in times:
-                if t0 is not None and compare("<=", arith("-", time, t0), within) is True:
+                if t0 is not None and (
+                        now - t0 <= within_us if now is not None else
+                        compare("<=", arith("-", time, self._time_of(t0)), within) is True):
                     break
                 pos += 1
             if pos != part.pos:
                 part.pos = pos
                 moved = True
-            del p
         if moved:
             self._trim()
         return []
 
-    def _waiting(self) -> list[tuple[int, _Part, list[object]]]:
+    def _time_us(self, time: object) -> int | None:
+        """``time`` in microseconds since the epoch on the time column's scale (None: not a
+        time of the column's kind; the Python values then decide)."""
+        column = self._setup.time_column
+        assert column is not None
+        kind = self._plan.schema.field(column).type
+        if not isinstance(time, dt.datetime) or (time.tzinfo is None) != (kind.tz is None):
+            return None
+        return int(pa.scalar(time, pa.timestamp("us", kind.tz)).cast(pa.int64()).as_py())
+
+    def _time_of(self, us: int) -> object:
+        """The time column's value (as a row gives it) ``us`` microseconds from the epoch."""
+        column = self._setup.time_column
+        assert column is not None
+        kind = self._plan.schema.field(column).type
+        return pa.scalar(us // _UNITS[kind.unit], pa.int64()).cast(kind).as_py()
+
+    def _waiting(self) -> list[tuple[_Part, list[int | None]]]:
         """The partitions whose first undecided start waits for rows still to come, with the
-        times of their rows from that start on."""
+        times of their rows from that start on (microseconds since the epoch)."""
         length = self._plan.length
         waiting = [(p, part) for p, part in enumerate(self._parts)
                    if part.pos < part.n < part.pos + length]
@@ -602,9 +634,10 @@ class ColumnarEvaluator:
             start = at[p] + part.pos - part.first
             spans.append((len(rows), part.n - part.pos))
             rows += range(start, start + part.n - part.pos)
-        times = arrow_rows(self._kept.select([column]).take(pa.array(rows, pa.int64())))
-        return [(p, part, [r[column] for r in times[a:a + k]])
-                for (p, part), (a, k) in zip(waiting, spans, strict=True)]
+        col = self._kept.column(column).take(pa.array(rows, pa.int64()))
+        per = _UNITS[self._plan.schema.field(column).type.unit]
+        times = [None if t is None else t * per for t in col.cast(pa.int64()).to_pylist()]
+        return [(part, times[a:a + k]) for (_, part), (a, k) in zip(waiting, spans, strict=True)]
 
     def _trim(self) -> None:
         """Drop the kept rows no start still to decide reads."""
@@ -628,15 +661,8 @@ class ColumnarEvaluator:
         within = self._setup.within
         if within is None:
             return None
-        due: object = None
-        for _, _, times in self._waiting():
-            t0 = times[0]
-            if t0 is None:
-                continue
-            t = arith("+", t0, within)
-            if due is None or compare("<", t, due) is True:
-                due = t
-        return due
+        firsts = [times[0] for _, times in self._waiting() if times[0] is not None]
+        return None if not firsts else arith("+", self._time_of(min(firsts)), within)
 
     def close(self) -> list[dict[str, object]]:
         """The input ended: decide every start left; the rest of the output rows."""
@@ -671,7 +697,7 @@ class ColumnarEvaluator:
         return dump(self._query.text, state)
 
     @classmethod
-    def from_state(cls, query: CompiledQuery, state: dict[str, Any]) -> ColumnarEvaluator:
+    def from_state(cls, query: PlannedQuery, state: dict[str, Any]) -> ColumnarEvaluator:
         """The evaluator whose :meth:`snapshot` saved ``state``."""
         try:
             return cls._restored(query, state)
@@ -682,7 +708,7 @@ class ColumnarEvaluator:
             raise CeqlInputError(f"The MATCH_RECOGNIZE snapshot is damaged ({exc})") from None
 
     @classmethod
-    def _restored(cls, query: CompiledQuery, state: dict[str, Any]) -> ColumnarEvaluator:
+    def _restored(cls, query: PlannedQuery, state: dict[str, Any]) -> ColumnarEvaluator:
         if set(state) != {"engine", "columns", "seen", "closed", "watermark", "kept",
                           "parts"}:
             raise CeqlInputError("The MATCH_RECOGNIZE snapshot is damaged (its layout)")
@@ -696,7 +722,7 @@ class ColumnarEvaluator:
             raise CeqlInputError("The MATCH_RECOGNIZE snapshot is damaged (its rows)")
         schema = pa.schema([f for f in kept.schema if f.name != _PART])
         setup = query.setup(tuple(columns))
-        plan = columnar_plan(setup, query.body, schema, columns)
+        plan = query.columnar(tuple(columns), schema)
         if plan is None or plan.schema != schema:
             raise CeqlInputError("The MATCH_RECOGNIZE snapshot is damaged (its rows do not "
                                  "fit the query)")

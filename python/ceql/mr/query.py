@@ -17,7 +17,7 @@ from ..frontends.mr import format_body, parse
 from ..frontends.mr.errors import ClauseError
 from ..runtime import leftmost as L
 from .arrow_rows import arrow_rows
-from .columnar import ColumnarEvaluator, columnar_plan, partition_groups
+from .columnar import ColumnarEvaluator, ColumnarPlan, columnar_plan, partition_groups
 from .engines import partition_run
 from .evaluator import MatchRecognizeEvaluator
 from .expressions import Compiler, Need
@@ -60,6 +60,7 @@ class MatchRecognizeQuery:
         self._subsets = {s.name: s.members for s in body.subsets}
         self._plans: dict[tuple[str, ...] | None, _Plan] = {}
         self._setups: dict[tuple[str, ...], Setup] = {}
+        self._columnar: dict[tuple[tuple[str, ...], str], ColumnarPlan | None] = {}
         self._reach = reach([*(d.condition for d in body.defines),
                              *(m.expr for m in body.measures)])
         self._plan(None)  # refuses what the Python engine lacks before any row comes
@@ -110,6 +111,14 @@ class MatchRecognizeQuery:
             fixed=single_labelling(body.pattern))
         self._setups[columns] = got
         return got
+
+    def columnar(self, columns: tuple[str, ...], schema: pa.Schema) -> ColumnarPlan | None:
+        """The query lowered for the columnar engine over input ``columns`` of Arrow
+        ``schema`` (None: it runs on the row engines); kept per columns and schema."""
+        key = (columns, str(schema))
+        if key not in self._columnar:
+            self._columnar[key] = columnar_plan(self.setup(columns), self.body, schema, columns)
+        return self._columnar[key]
 
     def __str__(self) -> str:
         regs = self._plan(None).registers
@@ -187,7 +196,7 @@ class MatchRecognizeQuery:
         chooses."""
         if schema is not None:
             names = tuple(columns) if columns is not None else tuple(schema.names)
-            plan = columnar_plan(self.setup(names), self.body, schema, names)
+            plan = self.columnar(names, schema)
             if plan is not None:
                 return ColumnarEvaluator(self, plan, names)
             columns = names

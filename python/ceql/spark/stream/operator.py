@@ -376,7 +376,7 @@ def _operate(events: Any, plan: StreamPlan, *, partition: Sequence[str], buckets
     out_fields += [StructField(_LATE_COLUMN + c, f.dataType, True)
                    for c in late_columns for f in input_schema.fields if f.name == c]
     out = StructType(out_fields)
-    processor = _Processor(plan, [f.name for f in out_fields], late_columns)
+    processor = _Processor(plan, out, late_columns)
     result = grouped.transformWithStateInPandas(processor, out, "Append", "EventTime")
     counted = result.observe(metrics, F.coalesce(F.sum(_LATE), F.lit(0)).alias(LATE_METRIC))
     matches = counted.where(F.col(_LATE).isNull()).select(
@@ -455,10 +455,15 @@ class _Processor(_processor_base()):  # type: ignore[misc]
     """The per-key operator: restore the key's :class:`KeyState`, give it the rows and the
     watermark, save it, set its timer, and return the output rows."""
 
-    def __init__(self, plan: StreamPlan, outputs: list[str], late_columns: Sequence[str]
-                 ) -> None:
+    def __init__(self, plan: StreamPlan, output: Any, late_columns: Sequence[str]) -> None:
+        from pyspark.sql.pandas.types import to_arrow_type
+
         self._plan = plan
-        self._outputs = outputs
+        self._outputs = [f.name for f in output.fields]
+        # each output column's Arrow type: an engine's batch gains the columns it lacks
+        # (the late-row ones) as typed NULLs, then becomes one pandas frame
+        self._types = {f.name: to_arrow_type(f.dataType, timezone="UTC")
+                       for f in output.fields}
         self._late_columns = tuple(late_columns)
 
     def init(self, handle: Any) -> None:
@@ -527,7 +532,12 @@ class _Processor(_processor_base()):  # type: ignore[misc]
         import pandas as pd
 
         for rb in out:
-            yield self._shaped(rb.to_pandas(types_mapper=pd.ArrowDtype))
+            n = rb.num_rows
+            have = dict(zip(rb.schema.names, rb.columns, strict=True))
+            columns = [have[c] if c in have else pa.nulls(n, self._types[c])
+                       for c in self._outputs]
+            yield pa.RecordBatch.from_arrays(columns, names=self._outputs).to_pandas(
+                types_mapper=pd.ArrowDtype)
         n = sum(b.num_rows for b in late)
         if not n:
             return
