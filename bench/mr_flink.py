@@ -71,6 +71,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -413,6 +414,40 @@ STREAM_BODY = ("PARTITION BY name ORDER BY et, id "
                "DEFINE A AS A.type = 'SELL', B AS B.type = 'BUY' AND B.price > A.price")
 
 
+def _no_op_processor() -> type:
+    """A transformWithStateInPandas processor that evaluates nothing, shaped as ceql's
+    operator (its constructor, its state variable): each call reads the key's state, counts the
+    rows, writes 64 bytes back, registers a timer once and returns no row. Made in a function so
+    that Spark ships it by value."""
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    class NoOp(StatefulProcessor):
+        def __init__(self, plan: Any, output: Any, late_columns: Any) -> None:
+            pass
+
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.state = handle.getValueState(
+                "ceql", StructType([StructField("key_state", BinaryType(), True)]))
+
+        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
+            first = self.state.get() is None
+            sum(len(frame) for frame in rows)
+            self.state.update((b"x" * 64,))
+            if first:
+                self.handle.registerTimer(timerValues.getCurrentWatermarkInMs() + 10**12)
+            return iter(())
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any,
+                               expiredTimerInfo: Any) -> Any:
+            return iter(())
+
+        def close(self) -> None:
+            pass
+    return NoOp
+
+
 def streaming_part(a: argparse.Namespace, out_file: Path) -> list[str]:
     """``STREAM_BODY`` over the stream landed as ``--stream-files`` Parquet files, one a
     micro-batch (``bench/streaming.py``'s files and steady rate), against the no-op
@@ -429,7 +464,8 @@ def streaming_part(a: argparse.Namespace, out_file: Path) -> list[str]:
     files = a.stream_files
     runs: list[dict[str, Any]] = []
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        # Spark's state store may still write into a checkpoint as the folder goes
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
             work = Path(tmp)
             folder = st.landed(a.events, files, work)
             table = spark.read.parquet(str(folder)).withColumn("et", F.timestamp_micros("ts"))
@@ -452,14 +488,26 @@ def streaming_part(a: argparse.Namespace, out_file: Path) -> list[str]:
                 return q
 
             def floor(i: int) -> dict[str, Any]:
-                return cast(dict[str, Any], st.floor(spark, a.events, files, work / f"f{i}",
-                                                     where="true"))
-            floor(0)  # warms the session up; not counted
+                return st.floor(spark, a.events, files, work / f"f{i}", where="true")
+
+            def same_plan(i: int) -> Any:
+                """ceql's own stream plan with a processor that evaluates nothing."""
+                import ceql.spark.stream.operator as op
+                with mock.patch.object(op, "StreamProcessor", _no_op_processor()):
+                    return mr_stream(1000 + i, "noop")
+
+            def steady(q: Any) -> int:
+                rows, secs, _ = st.steady(q)
+                return round(rows / secs) if secs else 0
+            floor(0)  # warm the session up; not counted
+            steady(mr_stream(999, "noop"))
             for i in range(a.stream_rounds):
-                rows, secs, ms = st.steady(mr_stream(i, "noop"))
-                runs.append({"kind": "ceql", "stream_eps": round(rows / secs) if secs else 0,
-                             "steady_ms": ms})
-                runs.append(floor(i + 1))
+                runs.append({"kind": "ceql", "stream_eps": steady(mr_stream(i, "noop"))})
+                runs.append({"kind": "same_plan", "stream_eps": steady(same_plan(i))})
+                runs.append({**floor(i + 1), "kind": "floor"})
+                print(f"round {i + 1}: " + ", ".join(f"{r['kind']} {r['stream_eps']:,}"
+                                                     for r in runs[-3:]),
+                      file=sys.stderr, flush=True)
             mr_stream(a.stream_rounds, "memory")
             got = {(r[0], r[1]) for r in
                    spark.table("bench_mr_stream").select("a_id", "b_id").collect()}
@@ -472,24 +520,31 @@ def streaming_part(a: argparse.Namespace, out_file: Path) -> list[str]:
             late = sum(1 for _, b in held if b <= last_given)
     finally:
         spark.stop()
-    # each ceql stream against the mean of the floor streams beside it (before and after)
-    floors = [r["stream_eps"] or 0 for r in runs if r["kind"] == "floor"]
-    eps = [r["stream_eps"] for r in runs if r["kind"] == "ceql"]
-    # the warm-up floor is not counted: ceql stream i sits between floor i (or none) and i+1
-    ratios = [e / (sum(floors[max(0, i - 1):i + 1]) / len(floors[max(0, i - 1):i + 1]))
-              for i, e in enumerate(eps)]
+    # each ceql stream against the mean of each floor's streams beside it (before and after)
+    def beside(i: int, kind: str) -> list[int]:
+        before = [r["stream_eps"] for r in runs[:i] if r["kind"] == kind][-1:]
+        after = [r["stream_eps"] for r in runs[i + 1:] if r["kind"] == kind][:1]
+        return [*before, *after]
+    table = []
+    for i, r in enumerate(runs):
+        if r["kind"] == "ceql":
+            same, fl = beside(i, "same_plan"), beside(i, "floor")
+            table.append((r["stream_eps"], same, fl, r["stream_eps"] / (sum(same) / len(same)),
+                          r["stream_eps"] / (sum(fl) / len(fl))))
+    ratios = [t[3] for t in table]
     rec = {"part": "streaming", "events": a.events, "files": files, "body": STREAM_BODY,
            "runs": runs, "ratios": [round(r, 3) for r in ratios], "batch_s": batch_s,
            "matches_batch": len(want), "matches_stream": len(got), "held": len(held),
            "held_before_last_given": late, "check": check, "load": eb.load_avg()}
     with out_file.open("a") as fh:
         fh.write(json.dumps(rec) + "\n")
-    lines = ["| round | MR stream events/s (steady) | no-op transformWithStateInPandas "
-             "events/s (the floor streams beside it) | MR ÷ no-op |",
-             "|---:|---:|---:|---:|"]
-    for i, (e, r) in enumerate(zip(eps, ratios, strict=True)):
-        beside = " / ".join(f"{f:,}" for f in floors[max(0, i - 1):i + 1])
-        lines.append(f"| {i + 1} | {e:,} | {beside} | {r:.2f}× |")
+    lines = ["| round | MR stream events/s (steady) | no-op processor in ceql's plan events/s "
+             "(the streams beside it) | MR ÷ no-op, same plan | no-op "
+             "transformWithStateInPandas (`streaming.floor`) events/s | MR ÷ that |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for i, (e, same, fl, r_same, r_fl) in enumerate(table):
+        lines.append(f"| {i + 1} | {e:,} | {' / '.join(f'{x:,}' for x in same)} | "
+                     f"{r_same:.2f}× | {' / '.join(f'{x:,}' for x in fl)} | {r_fl:.2f}× |")
     lines += ["", "| events | files (micro-batches) | matches batch / stream (held at the end, "
               "of which before the stream's last) | batch events/s | stream ⊆ batch | load |",
               "|---:|---:|---:|---:|---|---:|",

@@ -61,6 +61,7 @@ __all__ = [
     "ROCKSDB_CHANGELOG",
     "ROCKSDB_PROVIDER",
     "STATE_STORE_PROVIDER",
+    "StreamProcessor",
     "match_stream",
     "recognize_stream",
     "stream_arguments",
@@ -376,7 +377,7 @@ def _operate(events: Any, plan: StreamPlan, *, partition: Sequence[str], buckets
     out_fields += [StructField(_LATE_COLUMN + c, f.dataType, True)
                    for c in late_columns for f in input_schema.fields if f.name == c]
     out = StructType(out_fields)
-    processor = _Processor(plan, out, late_columns)
+    processor = StreamProcessor(plan, out, late_columns)
     result = grouped.transformWithStateInPandas(processor, out, "Append", "EventTime")
     counted = result.observe(metrics, F.coalesce(F.sum(_LATE), F.lit(0)).alias(LATE_METRIC))
     matches = counted.where(F.col(_LATE).isNull()).select(
@@ -451,9 +452,10 @@ def _processor_base() -> type:
     return StatefulProcessor
 
 
-class _Processor(_processor_base()):  # type: ignore[misc]
+class StreamProcessor(_processor_base()):  # type: ignore[misc]
     """The per-key operator: restore the key's :class:`KeyState`, give it the rows and the
-    watermark, save it, set its timer, and return the output rows."""
+    watermark, save it, set its timer, and return the output rows. (bench/mr_flink.py puts a
+    processor that does nothing in its place to measure the plan's own cost.)"""
 
     def __init__(self, plan: StreamPlan, output: Any, late_columns: Sequence[str]) -> None:
         from pyspark.sql.pandas.types import to_arrow_type
