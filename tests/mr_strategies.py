@@ -136,6 +136,19 @@ def _x_value(draw: Any, names: tuple[str, ...], *, measure: bool,
 
 
 @st.composite
+def _range_test(draw: Any, names: tuple[str, ...], kind: str) -> A.Expr:
+    """x BETWEEN two small numbers, or x IN a few (either perhaps negated)."""
+    x = A.Column(draw(_qualifiers(names)), "x")
+    if kind == "between":
+        low = draw(st.integers(0, 3))
+        return A.Between(x, A.Literal(low), A.Literal(low + draw(st.integers(0, 2))),
+                         draw(st.booleans()))
+    items = tuple(A.Literal(i) for i in draw(st.lists(st.integers(0, 5), min_size=1,
+                                                       max_size=3)))
+    return A.InList(x, items, draw(st.booleans()))
+
+
+@st.composite
 def _condition(draw: Any, names: tuple[str, ...], depth: int = 0, *,
                measure: bool = False) -> A.Expr:
     kind = draw(st.sampled_from(["cmp", "cmp", "cmp", "null", "between", "in", "like",
@@ -149,14 +162,8 @@ def _condition(draw: Any, names: tuple[str, ...], depth: int = 0, *,
         return A.Binary(op, draw(_x_value(names, measure=measure)), right)
     if kind == "null":
         return A.IsNull(draw(_x_value(names, measure=measure)), draw(st.booleans()))
-    if kind == "between":
-        low = draw(st.integers(0, 3))
-        return A.Between(A.Column(draw(_qualifiers(names)), "x"), A.Literal(low),
-                         A.Literal(low + draw(st.integers(0, 2))), draw(st.booleans()))
-    if kind == "in":
-        items = tuple(A.Literal(i) for i in draw(st.lists(st.integers(0, 5), min_size=1,
-                                                           max_size=3)))
-        return A.InList(A.Column(draw(_qualifiers(names)), "x"), items, draw(st.booleans()))
+    if kind in ("between", "in"):
+        return draw(_range_test(names, kind))
     if kind == "like":
         return A.Like(A.Column(draw(_qualifiers(names)), "y"),
                       A.Literal(draw(st.sampled_from(["a%", "%b", "_", "a_", "%", "%a%", "a\\_",
@@ -295,14 +302,8 @@ def _columnar_condition(draw: Any, names: tuple[str, ...], depth: int = 0, *,
         return A.Binary(op, draw(_columnar_value(names, measure=measure)), right)
     if kind == "null":
         return A.IsNull(draw(_columnar_value(names, measure=measure)), draw(st.booleans()))
-    if kind == "between":
-        low = draw(st.integers(0, 3))
-        return A.Between(A.Column(draw(_qualifiers(names)), "x"), A.Literal(low),
-                         A.Literal(low + draw(st.integers(0, 2))), draw(st.booleans()))
-    if kind == "in":
-        items = tuple(A.Literal(i) for i in draw(st.lists(st.integers(0, 5), min_size=1,
-                                                           max_size=3)))
-        return A.InList(A.Column(draw(_qualifiers(names)), "x"), items, draw(st.booleans()))
+    if kind in ("between", "in"):
+        return draw(_range_test(names, kind))
     if kind == "classifier":
         return A.Binary("=", A.Classifier(draw(st.sampled_from((None, *names)))),
                         A.Literal(draw(st.sampled_from(VARS))))

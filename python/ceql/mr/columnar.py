@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from ..errors import CeqlError, CeqlInputError, CeqlTypeError
 from ..frontends.mr import ast as A
 from .arrow_rows import arrow_rows
-from .evaluator import CompiledQuery, MrLive
+from .evaluator import CompiledQuery, MrLive, extra_columns, moves_time_on
 from .expressions import Compiler
 from .partitions import partition_key
 from .setup import Setup
@@ -339,11 +339,7 @@ class ColumnarEvaluator:
         return pa.Table.from_arrays(arrays, schema=schema).combine_chunks()
 
     def _extra_columns(self, names: Iterable[object]) -> CeqlInputError:
-        extra = sorted(str(k) for k in names if k not in self._colset)
-        return CeqlInputError(
-            f"Row {self._seen} of the input has column(s) {', '.join(extra)} that the "
-            f"evaluator's columns ({', '.join(self._columns)}) lack: they are fixed by "
-            "the first row; pass columns=[...] to evaluator()")
+        return extra_columns(self._seen, names, self._columns)
 
     def _ordinals(self, table: pa.Table) -> tuple[np.ndarray, list[int]]:
         """Each row's partition ordinal (new partitions made, in the order of their first
@@ -562,18 +558,7 @@ class ColumnarEvaluator:
         """As :meth:`ceql.mr.evaluator.MatchRecognizeEvaluator.advance`: no row still to come
         is before ``time``; the starts whose WITHIN window that closes are decided (no match:
         ONE ROW PER MATCH gives no row for them)."""
-        if self._closed:
-            raise CeqlInputError("advance() after close(): the input ended")
-        order = self._query.body.order_by
-        if not order or order[0].descending:
-            raise CeqlInputError(
-                "advance() moves the time of an ascending first ORDER BY column on; this "
-                "query has " + ("no ORDER BY" if not order else f"ORDER BY {order[0].column} "
-                                "DESC"))
-        if time is None:
-            raise CeqlTypeError("advance() takes a time (a value of the first ORDER BY "
-                                "column), not None")
-        if self._watermark is not None and compare("<=", time, self._watermark) is True:
+        if not moves_time_on(self._query.body, self._closed, time, self._watermark):
             return []
         self._watermark = time
         within = self._setup.within

@@ -33,7 +33,8 @@ from .snapshot import dump, load
 from .values import compare
 from .window import RowWindow
 
-__all__ = ["CompiledQuery", "MatchRecognizeEvaluator", "MrLive"]
+__all__ = ["CompiledQuery", "MatchRecognizeEvaluator", "MrLive", "extra_columns",
+           "moves_time_on"]
 
 Row = Mapping[str, object]
 
@@ -54,6 +55,36 @@ class CompiledQuery(Protocol):
     def setup(self, columns: tuple[str, ...]) -> Setup:
         """The query compiled against the input's columns."""
         ...
+
+
+def moves_time_on(body: A.MatchRecognize, closed: bool, time: object, watermark: object
+                  ) -> bool:
+    """``advance(time)``'s checks, for every evaluator: whether ``time`` moves the watermark
+    (``watermark``, None before any) on; raises for an evaluator ``closed``, a query without an
+    ascending first ORDER BY column, or a None time."""
+    if closed:
+        raise CeqlInputError("advance() after close(): the input ended")
+    order = body.order_by
+    if not order or order[0].descending:
+        raise CeqlInputError(
+            "advance() moves the time of an ascending first ORDER BY column on; this "
+            "query has " + ("no ORDER BY" if not order else f"ORDER BY {order[0].column} "
+                            "DESC"))
+    if time is None:
+        raise CeqlTypeError("advance() takes a time (a value of the first ORDER BY "
+                            "column), not None")
+    return watermark is None or compare("<=", time, watermark) is not True
+
+
+def extra_columns(seen: int, names: Iterable[object], columns: Sequence[str]
+                  ) -> CeqlInputError:
+    """The error for a row (the input's ``seen``-th) with columns ``names`` beyond an
+    evaluator's ``columns``."""
+    extra = sorted(str(k) for k in names if k not in columns)
+    return CeqlInputError(
+        f"Row {seen} of the input has column(s) {', '.join(extra)} that the "
+        f"evaluator's columns ({', '.join(columns)}) lack: they are fixed by "
+        "the first row; pass columns=[...] to evaluator()")
 
 
 class MrLive(NamedTuple):
@@ -231,11 +262,7 @@ class MatchRecognizeEvaluator:
         return self.close()
 
     def _extra_columns(self, names: Iterable[object]) -> CeqlInputError:
-        extra = sorted(str(k) for k in names if k not in self._colset)
-        return CeqlInputError(
-            f"Row {self._seen} of the input has column(s) {', '.join(extra)} that the "
-            f"evaluator's columns ({', '.join(self._columns or ())}) lack: they are fixed by "
-            "the first row; pass columns=[...] to evaluator()")
+        return extra_columns(self._seen, names, self._columns or ())
 
     def _order_error(self, setup: Setup, values: tuple[object, ...],
                      last: tuple[object, ...], now: tuple[object, ...]) -> CeqlInputError:
@@ -259,18 +286,7 @@ class MatchRecognizeEvaluator:
         matches whose WITHIN window it closes, in every partition, without waiting for the
         partition's next row. A row fed afterwards before ``time`` is refused. Without WITHIN
         it only records the promise."""
-        if self._closed:
-            raise CeqlInputError("advance() after close(): the input ended")
-        order = self._query.body.order_by
-        if not order or order[0].descending:
-            raise CeqlInputError(
-                "advance() moves the time of an ascending first ORDER BY column on; this "
-                "query has " + ("no ORDER BY" if not order else f"ORDER BY {order[0].column} "
-                                "DESC"))
-        if time is None:
-            raise CeqlTypeError("advance() takes a time (a value of the first ORDER BY "
-                                "column), not None")
-        if self._watermark is not None and compare("<=", time, self._watermark) is True:
+        if not moves_time_on(self._query.body, self._closed, time, self._watermark):
             return []
         self._watermark = time
         self._mark = (time,)
