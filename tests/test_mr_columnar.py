@@ -329,3 +329,20 @@ def test_run_sorts_by_each_keys_null_placement_as_the_row_engine() -> None:
                                  "DEFINE B AS B.x >= A.x OR B.x IS NULL")
         assert isinstance(q.evaluator(schema=_schema(rows)), ColumnarEvaluator)
         assert q.run(_table(rows)) == q.run(rows) == evaluate(q.body, rows)
+
+
+def test_times_with_and_without_a_zone_are_an_error_naming_both() -> None:
+    zoned = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+    plain = datetime.datetime(2024, 1, 2)
+    q = ceql.match_recognize("ORDER BY ts PATTERN (A B) WITHIN INTERVAL '5' SECOND "
+                             "DEFINE B AS B.ts > A.ts")
+    with pytest.raises(MrValueError, match="one time has a zone and the other has none"):
+        q.run([{"ts": zoned}, {"ts": plain}])
+    ev = q.evaluator()
+    ev.feed([{"ts": zoned}])
+    with pytest.raises(MrValueError, match="one time has a zone"):
+        ev.advance(plain)
+    ev = q.evaluator()
+    ev.feed([{"ts": zoned}])
+    with pytest.raises(MrValueError, match="one time has a zone"):
+        ev.feed([{"ts": plain}])

@@ -113,9 +113,12 @@ def order_check(keys: Sequence[A.SortKey]) -> Callable[[Sequence[object], Sequen
             kind = type(a)
             if kind is not type(b) or kind not in ordered:
                 return out_of_order(before, after, keys)
-            if b < a:  # type: ignore[operator]
-                return True
-            if a < b:  # type: ignore[operator]
-                return False
+            try:
+                if b < a:  # type: ignore[operator]
+                    return True
+                if a < b:  # type: ignore[operator]
+                    return False
+            except TypeError:  # two times, one with a zone: compare's error says so
+                return out_of_order(before, after, keys)
         return False
     return check

@@ -82,10 +82,18 @@ def arith(op: str, a: object, b: object) -> object:
         if isinstance(a, _TD) and isinstance(b, _TD):
             return a + b
     if op == "-" and isinstance(a, (_DT, _TD)) and isinstance(b, (_DT, _TD)):
+        if isinstance(a, _DT) and isinstance(b, _DT):
+            _same_zoning(a, b, "subtract")
         if isinstance(a, _DT) or isinstance(b, _TD):
             return a - b  # type: ignore[operator]
     raise MrValueError(f"Cannot compute {a!r} {op} {b!r}: these kinds of values do not "
                        "combine (numbers with numbers; times with intervals)")
+
+
+def _same_zoning(a: datetime.datetime, b: datetime.datetime, what: str) -> None:
+    if (a.tzinfo is None) != (b.tzinfo is None):
+        raise MrValueError(f"Cannot {what} {a!r} and {b!r}: one time has a zone and the "
+                           "other has none; give every time a zone, or none")
 
 
 def negate(v: object) -> object:
@@ -104,6 +112,8 @@ def compare(op: str, a: object, b: object) -> bool | None:
     if _num(a) and _num(b):
         x, y = _promote(a, b)
     elif type(a) is type(b) and isinstance(a, (str, bool, _DT, _TD)):
+        if isinstance(a, _DT):
+            _same_zoning(a, b, "compare")  # type: ignore[arg-type]
         x, y = a, b
     else:
         raise MrValueError(f"Cannot compare {a!r} with {b!r}: values of these kinds never "
@@ -135,7 +145,7 @@ def comparator(op: str) -> Callable[[object, object], bool | None]:
         if a is None or b is None:
             return None
         kind = type(a)
-        if kind is type(b) and kind in _SAME_KIND:
+        if kind is type(b) and kind in _SAME_KIND and kind is not _DT:
             return bool(fast(a, b))
         return compare(op, a, b)
     return cmp
@@ -155,7 +165,10 @@ def comparison(op: str, left: Callable[[Any, Any], object],
             return None
         kind = type(a)
         if kind is type(b) and kind in same:
-            return bool(fast(a, b))
+            try:
+                return bool(fast(a, b))
+            except TypeError:  # two times, one with a zone and one without
+                pass
         return compare(op, a, b)
     return cmp
 
