@@ -44,6 +44,8 @@ CSV = Path(os.environ.get("CEQL_ANCHORS_CACHE", Path.home() / ".cache" / "ceql-a
 WORKLOADS = {
     "p3": ("SELECT * FROM S WHERE SELL AS e1; BUY AS e2; BUY AS e3 FILTER e1[name = 'INTC'] "
            "AND e2[name = 'RIMM'] AND e3[name = 'QQQ'] WITHIN 10 SECONDS CONSUME BY NONE"),
+    "p3_4t": ("SELECT * FROM S WHERE SELL AS e1; BUY AS e2; BUY AS e3 FILTER e1[name = 'INTC'] "
+              "AND e2[name = 'RIMM'] AND e3[name = 'QQQ'] WITHIN 40 SECONDS CONSUME BY NONE"),
     "pair_contiguous": ("SELECT * FROM S WHERE SELL AS a : BUY AS b FILTER b[price > a.price] "
                         "PARTITION BY [name]"),
     "pair_correlated": ("SELECT * FROM S WHERE SELL AS a ; BUY AS b FILTER b[price > a.price] "

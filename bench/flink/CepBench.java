@@ -121,6 +121,13 @@ public class CepBench {
                 out = CEP.pattern(in, p).process(new Count("e1", "e2", "e3"));
                 break;
             }
+            case "p3_4t": {  // P3 at four times its window (the anchors' p3_w40_none)
+                Pattern<Event, Event> p = Pattern.<Event>begin("e1", all).where(is("SELL", "INTC"))
+                    .followedByAny("e2").where(is("BUY", "RIMM"))
+                    .followedByAny("e3").where(is("BUY", "QQQ")).within(Duration.ofSeconds(40));
+                out = CEP.pattern(in, p).process(new Count("e1", "e2", "e3"));
+                break;
+            }
             case "pair_contiguous": {  // SELL AS a : BUY AS b FILTER b[price > a.price] PARTITION BY [name]
                 Pattern<Event, Event> p = Pattern.<Event>begin("a", all).where(is("SELL"))
                     .next("b").where(higherThan("a"));
