@@ -363,10 +363,10 @@ class ColumnarEvaluator:
 
     # ------------------------------------------------------------------ matching
     def _grouped(self, batch: pa.Table | None, touched: list[int]
-                 ) -> tuple[pa.Table, np.ndarray, np.ndarray, int]:
+                 ) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
         """The kept rows of ``touched`` partitions and ``batch``, grouped by partition in
         ``touched`` order (kept rows first); the combined order, each grouped row's rank, and
-        how many kept rows came first."""
+        which kept rows were taken (of ``touched`` partitions)."""
         kept = self._kept
         rank = np.full(len(self._parts), -1, dtype=np.int64)
         rank[touched] = np.arange(len(touched))
@@ -377,12 +377,13 @@ class ColumnarEvaluator:
         keys = rank[combined.column(_PART).to_numpy()]
         order = np.argsort(keys, kind="stable")
         grouped = combined.take(pa.array(order)).combine_chunks()
-        return grouped, order, keys[order], kept_sel.num_rows
+        return grouped, order, keys[order], mine
 
     def _match(self, batch: pa.Table | None, touched: list[int], *, final: bool) -> pa.Table:
         plan = self._plan
         setup = self._setup
-        grouped, order, ranks, n_kept = self._grouped(batch, touched)
+        grouped, order, ranks, taken = self._grouped(batch, touched)
+        n_kept = int(taken.sum())
         m = grouped.num_rows
         if m == 0:
             return pa.table({})
@@ -443,11 +444,7 @@ class ColumnarEvaluator:
             keep_from = max(part.first, min(part.pos - back, part.n - 1))
             keep[lo + keep_from - part.first:int(ends[g])] = True
             part.first = keep_from
-        others = self._kept
-        if n_kept or len(others):
-            kp = others.column(_PART).to_numpy()
-            mine = np.isin(kp, touched)
-            others = others.filter(pa.array(~mine))
+        others = self._kept.filter(pa.array(~taken)) if taken.any() else self._kept
         self._kept = pa.concat_tables([others, grouped.filter(pa.array(keep))]).combine_chunks()
         if batch is not None:
             self._seen += batch.num_rows

@@ -1,7 +1,9 @@
 """Which engine matches a partition of a MATCH_RECOGNIZE query, chosen here and nowhere else
 (docs/match_recognize.md, "Engines"): the fixed-length engine (:mod:`ceql.mr.fixed`) when the
 pattern has one labelling, else the leftmost Pike machine (:mod:`ceql.mr.matching`). Both take
-the same rows and give the same output rows; callers see only :class:`PartitionEngine`."""
+the same rows and give the same output rows; callers see only :class:`PartitionEngine`. (Over
+Arrow input a query of one labelling in its subset may instead run on the columnar engine,
+:mod:`ceql.mr.columnar`, which :meth:`ceql.mr.MatchRecognizeQuery.evaluator` chooses.)"""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ from .values import (
 )
 from .views import AggSpec, Compiled, RowSet, View
 
-__all__ = ["Compiler", "Need"]
+__all__ = ["Compiler", "Need", "var_of"]
 
 #: What a DEFINE condition reads of the match so far: ``("last", rows, k)`` the last k+1 rows
 #: labelled in ``rows``, ``("first", rows, k)`` the first k+1, ``("count", rows)``,
@@ -41,7 +41,7 @@ __all__ = ["Compiler", "Need"]
 Need = tuple[object, ...]
 
 
-def _var_of(expr: A.Expr) -> str | None:
+def var_of(expr: A.Expr) -> str | None:
     """The variable a navigation's or aggregate's argument reads (None: the universal one)."""
     for node in A.walk(expr):
         if isinstance(node, (A.Column, A.Classifier)):
@@ -86,7 +86,7 @@ class Compiler:
     def _row_of(self, nav: A.Navigation) -> Compiled:
         """The row FIRST/LAST chooses, as a compiled expression (an int or None); in DEFINE
         its need is recorded (none when it is the current row)."""
-        rows = self.rowset(_var_of(nav.arg))
+        rows = self.rowset(var_of(nav.arg))
         k = nav.offset
         final = nav.semantics == "FINAL"
         first = nav.kind == "FIRST"
@@ -128,7 +128,7 @@ class Compiler:
             base = self._row_of(e.arg)
             arg = self.compile(e.arg.arg, inside=True)
         else:
-            base = self._base(_var_of(e.arg))
+            base = self._base(var_of(e.arg))
             arg = self.compile(e.arg, inside=True)
         step = -e.offset if e.kind == "PREV" else e.offset
 
@@ -233,7 +233,7 @@ class Compiler:
                 self.needs.add(("start",) if rows is None else ("count", rows))
             return lambda v, at: v.count(rows, final)
         # the argument reads the row it is given, whatever else this compiler records
-        spec = AggSpec(Accumulator(e.name, e.distinct), self.rowset(_var_of(e.arg)),
+        spec = AggSpec(Accumulator(e.name, e.distinct), self.rowset(var_of(e.arg)),
                        Compiler(self.columns, self.subsets).compile(e.arg, inside=True))
         if self.own is not None:
             self.needs.add(("agg", spec))

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..frontends.mr import ast as A
+from .expressions import var_of
 
 __all__ = ["Frame", "NotColumnar", "Vec", "kind_of", "lower"]
 
@@ -213,16 +214,10 @@ class _Lowering:
             return Vec(kind, lambda f: pa.nulls(f.size, t), t)
         return Vec(kind, lambda f: f.at(column, offset), t)
 
-    def _var(self, e: A.Expr) -> str | None:
-        for node in A.walk(e):
-            if isinstance(node, A.Column | A.Classifier):
-                return node.var
-        return None
-
     def _row_of(self, nav: A.Navigation) -> int | None:
         if nav.semantics == "FINAL" and self.own is not None:
             raise NotColumnar("FINAL in DEFINE")
-        rows = self._rows(self._var(nav.arg))
+        rows = self._rows(var_of(nav.arg))
         k = nav.offset
         if k >= len(rows):
             return None
@@ -314,7 +309,7 @@ class _Lowering:
             base = self._row_of(e.arg)
             arg = e.arg.arg
         else:
-            base = self._base(self._var(e.arg))
+            base = self._base(var_of(e.arg))
             arg = e.arg
         if any(isinstance(n, A.Classifier) for n in A.walk(arg)):
             raise NotColumnar("CLASSIFIER() read by PREV/NEXT")

@@ -1,6 +1,7 @@
 """MATCH_RECOGNIZE as the engine of a stream key (:mod:`ceql.spark.stream.keystate`): the body
 planned for a streaming DataFrame (:func:`recognize_plan`, on the driver, without a session)
-and, per key, the incremental evaluator (:class:`ceql.mr.evaluator.MatchRecognizeEvaluator`)
+and, per key, the incremental evaluator the query chooses for the key's Arrow schema
+(:meth:`ceql.mr.MatchRecognizeQuery.evaluator`: the columnar engine or the row one)
 fed the key's rows in ORDER BY order as the watermark passes them, moved on to the watermark
 (``advance``: WITHIN windows close), its rows converted to the batch call's output columns.
 

@@ -1,6 +1,7 @@
 """One partition of MATCH_RECOGNIZE_TABLE: its rows (in ORDER BY order, ties broken by
 ``tie_break``) kept as Arrow batches until the partition ends, then run by ceql's engine
-(:meth:`ceql.mr.MatchRecognizeQuery.run_sorted`) and its output rows sent in batches within the
+(:meth:`ceql.mr.MatchRecognizeQuery.run_sorted_table`: the columnar engine's Arrow table when
+it runs the query, else rows) and its output rows sent in batches within the
 task's limits; rows no key orders told once (:class:`~ceql.spark.TieOrderWarning`)."""
 
 from __future__ import annotations

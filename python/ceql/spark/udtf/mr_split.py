@@ -34,6 +34,7 @@ from typing import Any
 from ceql.constants import INTERNAL_PREFIX
 from ceql.frontends.mr import ast as A
 from ceql.frontends.mr.formatter import ExprWriter
+from ceql.mr.expressions import var_of
 from ceql.spark.udtf.call import quote_identifier, sql_string
 
 __all__ = ["ROW_COLUMN", "Hidden", "Split", "bind", "spark_sql", "split_body"]
@@ -169,13 +170,6 @@ def _rebuilt(e: A.Expr, kids: Sequence[A.Expr]) -> A.Expr:
     return e
 
 
-def _var_of(e: A.Expr) -> str | None:
-    for node in A.walk(e):
-        if isinstance(node, (A.Column, A.Classifier)):
-            return node.var
-    return None
-
-
 #: What a subexpression reads: ``None`` nothing of any row (a constant), ``"cur"`` the current
 #: row, ``"nav"`` the row navigated to, else a variable's last row; ``_MIXED``: not row-local.
 _MIXED = "\x00mixed"
@@ -247,7 +241,7 @@ class _Splitter:
             if not args:
                 return _Lifted(e, _MIXED, False)
             arg = args[0]
-            var = _var_of(arg)
+            var = var_of(arg)
             inner = (self.lift(arg, own, nav, nav_var) if isinstance(arg, A.Navigation)
                      else self.lift(arg, own, True, var))
             new_arg = (inner.expr if isinstance(arg, A.Navigation)
