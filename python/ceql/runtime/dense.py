@@ -21,9 +21,8 @@ last row that can be no element; snapshots hold them as plain data.
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -31,21 +30,18 @@ import pyarrow as pa
 
 from ..constants import WITHIN_EVENTS
 from ..errors import CeqlInputError
-from ..ir import nodes as N
-from ..predicates.between import Listener
-from ..predicates.values import TRUE, norm
-from .dense_plan import Cond, DensePlan
+from ..predicates.values import norm
+from .candidates import Columns, cond_holds, cond_mask, matches_of
+from .dense_plan import ChainPlan
 from .engine import NO_TAPS, HoldsNothingBack, Taps
-from .feeds import factorize, read_batch
+from .feeds import chain_rows, factorize, read_batch
 from .match import Match
 from .partitions import canonical_key
 from .state import Core, Evaluation
-from .times import column
 
 __all__ = ["DenseEngine"]
 
 _new = object.__new__
-_EXACT = 2 ** 53  # integers up to this are exact as floats (so compare exactly with floats)
 
 #: a row kept for the next batch: (position, time key, window key, elements bits, values)
 Rec = tuple[int, Any, Any, int, tuple[Any, ...]]
@@ -58,7 +54,7 @@ class DenseEngine(HoldsNothingBack):
 
     __slots__ = ("bits", "core", "key_len", "name", "plan", "tails")
 
-    def __init__(self, core: Core, name: str, plan: DensePlan, key_len: int | None) -> None:
+    def __init__(self, core: Core, name: str, plan: ChainPlan, key_len: int | None) -> None:
         self.core = core
         self.name = name
         self.plan = plan
@@ -79,62 +75,13 @@ class DenseEngine(HoldsNothingBack):
     # ------------------------------------------------------------------ rows
     def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
-        mixed = ev.mixed
-        watching = not mixed.done
-        plain = mixed.plain
-        streams, skey, names = ev.streams, ev.stream_key, ev.names
         kept = taps.kept
-        pkeys = ev.pkeys
-        row_class = ev.atoms.row_class
-        clock = ev.clock
-        timed = ev.time is not None
-        wattr = clock.wattr
-        events = ev.wkind == WITHIN_EVENTS
-        canonical = ev.parts.canonical
         tails = self.tails
         plan = self.plan
         k = plan.k
         attrs = plan.attrs
         bits_of = self._bits
-        # Reads a row as feeds.feed_rows does (stream, key, time), inlined: this loop is the
-        # engine's whole per-event cost, and a call per row would be a tenth of it.
-        for e in rows:
-            pos = ev.offset
-            ev.offset += 1
-            st = e.get(skey)
-            if st is not None:
-                if names.tracking_streams:
-                    try:
-                        if st not in names.seen_streams:
-                            names.note_stream(st)
-                    except TypeError:  # unhashable: refused just below
-                        pass
-                if st not in streams:
-                    continue
-            if pkeys:
-                key = tuple(e.get(a) for a in pkeys)
-                if any(v is None for v in key):
-                    continue
-            else:
-                key = ()
-            if timed:
-                tkey, decided = clock.row_time(e, pos)
-                if decided:
-                    ev.times_decided()
-                clock.check_row_time(tkey, pos, e)
-            else:
-                tkey = pos
-            wkey = tkey if events or wattr is None else clock.row_wattr(e, pos)
-            c = row_class(e)
-            if watching and c not in plain:
-                watching = mixed.read_row(c, e, pos)
-            if names.missing_mask:
-                ev.new_class(c)
-            if pkeys:
-                ck = canonical(key)
-                if ck is None:
-                    continue
-                key = ck
+        for pos, key, tkey, wkey, c, e in chain_rows(ev, rows):
             b = bits_of(c)
             if not b:  # no element: a match neither ends here nor spans it
                 tails.pop(key, None)
@@ -174,7 +121,7 @@ class DenseEngine(HoldsNothingBack):
             elif recs[-1][2] - recs[0][2] > eps:
                 return False
         hear = ev.between.sink
-        return all(_cond_holds(c, [r[4] for r in recs], hear) for c in self.plan.conds)
+        return all(cond_holds(c, [r[4] for r in recs], hear) for c in self.plan.conds)
 
     def _match(self, ev: Evaluation, key: tuple[Any, ...], positions: list[int],
                start_t: Any, end_t: Any) -> Match:
@@ -240,7 +187,7 @@ class DenseEngine(HoldsNothingBack):
         sc = code_x[order]
         sb = bits_x[order]
         n = nt + m
-        cols = _Columns(rb, idx, trecs, plan.attrs)
+        cols = Columns(rb, idx, [r[4] for r in trecs], plan.attrs)
         out: list[Match] = []
         if n >= k and not (events and k - 1 > ev.eps):
             span = n - k + 1
@@ -255,7 +202,7 @@ class DenseEngine(HoldsNothingBack):
                 if not cand.size:
                     break
                 rows_at = [order[cand + e] for e in range(k)]
-                cand = cand[_cond_mask(c, cols, rows_at, ev.between.sink)]
+                cand = cand[cond_mask(c, cols, rows_at, ev.between.sink)]
             if cand.size:
                 out = self._matches(ev, cand, order, sc, keys, trecs, positions, times, nt)
         self._carry(ev, order, sc, sb, keys, trecs, positions, times, wkeys, cols, nt)
@@ -308,38 +255,15 @@ class DenseEngine(HoldsNothingBack):
                 start_t[j] = trecs[int(first[j])][1]
         end_t = times[end].tolist()
         codes = sc[cand].tolist()
-        clock = ev.clock
-        is_ts = clock.is_ts
-        form = clock.form() if is_ts else None
-        timed = bool(is_ts) or clock.time is not None
-        value = clock.value
         key_len = self.key_len
         rkeys = keys if key_len is None else [key[:key_len] for key in keys]
         plan = self.plan
-        labels = plan.labels
-        marked = [pos_cols[i] for i in plan.marked]
-        ends = pos_cols[-1]
-        starts = pos_cols[0]
-        out: list[Match] = []
-        append = out.append
-        M = Match
-        new = _new
-        if is_ts:
-            end_t = [value(t) for t in end_t]
-        for sp, st, ep, et, code, ps in zip(starts, start_t, ends, end_t, codes,
-                                            zip(*marked, strict=True) if marked
-                                            else itertools.repeat(()), strict=False):
-            mt = new(M)
-            mt._start = (sp, sp, sp, None, st)
-            mt._end = (ep, et, rkeys[code], form, timed)
-            mt.positions = ps
-            mt._labels = labels
-            append(mt)
-        return out
+        return matches_of(ev, pos_cols[0], start_t, pos_cols[-1], end_t, codes, rkeys,
+                          [pos_cols[i] for i in plan.marked], plan.labels)
 
     def _carry(self, ev: Evaluation, order: np.ndarray, sc: np.ndarray, sb: np.ndarray,
                keys: list[tuple[Any, ...]], trecs: list[Rec], positions: np.ndarray,
-               times: Any, wkeys: Any, cols: _Columns, nt: int) -> None:
+               times: Any, wkeys: Any, cols: Columns, nt: int) -> None:
         """Keep each partition's last ``k - 1`` rows after its last row that is no element."""
         keep = self.plan.k - 1
         tails = self.tails
@@ -418,208 +342,3 @@ class DenseEngine(HoldsNothingBack):
             key = tuple(key)
             tails[canonical_key(key) or key] = recs  # (a decoded NaN is a new object)
         self.tails = tails
-
-
-def _cond_holds(c: Cond, vals: list[tuple[Any, ...]], hear: Listener | None) -> bool:
-    """Whether condition ``c`` holds for every choice, the elements' values being ``vals``
-    (``hear``: the evaluation's listener for values that never compare, if it listens)."""
-    check = c.check
-    slots = c.slots
-    for choice in c.choices:
-        recs = []
-        for q, el in enumerate(choice):
-            v = vals[el]
-            recs.append(tuple(v[s] for s in slots[q]))
-        if check(tuple(recs), (), hear) != TRUE:
-            return False
-    return True
-
-
-class _Columns:
-    """The attributes conditions read, for the rows of a batch and the rows carried into it
-    (rows ``0 .. nt - 1`` are carried, ``nt + i`` is the batch's row ``idx[i]``)."""
-
-    def __init__(self, rb: pa.RecordBatch, idx: np.ndarray, trecs: list[Rec],
-                 attrs: tuple[str, ...]) -> None:
-        self.rb = rb
-        self.idx = idx
-        self.trecs = trecs
-        self.nt = len(trecs)
-        self.attrs = attrs
-        self._arrays: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
-        self._cols: dict[int, pa.Array | None] = {}
-
-    def _col(self, a: int) -> pa.Array | None:
-        if a not in self._cols:
-            col = column(self.rb, self.attrs[a], None)
-            if col is not None and pa.types.is_dictionary(col.type):
-                col = col.dictionary_decode()
-            self._cols[a] = col
-        return self._cols[a]
-
-    def python(self, rows: list[int]) -> list[tuple[Any, ...]]:
-        """Normalized values of batch rows ``rows`` (indices into ``idx``), one tuple each."""
-        if not self.attrs:
-            return [()] * len(rows)
-        if not rows:
-            return []
-        take = pa.array(self.idx[rows])
-        per = []
-        for a in range(len(self.attrs)):
-            col = self._col(a)
-            per.append([None] * len(rows) if col is None else
-                       [norm(v) for v in col.take(take).to_pylist()])
-        return list(zip(*per, strict=True))
-
-    def values(self, rows: np.ndarray) -> list[tuple[Any, ...]]:
-        """Normalized values of extended rows ``rows`` (carried ones first), one tuple each."""
-        nt = self.nt
-        rl = rows.tolist()
-        new = [r - nt for r in rl if r >= nt]
-        got = iter(self.python(new))
-        return [self.trecs[r][4] if r < nt else next(got) for r in rl]
-
-    def array(self, a: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """Attribute ``a`` over the extended rows as numbers (floats, or integers where an
-        integer beyond 2**53 makes floats inexact) and where they are valid; None when some
-        value is not a number (or the integers are too large to compare with floats)."""
-        if a in self._arrays:
-            return self._arrays[a]
-        got = self._array(a)
-        self._arrays[a] = got
-        return got
-
-    def _array(self, a: int) -> tuple[np.ndarray, np.ndarray] | None:
-        col = self._col(a)
-        m = int(self.idx.size)
-        if col is None or pa.types.is_null(col.type):
-            vals = np.zeros(m, dtype=np.float64)
-            valid = np.zeros(m, dtype=bool)
-        else:
-            t = col.type
-            if not (pa.types.is_integer(t) or pa.types.is_floating(t)) or t == pa.uint64():
-                return None
-            sel = col.take(pa.array(self.idx))
-            valid = np.asarray(sel.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-            if pa.types.is_floating(t):
-                vals = np.asarray(sel.cast(pa.float64()).fill_null(0.0)
-                                  .to_numpy(zero_copy_only=False), dtype=np.float64)
-                valid &= ~np.isnan(vals)
-            else:
-                vals = np.asarray(sel.cast(pa.int64()).fill_null(0)
-                                  .to_numpy(zero_copy_only=False), dtype=np.int64)
-                if not vals.size or max(-int(vals.min()), int(vals.max())) <= _EXACT:
-                    vals = vals.astype(np.float64)  # exact: compares with floats as Python
-        if self.nt:
-            tv = [r[4][a] for r in self.trecs]
-            if any(v is not None and type(v) not in (int, float) for v in tv):
-                return None
-            tvalid = np.asarray([v is not None for v in tv], dtype=bool)
-            big = any(type(v) is int and abs(v) > _EXACT for v in tv)
-            if big and vals.dtype.kind == "f":
-                if valid.any() or any(type(v) is float for v in tv):
-                    return None
-                vals = vals.astype(np.int64)  # (no number in the batch: integers then)
-            if vals.dtype.kind == "i":
-                if any(type(v) is float or (type(v) is int and abs(v) >= 2 ** 63)
-                       for v in tv):
-                    return None
-                tarr = np.asarray([0 if v is None else v for v in tv], dtype=np.int64)
-            else:
-                tarr = np.asarray([0.0 if v is None else v for v in tv], dtype=np.float64)
-            vals = np.concatenate([tarr, vals])
-            valid = np.concatenate([tvalid, valid])
-        return vals, valid
-
-
-def _cond_mask(c: Cond, cols: _Columns, rows_at: list[np.ndarray],
-               hear: Listener | None) -> np.ndarray:
-    """Per candidate (its elements' extended rows ``rows_at``): whether ``c`` holds."""
-    if c.vector:
-        got = _vector_mask(c, cols, rows_at)
-        if got is not None:
-            return got
-    # value by value, as the register runtime decides it
-    vals = [cols.values(r) for r in rows_at]
-    n = rows_at[0].size
-    return np.fromiter((_cond_holds(c, [v[j] for v in vals], hear) for j in range(n)), dtype=bool,
-                       count=n)
-
-
-def _vector_mask(c: Cond, cols: _Columns, rows_at: list[np.ndarray]) -> np.ndarray | None:
-    """:func:`_cond_mask` on arrays (None: a column is not numbers)."""
-    qi = {v: i for i, v in enumerate(c.quantified)}
-    ok = np.ones(rows_at[0].size, dtype=bool)
-    for choice in c.choices:
-
-        def operand(e: N.Expr, choice: tuple[int, ...] = choice) -> Any:
-            if isinstance(e, N.Literal):
-                return e.value
-            assert isinstance(e, N.Attr)
-            got = cols.array(cols.attrs.index(e.name))
-            if got is None:
-                raise _NotNumbers
-            vals, valid = got
-            r = rows_at[choice[qi[c.var if e.var is None else e.var]]]
-            return vals[r], valid[r]
-
-        try:
-            t, _ = _tri(c.pred, operand)
-        except _NotNumbers:
-            return None
-        ok &= t
-    return ok
-
-
-class _NotNumbers(Exception):
-    """A column a condition reads is not numbers (or not exactly comparable as such)."""
-
-
-def _tri(p: N.Pred, operand: Callable[[N.Expr], Any]) -> tuple[np.ndarray, np.ndarray]:
-    """``p`` in 3-valued logic as two arrays: where it is TRUE, where it is FALSE."""
-    if isinstance(p, N.PAnd):
-        lt, lf = _tri(p.left, operand)
-        rt, rf = _tri(p.right, operand)
-        return lt & rt, lf | rf
-    if isinstance(p, N.POr):
-        lt, lf = _tri(p.left, operand)
-        rt, rf = _tri(p.right, operand)
-        return lt | rt, lf & rf
-    if isinstance(p, N.PNot):
-        t, f = _tri(p.operand, operand)
-        return f, t
-    assert isinstance(p, N.Compare)
-    a, b = operand(p.left), operand(p.right)
-    valid: Any = True
-    if isinstance(a, tuple):
-        a, va = a
-        valid = va
-    elif (type(a) is int and abs(a) > _EXACT) or a != a:
-        raise _NotNumbers  # (a NaN literal is NULL)
-    if isinstance(b, tuple):
-        b, vb = b
-        valid = valid & vb
-    elif (type(b) is int and abs(b) > _EXACT) or b != b:
-        raise _NotNumbers
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype != b.dtype:
-        raise _NotNumbers  # integers beyond 2**53 against floats
-    if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
-        raise _NotNumbers  # (two literals: left to Python)
-    for x, y in ((a, b), (b, a)):
-        if isinstance(x, np.ndarray) and x.dtype.kind == "i" and type(y) is float:
-            raise _NotNumbers  # an integer column against a float: Python compares exactly
-    op = p.op
-    if op == "=" or op == "==":
-        r = a == b
-    elif op in ("!=", "<>"):
-        r = a != b
-    elif op == "<":
-        r = a < b
-    elif op == "<=":
-        r = a <= b
-    elif op == ">":
-        r = a > b
-    else:
-        r = a >= b
-    r = np.asarray(r, dtype=bool)
-    return r & valid, ~r & valid

@@ -1,6 +1,7 @@
-"""Which queries the dense engine (:mod:`ceql.runtime.dense`) evaluates, and their chain:
-read off the automaton, so that :func:`~ceql.runtime.engine.choose` can decide without the
-engine."""
+"""Which queries the chain engines evaluate — the dense engine (:mod:`ceql.runtime.dense`, a
+``:`` chain) and the join engine (:mod:`ceql.runtime.joins`, a chain with ``;``) — and their
+chain: read off the automaton, so that :func:`~ceql.runtime.engine.choose` can decide without
+the engines."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..automata import CEA
-from ..constants import CONSUME_NONE
+from ..constants import CONSUME_NONE, STRATEGY_ALL, STRATEGY_ANY, WITHIN_EVENTS, WITHIN_TIME
 from ..ir import expr_nodes
 from ..ir import nodes as N
 from ..predicates.between import Listener, compile_condition
-from ..predicates.guards import guard_fn
+from ..predicates.guards import GTrue, guard_fn
 
-__all__ = ["Cond", "DensePlan", "dense_plan"]
+__all__ = ["ChainPlan", "Cond", "dense_plan", "join_plan"]
 
 
 class Cond(NamedTuple):
@@ -33,8 +34,8 @@ class Cond(NamedTuple):
     quantified: tuple[str, ...]
 
 
-class DensePlan(NamedTuple):
-    """A ``:`` chain of ``k`` single events, read off its automaton."""
+class ChainPlan(NamedTuple):
+    """A chain of ``k`` single events joined by ``:`` and ``;``, read off its automaton."""
 
     k: int
     guards: tuple[Callable[[int], bool], ...]  #: per element, its guard on a class
@@ -42,31 +43,65 @@ class DensePlan(NamedTuple):
     labels: tuple[frozenset[str], ...]  #: their variables
     conds: tuple[Cond, ...]
     attrs: tuple[str, ...]  #: the attributes the conditions read (a row's values)
+    #: per step from element ``i`` to ``i + 1``: True for ``;`` (any events between), False
+    #: for ``:`` (the next event of the substream)
+    gaps: tuple[bool, ...]
 
 
-def dense_plan(plan: N.Query, cea: CEA) -> DensePlan | None:
+def dense_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
     """The chain of ``plan`` (the query with its implied key) if the dense engine evaluates
-    it, else None.
+    it, else None: a ``:`` chain (:func:`chain_plan`), CONSUME BY NONE, LIMIT absent or at
+    least 1; any strategy, SELECT list, PARTITION BY and WITHIN."""
+    chain = chain_plan(plan, cea)
+    if chain is None or any(chain.gaps) or (plan.limit is not None and plan.limit < 1):
+        return None
+    return chain
 
-    It does when the automaton is one path ``q0 → q1 → … → qk`` (one transition into and out
-    of each state, no loop, only ``qk`` final: a ``:`` chain of single events, with
-    neither ``;``, ``+``, ``:+``, OR between elements, AND nor NOT), every transition binds
-    its event, CONSUME BY is NONE, LIMIT is absent or at least 1, and each condition between
-    events is a FILTER atom without ``PREV`` or aggregates. Any strategy, SELECT list,
-    PARTITION BY and WITHIN.
+
+def join_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
+    """The chain of ``plan`` if the join engine evaluates it, else None: a chain with at
+    least one ``;`` (:func:`chain_plan`) with conditions between its events, under ALL or ANY
+    (every complex event kept), CONSUME BY NONE, no LIMIT, and a WITHIN in time or events
+    (which bounds the rows a match can reach back to)."""
+    chain = chain_plan(plan, cea)
+    w = plan.within
+    if (chain is None or not any(chain.gaps) or not cea.scopes
+            or plan.strategy not in (STRATEGY_ALL, STRATEGY_ANY) or plan.limit is not None
+            or w is None or w.kind not in (WITHIN_TIME, WITHIN_EVENTS)):
+        return None
+    return chain
+
+
+def chain_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
+    """The chain of ``plan`` (the query with its implied key), or None when it is not one.
+
+    It is one when the automaton is one path ``q0 → q1 → … → qk`` (one transition into and
+    out of each state, only ``qk`` final), each ``qi`` with ``0 < i < k`` at most with an
+    unmarked self-loop on every event (a ``;`` gap): a chain of single events joined by
+    ``:`` and ``;``, with neither ``+``, ``:+``, OR between elements, AND nor NOT; every
+    transition binds its event, CONSUME BY is NONE, and each condition between events is a
+    FILTER atom without ``PREV`` or aggregates.
     """
     if (cea.leading is not None or cea.trailing is not None or cea.edge_rank or cea.edge_last
-            or cea.edge_next or plan.consume != CONSUME_NONE
-            or (plan.limit is not None and plan.limit < 1)):
+            or cea.edge_next or plan.consume != CONSUME_NONE):
         return None
     out = cea.outgoing()
     chain = []
+    gaps: list[bool] = []
+    loops = 0
     q = 0
     seen = {0}
     while out[q]:
-        if len(out[q]) != 1:
+        step = [t for t in out[q] if t.dst != q]
+        loop = [t for t in out[q] if t.dst == q]
+        if len(step) != 1 or len(loop) > 1 or (loop and (
+                q == 0 or loop[0].mark or loop[0].kills or loop[0].scopes
+                or not isinstance(loop[0].guard, GTrue))):
             return None
-        t = out[q][0]
+        if q:
+            gaps.append(bool(loop))
+        loops += len(loop)
+        t = step[0]
         if t.dst in seen or not t.mark or t.kills:
             return None
         seen.add(t.dst)
@@ -74,7 +109,7 @@ def dense_plan(plan: N.Query, cea: CEA) -> DensePlan | None:
         q = t.dst
     k = len(chain)
     if k == 0 or len(seen) != cea.n_states or cea.finals != frozenset({q}) or len(
-            cea.transitions) != k:
+            cea.transitions) != k + loops:
         return None
     # which elements each variable of each scope binds
     bound: dict[int, dict[str, list[int]]] = {}
@@ -101,8 +136,9 @@ def dense_plan(plan: N.Query, cea: CEA) -> DensePlan | None:
                               tuple(itertools.product(*elems)), slots, _vector(leaf.pred),
                               c.quantified))
     marked = tuple(i for i, t in enumerate(chain) if t.pmark)
-    return DensePlan(k, tuple(guard_fn(t.guard) for t in chain), marked,
-                     tuple(chain[i].vars for i in marked), tuple(conds), tuple(attrs))
+    return ChainPlan(k, tuple(guard_fn(t.guard) for t in chain), marked,
+                     tuple(chain[i].vars for i in marked), tuple(conds), tuple(attrs),
+                     tuple(gaps))
 
 
 def _vector(p: N.Pred) -> bool:

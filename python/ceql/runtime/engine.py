@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from ..automata import CEA
 from ..ir import nodes as N
-from .dense_plan import dense_plan
+from .dense_plan import dense_plan, join_plan
 from .edges import Edges
 from .kept import KeptEvents
 from .lazy import Lazy, LazyPlan, LazyReport, plan_lazy
@@ -143,7 +143,8 @@ class Choice(NamedTuple):
     """The engine stack of a query: the base engine and which wrappers surround it."""
 
     base: str  #: ``core``, ``last``, ``next`` (Algorithm 1 over the tECS), ``registers``,
-    #: ``fated``, ``dense`` (a ``:`` chain on whole columns)
+    #: ``fated``, ``dense`` (a ``:`` chain on whole columns), ``join`` (a chain with ``;``
+    #: on whole columns)
     edges: bool  #: a leading or trailing NOT
     kept: bool  #: rows kept for the matches' events (``keep_events``, or a NOT reading them)
     strip: bool  #: ... kept only for the NOT: matches are returned without them
@@ -177,6 +178,9 @@ _BASES = {
     "fated": "register runs kept apart by fate, Algorithm 1 over (state, registers)",
     "dense": "a ':' chain on whole columns (rows grouped by partition with one sort, "
              "elements and conditions as comparisons of shifted arrays)",
+    "join": "a chain with ';' on whole columns (each batch's matches joined backwards from "
+            "their last element: partition, equalities and window by sorted search, "
+            "conditions on the candidate arrays)",
 }
 
 
@@ -187,6 +191,8 @@ def choose(plan: N.Query, cea: CEA, keep_events: bool = False,
     edges = cea.leading is not None or cea.trailing is not None
     if dense_plan(plan, cea) is not None:
         base = "dense"
+    elif join_plan(plan, cea) is not None:
+        base = "join"
     elif cea.scopes or cea.edge_rank:  # (a NOT's conditions on the match are not scopes)
         base = "fated" if cea.edge_rank else "registers"
     elif cea.edge_next:
@@ -199,7 +205,7 @@ def choose(plan: N.Query, cea: CEA, keep_events: bool = False,
     # unless asked: ``strip``)
     reads = edges and bool(cea.leading_conds or cea.trailing_conds)
     lplan: LazyPlan | None = None
-    if lazy is not False and base != "dense":  # (the dense engine reads whole columns)
+    if lazy is not False and base not in ("dense", "join"):  # (they read whole columns)
         lp = plan_lazy(plan, cea)
         if lp.eligible:
             lplan = lp

@@ -155,6 +155,64 @@ def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
     ev.since_sweep = since
 
 
+def chain_rows(ev: Evaluation, rows: Iterable[Mapping[str, Any]]
+               ) -> Iterator[tuple[int, tuple[Any, ...], Any, Any, int, Mapping[str, Any]]]:
+    """What the chain engines read of each row fed one by one, as :func:`feed_rows` does
+    (the row counted, the streams and types it carries noticed, its time checked): for each
+    row that takes part (stream in FROM or none, every partition value present), its
+    position, canonical partition key, time key, window key (the time key for a window in
+    events) and class, and the row."""
+    mixed = ev.mixed
+    watching = not mixed.done
+    plain = mixed.plain
+    streams, skey, names = ev.streams, ev.stream_key, ev.names
+    pkeys = ev.pkeys
+    row_class = ev.atoms.row_class
+    clock = ev.clock
+    timed = ev.time is not None
+    wattr = clock.wattr
+    events = ev.wkind == WITHIN_EVENTS
+    canonical = ev.parts.canonical
+    for e in rows:
+        pos = ev.offset
+        ev.offset += 1
+        st = e.get(skey)
+        if st is not None:
+            if names.tracking_streams:
+                try:
+                    if st not in names.seen_streams:
+                        names.note_stream(st)
+                except TypeError:  # unhashable: refused just below
+                    pass
+            if st not in streams:
+                continue
+        if pkeys:
+            key = tuple(e.get(a) for a in pkeys)
+            if any(v is None for v in key):
+                continue
+        else:
+            key = ()
+        if timed:
+            tkey, decided = clock.row_time(e, pos)
+            if decided:
+                ev.times_decided()
+            clock.check_row_time(tkey, pos, e)
+        else:
+            tkey = pos
+        wkey = tkey if events or wattr is None else clock.row_wattr(e, pos)
+        c = row_class(e)
+        if watching and c not in plain:
+            watching = mixed.read_row(c, e, pos)
+        if names.missing_mask:
+            ev.new_class(c)
+        if pkeys:
+            ck = canonical(key)
+            if ck is None:
+                continue
+            key = ck
+        yield pos, key, tkey, wkey, c, e
+
+
 def not_events(rows: Any) -> CeqlTypeError | None:
     """The error for a batch of events that is not one (None if it may be): a mapping, a
     string, something not iterable, a data frame."""

@@ -45,7 +45,10 @@ FORMAT = 3  #: bumped whenever the layout below or the meaning of state keys cha
 #: format 3 with the dense engine's rows (``dense``): a ceql that reads only format 3 would
 #: restore it into another engine, without those rows, so it must refuse it
 DENSE_FORMAT = 4
-_READS = (1, 2, 3, 4)  # formats this version restores
+#: format 4 with the join engine's rows (``join``), which a ceql reading format 4 would restore
+#: into its register runtime, without them
+JOIN_FORMAT = 5
+_READS = (1, 2, 3, 4, 5)  # formats this version restores
 _HEAD = struct.Struct(">H16s")  # the format number, the digest of the body
 
 
@@ -234,7 +237,7 @@ def dump(ev: Evaluation, engine: Engine) -> bytes:
     clock = ev.clock
     layers: dict[str, Any] = {}
     engine.save(layers)
-    fmt = DENSE_FORMAT if "dense" in layers else FORMAT
+    fmt = JOIN_FORMAT if "join" in layers else DENSE_FORMAT if "dense" in layers else FORMAT
     payload = {
         "format": fmt,
         "fingerprint": fingerprint(ev.query),
@@ -255,8 +258,9 @@ def dump(ev: Evaluation, engine: Engine) -> bytes:
         "edges": layers.get("edges"),
         "closed": ev.closed,
     }
-    if "dense" in layers:
-        payload["dense"] = layers["dense"]
+    for chain in ("dense", "join"):
+        if chain in layers:
+            payload[chain] = layers[chain]
     try:
         body = encode(payload)
     except Unencodable as exc:

@@ -21,12 +21,13 @@ from ..constants import CONSUME_NONE, WITHIN_EVENTS
 from .algorithm import Runs
 from .correlated import FatedRuns, RegisterEnumerator, RegisterInertness, RegisterRuns
 from .dense import DenseEngine
-from .dense_plan import dense_plan
+from .dense_plan import dense_plan, join_plan
 from .edge_last import LastRuns, NextRuns
 from .edges import EdgeEnumerator, Edges
 from .engine import NO_TAPS, Choice, Engine, HoldsNothingBack, Taps, choose
 from .enumeration import Enumerator
 from .feeds import feed_arrow, feed_rows, run_rows, with_released
+from .joins import JoinEngine
 from .kept import KeptEvents
 from .lazy import Lazy, LazyReport
 from .match import Match
@@ -335,13 +336,17 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
     if ev.names.missing_mask:
         core.inert.on_new = ev.new_class
     runs = core.runs
-    base: CoreEngine | DenseEngine
+    base: CoreEngine | DenseEngine | JoinEngine
+    key_len = len(query.ast.partition_by) if ast.partition_by != query.ast.partition_by \
+        else None
     if choice.base == "dense":
         dplan = dense_plan(ast, cea)
         assert dplan is not None
-        key_len = len(query.ast.partition_by) if ast.partition_by != query.ast.partition_by \
-            else None
         base = DenseEngine(core, choice.base_name, dplan, key_len)
+    elif choice.base == "join":
+        jplan = join_plan(ast, cea)
+        assert jplan is not None
+        base = JoinEngine(core, choice.base_name, jplan, key_len, ev.wkind == WITHIN_EVENTS)
     elif isinstance(runs, RegisterRuns):
         base = RegisterEngine(core, choice.base_name, runs)
     else:
