@@ -165,8 +165,8 @@ def test_restore_a_pickle_that_is_no_snapshot(drop: str, junk: Any) -> None:
         "The snapshot was taken from another query: restore it with the query whose evaluator "
         "took it.")
     assert str(_error(lambda: q.restore(MAGIC + pickle.dumps({"format": 7})))) == (
-        "The snapshot has format 7; this ceql reads formats 1, 2, 3, 4. Restore it with the ceql "
-        "version that took it.")
+        "The snapshot has format 7; this ceql reads formats 1, 2, 3, 4, 5. Restore it with the "
+        "ceql version that took it.")
 
 
 def _error(fn: Callable[[], Any]) -> ceql.CeqlError:

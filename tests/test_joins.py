@@ -37,11 +37,12 @@ from test_properties import keys
 
 
 @st.composite
-def chains(draw: st.DrawFn) -> tuple[A.Formula, list[str]]:
-    """A chain of 2 to 4 events joined by ``;`` (at least once) and ``:``, unary filters on
-    some elements; the names that bind events."""
+def chains(draw: st.DrawFn, colons: bool = True) -> tuple[A.Formula, list[str]]:
+    """A chain of 2 to 4 events joined by ``;`` (at least once) and ``:`` (if ``colons``),
+    unary filters on some elements; the names that bind events."""
     k = draw(st.integers(2, 4))
-    gaps = [draw(st.sampled_from([True, True, False])) for _ in range(k - 1)]
+    gaps = [draw(st.sampled_from([True, True, False] if colons else [True]))
+            for _ in range(k - 1)]
     if not any(gaps):
         gaps[draw(st.integers(0, k - 2))] = True
     names: list[str] = []
@@ -106,6 +107,32 @@ def join_queries(draw: st.DrawFn) -> A.Query:
                    within=within)
 
 
+@st.composite
+def consuming_queries(draw: st.DrawFn) -> A.Query:
+    """A ``;`` chain without conditions between events: of bare types (the join engine's;
+    under CONSUME BY ANY or PARTITION by the latest start of each end), or now and then with
+    a unary filter (the tECS's)."""
+    where, names = draw(chains(colons=False))
+    if draw(st.integers(0, 3)) == 0:
+        where = A.Filter(where, A.FilterAtom(draw(st.sampled_from(names)), draw(atom_preds())))
+    within = draw(st.sampled_from([
+        A.Within("events", Fraction(draw(st.integers(0, 5)))),
+        A.Within("time", draw(st.sampled_from([Fraction(0), Fraction(1), Fraction(5, 2),
+                                               Fraction(6)])))]))
+    bound = sorted(set(names))
+    consume = draw(st.sampled_from(["ANY", "PARTITION", "NONE"]))
+    return A.Query(strategy=draw(st.sampled_from(["ALL", "ANY"])),
+                   select=draw(st.sampled_from([None, None, (), tuple(bound[:1])])),
+                   streams=("S",), where=where,
+                   partition_by=draw(st.sampled_from(
+                       [("g",), ("g", "h")] if consume == "PARTITION" else [(), ("g",)])),
+                   within=within, consume=consume)
+
+
+def queries() -> st.SearchStrategy[A.Query]:
+    return st.one_of(join_queries(), consuming_queries())
+
+
 def _compiled(q: A.Query) -> tuple[ceql.Query, str]:
     text = format_query(q)
     note(f"query:\n{text}")
@@ -137,7 +164,7 @@ def _time(q: A.Query, data: st.DataObject) -> str | None:
 
 
 @PROFILE
-@given(join_queries(), st.data())
+@given(queries(), st.data())
 def test_rows_equal_reference(q: A.Query, data: st.DataObject) -> None:
     """Rows (``Query.run``) and in chunks, against the reference."""
     compiled, _ = _compiled(q)
@@ -156,7 +183,7 @@ def test_rows_equal_reference(q: A.Query, data: st.DataObject) -> None:
 
 
 @PROFILE
-@given(join_queries(), st.data())
+@given(queries(), st.data())
 def test_arrow_equals_reference(q: A.Query, data: st.DataObject) -> None:
     """An Arrow table whole and cut into batches anywhere, against the reference."""
     compiled, _ = _compiled(q)
@@ -181,7 +208,7 @@ def _full(m: ceql.Match) -> tuple[Any, ...]:
 
 
 @PROFILE
-@given(join_queries(), st.data())
+@given(queries(), st.data())
 def test_snapshot_mid_stream(q: A.Query, data: st.DataObject) -> None:
     """Saved after any piece (rows or Arrow), restored, continued: as one evaluation, and the
     matches carry the same times and variables."""
@@ -201,7 +228,7 @@ def test_snapshot_mid_stream(q: A.Query, data: st.DataObject) -> None:
 
 
 @PROFILE
-@given(join_queries(), st.data())
+@given(queries(), st.data())
 def test_small_slices_and_row_batches(q: A.Query, data: st.DataObject) -> None:
     """Partial chains extended a few at a time, rows evaluated in batches of a few: the same
     matches in the same order."""
@@ -227,7 +254,7 @@ def test_generator_draws_joins() -> None:
 
     @settings(max_examples=200, phases=[Phase.generate], database=None, deadline=None,
               derandomize=True, suppress_health_check=list(HealthCheck))
-    @given(join_queries())
+    @given(queries())
     def draw(q: A.Query) -> None:
         compiled = ceql.compile(format_query(q))
         seen["drawn"] += 1
@@ -248,11 +275,13 @@ def test_generator_draws_joins() -> None:
         seen["partition"] += bool(q.partition_by)
         seen["select list"] += q.select is not None
         seen[q.strategy] += 1
+        seen[f"consume {q.consume}"] += 1
 
     draw()
-    assert seen["join"] >= 0.6 * seen["drawn"], seen  # (the rest: the fallback engines)
+    assert seen["join"] >= 0.5 * seen["drawn"], seen  # (the rest: the fallback engines)
     for what in ("k=2", "k=3", "k=4", ":", "equality key", "within events", "within time",
-                 "partition", "select list", "ALL", "ANY"):
+                 "partition", "select list", "ALL", "ANY", "consume NONE", "consume ANY",
+                 "consume PARTITION"):
         assert seen[what] >= 3, (what, seen)
 
 
@@ -266,7 +295,13 @@ _CHAIN = ("SELECT * FROM S WHERE T AS a ; T AS b ; T AS c FILTER b[src = a.dst] 
 
 @pytest.mark.parametrize("text", [_PAIR, _CHAIN,
                                   "SELECT * FROM S WHERE A AS x : B AS y ; C AS z "
-                                  "FILTER z[a > y.a] WITHIN 3 EVENTS"])
+                                  "FILTER z[a > y.a] WITHIN 3 EVENTS",
+                                  # the dense rows of CORE's workloads: chains of bare types
+                                  "SELECT * FROM S WHERE A ; B ; B ; A WITHIN 8 EVENTS",
+                                  "SELECT * FROM S WHERE A ; B ; A PARTITION BY [g] "
+                                  "WITHIN 10 SECONDS CONSUME BY ANY",
+                                  "SELECT * FROM S WHERE A ; B ; A PARTITION BY [g] "
+                                  "WITHIN 10 SECONDS CONSUME BY PARTITION"])
 def test_correlated_chains_run_as_joins(text: str) -> None:
     assert ceql.compile(text).engine().base == "join"
     assert "engine: a chain with ';' on whole columns" in str(ceql.explain(text))
@@ -281,7 +316,11 @@ def test_correlated_chains_run_as_joins(text: str) -> None:
     "SELECT * FROM S WHERE A AS x ; B+ AS y FILTER y[a > x.a] WITHIN 3 EVENTS",
     "SELECT * FROM S WHERE A AS x ; NOT C ; B AS y FILTER y[a > x.a] WITHIN 3 EVENTS",
     "SELECT * FROM S WHERE A AS x ; B AS y FILTER y[a > PREV(a)] WITHIN 3 EVENTS",
-    "SELECT * FROM S WHERE A ; B WITHIN 3 EVENTS",  # no condition between events: the tECS
+    # no condition between events and a FILTER: the tECS's prefilter
+    "SELECT * FROM S WHERE A ; B FILTER A[a > 1] WITHIN 3 EVENTS",
+    "SELECT * FROM S WHERE A ; B WITHIN 3 EVENTS LIMIT 1",
+    "SELECT * FROM S WHERE A : B ; C WITHIN 3 EVENTS CONSUME BY ANY",  # (latest start: only ;)
+    "SELECT * FROM S WHERE A AS x ; B AS y FILTER y[a > x.a] WITHIN 3 EVENTS CONSUME BY ANY",
 ])
 def test_other_shapes_keep_their_engines(text: str) -> None:
     assert ceql.compile(text).engine().base != "join"

@@ -76,12 +76,12 @@ def _engine(q: Query) -> list[str]:
 
 def _lazy(q: Query, atoms: AtomTable) -> list[str]:
     """The lazy evaluation plan, for ``explain``."""
+    if q.engine().base in ("dense", "join"):
+        return [f"lazy evaluation: not used (the {q.engine().base} engine reads whole "
+                "columns); every row is read"]
     plan = q.lazy_plan()
     if not plan.eligible:
         return [f"lazy evaluation: not used ({plan.reason}); every row is fed"]
-    if q.engine().base == "dense":
-        return ["lazy evaluation: not used (the dense engine reads whole columns); every row "
-                "is read"]
     lines = ["lazy evaluation (Arrow batches): only rows within the window of a row of every "
              "element below are fed; the elements are checked rarest first, by the frequency "
              "observed in each batch (a batch of which most rows that can change a run "
@@ -107,6 +107,12 @@ def _conditions(q: Query, cea: CEA) -> list[str]:
                      "strategy chooses among those that pass (up to RANKED_RUNS per partition)")
     if not cea.scopes:
         return lines
+    if q.engine().base == "join":
+        lines.append("conditions between events: equalities with an earlier element are join "
+                     "keys (with the partition, a hash join); each candidate chain (rows that "
+                     "pass the elements' guards, order and window) is checked on a batch's "
+                     "columns as arrays where they compare numbers, else value by value")
+        return lines + [f"  {_leaf_text(q.text, leaf)}" for sc in cea.scopes for leaf in sc]
     if q.engine().base == "dense":
         lines.append("conditions between events: checked on each candidate chain (rows that "
                      "pass the elements' guards and the window), on a batch's columns as "

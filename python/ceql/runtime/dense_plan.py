@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from ..automata import CEA
 from ..constants import CONSUME_NONE, STRATEGY_ALL, STRATEGY_ANY, WITHIN_EVENTS, WITHIN_TIME
-from ..ir import expr_nodes
+from ..ir import expr_nodes, formula_nodes
 from ..ir import nodes as N
 from ..predicates.between import Listener, compile_condition
 from ..predicates.guards import GTrue, guard_fn
@@ -53,23 +53,31 @@ def dense_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
     it, else None: a ``:`` chain (:func:`chain_plan`), CONSUME BY NONE, LIMIT absent or at
     least 1; any strategy, SELECT list, PARTITION BY and WITHIN."""
     chain = chain_plan(plan, cea)
-    if chain is None or any(chain.gaps) or (plan.limit is not None and plan.limit < 1):
+    if chain is None or any(chain.gaps) or plan.consume != CONSUME_NONE or (
+            plan.limit is not None and plan.limit < 1):
         return None
     return chain
 
 
 def join_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
     """The chain of ``plan`` if the join engine evaluates it, else None: a chain with at
-    least one ``;`` (:func:`chain_plan`) with conditions between its events, under ALL or ANY
-    (every complex event kept), CONSUME BY NONE, no LIMIT, and a WITHIN in time or events
-    (which bounds the rows a match can reach back to)."""
+    least one ``;`` (:func:`chain_plan`) under ALL or ANY (every complex event kept), no
+    LIMIT and a WITHIN in time or events (which bounds the rows a match can reach back to),
+    that either has conditions between its events (under CONSUME BY NONE), or is a chain of
+    bare types — no FILTER at all: every event of a type is a candidate, so the tECS's
+    prefilter would skip nothing — under CONSUME BY NONE, or ANY or PARTITION with only ``;``
+    (an end's latest start, found greedily, decides whether it outputs)."""
     chain = chain_plan(plan, cea)
     w = plan.within
-    if (chain is None or not any(chain.gaps) or not cea.scopes
+    if (chain is None or not any(chain.gaps)
             or plan.strategy not in (STRATEGY_ALL, STRATEGY_ANY) or plan.limit is not None
             or w is None or w.kind not in (WITHIN_TIME, WITHIN_EVENTS)):
         return None
-    return chain
+    if cea.scopes:
+        return chain if plan.consume == CONSUME_NONE else None
+    if any(isinstance(f, N.Filter) for f in formula_nodes(plan.where)):
+        return None
+    return chain if plan.consume == CONSUME_NONE or all(chain.gaps) else None
 
 
 def chain_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
@@ -79,11 +87,11 @@ def chain_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
     out of each state, only ``qk`` final), each ``qi`` with ``0 < i < k`` at most with an
     unmarked self-loop on every event (a ``;`` gap): a chain of single events joined by
     ``:`` and ``;``, with neither ``+``, ``:+``, OR between elements, AND nor NOT; every
-    transition binds its event, CONSUME BY is NONE, and each condition between events is a
-    FILTER atom without ``PREV`` or aggregates.
+    transition binds its event, and each condition between events is a FILTER atom without
+    ``PREV`` or aggregates.
     """
     if (cea.leading is not None or cea.trailing is not None or cea.edge_rank or cea.edge_last
-            or cea.edge_next or plan.consume != CONSUME_NONE):
+            or cea.edge_next):
         return None
     out = cea.outgoing()
     chain = []

@@ -37,13 +37,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..constants import WITHIN_EVENTS
+from ..constants import CONSUME_ANY, CONSUME_NONE, WITHIN_EVENTS
 from ..errors import CeqlInputError
 from ..ir import nodes as N
 from ..predicates.values import K_BOOL, K_NUM, K_STR, kind, norm
 from .candidates import EXACT, Columns, cond_mask, matches_of
 from .dense_plan import ChainPlan, Cond
 from .engine import NO_TAPS, HoldsNothingBack, Taps
+from .enumeration import CHUNK
 from .feeds import chain_rows, factorize, read_batch
 from .match import Match
 from .partitions import canonical_key
@@ -85,11 +86,11 @@ class JoinEngine(HoldsNothingBack):
     over the rows a chain can still reach back to. ``core`` is built as for CORE's engine but
     never run: the evaluator reads its window bound and caches."""
 
-    __slots__ = ("bits", "carry", "core", "counts", "key_len", "name", "newest", "plan",
-                 "ranked", "steps")
+    __slots__ = ("bits", "carry", "consume", "consumed", "consumed_by", "core", "counts",
+                 "key_len", "name", "newest", "plan", "ranked", "steps")
 
     def __init__(self, core: Core, name: str, plan: ChainPlan, key_len: int | None,
-                 events: bool) -> None:
+                 events: bool, consume: str) -> None:
         self.core = core
         self.name = name
         self.plan = plan
@@ -101,6 +102,10 @@ class JoinEngine(HoldsNothingBack):
         self.counts: dict[tuple[Any, ...], int] = {}  # next substream position per partition
         self.newest: Any = None  # the window key of the newest row (a window in time)
         self.steps = _steps(plan)
+        self.consume = consume
+        self.consumed = -1  #: CONSUME BY ANY: the position of the last output
+        #: CONSUME BY PARTITION: per partition, the position of its last output
+        self.consumed_by: dict[tuple[Any, ...], int] = {}
 
     def _bits(self, c: int) -> int:
         b = self.bits.get(c)
@@ -147,31 +152,20 @@ class JoinEngine(HoldsNothingBack):
                 keys_l.append(key)
                 vals_l.append(tuple(norm(e.get(a)) for a in attrs) if attrs else ())
                 if len(pos_l) >= ROWS:
-                    out = self._rows_batch(ev, got, newest)
-                    if out:
-                        if kept is not None:
-                            kept.attach(out)
-                        yield out
+                    yield from _attached(self._rows_batch(ev, got, newest), taps)
         except Exception:
             # a row refused: the rows before it are evaluated (as if fed alone) first
-            out = self._rows_batch(ev, got, newest)
-            if out:
-                if kept is not None:
-                    kept.attach(out)
-                yield out
+            yield from _attached(self._rows_batch(ev, got, newest), taps)
             raise
-        out = self._rows_batch(ev, got, newest)
-        if out:
-            if kept is not None:
-                kept.attach(out)
-            yield out
+        yield from _attached(self._rows_batch(ev, got, newest), taps)
 
-    def _rows_batch(self, ev: Evaluation, got: list[list[Any]], newest: Any) -> list[Match]:
+    def _rows_batch(self, ev: Evaluation, got: list[list[Any]],
+                    newest: Any) -> Iterator[list[Match]]:
         pos_l, tk_l, wk_l, rank_l, bits_l, keys_l, vals_l = got
         self.newest = newest
         if not pos_l:
             self._prune(ev, self.carry)
-            return []
+            return iter(())
         code_of: dict[tuple[Any, ...], int] = {}
         code = np.fromiter((code_of.setdefault(kk, len(code_of)) for kk in keys_l),
                            dtype=np.int64, count=len(keys_l))
@@ -210,11 +204,7 @@ class JoinEngine(HoldsNothingBack):
             return
         new = _Rows(positions[sel], _keys(times[sel]), _keys(wkeys[sel]), rank[sel], bits[sel],
                     codes[sel], keys, None)
-        out = self._evaluate(ev, new, rb, idx[sel])
-        if out:
-            if taps.kept is not None:
-                taps.kept.attach(out)
-            yield out
+        yield from _attached(self._evaluate(ev, new, rb, idx[sel]), taps)
 
     def _ranks(self, codes: np.ndarray, keys: list[tuple[Any, ...]]) -> np.ndarray:
         """Substream positions of a batch's rows (partition ``codes``), counted on."""
@@ -234,9 +224,10 @@ class JoinEngine(HoldsNothingBack):
 
     # ------------------------------------------------------------------ the join
     def _evaluate(self, ev: Evaluation, new: _Rows, rb: pa.RecordBatch | None,
-                  idx: np.ndarray | None) -> list[Match]:
-        """The matches ending at rows ``new`` (the rows of batch ``rb`` at ``idx``, or rows
-        fed one by one with their values); the carried rows updated."""
+                  idx: np.ndarray | None) -> Iterator[list[Match]]:
+        """The carried rows updated for rows ``new`` (the rows of batch ``rb`` at ``idx``, or
+        rows fed one by one with their values); the matches ending at them, enumerated as the
+        caller reads them."""
         old = self.carry
         x = new if old is None else _concat(old, new)
         nt = 0 if old is None else old.pos.size
@@ -245,44 +236,71 @@ class JoinEngine(HoldsNothingBack):
         else:
             assert idx is not None
             cols = Columns(rb, idx, old.vals or [] if old is not None else [], self.plan.attrs)
-        out = self._join(ev, x, nt, x.code, x.table, cols)
-        self._keep(ev, x, cols)
-        return out
-
-    def _join(self, ev: Evaluation, x: _Rows, nt: int, code: np.ndarray,
-              keys: list[tuple[Any, ...]], cols: Columns) -> list[Match]:
-        plan = self.plan
-        k = plan.k
+        k = self.plan.k
         ends = np.flatnonzero(x.bits >> (k - 1) & 1)
         ends = ends[ends >= nt]
-        if not ends.size:
-            return []
-        eps = ev.eps
-        hear = ev.between.sink
         elems = {s.i: np.flatnonzero(x.bits >> s.i & 1) for s in self.steps}
-        done: list[list[np.ndarray]] = []
-        todo: list[tuple[int, list[np.ndarray]]] = [(0, [ends])]
-        # (extended backwards: ``todo`` holds partial chains, their bound elements last
-        # first, with how many steps they have taken)
-        while todo:
-            d, at = todo.pop()
-            if d == len(self.steps):
-                done.append(at)
-                continue
-            s = self.steps[d]
-            got = self._extend(ev, s, x, code, cols, elems[s.i], at, eps, hear)
-            for part in got:
-                todo.append((d + 1, part))
-        if not done:
-            return []
-        chains = [np.concatenate([a[j] for a in done]) for j in range(k)]  # element order
-        return self._matches(ev, x, code, keys, chains)
+        floor: np.ndarray | None = None
+        if self.consume != CONSUME_NONE and ends.size:
+            ends, floor = self._consumed(x, elems, ends, ev.eps)
+        self._keep(ev, x, cols)  # (before the caller reads: it may stop early)
+        if not ends.size:
+            return iter(())
+        return self._chunks(ev, x, cols, elems, ends, floor)
 
-    def _extend(self, ev: Evaluation, s: _Step, x: _Rows, code: np.ndarray, cols: Columns,
-                rows: np.ndarray, at: list[np.ndarray], eps: Any,
-                hear: Any) -> list[list[np.ndarray]]:
+    def _chunks(self, ev: Evaluation, x: _Rows, cols: Columns, elems: dict[int, np.ndarray],
+                ends: np.ndarray, floor: np.ndarray | None) -> Iterator[list[Match]]:
+        """The complex events ending at rows ``ends``, in chunks of at most
+        :data:`~ceql.runtime.enumeration.CHUNK`: by end, then the positions of the elements
+        from the last to the first (equal projections once)."""
+        plan = self.plan
+        key_len = self.key_len
+        rkeys = x.table if key_len is None else [kk[:key_len] for kk in x.table]
+        project = len(plan.marked) < plan.k
+        seen: set[tuple[int, ...]] = set()
+        seen_end = -1
+        for chain in self._walk(0, [ends], floor, x, cols, elems, ev.eps, ev.between.sink):
+            pos = [x.pos[c] for c in chain]
+            marked = [pos[i] for i in plan.marked]
+            first, last = chain[0], chain[-1]
+            if project:  # a SELECT list: equal (start, end, positions) once
+                keep = []
+                for j, key in enumerate(zip(pos[-1].tolist(), pos[0].tolist(),
+                                            *(p.tolist() for p in marked), strict=True)):
+                    if key[0] != seen_end:
+                        seen, seen_end = set(), key[0]
+                    if key not in seen:
+                        seen.add(key)
+                        keep.append(j)
+                sel = np.asarray(keep, dtype=np.int64)
+                pos = [p[sel] for p in pos]
+                marked = [p[sel] for p in marked]
+                first, last = first[sel], last[sel]
+            for a in range(0, first.size, CHUNK):
+                b = a + CHUNK
+                yield matches_of(ev, pos[0][a:b].tolist(), x.tk[first[a:b]].tolist(),
+                                 pos[-1][a:b].tolist(), x.tk[last[a:b]].tolist(),
+                                 x.code[last[a:b]].tolist(), rkeys,
+                                 [p[a:b].tolist() for p in marked], plan.labels)
+
+    def _walk(self, d: int, at: list[np.ndarray], floor: np.ndarray | None, x: _Rows,
+              cols: Columns, elems: dict[int, np.ndarray], eps: Any,
+              hear: Any) -> Iterator[list[np.ndarray]]:
+        """Complete chains (rows per element) from partial chains ``at`` after ``d`` steps,
+        depth first and in order, a slice at a time."""
+        if d == len(self.steps):
+            yield at
+            return
+        s = self.steps[d]
+        for part, pf in self._extend(s, x, x.code, cols, elems[s.i], at, floor, eps, hear):
+            yield from self._walk(d + 1, part, pf, x, cols, elems, eps, hear)
+
+    def _extend(self, s: _Step, x: _Rows, code: np.ndarray, cols: Columns, rows: np.ndarray,
+                at: list[np.ndarray], floor: np.ndarray | None, eps: Any, hear: Any
+                ) -> Iterator[tuple[list[np.ndarray], np.ndarray | None]]:
         """Partial chains ``at`` (rows of elements ``i + 1 .. k - 1``) extended by element
-        ``i = s.i`` (candidate ``rows``): the chains that pass, in slices."""
+        ``i = s.i`` (candidate ``rows``; none before row ``floor``, if given): the chains that
+        pass, in slices."""
         i = s.i
         nxt = at[0]  # element i + 1
         end = at[-1]
@@ -295,6 +313,8 @@ class JoinEngine(HoldsNothingBack):
         G, R = G[order], rows[order]
         hi = _search(G, R, g, nxt)
         lo = _search(G, np.zeros(0), g, None)  # each group's first row
+        if floor is not None:
+            lo = np.maximum(lo, _search(G, R, g, floor))
         if not s.gap:
             lo = np.maximum(lo, _search(G, x.rank[R], g, x.rank[nxt] - 1))
             hi = np.minimum(hi, _search(G, x.rank[R], g, x.rank[nxt]))
@@ -303,71 +323,103 @@ class JoinEngine(HoldsNothingBack):
             if bound is not None:
                 lo = np.maximum(lo, _search(G, x.wk[R], g, bound))
         cnt = np.maximum(hi - lo, 0)
-        out: list[list[np.ndarray]] = []
-        # slices of partial chains whose extensions number at most SLICE (one at least)
         csum = np.cumsum(cnt)
-        a = 0
-        n = cnt.size
-        while a < n:
-            base = int(csum[a - 1]) if a else 0
-            b = int(np.searchsorted(csum, base + SLICE, side="right"))
-            b = max(b, a + 1)
-            c = cnt[a:b]
-            total = int(c.sum())
-            if total:
-                rep = np.repeat(np.arange(a, b), c)
-                off = np.arange(total) - np.repeat(np.cumsum(c) - c, c)
-                new_i = R[lo[rep] + off]
-                chain = [new_i, *(p[rep] for p in at)]
-                chain = self._passes(s, x, cols, chain, eps, hear)
-                if chain[0].size:
-                    out.append(chain)
-            a = b
-        return out
+        total = int(csum[-1]) if csum.size else 0
+        for first in range(0, total, SLICE):  # the candidates a slice at a time
+            flat = np.arange(first, min(first + SLICE, total), dtype=np.int64)
+            rep = np.searchsorted(csum, flat, side="right")
+            off = flat - (csum[rep] - cnt[rep])
+            chain = [R[lo[rep] + off], *(p[rep] for p in at)]
+            fl = None if floor is None else floor[rep]
+            ok = self._passes(s, x, cols, chain, eps, hear)
+            if ok is not None:
+                chain = [p[ok] for p in chain]
+                fl = None if fl is None else fl[ok]
+            if chain[0].size:
+                yield chain, fl
 
     def _passes(self, s: _Step, x: _Rows, cols: Columns, chain: list[np.ndarray], eps: Any,
-                hear: Any) -> list[np.ndarray]:
-        """The extended ``chain`` (rows of elements ``s.i ..``) that passes the window, if
-        its first element is bound now, and the conditions decided at this step."""
+                hear: Any) -> np.ndarray | None:
+        """Which extended chains (rows of elements ``s.i ..``) pass the window, if the first
+        element is bound now, and the conditions decided at this step (None: all)."""
+        ok: np.ndarray | None = None
         if s.i == 0 and eps is not None:
             ok = _within(x.wk[chain[-1]], x.wk[chain[0]], eps)
-            chain = [p[ok] for p in chain]
         k = self.plan.k
         for c in s.conds:
-            if not chain[0].size:
+            sub = np.arange(chain[0].size) if ok is None else np.flatnonzero(ok)
+            if not sub.size:
                 break
-            full = [chain[j - s.i] if j >= s.i else chain[-1] for j in range(k)]
-            ok = cond_mask(c, cols, full, hear)
-            chain = [p[ok] for p in chain]
-        return chain
+            full = [chain[j - s.i][sub] if j >= s.i else chain[-1][sub] for j in range(k)]
+            got = cond_mask(c, cols, full, hear)
+            if ok is None:
+                ok = got
+            else:
+                ok[sub] = got
+        return ok
 
-    def _matches(self, ev: Evaluation, x: _Rows, code: np.ndarray, keys: list[tuple[Any, ...]],
-                 chains: list[np.ndarray]) -> list[Match]:
-        """The complex events of complete ``chains`` (rows per element), by end position,
-        then start and positions; equal projections once."""
-        plan = self.plan
-        pos = [x.pos[c] for c in chains]
-        marked = [pos[i] for i in plan.marked]
-        cols = [*reversed(marked), pos[0], pos[-1]]
-        order = np.lexsort(cols)
-        pos = [p[order] for p in pos]
-        marked = [p[order] for p in marked]
-        first, last = chains[0][order], chains[-1][order]
-        if len(plan.marked) < plan.k:  # a SELECT list: equal (start, end, positions) once
-            same = np.ones(first.size, dtype=bool)
-            same[0] = False
-            for p in (pos[0], pos[-1], *marked):
-                same[1:] &= p[1:] == p[:-1]
-            keep = ~same
-            pos = [p[keep] for p in pos]
-            marked = [p[keep] for p in marked]
-            first, last = first[keep], last[keep]
-        codes = code[last].tolist()
-        key_len = self.key_len
-        rkeys = keys if key_len is None else [kk[:key_len] for kk in keys]
-        return matches_of(ev, pos[0].tolist(), x.tk[first].tolist(), pos[-1].tolist(),
-                          x.tk[last].tolist(), codes, rkeys, [p.tolist() for p in marked],
-                          plan.labels)
+    def _consumed(self, x: _Rows, elems: dict[int, np.ndarray], ends: np.ndarray, eps: Any
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Under CONSUME BY ANY or PARTITION (a chain without conditions between events): the
+        ends that output, and for each the first row its complex events may start at.
+
+        An end outputs when some chain ends there starting after the last output (of any
+        partition, or of its own): when its latest start does. The latest start is found
+        greedily — each element the latest row before the next — and the ends are then
+        decided in order."""
+        code, keys = x.code, x.table
+        cur = ends
+        ok = np.ones(ends.size, dtype=bool)
+        for s in self.steps:
+            rows = elems[s.i]
+            G = code[rows]
+            order = np.argsort(G, kind="stable")
+            G, R = G[order], rows[order]
+            g = code[ends]
+            first = _search(G, np.zeros(0), g, None)
+            if s.gap:
+                j = _search(G, R, g, cur) - 1
+            else:
+                j = _search(G, x.rank[R], g, x.rank[cur] - 1)
+            ok &= (j >= first) & (j < R.size)
+            j = np.clip(j, 0, max(R.size - 1, 0))
+            if R.size:
+                ok &= G[j] == g
+                if not s.gap:
+                    ok &= x.rank[R[j]] == x.rank[cur] - 1
+                cur = np.where(ok, R[j], cur)
+            else:
+                ok[:] = False
+        if eps is not None:
+            ok &= _within(x.wk[ends], x.wk[cur], eps)
+        latest = x.pos[cur].tolist()
+        picked: list[int] = []
+        floors: list[int] = []
+        if self.consume == CONSUME_ANY:
+            c = self.consumed
+            for n, (e, s0, good) in enumerate(zip(x.pos[ends].tolist(), latest, ok.tolist(),
+                                                  strict=True)):
+                if good and s0 > c:
+                    picked.append(n)
+                    floors.append(c)
+                    c = e
+            self.consumed = c
+        else:
+            by = self.consumed_by
+            table = keys
+            for n, (e, s0, good, kc) in enumerate(zip(x.pos[ends].tolist(), latest,
+                                                      ok.tolist(), code[ends].tolist(),
+                                                      strict=True)):
+                if good:
+                    kk = table[kc]
+                    c = by.get(kk, -1)
+                    if s0 > c:
+                        picked.append(n)
+                        floors.append(c)
+                        by[kk] = e
+        sel = np.asarray(picked, dtype=np.int64)
+        floor = np.searchsorted(x.pos, np.asarray(floors, dtype=np.int64), side="right")
+        return ends[sel], floor.astype(np.int64)
 
     # ------------------------------------------------------------------ the rows kept
     def _keep(self, ev: Evaluation, x: _Rows, cols: Columns) -> None:
@@ -388,6 +440,18 @@ class JoinEngine(HoldsNothingBack):
             self.counts = {kk: n for kk, n in self.counts.items() if kk in live}
 
     def _alive(self, ev: Evaluation, x: _Rows) -> np.ndarray:
+        """Which rows ``x`` a later row can still reach back to: within the window, and after
+        the last output where outputs consume."""
+        alive = self._window_alive(ev, x)
+        if self.consume == CONSUME_ANY:
+            alive &= x.pos > self.consumed
+        elif self.consume != CONSUME_NONE and self.consumed_by:
+            by = self.consumed_by
+            last = np.asarray([by.get(kk, -1) for kk in x.table], dtype=np.int64)
+            alive &= x.pos > last[x.code]
+        return alive
+
+    def _window_alive(self, ev: Evaluation, x: _Rows) -> np.ndarray:
         """Which rows ``x`` a later row can still reach back to within the window."""
         eps = ev.eps
         if eps is None:
@@ -435,7 +499,8 @@ class JoinEngine(HoldsNothingBack):
                                  c.bits.tolist(), [c.table[j] for j in c.code.tolist()],
                                  c.vals or [], strict=True)]
         parts["join"] = {"rows": rows, "counts": list(self.counts.items()),
-                         "newest": self.newest}
+                         "newest": self.newest, "consumed": self.consumed,
+                         "consumed_by": list(self.consumed_by.items())}
 
     def load(self, payload: dict[str, Any]) -> None:
         data = payload.get("join")
@@ -465,8 +530,21 @@ class JoinEngine(HoldsNothingBack):
             np.asarray(pos, dtype=np.int64), _keys(tk), _keys(wk),
             np.asarray(rank, dtype=np.int64), np.asarray(bits, dtype=np.int64),
             np.asarray(code, dtype=np.int64), list(code_of), [tuple(v) for v in vals])
-        self.counts = {_key(kk): n for kk, n in data.get("counts", [])}
+        try:
+            self.counts = {_key(kk): int(n) for kk, n in data.get("counts", [])}
+            self.consumed = int(data.get("consumed", -1))
+            self.consumed_by = {_key(kk): int(n) for kk, n in data.get("consumed_by", [])}
+        except (TypeError, ValueError):
+            raise damaged from None
         self.newest = data.get("newest")
+
+
+def _attached(chunks: Iterator[list[Match]], taps: Taps) -> Iterator[list[Match]]:
+    """``chunks``, each handed to the kept rows first (their events attached)."""
+    for chunk in chunks:
+        if taps.kept is not None:
+            taps.kept.attach(chunk)
+        yield chunk
 
 
 def _key(k: Any) -> tuple[Any, ...]:

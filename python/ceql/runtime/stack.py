@@ -346,7 +346,8 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
     elif choice.base == "join":
         jplan = join_plan(ast, cea)
         assert jplan is not None
-        base = JoinEngine(core, choice.base_name, jplan, key_len, ev.wkind == WITHIN_EVENTS)
+        base = JoinEngine(core, choice.base_name, jplan, key_len, ev.wkind == WITHIN_EVENTS,
+                          ast.consume)
     elif isinstance(runs, RegisterRuns):
         base = RegisterEngine(core, choice.base_name, runs)
     else:
