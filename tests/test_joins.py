@@ -265,11 +265,8 @@ def test_generator_draws_joins() -> None:
         text = format_query(q)
         seen[f"k={text.count(':') + text.count(';') + 1}"] += 1
         seen[":"] += ":" in text
-        from ceql.runtime.dense_plan import join_plan
-        from ceql.runtime.joins import _steps  # noqa: PLC2701 (what the engine keys on)
-        plan = join_plan(compiled.plan, compiled.automaton()[1])
-        assert plan is not None
-        seen["equality key"] += any(s.keys for s in _steps(plan))
+        steps = compiled.evaluator(time="ts")._engine.steps  # what the engine keys on
+        seen["equality key"] += any(s.keys for s in steps)
         assert q.within is not None
         seen[f"within {q.within.kind}"] += 1
         seen["partition"] += bool(q.partition_by)
