@@ -14,6 +14,9 @@ from ceql.errors import CeqlWarning
 
 CORE = "CORE's Algorithm 1 over the tECS"
 REGISTERS = "register runs, Algorithm 1 over (state, registers)"
+JOIN = ("a chain with ';' on whole columns (each batch's matches joined backwards from their "
+        "last element: partition, equalities and window by sorted search, conditions on the "
+        "candidate arrays)")
 
 CASES = [
     ("SELECT * FROM S WHERE A ; B", {}, CORE),
@@ -21,7 +24,8 @@ CASES = [
     ("SELECT * FROM S WHERE A ; B WITHIN 3 SECONDS", {"lazy": False}, CORE),
     ("SELECT * FROM S WHERE A ; B WITHIN 3 SECONDS", {"keep_events": True},
      f"kept rows → lazy regions → {CORE}"),
-    ("SELECT * FROM S WHERE A AS a ; B AS b FILTER b[v > a.v] WITHIN 3 EVENTS", {}, REGISTERS),
+    ("SELECT * FROM S WHERE A AS a ; B AS b FILTER b[v > a.v]", {}, REGISTERS),
+    ("SELECT * FROM S WHERE A AS a ; B AS b FILTER b[v > a.v] WITHIN 3 EVENTS", {}, JOIN),
     ("SELECT * FROM S WHERE A ; B ; NOT C WITHIN 3 EVENTS", {}, f"edge NOTs → {CORE}"),
     ("SELECT * FROM S WHERE A AS a ; B ; NOT (C AS c) FILTER c[v > a.v] WITHIN 3 EVENTS", {},
      f"kept rows → edge NOTs → {CORE}"),

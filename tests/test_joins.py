@@ -38,8 +38,9 @@ from test_properties import keys
 
 @st.composite
 def chains(draw: st.DrawFn, colons: bool = True) -> tuple[A.Formula, list[str]]:
-    """A chain of 2 to 4 events joined by ``;`` (at least once) and ``:`` (if ``colons``),
-    unary filters on some elements; the names that bind events."""
+    """A chain of 2 to 4 events joined by ``;`` (at least once) and ``:`` with unary filters
+    on some elements (``colons``), or by ``;`` alone with elements of two types now and then;
+    the names that bind events."""
     k = draw(st.integers(2, 4))
     gaps = [draw(st.sampled_from([True, True, False] if colons else [True]))
             for _ in range(k - 1)]
@@ -51,6 +52,11 @@ def chains(draw: st.DrawFn, colons: bool = True) -> tuple[A.Formula, list[str]]:
     for _ in range(k):
         t = draw(st.sampled_from(TYPES))
         f: A.Formula = A.EventType(t)
+        if not colons and draw(st.integers(0, 3)) == 0:  # of two types: (A OR B) AS v
+            f = A.Or(f, A.EventType(draw(st.sampled_from([u for u in TYPES if u != t]))))
+            names.append(fresh.pop())
+            parts.append(A.As(f, names[-1]))
+            continue
         if draw(st.integers(0, 5)):
             # mostly a variable of its own (now and then one bound twice)
             v = fresh.pop() if draw(st.integers(0, 5)) else draw(st.sampled_from(VARS))
@@ -58,7 +64,7 @@ def chains(draw: st.DrawFn, colons: bool = True) -> tuple[A.Formula, list[str]]:
             names.append(v)
         else:
             names.append(t)
-        if draw(st.integers(0, 4)) == 0:
+        if colons and draw(st.integers(0, 4)) == 0:
             f = A.Filter(f, A.FilterAtom(names[-1], draw(atom_preds())))
         parts.append(f)
     where = parts[0]
@@ -273,12 +279,13 @@ def test_generator_draws_joins() -> None:
         seen["select list"] += q.select is not None
         seen[q.strategy] += 1
         seen[f"consume {q.consume}"] += 1
+        seen["OR element"] += " OR " in text
 
     draw()
     assert seen["join"] >= 0.5 * seen["drawn"], seen  # (the rest: the fallback engines)
     for what in ("k=2", "k=3", "k=4", ":", "equality key", "within events", "within time",
                  "partition", "select list", "ALL", "ANY", "consume NONE", "consume ANY",
-                 "consume PARTITION"):
+                 "consume PARTITION", "OR element"):
         assert seen[what] >= 3, (what, seen)
 
 
@@ -470,3 +477,22 @@ def test_arrow_equality_keys_equal_rows(columns: dict[str, pa.Array]) -> None:
     assert keys(q.evaluator(time="ts").feed(table)) == want
     ev = q.evaluator(time="ts")
     assert [k for j in range(6) for k in keys(ev.feed(table.slice(j, 1)))] == want
+
+
+def test_a_snapshot_the_register_runs_took_continues_on_them() -> None:
+    """A snapshot taken before the join engine ran the query (by the register runs: what
+    ``chains=False`` builds) is restored onto the register runs, and continues exactly."""
+    q = ceql.compile(_PAIR)
+    rows = [{"type": t, "name": "X", "price": p, "ts": ts}
+            for t, p, ts in [("SELL", 1, 0), ("BUY", 2, 1), ("SELL", 3, 2), ("BUY", 4, 3),
+                             ("BUY", 0, 4), ("BUY", 5, 30)]]
+    want = keys(q.run(rows, time="ts"))
+    old = ceql.Evaluator(q, time="ts", chains=False)
+    assert type(old._engine).__name__ == "RegisterEngine"
+    got = keys(old.feed(rows[:3]))
+    restored = q.restore(old.snapshot())
+    assert type(restored._engine).__name__ == "RegisterEngine"
+    got += keys(restored.feed(rows[3:]))
+    assert got == want and len(want) == 3
+    fresh = q.restore(q.evaluator(time="ts").snapshot())  # the join engine's own: onto it
+    assert type(fresh._engine).__name__ == "JoinEngine"

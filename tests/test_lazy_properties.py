@@ -112,10 +112,11 @@ SHAPES = {
     "or": "SELECT * FROM S WHERE (A AS x OR C AS z) ; B AS y ; C AS v {w}",
     "partition": "SELECT * FROM S WHERE A AS x ; B AS y ; C AS z PARTITION BY [g] {w}",
     "limit": "SELECT * FROM S WHERE (A AS x)+ ; C AS z {w} LIMIT 2",
-    "consume any": "SELECT * FROM S WHERE A AS x ; B AS y ; C AS z PARTITION BY [g] {w} "
-                   "CONSUME BY ANY",
-    "consume partition": "SELECT * FROM S WHERE A AS x ; C AS z PARTITION BY [g] {w} "
-                         "CONSUME BY PARTITION",
+    # (with a FILTER: a chain of bare types under CONSUME BY runs on the join engine)
+    "consume any": "SELECT * FROM S WHERE A AS x ; B AS y ; C AS z FILTER y[b >= 0] "
+                   "PARTITION BY [g] {w} CONSUME BY ANY",
+    "consume partition": "SELECT * FROM S WHERE A AS x ; C AS z FILTER x[a >= 0] "
+                         "PARTITION BY [g] {w} CONSUME BY PARTITION",
     "projection": "SELECT z, x FROM S WHERE A AS x ; B AS y ; C AS z {w}",
 }
 

@@ -82,9 +82,13 @@ def test_a_reset_keeps_the_states_a_consumed_partition_still_names() -> None:
 
 # ---------------------------------------------------------------------- partitions, Arrow path
 
-@pytest.mark.parametrize("consume", ["", " CONSUME BY ANY"])
-def test_a_batch_creates_no_partition_per_irrelevant_key(consume: str) -> None:
-    q = ceql.compile(WINDOWED + consume)
+@pytest.mark.parametrize("text", [
+    WINDOWED,
+    # (a FILTER: a chain of bare types under CONSUME BY runs on the join engine)
+    "SELECT * FROM S WHERE A ; B FILTER B[k != 0.5] PARTITION BY [k] WITHIN 10 SECONDS "
+    "CONSUME BY ANY"])
+def test_a_batch_creates_no_partition_per_irrelevant_key(text: str) -> None:
+    q = ceql.compile(text)
     ev = q.evaluator(time="t")
     n = 20_000
     batch = pa.Table.from_pylist(

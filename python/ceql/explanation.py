@@ -76,12 +76,12 @@ def _engine(q: Query) -> list[str]:
 
 def _lazy(q: Query, atoms: AtomTable) -> list[str]:
     """The lazy evaluation plan, for ``explain``."""
-    if q.engine().base in ("dense", "join"):
-        return [f"lazy evaluation: not used (the {q.engine().base} engine reads whole "
-                "columns); every row is read"]
     plan = q.lazy_plan()
     if not plan.eligible:
         return [f"lazy evaluation: not used ({plan.reason}); every row is fed"]
+    if q.engine().base in ("dense", "join"):
+        return [f"lazy evaluation: not used (the {q.engine().base} engine reads whole "
+                "columns); every row is read"]
     lines = ["lazy evaluation (Arrow batches): only rows within the window of a row of every "
              "element below are fed; the elements are checked rarest first, by the frequency "
              "observed in each batch (a batch of which most rows that can change a run "

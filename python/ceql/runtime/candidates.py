@@ -270,9 +270,11 @@ def _tri(p: N.Pred, operand: Callable[[N.Expr], Any]) -> tuple[np.ndarray, np.nd
 
 def matches_of(ev: Evaluation, starts: list[int], start_t: list[Any], ends: list[int],
                end_t: list[Any], codes: list[int], rkeys: list[tuple[Any, ...]],
-               marked: list[list[int]], labels: tuple[frozenset[str], ...]) -> list[Match]:
+               marked: list[list[int]], labels: tuple[frozenset[str], ...],
+               each: list[tuple[frozenset[str], ...]] | None = None) -> list[Match]:
     """The matches of chains given as columns (start and end positions and time keys, each
-    one's partition code into ``rkeys``, the positions of each marked element), in order."""
+    one's partition code into ``rkeys``, the positions of each marked element), in order;
+    the variables of the marked elements are ``labels``, or each match's in ``each``."""
     clock = ev.clock
     is_ts = clock.is_ts
     form = clock.form() if is_ts else None
@@ -293,4 +295,7 @@ def matches_of(ev: Evaluation, starts: list[int], start_t: list[Any], ends: list
         mt.positions = ps
         mt._labels = labels
         append(mt)
+    if each is not None:
+        for mt, lab in zip(out, each, strict=True):
+            mt._labels = lab
     return out

@@ -9,12 +9,12 @@ import itertools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ..automata import CEA
+from ..automata import CEA, Transition
 from ..constants import CONSUME_NONE, STRATEGY_ALL, STRATEGY_ANY, WITHIN_EVENTS, WITHIN_TIME
 from ..ir import expr_nodes, formula_nodes
 from ..ir import nodes as N
 from ..predicates.between import Listener, compile_condition
-from ..predicates.guards import GTrue, guard_fn
+from ..predicates.guards import GAtom, GTrue, guard_fn
 
 __all__ = ["ChainPlan", "Cond", "dense_plan", "join_plan"]
 
@@ -46,6 +46,9 @@ class ChainPlan(NamedTuple):
     #: per step from element ``i`` to ``i + 1``: True for ``;`` (any events between), False
     #: for ``:`` (the next event of the substream)
     gaps: tuple[bool, ...]
+    #: per element, its alternatives' guards and variables: one, or for ``(A OR B) AS x``
+    #: one per type, which no event is of two of (``labels`` holds the first's variables)
+    alts: tuple[tuple[tuple[Callable[[int], bool], frozenset[str]], ...], ...]
 
 
 def dense_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
@@ -53,8 +56,8 @@ def dense_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
     it, else None: a ``:`` chain (:func:`chain_plan`), CONSUME BY NONE, LIMIT absent or at
     least 1; any strategy, SELECT list, PARTITION BY and WITHIN."""
     chain = chain_plan(plan, cea)
-    if chain is None or any(chain.gaps) or plan.consume != CONSUME_NONE or (
-            plan.limit is not None and plan.limit < 1):
+    if chain is None or any(chain.gaps) or plan.consume != CONSUME_NONE or any(
+            len(a) > 1 for a in chain.alts) or (plan.limit is not None and plan.limit < 1):
         return None
     return chain
 
@@ -86,15 +89,18 @@ def chain_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
     It is one when the automaton is one path ``q0 → q1 → … → qk`` (one transition into and
     out of each state, only ``qk`` final), each ``qi`` with ``0 < i < k`` at most with an
     unmarked self-loop on every event (a ``;`` gap): a chain of single events joined by
-    ``:`` and ``;``, with neither ``+``, ``:+``, OR between elements, AND nor NOT; every
-    transition binds its event, and each condition between events is a FILTER atom without
-    ``PREV`` or aggregates.
+    ``:`` and ``;``, with neither ``+``, ``:+``, AND nor NOT, nor OR between elements but
+    bare types (``(BUY OR SELL) AS b``, without conditions between events: parallel
+    transitions, each on its own type); every transition binds its event, and each condition
+    between events is a FILTER atom without ``PREV`` or aggregates.
     """
     if (cea.leading is not None or cea.trailing is not None or cea.edge_rank or cea.edge_last
             or cea.edge_next):
         return None
     out = cea.outgoing()
+    types = frozenset(f.name for f in formula_nodes(plan.where) if isinstance(f, N.EventType))
     chain = []
+    alts: list[tuple[tuple[Callable[[int], bool], frozenset[str]], ...]] = []
     gaps: list[bool] = []
     loops = 0
     q = 0
@@ -102,7 +108,7 @@ def chain_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
     while out[q]:
         step = [t for t in out[q] if t.dst != q]
         loop = [t for t in out[q] if t.dst == q]
-        if len(step) != 1 or len(loop) > 1 or (loop and (
+        if not step or len(loop) > 1 or (loop and (
                 q == 0 or loop[0].mark or loop[0].kills or loop[0].scopes
                 or not isinstance(loop[0].guard, GTrue))):
             return None
@@ -110,10 +116,13 @@ def chain_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
             gaps.append(bool(loop))
         loops += len(loop)
         t = step[0]
-        if t.dst in seen or not t.mark or t.kills:
+        if t.dst in seen or not t.mark or t.kills or (len(step) > 1 and not _exclusive(
+                step, types, bool(cea.scopes))):
             return None
         seen.add(t.dst)
         chain.append(t)
+        alts.append(tuple((guard_fn(u.guard), u.vars) for u in step))
+        loops += len(step) - 1
         q = t.dst
     k = len(chain)
     if k == 0 or len(seen) != cea.n_states or cea.finals != frozenset({q}) or len(
@@ -144,9 +153,31 @@ def chain_plan(plan: N.Query, cea: CEA) -> ChainPlan | None:
                               tuple(itertools.product(*elems)), slots, _vector(leaf.pred),
                               c.quantified))
     marked = tuple(i for i, t in enumerate(chain) if t.pmark)
-    return ChainPlan(k, tuple(guard_fn(t.guard) for t in chain), marked,
+    return ChainPlan(k, tuple(_any_of(a) for a in alts), marked,
                      tuple(chain[i].vars for i in marked), tuple(conds), tuple(attrs),
-                     tuple(gaps))
+                     tuple(gaps), tuple(alts))
+
+
+def _exclusive(step: list[Transition], types: frozenset[str], scoped: bool) -> bool:
+    """Whether parallel transitions ``step`` are one element ``(A OR B) AS x``: the same
+    target and marks, each guard one atom of its own bare type (so no event takes two), and
+    no conditions between events."""
+    t = step[0]
+    names = [u.vars & types for u in step]
+    return (not scoped and all(
+        u.dst == t.dst and u.mark and u.pmark == t.pmark and not u.kills and not u.scopes
+        and isinstance(u.guard, GAtom) and u.vars - types == t.vars - types for u in step)
+        and all(len(n) == 1 for n in names) and len(set().union(*names)) == len(step)
+        and len({u.guard.k for u in step if isinstance(u.guard, GAtom)}) == len(step))
+
+
+def _any_of(alts: tuple[tuple[Callable[[int], bool], frozenset[str]], ...]
+            ) -> Callable[[int], bool]:
+    """The guard of an element: one of its alternatives'."""
+    if len(alts) == 1:
+        return alts[0][0]
+    fns = tuple(g for g, _ in alts)
+    return lambda c: any(g(c) for g in fns)
 
 
 def _vector(p: N.Pred) -> bool:

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, Protocol
 import pyarrow as pa
 
 from ..automata import CEA
+from ..constants import CONSUME_NONE
 from ..ir import nodes as N
 from .dense_plan import dense_plan, join_plan
 from .edges import Edges
@@ -185,13 +186,19 @@ _BASES = {
 
 
 def choose(plan: N.Query, cea: CEA, keep_events: bool = False,
-           lazy: bool | None = None) -> Choice:
+           lazy: bool | None = None, chains: bool = True) -> Choice:
     """The engine and wrappers that evaluate ``plan`` (the query with its implied partition
-    key) over its automaton ``cea``: the one place this is decided."""
+    key) over its automaton ``cea``: the one place this is decided. ``chains`` False: never
+    the dense or join engine (a snapshot that the tECS or register runs took)."""
     edges = cea.leading is not None or cea.trailing is not None
-    if dense_plan(plan, cea) is not None:
+    if chains and dense_plan(plan, cea) is not None:
         base = "dense"
-    elif join_plan(plan, cea) is not None:
+    elif chains and join_plan(plan, cea) is not None and (
+            cea.scopes or plan.consume != CONSUME_NONE or not plan_lazy(plan, cea).eligible):
+        # A chain of bare types keeps the tECS where lazy evaluation may skip its rows
+        # (rare types), unless its outputs consume: the join then decides each end by its
+        # latest start (CORE's dense rows: 2-2.4x the tECS, bench/RESULTS.md section 25).
+        # (Not by the ``lazy`` option: a snapshot restores into the engine that took it.)
         base = "join"
     elif cea.scopes or cea.edge_rank:  # (a NOT's conditions on the match are not scopes)
         base = "fated" if cea.edge_rank else "registers"

@@ -71,12 +71,14 @@ class Evaluator:
     def __init__(self, query: Compiled, *, time: str | None = None,
                  type_key: str = DEFAULT_TYPE_COLUMN, stream_key: str = DEFAULT_STREAM_COLUMN,
                  time_unit: str = DEFAULT_TIME_UNIT, time_format: str | None = None,
-                 keep_events: bool = False, lazy: bool | None = None) -> None:
+                 keep_events: bool = False, lazy: bool | None = None,
+                 chains: bool = True) -> None:
         #: the shared state, and the engine stack engine.choose picked for the query
+        #: (``chains`` False: not the dense or join engine, for a snapshot taken without)
         self._ev: Evaluation
         self._engine: Engine
         self._ev, self._engine = start(query, time, type_key, stream_key, time_unit,
-                                       time_format, keep_events, lazy)
+                                       time_format, keep_events, lazy, chains)
         self._oldest = (0, 0, 0)  # oldest_live_position: (answer, events_seen then, cost)
         self._ev.core.runs.on_full = self._collect
         self._ev.dfa.attach(self)
@@ -368,9 +370,12 @@ class Evaluator:
     def restore(cls, query: Compiled, data: bytes) -> Evaluator:
         """An evaluator that continues exactly where the one that made ``data`` stopped."""
         opts, payload = _snapshot.options(query, data)
+        # a snapshot the tECS or register runs took (before a chain engine ran the query)
+        # continues on them
+        chains = "dense" in payload or "join" in payload or not payload.get("partitions")
         ev = cls(query, time=opts.time, type_key=opts.type_key, stream_key=opts.stream_key,
                  time_unit=opts.time_unit, time_format=opts.time_format,
-                 keep_events=opts.keep_events)
+                 keep_events=opts.keep_events, chains=chains)
         with no_gc():
             _snapshot.load(ev._ev, ev._engine, payload)
         return ev

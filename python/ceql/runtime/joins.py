@@ -66,6 +66,7 @@ class _Rows(NamedTuple):
     wk: np.ndarray  #: window keys (substream positions for a window in events)
     rank: np.ndarray  #: substream positions (zeros when nothing reads them)
     bits: np.ndarray  #: the elements each can be (bit ``i``: element ``i``)
+    alt: np.ndarray  #: which alternative of each element it is (mixed radix, see ``radix``)
     code: np.ndarray  #: partition of each row: its key's index in ``table``
     table: list[tuple[Any, ...]]  #: partition keys (canonical, each once)
     vals: list[tuple[Any, ...]] | None  #: the values conditions read (None: in the batch)
@@ -86,8 +87,8 @@ class JoinEngine(HoldsNothingBack):
     over the rows a chain can still reach back to. ``core`` is built as for CORE's engine but
     never run: the evaluator reads its window bound and caches."""
 
-    __slots__ = ("bits", "carry", "consume", "consumed", "consumed_by", "core", "counts",
-                 "key_len", "name", "newest", "plan", "ranked", "steps")
+    __slots__ = ("alts", "bits", "carry", "consume", "consumed", "consumed_by", "core",
+                 "counts", "key_len", "name", "newest", "plan", "radix", "ranked", "steps")
 
     def __init__(self, core: Core, name: str, plan: ChainPlan, key_len: int | None,
                  events: bool, consume: str) -> None:
@@ -96,6 +97,10 @@ class JoinEngine(HoldsNothingBack):
         self.plan = plan
         self.key_len = key_len  # how much of the key matches report (an implied key is not)
         self.bits: dict[int, int] = {}  # class → the elements it can be
+        self.alts: dict[int, int] = {}  # class → its alternative of each element
+        #: per element, the place value of its alternative in a row's ``alt``
+        self.radix = tuple(int(np.prod([len(a) for a in plan.alts[:i]], dtype=np.int64))
+                           for i in range(plan.k))
         #: substream positions are read (a window in events, or a ``:``)
         self.ranked = events or not all(plan.gaps)
         self.carry: _Rows | None = None
@@ -111,10 +116,14 @@ class JoinEngine(HoldsNothingBack):
         b = self.bits.get(c)
         if b is None:
             b = 0
-            for i, g in enumerate(self.plan.guards):
+            alt = 0
+            for i, (g, alts) in enumerate(zip(self.plan.guards, self.plan.alts, strict=True)):
                 if g(c):
                     b |= 1 << i
+                    if len(alts) > 1:
+                        alt += self.radix[i] * next(j for j, (h, _) in enumerate(alts) if h(c))
             self.bits[c] = b
+            self.alts[c] = alt
         return b
 
     # ------------------------------------------------------------------ rows
@@ -126,8 +135,9 @@ class JoinEngine(HoldsNothingBack):
         ranked = self.ranked
         events = ev.wkind == WITHIN_EVENTS
         counts = self.counts
-        got: list[list[Any]] = [[], [], [], [], [], [], []]
-        pos_l, tk_l, wk_l, rank_l, bits_l, keys_l, vals_l = got
+        got: list[list[Any]] = [[], [], [], [], [], [], [], []]
+        pos_l, tk_l, wk_l, rank_l, bits_l, keys_l, vals_l, alt_l = got
+        alts = self.alts
         newest = self.newest
         try:
             for pos, key, tkey, wkey, c, e in chain_rows(ev, rows):
@@ -149,6 +159,7 @@ class JoinEngine(HoldsNothingBack):
                 wk_l.append(wkey)
                 rank_l.append(r)
                 bits_l.append(b)
+                alt_l.append(alts[c])
                 keys_l.append(key)
                 vals_l.append(tuple(norm(e.get(a)) for a in attrs) if attrs else ())
                 if len(pos_l) >= ROWS:
@@ -161,7 +172,7 @@ class JoinEngine(HoldsNothingBack):
 
     def _rows_batch(self, ev: Evaluation, got: list[list[Any]],
                     newest: Any) -> Iterator[list[Match]]:
-        pos_l, tk_l, wk_l, rank_l, bits_l, keys_l, vals_l = got
+        pos_l, tk_l, wk_l, rank_l, bits_l, keys_l, vals_l, alt_l = got
         self.newest = newest
         if not pos_l:
             self._prune(ev, self.carry)
@@ -171,7 +182,7 @@ class JoinEngine(HoldsNothingBack):
                            dtype=np.int64, count=len(keys_l))
         new = _Rows(np.asarray(pos_l, dtype=np.int64), _keys(tk_l), _keys(wk_l),
                     np.asarray(rank_l, dtype=np.int64), np.asarray(bits_l, dtype=np.int64),
-                    code, list(code_of), list(vals_l))
+                    np.asarray(alt_l, dtype=np.int64), code, list(code_of), list(vals_l))
         for x in got:
             x.clear()
         return self._evaluate(ev, new, None, None)
@@ -186,6 +197,8 @@ class JoinEngine(HoldsNothingBack):
         cbits = np.fromiter((self._bits(c) for c in cls_list), dtype=np.int64,
                             count=len(cls_list))
         bits = cbits[inv]
+        alt = np.fromiter((self.alts[c] for c in cls_list), dtype=np.int64,
+                          count=len(cls_list))[inv]
         m = int(idx.size)
         if ev.pkeys:
             codes, keys = factorize(pcols, idx)
@@ -203,7 +216,7 @@ class JoinEngine(HoldsNothingBack):
             self._prune(ev, self.carry)
             return
         new = _Rows(positions[sel], _keys(times[sel]), _keys(wkeys[sel]), rank[sel], bits[sel],
-                    codes[sel], keys, None)
+                    alt[sel], codes[sel], keys, None)
         yield from _attached(self._evaluate(ev, new, rb, idx[sel]), taps)
 
     def _ranks(self, codes: np.ndarray, keys: list[tuple[Any, ...]]) -> np.ndarray:
@@ -276,12 +289,43 @@ class JoinEngine(HoldsNothingBack):
                 pos = [p[sel] for p in pos]
                 marked = [p[sel] for p in marked]
                 first, last = first[sel], last[sel]
+            each = self._labels(x, chain, sel if project else None)
             for a in range(0, first.size, CHUNK):
                 b = a + CHUNK
                 yield matches_of(ev, pos[0][a:b].tolist(), x.tk[first[a:b]].tolist(),
                                  pos[-1][a:b].tolist(), x.tk[last[a:b]].tolist(),
                                  x.code[last[a:b]].tolist(), rkeys,
-                                 [p[a:b].tolist() for p in marked], plan.labels)
+                                 [p[a:b].tolist() for p in marked], plan.labels,
+                                 None if each is None else each[a:b])
+
+    def _labels(self, x: _Rows, chain: list[np.ndarray], sel: np.ndarray | None
+                ) -> list[tuple[frozenset[str], ...]] | None:
+        """Each chain's variables of its marked elements, where an element has alternatives
+        (``(BUY OR SELL) AS b``: ``BUY`` or ``SELL`` with ``b``); None: ``plan.labels``."""
+        plan = self.plan
+        if all(len(plan.alts[i]) == 1 for i in plan.marked):
+            return None
+        combo = np.zeros(chain[0].size, dtype=np.int64)
+        place = 1
+        for i in plan.marked:
+            n = len(plan.alts[i])
+            combo += place * ((x.alt[chain[i]] // self.radix[i]) % n)
+            place *= n
+        if sel is not None:
+            combo = combo[sel]
+        table: dict[int, tuple[frozenset[str], ...]] = {}
+        out = []
+        for c in combo.tolist():
+            lab = table.get(c)
+            if lab is None:
+                rest, parts = c, []
+                for i in plan.marked:
+                    n = len(plan.alts[i])
+                    parts.append(plan.alts[i][rest % n][1])
+                    rest //= n
+                lab = table[c] = tuple(parts)
+            out.append(lab)
+        return out
 
     def _walk(self, d: int, at: list[np.ndarray], floor: np.ndarray | None, x: _Rows,
               cols: Columns, elems: dict[int, np.ndarray], eps: Any,
@@ -497,7 +541,7 @@ class JoinEngine(HoldsNothingBack):
         rows = [] if c is None else [
             list(r) for r in zip(c.pos.tolist(), c.tk.tolist(), c.wk.tolist(), c.rank.tolist(),
                                  c.bits.tolist(), [c.table[j] for j in c.code.tolist()],
-                                 c.vals or [], strict=True)]
+                                 c.vals or [], c.alt.tolist(), strict=True)]
         parts["join"] = {"rows": rows, "counts": list(self.counts.items()),
                          "newest": self.newest, "consumed": self.consumed,
                          "consumed_by": list(self.consumed_by.items())}
@@ -515,21 +559,23 @@ class JoinEngine(HoldsNothingBack):
                                  "snapshot holds); take a new one.")
         if not isinstance(data, dict) or not isinstance(data.get("rows"), list | tuple):
             raise damaged
-        cols: list[list[Any]] = [[], [], [], [], [], [], []]
+        cols: list[list[Any]] = [[], [], [], [], [], [], [], []]
         for r in data["rows"]:
-            if not (isinstance(r, list | tuple) and len(r) == 7 and isinstance(r[0], int)
+            if not (isinstance(r, list | tuple) and len(r) == 8 and isinstance(r[0], int)
                     and isinstance(r[3], int) and isinstance(r[4], int)
-                    and isinstance(r[5], list | tuple) and isinstance(r[6], list | tuple)):
+                    and isinstance(r[5], list | tuple) and isinstance(r[6], list | tuple)
+                    and isinstance(r[7], int)):
                 raise damaged
             for j, v in enumerate(r):
                 cols[j].append(v)
-        pos, tk, wk, rank, bits, keys, vals = cols
+        pos, tk, wk, rank, bits, keys, vals, alt = cols
         code_of: dict[tuple[Any, ...], int] = {}
         code = [code_of.setdefault(_key(kk), len(code_of)) for kk in keys]
         self.carry = None if not pos else _Rows(
             np.asarray(pos, dtype=np.int64), _keys(tk), _keys(wk),
             np.asarray(rank, dtype=np.int64), np.asarray(bits, dtype=np.int64),
-            np.asarray(code, dtype=np.int64), list(code_of), [tuple(v) for v in vals])
+            np.asarray(alt, dtype=np.int64), np.asarray(code, dtype=np.int64), list(code_of),
+            [tuple(v) for v in vals])
         try:
             self.counts = {_key(kk): int(n) for kk, n in data.get("counts", [])}
             self.consumed = int(data.get("consumed", -1))
@@ -771,14 +817,14 @@ def _concat(a: _Rows, b: _Rows) -> _Rows:
         table.append(a.table[j])
     return _Rows(np.concatenate([a.pos, b.pos]), _joined(a.tk, b.tk), _joined(a.wk, b.wk),
                  np.concatenate([a.rank, b.rank]), np.concatenate([a.bits, b.bits]),
-                 np.concatenate([remap[a.code], b.code]), table,
+                 np.concatenate([a.alt, b.alt]), np.concatenate([remap[a.code], b.code]), table,
                  None if b.vals is None else (a.vals or []) + b.vals)
 
 
 def _taken(x: _Rows, rows: np.ndarray, vals: list[tuple[Any, ...]]) -> _Rows:
     """Rows ``rows`` of ``x`` (with their values ``vals``), partitions renumbered."""
     used, code = np.unique(x.code[rows], return_inverse=True)
-    return _Rows(x.pos[rows], x.tk[rows], x.wk[rows], x.rank[rows], x.bits[rows],
+    return _Rows(x.pos[rows], x.tk[rows], x.wk[rows], x.rank[rows], x.bits[rows], x.alt[rows],
                  code.reshape(-1).astype(np.int64), [x.table[j] for j in used.tolist()], vals)
 
 

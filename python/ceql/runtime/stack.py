@@ -308,13 +308,13 @@ def _stripped_all(chunks: Iterator[list[Match]]) -> Iterator[list[Match]]:
 
 def start(query: Compiled, time: str | None, type_key: str, stream_key: str, time_unit: str,
           time_format: str | None = None, keep_events: bool = False,
-          lazy: bool | None = None) -> tuple[Evaluation, Engine]:
+          lazy: bool | None = None, chains: bool = True) -> tuple[Evaluation, Engine]:
     """A new evaluation of ``query`` and the engine stack :func:`choose` picks for it."""
     ev = Evaluation(query, time, type_key, stream_key, time_unit, time_format, keep_events,
                     lazy)
     ast = query.plan  # with an implied partition key
     _, cea = query.automaton(type_key, stream_key)
-    choice = choose(ast, cea, keep_events, lazy)
+    choice = choose(ast, cea, keep_events, lazy, chains)
     eps = ev.initial_eps
     limit, consume = ast.limit, ast.consume
     edges: Edges | None = None
