@@ -286,12 +286,24 @@ def matches_of(ev: Evaluation, starts: list[int], start_t: list[Any], ends: list
     append = out.append
     M = Match
     new = _new
+    # (matches of one end share its data, and of one start theirs: memory as the tECS's)
+    last_ep = last_sp = -1
+    end: tuple[Any, ...] = ()
+    start: tuple[Any, ...] = ()
+    starts_seen: dict[int, tuple[Any, ...]] = {}
     for sp, st, ep, et, code, ps in zip(starts, start_t, ends, end_t, codes,
                                         zip(*marked, strict=True) if marked
                                         else itertools.repeat(()), strict=False):
         mt = new(M)
-        mt._start = (sp, sp, sp, None, st)
-        mt._end = (ep, et, rkeys[code], form, timed)
+        if sp != last_sp:
+            start = starts_seen.get(sp) or starts_seen.setdefault(sp, (sp, sp, sp, None, st))
+            last_sp = sp
+        if ep != last_ep:
+            end = (ep, et, rkeys[code], form, timed)
+            last_ep = ep
+            starts_seen.clear()
+        mt._start = start
+        mt._end = end
         mt.positions = ps
         mt._labels = labels
         append(mt)
