@@ -300,15 +300,6 @@ class DenseEngine(HoldsNothingBack):
                 tails.pop(key, None)
 
     # ------------------------------------------------------------------ the rest
-    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
-        return iter(())
-
-    def advance(self, ev: Evaluation, key: Any) -> list[Match]:
-        return []
-
-    def close(self, ev: Evaluation) -> list[Match]:
-        return []
-
     def oldest_live(self, pos: int) -> int:
         for tail in self.tails.values():
             p = tail[0][0]

@@ -121,6 +121,18 @@ class HoldsNothingBack:
 
     __slots__ = ()
 
+    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
+        """No rows held for the next batch."""
+        return iter(())
+
+    def advance(self, ev: Evaluation, key: Any) -> list[Match]:
+        """No complex event waits for time to pass."""
+        return []
+
+    def close(self, ev: Evaluation) -> list[Match]:
+        """Nothing waits for the end."""
+        return []
+
     def waiting(self) -> int:
         """No complex event waits."""
         return 0

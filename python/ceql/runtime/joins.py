@@ -521,15 +521,6 @@ class JoinEngine(HoldsNothingBack):
                                                       [vals[r] for r in keep.tolist()]))
 
     # ------------------------------------------------------------------ the rest
-    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
-        return iter(())
-
-    def advance(self, ev: Evaluation, key: Any) -> list[Match]:
-        return []
-
-    def close(self, ev: Evaluation) -> list[Match]:
-        return []
-
     def oldest_live(self, pos: int) -> int:
         if self.carry is not None and self.carry.pos.size:
             return min(pos, int(self.carry.pos.min()))

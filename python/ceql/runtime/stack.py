@@ -54,15 +54,6 @@ class CoreEngine(HoldsNothingBack):
                    taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
         return feed_arrow(ev, self.core, rb, taps)
 
-    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
-        return iter(())
-
-    def advance(self, ev: Evaluation, key: Any) -> list[Match]:
-        return []
-
-    def close(self, ev: Evaluation) -> list[Match]:
-        return []
-
     def oldest_live(self, pos: int) -> int:
         return pos
 
