@@ -68,6 +68,10 @@ def _batch(plan: StreamPlan) -> list[dict[str, Any]]:
     return _out(MatchRunner(plan.engine.spec).feed(_rows(rows, us=False)))
 
 
+def _by_end(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: (r["match_end"], r["match_start"], r["match_id"]))
+
+
 def test_the_worked_state_round_trips_and_continues_exactly() -> None:
     plan = _plan()
     ks, first = _first_state(plan)
@@ -91,8 +95,10 @@ def test_a_pickled_checkpoint_of_an_earlier_ceql_continues_exactly(name: str) ->
     assert old.timers and old.held is not None and old.held.num_rows == 1
     want = _batch(plan)[1:]
     resaved = load_state(dump_state(old), plan)  # written back in format 1
-    assert _later(plan, old) == want
-    assert _later(plan, resaved) == want
+    # The old state continues on the register runs that took it, a fresh run on the join engine:
+    # matches with the same end come in either engine's order (SEMANTICS: not specified).
+    assert _by_end(_later(plan, old)) == _by_end(want)
+    assert _by_end(_later(plan, resaved)) == _by_end(want)
 
 
 def test_a_crafted_pickle_runs_no_code(tmp_path: Path) -> None:
