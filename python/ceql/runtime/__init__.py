@@ -9,8 +9,10 @@ from .codec import decode as decode_data
 from .codec import encode as encode_data
 from .evaluator import Evaluator, no_gc
 from .match import Match
+from .match_arrays import MatchArrays, arrays_of, concat_arrays, cut_arrays, flat_positions
 from .notices import NameSet, unseen_names_message
 from .partitions import canonical_key
 
-__all__ = ["Evaluator", "MalformedData", "Match", "NameSet", "canonical_key", "decode_data",
-           "encode_data", "no_gc", "unseen_names_message"]
+__all__ = ["Evaluator", "MalformedData", "Match", "MatchArrays", "NameSet", "arrays_of",
+           "canonical_key", "concat_arrays", "cut_arrays", "decode_data", "encode_data",
+           "flat_positions", "no_gc", "unseen_names_message"]

@@ -18,6 +18,7 @@ from ..predicates.between import Listener
 from ..predicates.values import TRUE, norm
 from .dense_plan import Cond
 from .match import Match
+from .match_arrays import MatchArrays, MatchBlock, Shape, shapes_by_code
 from .state import Evaluation
 from .times import column
 
@@ -268,13 +269,40 @@ def _tri(p: N.Pred, operand: Callable[[N.Expr], Any]) -> tuple[np.ndarray, np.nd
     return r & valid, ~r & valid
 
 
-def matches_of(ev: Evaluation, starts: list[int], start_t: list[Any], ends: list[int],
-               end_t: list[Any], codes: list[int], rkeys: list[tuple[Any, ...]],
-               marked: list[list[int]], labels: tuple[frozenset[str], ...],
-               each: list[tuple[frozenset[str], ...]] | None = None) -> list[Match]:
+def matches_of(ev: Evaluation, starts: np.ndarray, start_t: Any, ends: np.ndarray,
+               end_t: Any, codes: np.ndarray, rkeys: list[tuple[Any, ...]],
+               marked: list[np.ndarray], labels: tuple[frozenset[str], ...],
+               each: tuple[np.ndarray, Callable[[int], tuple[frozenset[str], ...]]] | None = None
+               ) -> MatchBlock:
     """The matches of chains given as columns (start and end positions and time keys, each
     one's partition code into ``rkeys``, the positions of each marked element), in order;
-    the variables of the marked elements are ``labels``, or each match's in ``each``."""
+    the variables of the marked elements are ``labels``, or each match's by a code of it
+    (``each``: the codes and the labels of a code). The matches are arrays until someone
+    reads them as objects (:class:`~ceql.runtime.match_arrays.MatchBlock`)."""
+    n = int(starts.size)
+    positions = (np.column_stack(marked) if marked else np.zeros((n, 0), np.int64)).astype(
+        np.int64, copy=False)
+    shapes = ((Shape(labels, np.arange(n, dtype=np.int64), positions),) if each is None
+              else shapes_by_code(each[0], positions, each[1]))
+    arrays = MatchArrays(np.asarray(starts, np.int64), np.asarray(ends, np.int64), shapes)
+
+    def make() -> list[Match]:
+        return _built(ev, starts.tolist(), _listed(start_t), ends.tolist(), _listed(end_t),
+                      codes.tolist(), rkeys, [p.tolist() for p in marked], labels,
+                      None if each is None else [each[1](c) for c in each[0].tolist()])
+
+    return MatchBlock(arrays, make)
+
+
+def _listed(x: Any) -> list[Any]:
+    return x.tolist() if isinstance(x, np.ndarray) else list(x)
+
+
+def _built(ev: Evaluation, starts: list[int], start_t: list[Any], ends: list[int],
+           end_t: list[Any], codes: list[int], rkeys: list[tuple[Any, ...]],
+           marked: list[list[int]], labels: tuple[frozenset[str], ...],
+           each: list[tuple[frozenset[str], ...]] | None) -> list[Match]:
+    """:func:`matches_of`'s matches as objects."""
     clock = ev.clock
     is_ts = clock.is_ts
     form = clock.form() if is_ts else None

@@ -16,7 +16,7 @@ mapping to :meth:`RegisterRuns.step`, an Arrow feed its batch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import pyarrow as pa
@@ -672,7 +672,7 @@ class RegisterEnumerator(Enumerator):
         self.plan: RegisterPlan | None = None
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
-             tkey: Any) -> Iterator[list[Match]]:
+             tkey: Any) -> Iterator[Sequence[Match]]:
         limit = self.user_limit
         ranked = self.strategy in ("NEXT", "LAST", "MAX")
         plan = self.plan
@@ -681,7 +681,7 @@ class RegisterEnumerator(Enumerator):
         return self._collected(P, accs, pos, wkey, tkey, limit, ranked)
 
     def _collected(self, P: Partition, accs: list[Node], pos: int, wkey: Any, tkey: Any,
-                   limit: int | None, ranked: bool) -> Iterator[list[Match]]:
+                   limit: int | None, ranked: bool) -> Iterator[Sequence[Match]]:
         """:meth:`emit` by collecting every complex event ending at ``pos`` first."""
         eps = self.eps
         groups: dict[tuple[int, tuple[int, ...]], list[Match]] = {}

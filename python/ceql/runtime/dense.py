@@ -22,7 +22,7 @@ last row that can be no element; snapshots hold them as plain data.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from .dense_plan import ChainPlan
 from .engine import NO_TAPS, HoldsNothingBack, Taps
 from .feeds import chain_rows, factorize, read_batch
 from .match import Match
+from .match_arrays import MatchBlock
 from .partitions import canonical_key
 from .state import Core, Evaluation
 
@@ -74,7 +75,7 @@ class DenseEngine(HoldsNothingBack):
 
     # ------------------------------------------------------------------ rows
     def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
-                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                  taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         kept = taps.kept
         tails = self.tails
         plan = self.plan
@@ -141,7 +142,7 @@ class DenseEngine(HoldsNothingBack):
 
     # ------------------------------------------------------------------ Arrow batches
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
-                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                   taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         read = read_batch(ev, rb, taps)
         if read is None:
             return
@@ -151,7 +152,7 @@ class DenseEngine(HoldsNothingBack):
                 taps.kept.attach(out)
             yield out
 
-    def _batch(self, ev: Evaluation, rb: pa.RecordBatch, rows: Any) -> list[Match]:
+    def _batch(self, ev: Evaluation, rb: pa.RecordBatch, rows: Any) -> Sequence[Match]:
         cls_list, inv, positions, tkeys, wattr, pcols, idx = rows
         plan = self.plan
         k = plan.k
@@ -188,7 +189,7 @@ class DenseEngine(HoldsNothingBack):
         sb = bits_x[order]
         n = nt + m
         cols = Columns(rb, idx, [r[4] for r in trecs], plan.attrs)
-        out: list[Match] = []
+        out: Sequence[Match] = []
         if n >= k and not (events and k - 1 > ev.eps):
             span = n - k + 1
             ok = sc[:span] == sc[k - 1:]
@@ -233,7 +234,7 @@ class DenseEngine(HoldsNothingBack):
 
     def _matches(self, ev: Evaluation, cand: np.ndarray, order: np.ndarray, sc: np.ndarray,
                  keys: list[tuple[Any, ...]], trecs: list[Rec], positions: np.ndarray,
-                 times: np.ndarray, nt: int) -> list[Match]:
+                 times: np.ndarray, nt: int) -> MatchBlock:
         """The matches of starts ``cand`` (in sorted order), by end position."""
         k = self.plan.k
         at = [order[cand + i] for i in range(k)]
@@ -247,14 +248,14 @@ class DenseEngine(HoldsNothingBack):
             p = positions[np.maximum(a - nt, 0)]
             if nt:
                 p = np.where(a < nt, tpos[np.minimum(a, nt - 1)], p)
-            pos_cols.append(p.tolist())
+            pos_cols.append(p)
         first = at[0]
         start_t = times[np.maximum(first - nt, 0)].tolist()
         if nt:
             for j in np.flatnonzero(first < nt).tolist():
                 start_t[j] = trecs[int(first[j])][1]
-        end_t = times[end].tolist()
-        codes = sc[cand].tolist()
+        end_t = times[end]
+        codes = sc[cand]
         key_len = self.key_len
         rkeys = keys if key_len is None else [key[:key_len] for key in keys]
         plan = self.plan

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from functools import cmp_to_key
 from typing import Any
@@ -167,7 +167,7 @@ class Edges:
         self.ticks = 0  # rows since the row path last pruned
         #: gives matches their events (``keep_events``, or conditions that read them), as they
         #: begin to wait
-        self.attach: Callable[[list[Match]], None] | None = None
+        self.attach: Callable[[Sequence[Match]], None] | None = None
         #: an attribute of the event at a position (conditions that read the match)
         self.value: Callable[[int, str], Any] | None = None
         self.keeps = False  # the caller asked for the matches' events (keep_events)
@@ -308,7 +308,7 @@ class Edges:
                 betas.add(p_, k_ + part.n if wkeys is None else k_, e_, v_, r_)
         self._batch_codes = (codes, keys, counts)
 
-    def _attached(self, chunks: Iterator[list[Match]]) -> Iterator[list[Match]]:
+    def _attached(self, chunks: Iterator[Sequence[Match]]) -> Iterator[Sequence[Match]]:
         """``chunks`` with their events (conditions on a leading NOT read them)."""
         attach = self.attach
         assert attach is not None
@@ -366,9 +366,9 @@ class Edges:
         self.released = out
 
     # ------------------------------------------------------------------ matches
-    def admit(self, P: Partition, chunks: Iterator[list[Match]] | None, pos: int,
-              wkey: Any, chosen: Callable[[Node | None], Iterator[list[Match]]] | None = None,
-              accs: list[Node] | None = None) -> Iterator[list[Match]]:
+    def admit(self, P: Partition, chunks: Iterator[Sequence[Match]] | None, pos: int,
+              wkey: Any, chosen: Callable[[Node | None], Iterator[Sequence[Match]]] | None = None,
+              accs: list[Node] | None = None) -> Iterator[Sequence[Match]]:
         """The complex events ending at ``pos`` that pass (those that must wait are kept).
         Under SELECT LAST (:attr:`last`), ``chunks`` is None: ``chosen`` enumerates the chain
         :func:`last_chain` picks among ``accs``."""
@@ -446,8 +446,8 @@ class Edges:
             yield out
 
     def _rank_admit(self, p: _Part, key: tuple[Any, ...], pos: int,
-                    chunks: Iterator[list[Match]], floor: Any, off: Any
-                    ) -> Iterator[list[Match]]:
+                    chunks: Iterator[Sequence[Match]], floor: Any, off: Any
+                    ) -> Iterator[Sequence[Match]]:
         """The strategy (:attr:`rank`) among every complex event ending at ``pos`` that passes:
         those that start outside the window pass whatever comes (no β lies within ε of both
         ends) and compete, WITHIN cuts after the choice; the others are checked — a trailing
@@ -502,8 +502,8 @@ class Edges:
                 yield out
 
     def _next_choice(self, accs: list[Node], lead: Betas, floor: Any, window: Any,
-                     chosen: Callable[[Node | None], Iterator[list[Match]]],
-                     ) -> Iterator[list[Match]]:
+                     chosen: Callable[[Node | None], Iterator[Sequence[Match]]],
+                     ) -> Iterator[Sequence[Match]]:
         """SELECT NEXT among the chains ``accs`` (one per key, :class:`.edge_last.NextRuns`)
         that pass the leading NOT: nothing when one starts before ``window`` (it passes, NEXT
         prefers the earliest start, and WITHIN then drops it); else the first that passes in
@@ -521,7 +521,7 @@ class Edges:
 
     def _wait_last(self, p: _Part, key: tuple[Any, ...], pos: int, accs: list[Node],
                    floor: Any, window: Any, off: Any,
-                   chosen: Callable[[Node | None], Iterator[list[Match]]]) -> None:
+                   chosen: Callable[[Node | None], Iterator[Sequence[Match]]]) -> None:
         """SELECT LAST with a trailing NOT: the complex events ending at ``pos`` (chains, one
         per start, :mod:`.edge_last`) that pass a leading NOT are those with a start key
         below the first β after the end minus ε: LAST's choice for each such bound (the
@@ -983,9 +983,9 @@ class EdgeEnumerator:
         self.inner.key_len = value
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
-             tkey: Any) -> Iterator[list[Match]]:
+             tkey: Any) -> Iterator[Sequence[Match]]:
         if self.edges.last or self.edges.keyed_next:
-            def chosen(chain: Node | None) -> Iterator[list[Match]]:
+            def chosen(chain: Node | None) -> Iterator[Sequence[Match]]:
                 if chain is None:
                     return iter(())
                 return self.inner.emit(P, [chain], pos, wkey, tkey)  # type: ignore[no-any-return]

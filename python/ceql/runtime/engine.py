@@ -17,7 +17,7 @@ explicitly, as :class:`Taps`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import pyarrow as pa
@@ -58,16 +58,16 @@ class Engine(Protocol):
         ...
 
     def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
-                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                  taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         """Evaluate mappings one by one."""
         ...
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
-                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                   taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         """Evaluate one Arrow record batch."""
         ...
 
-    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
+    def flush(self, ev: Evaluation) -> Iterator[Sequence[Match]]:
         """Run what is held for later (before rows one by one, or a snapshot)."""
         ...
 
@@ -121,7 +121,7 @@ class HoldsNothingBack:
 
     __slots__ = ()
 
-    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
+    def flush(self, ev: Evaluation) -> Iterator[Sequence[Match]]:
         """No rows held for the next batch."""
         return iter(())
 

@@ -15,7 +15,7 @@ prepends to tuples of at most :data:`RUN` entries and sets full ones aside in a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .match import Ending, Match
@@ -59,12 +59,12 @@ class Enumerator:
         self.key_len: int | None = None
 
     def emit(self, P: Partition, accs: list[Node], pos: int, wkey: Any,
-             tkey: Any) -> Iterator[list[Match]]:
+             tkey: Any) -> Iterator[Sequence[Match]]:
         """The complex events ending at ``pos``, in chunks of at most :data:`CHUNK`."""
         return self.walk(P, accs, pos, wkey, tkey, self.limit)
 
     def walk(self, P: Partition, accs: list[Node], pos: int, wkey: Any, tkey: Any,
-             limit_n: int | None) -> Iterator[list[Match]]:
+             limit_n: int | None) -> Iterator[Sequence[Match]]:
         """:meth:`emit` with at most ``limit_n`` matches (None: all)."""
         eps = self.eps if self.eps is not None else float("inf")
         limit = limit_n if limit_n is not None else -1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import gc
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -216,6 +216,13 @@ class Evaluator:
         Evaluation pauses while the caller consumes (matches are enumerated ahead in chunks
         of about two thousand); finish (or drop) the iterator before feeding more events.
         """
+        for chunk in self.feed_chunks(batch):
+            yield from chunk
+
+    def feed_chunks(self, batch: Any) -> Iterator[Sequence[Match]]:
+        """Like :meth:`iter_feed`, a chunk of matches at a time: a consumer of many matches
+        reads a chunk's arrays (:func:`ceql.runtime.match_arrays.arrays_of`) instead of its
+        :class:`Match` objects, which some engines then never build."""
         chunks = self._chunks(batch)
         while True:
             # The collector is off while the engine works (as in feed), on while the caller
@@ -229,9 +236,9 @@ class Evaluator:
                     gc.enable()
             if chunk is None:
                 return
-            yield from chunk
+            yield chunk
 
-    def _chunks(self, batch: Any) -> Iterator[list[Match]]:
+    def _chunks(self, batch: Any) -> Iterator[Sequence[Match]]:
         """The matches of ``batch`` in stream order, as consecutive non-empty lists (with their
         events when kept); then what no later match includes is forgotten."""
         ev = self._ev

@@ -38,7 +38,7 @@ _end_position = attrgetter("end_position")
 # ---------------------------------------------------------------------- rows
 
 def feed_rows(ev: Evaluation, core: Core, rows: Iterable[Mapping[str, Any]],
-              taps: Taps = NO_TAPS, reads: bool = False) -> Iterator[list[Match]]:
+              taps: Taps = NO_TAPS, reads: bool = False) -> Iterator[Sequence[Match]]:
     """Evaluate mappings one by one with the base engine ``core``; yield the matches in stream
     order, in chunks (with their events when kept: ``taps.kept``). While the evaluation
     listens for strings met with numbers (``ev.mixed``), a row whose class may hide one is
@@ -302,7 +302,7 @@ def not_an_event(e: object, pos: int) -> CeqlInputError:
 # ---------------------------------------------------------------------- Arrow batches
 
 def feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
-               taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+               taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
     """Evaluate one Arrow record batch with the base engine ``core``; yield the matches in
     stream order, in chunks (with their events when kept: ``taps.kept``)."""
     kept = taps.kept
@@ -331,7 +331,7 @@ def with_released(out: list[Match], released: list[tuple[int, Match]]) -> list[M
 
 
 def _feed_arrow(ev: Evaluation, core: Core, rb: pa.RecordBatch,
-                taps: Taps) -> Iterator[list[Match]]:
+                taps: Taps) -> Iterator[Sequence[Match]]:
     n = rb.num_rows
     base = ev.offset
     read = read_batch(ev, rb, taps)
@@ -436,7 +436,7 @@ def read_batch(ev: Evaluation, rb: pa.RecordBatch, taps: Taps) -> tuple[Rows, An
     return Rows(cls_list, inv, positions, tkeys, wkeys_attr, pcols, idx), classes
 
 
-def run_rows(ev: Evaluation, core: Core, rows: Rows) -> Iterator[list[Match]]:
+def run_rows(ev: Evaluation, core: Core, rows: Rows) -> Iterator[Sequence[Match]]:
     """Run rows of the batch (rows ``take`` of partition columns ``pcols``), per partition."""
     cls_list, inv, positions, tkeys, wkeys_attr, pcols, take = rows
     if not ev.pkeys:
@@ -520,7 +520,7 @@ def factorize(pcols: list[pa.Array], idx: np.ndarray) -> tuple[np.ndarray,
 
 def _run_grouped(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[tuple[Any, ...]],
                  cls_list: list[int], inv: np.ndarray, positions: np.ndarray,
-                 tkeys: np.ndarray | None, wattr: np.ndarray | None) -> Iterator[list[Match]]:
+                 tkeys: np.ndarray | None, wattr: np.ndarray | None) -> Iterator[Sequence[Match]]:
     """Partitions are independent: run each one's events as a segment, then merge."""
     order = np.argsort(codes, kind="stable")
     bounds = np.cumsum(np.bincount(codes, minlength=len(keys))).tolist()
@@ -544,7 +544,7 @@ def _run_grouped(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[tuple
 def _run_interleaved(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[tuple[Any, ...]],
                      cls_list: list[int], inv: np.ndarray, positions: np.ndarray,
                      tkeys: np.ndarray | None,
-                     wattr: np.ndarray | None) -> Iterator[list[Match]]:
+                     wattr: np.ndarray | None) -> Iterator[Sequence[Match]]:
     """CONSUME BY ANY crosses partitions, so events run in stream order. Only events whose
     class could move the start state or a state active in *some* partition are looked at one
     by one (with strategies whose global state never changes)."""
@@ -655,7 +655,7 @@ def _run_interleaved(ev: Evaluation, core: Core, codes: np.ndarray, keys: list[t
 
 def _run_segment(ev: Evaluation, core: Core, P: Partition, cls_list: list[int], inv: np.ndarray,
                  positions: np.ndarray, tkeys: np.ndarray | None,
-                 wattr: np.ndarray | None) -> Iterator[list[Match]]:
+                 wattr: np.ndarray | None) -> Iterator[Sequence[Match]]:
     """Run one partition's events of a batch, skipping inert ones with NumPy."""
     n = len(inv)
     sub0 = P.n

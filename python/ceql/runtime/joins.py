@@ -30,7 +30,7 @@ values the conditions read; plain data in snapshots.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -128,7 +128,7 @@ class JoinEngine(HoldsNothingBack):
 
     # ------------------------------------------------------------------ rows
     def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
-                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                  taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         kept = taps.kept
         attrs = self.plan.attrs
         bits_of = self._bits
@@ -171,7 +171,7 @@ class JoinEngine(HoldsNothingBack):
         yield from _attached(self._rows_batch(ev, got, newest), taps)
 
     def _rows_batch(self, ev: Evaluation, got: list[list[Any]],
-                    newest: Any) -> Iterator[list[Match]]:
+                    newest: Any) -> Iterator[Sequence[Match]]:
         pos_l, tk_l, wk_l, rank_l, bits_l, keys_l, vals_l, alt_l = got
         self.newest = newest
         if not pos_l:
@@ -189,7 +189,7 @@ class JoinEngine(HoldsNothingBack):
 
     # ------------------------------------------------------------------ Arrow batches
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
-                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                   taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         read = read_batch(ev, rb, taps)
         if read is None:
             return
@@ -237,7 +237,7 @@ class JoinEngine(HoldsNothingBack):
 
     # ------------------------------------------------------------------ the join
     def _evaluate(self, ev: Evaluation, new: _Rows, rb: pa.RecordBatch | None,
-                  idx: np.ndarray | None) -> Iterator[list[Match]]:
+                  idx: np.ndarray | None) -> Iterator[Sequence[Match]]:
         """The carried rows updated for rows ``new`` (the rows of batch ``rb`` at ``idx``, or
         rows fed one by one with their values); the matches ending at them, enumerated as the
         caller reads them."""
@@ -262,7 +262,7 @@ class JoinEngine(HoldsNothingBack):
         return self._chunks(ev, x, cols, elems, ends, floor)
 
     def _chunks(self, ev: Evaluation, x: _Rows, cols: Columns, elems: dict[int, np.ndarray],
-                ends: np.ndarray, floor: np.ndarray | None) -> Iterator[list[Match]]:
+                ends: np.ndarray, floor: np.ndarray | None) -> Iterator[Sequence[Match]]:
         """The complex events ending at rows ``ends``, in chunks of at most
         :data:`~ceql.runtime.enumeration.CHUNK`: by end, then the positions of the elements
         from the last to the first (equal projections once)."""
@@ -292,16 +292,16 @@ class JoinEngine(HoldsNothingBack):
             each = self._labels(x, chain, sel if project else None)
             for a in range(0, first.size, CHUNK):
                 b = a + CHUNK
-                yield matches_of(ev, pos[0][a:b].tolist(), x.tk[first[a:b]].tolist(),
-                                 pos[-1][a:b].tolist(), x.tk[last[a:b]].tolist(),
-                                 x.code[last[a:b]].tolist(), rkeys,
-                                 [p[a:b].tolist() for p in marked], plan.labels,
-                                 None if each is None else each[a:b])
+                yield matches_of(ev, pos[0][a:b], x.tk[first[a:b]], pos[-1][a:b],
+                                 x.tk[last[a:b]], x.code[last[a:b]], rkeys,
+                                 [p[a:b] for p in marked], plan.labels,
+                                 None if each is None else (each[0][a:b], each[1]))
 
     def _labels(self, x: _Rows, chain: list[np.ndarray], sel: np.ndarray | None
-                ) -> list[tuple[frozenset[str], ...]] | None:
+                ) -> tuple[np.ndarray, Callable[[int], tuple[frozenset[str], ...]]] | None:
         """Each chain's variables of its marked elements, where an element has alternatives
-        (``(BUY OR SELL) AS b``: ``BUY`` or ``SELL`` with ``b``); None: ``plan.labels``."""
+        (``(BUY OR SELL) AS b``: ``BUY`` or ``SELL`` with ``b``), as a code per chain and the
+        labels of a code; None: ``plan.labels``."""
         plan = self.plan
         if all(len(plan.alts[i]) == 1 for i in plan.marked):
             return None
@@ -314,8 +314,8 @@ class JoinEngine(HoldsNothingBack):
         if sel is not None:
             combo = combo[sel]
         table: dict[int, tuple[frozenset[str], ...]] = {}
-        out = []
-        for c in combo.tolist():
+
+        def labels_of(c: int) -> tuple[frozenset[str], ...]:
             lab = table.get(c)
             if lab is None:
                 rest, parts = c, []
@@ -324,8 +324,9 @@ class JoinEngine(HoldsNothingBack):
                     parts.append(plan.alts[i][rest % n][1])
                     rest //= n
                 lab = table[c] = tuple(parts)
-            out.append(lab)
-        return out
+            return lab
+
+        return combo, labels_of
 
     def _walk(self, d: int, at: list[np.ndarray], floor: np.ndarray | None, x: _Rows,
               cols: Columns, elems: dict[int, np.ndarray], eps: Any,
@@ -576,7 +577,7 @@ class JoinEngine(HoldsNothingBack):
         self.newest = data.get("newest")
 
 
-def _attached(chunks: Iterator[list[Match]], taps: Taps) -> Iterator[list[Match]]:
+def _attached(chunks: Iterator[Sequence[Match]], taps: Taps) -> Iterator[Sequence[Match]]:
     """``chunks``, each handed to the kept rows first (their events attached)."""
     for chunk in chunks:
         if taps.kept is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -45,7 +45,7 @@ class KeptEvents:
         if rb.num_rows:
             self.batches.append((base, rb))
 
-    def attach(self, chunk: list[Match]) -> None:
+    def attach(self, chunk: Sequence[Match]) -> None:
         """Give each match of ``chunk`` its events."""
         rows = self.rows
         if self.batches:

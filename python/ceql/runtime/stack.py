@@ -12,8 +12,9 @@ waiting for their window), :class:`KeptRows` (the events of matches) and :class:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -21,7 +22,7 @@ from ..constants import CONSUME_NONE, WITHIN_EVENTS
 from .algorithm import Runs
 from .correlated import FatedRuns, RegisterEnumerator, RegisterInertness, RegisterRuns
 from .dense import DenseEngine
-from .dense_plan import dense_plan, join_plan
+from .dense_plan import ChainPlan, dense_plan, join_plan
 from .edge_last import LastRuns, NextRuns
 from .edges import EdgeEnumerator, Edges
 from .engine import NO_TAPS, Choice, Engine, HoldsNothingBack, Taps, choose
@@ -47,11 +48,11 @@ class CoreEngine(HoldsNothingBack):
         self.name = name
 
     def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
-                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                  taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         return feed_rows(ev, self.core, rows, taps)
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
-                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                   taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         return feed_arrow(ev, self.core, rb, taps)
 
     def oldest_live(self, pos: int) -> int:
@@ -79,11 +80,11 @@ class RegisterEngine(CoreEngine):
         self.runs = runs
 
     def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
-                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                  taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         return feed_rows(ev, self.core, rows, taps, reads=True)
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
-                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                   taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         self.runs.load_batch(rb, ev.offset)
         yield from feed_arrow(ev, self.core, rb, taps)
 
@@ -100,11 +101,11 @@ class EdgeCheck:
         self.name = f"edge NOTs → {inner.name}"
 
     def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
-                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                  taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         return self.inner.feed_rows(ev, rows, taps._replace(edges=self.edges))
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
-                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                   taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         # complex events a trailing NOT released go before the matches of the event that
         # released them (the row path's order)
         out: list[Match] = []
@@ -116,7 +117,7 @@ class EdgeCheck:
         if out:
             yield out
 
-    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
+    def flush(self, ev: Evaluation) -> Iterator[Sequence[Match]]:
         return self.inner.flush(ev)
 
     def advance(self, ev: Evaluation, key: Any) -> list[Match]:
@@ -172,16 +173,16 @@ class KeptRows:
         self.name = f"kept rows → {inner.name}"
 
     def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
-                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                  taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         chunks = self.inner.feed_rows(ev, rows, taps._replace(kept=self.kept))
         return _stripped_all(chunks) if self.strip else chunks
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
-                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                   taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         chunks = self.inner.feed_arrow(ev, rb, taps._replace(kept=self.kept))
         return _stripped_all(chunks) if self.strip else chunks
 
-    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
+    def flush(self, ev: Evaluation) -> Iterator[Sequence[Match]]:
         attach = self.kept.attach
         for chunk in self.inner.flush(ev):
             attach(chunk)
@@ -238,14 +239,14 @@ class LazyRegions:
         self.name = f"lazy regions → {inner.name}"
 
     def feed_rows(self, ev: Evaluation, rows: Iterable[Mapping[str, Any]],
-                  taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                  taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         return self.inner.feed_rows(ev, rows, taps)
 
     def feed_arrow(self, ev: Evaluation, rb: pa.RecordBatch,
-                   taps: Taps = NO_TAPS) -> Iterator[list[Match]]:
+                   taps: Taps = NO_TAPS) -> Iterator[Sequence[Match]]:
         return self.inner.feed_arrow(ev, rb, taps._replace(lazy=self.lazy))
 
-    def flush(self, ev: Evaluation) -> Iterator[list[Match]]:
+    def flush(self, ev: Evaluation) -> Iterator[Sequence[Match]]:
         rows = self.lazy.release()
         if rows is None:
             return iter(())
@@ -284,7 +285,11 @@ class LazyRegions:
         self.inner.load(payload)
 
 
-def stripped(chunk: list[Match]) -> list[Match]:
+_C = TypeVar("_C", bound=Sequence[Match])
+_Chosen = tuple[Choice, ChainPlan | None, ChainPlan | None]
+
+
+def stripped(chunk: _C) -> _C:
     """``chunk`` without the events the evaluation kept only for itself."""
     for m in chunk:
         with contextlib.suppress(AttributeError):
@@ -292,7 +297,7 @@ def stripped(chunk: list[Match]) -> list[Match]:
     return chunk
 
 
-def _stripped_all(chunks: Iterator[list[Match]]) -> Iterator[list[Match]]:
+def _stripped_all(chunks: Iterator[Sequence[Match]]) -> Iterator[Sequence[Match]]:
     for chunk in chunks:
         yield stripped(chunk)
 
@@ -305,7 +310,7 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
                     lazy)
     ast = query.plan  # with an implied partition key
     _, cea = query.automaton(type_key, stream_key)
-    choice = choose(ast, cea, keep_events, lazy, chains)
+    choice, dplan, jplan = _chosen(query, type_key, stream_key, keep_events, lazy, chains)
     eps = ev.initial_eps
     limit, consume = ast.limit, ast.consume
     edges: Edges | None = None
@@ -331,11 +336,9 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
     key_len = len(query.ast.partition_by) if ast.partition_by != query.ast.partition_by \
         else None
     if choice.base == "dense":
-        dplan = dense_plan(ast, cea)
         assert dplan is not None
         base = DenseEngine(core, choice.base_name, dplan, key_len)
     elif choice.base == "join":
-        jplan = join_plan(ast, cea)
         assert jplan is not None
         base = JoinEngine(core, choice.base_name, jplan, key_len, ev.wkind == WITHIN_EVENTS,
                           ast.consume)
@@ -357,6 +360,31 @@ def start(query: Compiled, time: str | None, type_key: str, stream_key: str, tim
             edges.keeps = keep_events
         engine = KeptRows(engine, kept, choice.strip)
     return ev, engine
+
+
+#: per query: what :func:`_chosen` decided for each set of options (an evaluator per
+#: partition key would decide it again each time)
+_CHOSEN: weakref.WeakKeyDictionary[Compiled, dict[tuple[Any, ...], _Chosen]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _chosen(query: Compiled, type_key: str, stream_key: str, keep_events: bool,
+            lazy: bool | None, chains: bool) -> _Chosen:
+    """:func:`choose`'s engine stack for ``query`` and these options, with the chain plan of
+    the dense or the join engine (computed once per query and options)."""
+    memo = _CHOSEN.get(query)
+    if memo is None:
+        memo = _CHOSEN.setdefault(query, {})
+    key = (type_key, stream_key, keep_events, lazy, chains)
+    got = memo.get(key)
+    if got is None:
+        ast = query.plan
+        _, cea = query.automaton(type_key, stream_key)
+        choice = choose(ast, cea, keep_events, lazy, chains)
+        got = memo[key] = (choice,
+                           dense_plan(ast, cea) if choice.base == "dense" else None,
+                           join_plan(ast, cea) if choice.base == "join" else None)
+    return got
 
 
 def _core(ev: Evaluation, query: Compiled, choice: Choice, eps: Any, limit: Any, consume: str,

@@ -21,8 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from itertools import chain
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -30,16 +28,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import ceql
+from ceql.runtime import MatchArrays, arrays_of, canonical_key
 
-__all__ = ["ids_of", "match_ids", "ordinal_match_id", "partition_seed", "row_hashes"]
+__all__ = ["ids_of", "match_ids", "ordinal_match_id", "partition_seed",
+           "partition_seeds", "row_hashes"]
 
 _START = np.uint64(0x5354415254)    # "START": the interval's first event
 _END = np.uint64(0x454E44)          # "END": its last
 _STRING = np.uint64(0x535452)       # text and bytes, apart from numbers
 _P = np.uint64(0x100000001B3)       # the string hash's multiplier (FNV's prime)
-_POSITIONS = attrgetter("positions")
-_STARTS = attrgetter("start_position")
-_ENDS = attrgetter("end_position")
 
 
 def _hash64(text: str) -> int:
@@ -137,37 +134,27 @@ def row_hashes(rows: pa.Table | pa.RecordBatch) -> Any:
     return out
 
 
-def ids_of(partitions: Sequence[tuple[Any, ...]], matches: Sequence[ceql.Match],
-           rows: pa.Table, base: int = 0) -> Any:
-    """The ``match_id``s (int64) of ``matches``, whose partition keys are ``partitions``;
-    ``rows`` holds the events (the columns to hash) from engine position ``base`` on."""
+def ids_of(seeds: np.ndarray, matches: MatchArrays, rows: pa.Table, base: int = 0) -> Any:
+    """The ``match_id``s (int64) of ``matches``, whose partition keys' seeds
+    (:func:`partition_seed`, uint64) are ``seeds``; ``rows`` holds the events (the columns to
+    hash) from engine position ``base`` on."""
     n = len(matches)
     if not n:
         return np.zeros(0, np.int64)
-    seeds: dict[tuple[Any, ...], int] = {}
-    seed = np.array([seeds[p] if p in seeds else seeds.setdefault(p, partition_seed(p))
-                     for p in partitions], np.uint64)
-    groups: dict[tuple[frozenset[str], ...], list[int]] = {}
-    for i, m in enumerate(matches):
-        groups.setdefault(m._labels, []).append(i)
-    shaped = [(labels, members,
-               np.fromiter(chain.from_iterable(map(_POSITIONS, map(matches.__getitem__, members))),
-                           np.int64, len(members) * len(labels)).reshape(len(members), len(labels))
-               - base)
-              for labels, members in groups.items()]
     ends = np.empty((n, 2), np.int64)
-    ends[:, 0] = np.fromiter(map(_STARTS, matches), np.int64, n)
-    ends[:, 1] = np.fromiter(map(_ENDS, matches), np.int64, n)
+    ends[:, 0] = matches.starts
+    ends[:, 1] = matches.ends
     ends -= base
-    every = np.concatenate([ends.ravel(), *(pos.ravel() for _, _, pos in shaped)])
-    unique, where = np.unique(every, return_inverse=True)
+    every = np.concatenate([ends.ravel(), *(s.positions.ravel() - base
+                                            for s in matches.shapes)])
+    unique, where = _distinct(every, rows.num_rows)
     hashed = row_hashes(rows.take(pa.array(unique, pa.int64())))[where]
     edge = hashed[:2 * n].reshape(n, 2)
     acc = np.zeros(n, np.uint64)
     tags: dict[frozenset[str], int] = {}
     at = 2 * n
     with np.errstate(over="ignore"):
-        for labels, members, pos in shaped:
+        for labels, members, pos in matches.shapes:
             tag = np.array([tags[ls] if ls in tags
                             else tags.setdefault(ls, _hash64("\x00".join(sorted(ls))))
                             for ls in labels], np.uint64)
@@ -175,8 +162,46 @@ def ids_of(partitions: Sequence[tuple[Any, ...]], matches: Sequence[ceql.Match],
             at += pos.size
             acc[members] = _mix(mine ^ tag[None, :]).sum(axis=1, dtype=np.uint64)
         start, end = _mix(edge[:, 0] ^ _START), _mix(edge[:, 1] ^ _END)
-        out = _mix(seed + _mix(start + _mix(end + _mix(acc))))
+        out = _mix(np.asarray(seeds, np.uint64) + _mix(start + _mix(end + _mix(acc))))
     return out.view(np.int64)
+
+
+def _distinct(rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``rows`` (row numbers below ``n``), ascending, and where each
+    value of ``rows`` is among them: by a mask over the rows where that is cheaper than a
+    sort."""
+    if rows.size * 4 < n:
+        unique, where = np.unique(rows, return_inverse=True)
+        return unique, where.reshape(-1)
+    seen = np.zeros(n, bool)
+    seen[rows] = True
+    rank = np.cumsum(seen, dtype=np.int64) - 1
+    return np.flatnonzero(seen), rank[rows]
+
+
+def partition_seeds(keys: Sequence[pa.Array], n: int) -> Any:
+    """The :func:`partition_seed` (uint64) of each of ``n`` rows whose partition key columns
+    are ``keys`` (no NULLs): computed once per distinct key."""
+    if not keys:
+        return np.full(n, partition_seed(()), np.uint64)
+    try:
+        encoded = [pc.dictionary_encode(k) for k in keys]
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        values = [tuple(r) for r in zip(*(k.to_pylist() for k in keys), strict=True)]
+        seeds: dict[tuple[Any, ...], int] = {}
+        return np.array([seeds[v] if v in seeds else seeds.setdefault(
+            v, partition_seed(canonical_key(v) or v)) for v in values], np.uint64)
+    codes = [np.asarray(e.indices.to_numpy(zero_copy_only=False), np.int64) for e in encoded]
+    if len(codes) == 1:  # (one key column: its codes are below its dictionary's length)
+        first, where = _distinct(codes[0], len(encoded[0].dictionary))
+        unique = first[:, None]
+    else:
+        unique, where = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
+    firsts = [e.dictionary.take(pa.array(unique[:, j])).to_pylist()
+              for j, e in enumerate(encoded)]
+    per = np.array([partition_seed(canonical_key(v) or v)
+                    for v in map(tuple, zip(*firsts, strict=True))], np.uint64)
+    return per[where.reshape(-1)]
 
 
 def match_ids(partition: Sequence[Any], matches: Sequence[ceql.Match],
@@ -190,5 +215,5 @@ def match_ids(partition: Sequence[Any], matches: Sequence[ceql.Match],
         listed = list(rows)
         names = list(dict.fromkeys(c for r in listed for c in r))
         table = pa.table({c: [r.get(c) for r in listed] for c in names})
-    key = tuple(partition)
-    return [int(i) for i in ids_of([key] * len(matches), matches, table)]
+    seeds = np.full(len(matches), partition_seed(tuple(partition)), np.uint64)
+    return [int(i) for i in ids_of(seeds, arrays_of(matches), table)]

@@ -10,7 +10,6 @@ one — and builds Arrow batches in the output schema that :mod:`ceql.spark.udtf
 from __future__ import annotations
 
 import functools
-import itertools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -31,7 +30,14 @@ from ceql.constants import (
     ROWS_EVENTS,
     TIME_UNIT_PER_SECOND,
 )
-from ceql.runtime import canonical_key, no_gc
+from ceql.runtime import (
+    MatchArrays,
+    arrays_of,
+    concat_arrays,
+    cut_arrays,
+    flat_positions,
+    no_gc,
+)
 from ceql.spark.errors import MatchCeqlError, TieOrderWarning
 from ceql.spark.notices import key_of, said, say
 from ceql.spark.udtf.batching import (
@@ -43,7 +49,7 @@ from ceql.spark.udtf.batching import (
     shown_query,
 )
 from ceql.spark.udtf.ceql_plan import INTERNAL_TIME_COLUMN, MatchSpec, bound_columns
-from ceql.spark.udtf.ids import ids_of
+from ceql.spark.udtf.ids import ids_of, partition_seeds
 from ceql.spark.udtf.ties import TieWatch, tie_message
 from ceql.spark.udtf.times import read_times, shown_row, spark_shape
 
@@ -191,14 +197,15 @@ class MatchRunner:
         # A few rows (a partition key with few events: one runner each) cost less as rows
         # than the Arrow path's fixed cost per batch; both give the same matches.
         yield from self._batches(
-            self._engine(self._ev.iter_feed(rb.to_pylist() if rb.num_rows <= SMALL_BATCH
-                                            else rb)), limits)
+            self._engine(self._ev.feed_chunks(rb.to_pylist() if rb.num_rows <= SMALL_BATCH
+                                              else rb)), limits)
         self._forget()
 
-    def _engine(self, matches: Iterator[ceql.Match]) -> Iterator[ceql.Match]:
-        """``matches``, the engine's errors (bad data) told as MATCH_CEQL's."""
+    def _engine(self, chunks: Iterator[Sequence[ceql.Match]]
+                ) -> Iterator[Sequence[ceql.Match]]:
+        """``chunks``, the engine's errors (bad data) told as MATCH_CEQL's."""
         try:
-            yield from matches
+            yield from chunks
         except ceql.CeqlError as e:
             raise MatchCeqlError(f"MATCH_CEQL{self._where}: {self._spark_words(str(e))}") from None
 
@@ -217,7 +224,7 @@ class MatchRunner:
     def close(self, limits: BatchLimits | None = None) -> Iterator[pa.RecordBatch]:
         """The partition's rows ended: the output rows of the matches that waited for time
         to pass (a trailing NOT), in batches within ``limits`` (as :meth:`feed`)."""
-        yield from self._batches(self._ev.close(), limits)
+        yield from self._batches([self._ev.close()], limits)
 
     def advance(self, time: Any, limits: BatchLimits | None = None) -> Iterator[pa.RecordBatch]:
         """No row still to come is older than ``time`` (a stream's watermark): the output rows
@@ -227,7 +234,7 @@ class MatchRunner:
             matches = self._ev.advance(time)
         except ceql.CeqlError as e:
             raise MatchCeqlError(f"MATCH_CEQL{self._where}: {self._spark_words(str(e))}") from None
-        yield from self._batches(matches, limits)
+        yield from self._batches([matches], limits)
         self._forget()
 
     def waiting_until(self) -> Any:
@@ -283,24 +290,22 @@ class MatchRunner:
         return False
 
     # ------------------------------------------------------------------ output
-    def _batches(self, matches: Iterable[ceql.Match], limits: BatchLimits | None
+    def _batches(self, chunks: Iterable[Sequence[ceql.Match]], limits: BatchLimits | None
                  ) -> Iterator[pa.RecordBatch]:
-        """The output rows of ``matches`` in batches within ``limits``: matches are taken from
-        the engine a chunk at a time (at most a batch's rows, and :data:`CHUNK_POSITIONS`
-        events), each chunk cut by the rows' sizes before any of its values is copied.
+        """The output rows of the engine's chunks of matches in batches within ``limits``:
+        matches are taken from the engine as arrays (:func:`ceql.runtime.arrays_of`; no object
+        per match where the engine gives none) a chunk at a time (at most a batch's rows, and
+        about :data:`CHUNK_POSITIONS` events), each chunk cut by the rows' sizes before any of
+        its values is copied.
 
         The cyclic collector is off while the engine and this code work, as in
         :meth:`ceql.Evaluator.feed` (it would rescan the engine's many young objects at every
         batch), and on while Spark's code consumes a batch."""
         if limits is None:
             limits = BatchLimits.of_task()
-        it = iter(matches)
-        while True:
+        for arrays in _taken(chunks, limits.rows):
             with no_gc():
-                chunk = _take(it, limits.rows)
-                if not chunk:
-                    return
-                slices, build = self._plan(chunk, limits)
+                slices, build = self._plan(arrays, limits)
             for start, stop in slices:
                 with no_gc():
                     rb = build(start, stop)
@@ -317,66 +322,60 @@ class MatchRunner:
                 self._sizes[i] = sizes
         return np.concatenate(self._sizes) if len(self._sizes) > 1 else self._sizes[0]
 
-    def _plan(self, matches: list[ceql.Match], limits: BatchLimits
+    def _plan(self, matches: MatchArrays, limits: BatchLimits
               ) -> tuple[list[tuple[int, int]], Callable[[int, int], pa.RecordBatch]]:
         """The output rows of ``matches`` as slices within ``limits`` (by the rows' sizes,
         before any value is copied) and the function that builds the batch of a slice."""
         spec = self._spec
         table = pa.Table.from_batches(self._kept)
         base = self._base
-        lengths = np.fromiter((len(m.positions) for m in matches), np.int64, len(matches))
-        flat = np.fromiter(itertools.chain.from_iterable(m.positions for m in matches),
-                           np.int64, int(lengths.sum())) - base
+        flat, offsets = flat_positions(matches)
+        flat -= base
         per_event = self._row_sizes()[flat]
         overhead = _PER_MATCH + 16 * len(spec.bounds)
         if spec.rows == ROWS_EVENTS:
             sizes = per_event + overhead
         else:
-            ends = np.zeros(len(matches) + 1, np.int64)
-            np.cumsum(lengths, out=ends[1:])
             total = np.zeros(len(flat) + 1, np.int64)
             np.cumsum(per_event, out=total[1:])
-            sizes = total[ends[1:]] - total[ends[:-1]] + overhead
+            sizes = total[offsets[1:]] - total[offsets[:-1]] + overhead
         try:
             slices = cuts(sizes, limits)
         except TooLarge as e:
-            owner = (int(np.searchsorted(np.cumsum(lengths), e.index, side="right"))
+            owner = (int(np.searchsorted(offsets, e.index, side="right")) - 1
                      if spec.rows == ROWS_EVENTS else e.index)
-            raise self._too_large(matches[owner], table, e.size, limits) from None
+            raise self._too_large(matches, owner, table, e.size, limits) from None
         fixed = self._match_columns(matches, table)
         events = table.select(list(spec.event_columns))
         names = list(spec.output_names)
         if spec.rows == ROWS_EVENTS:
-            rows = _event_rows(matches, spec.variables, base)
             types = table.column(spec.type_key)
+            rows = _event_rows(matches, flat, offsets, spec.variables, types)
 
             def build_events(start: int, stop: int) -> pa.RecordBatch:
-                cols = _event_slice(rows, start, stop, fixed, types, events)
+                cols = _event_slice(rows, start, stop, fixed, events)
                 return pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
 
             return slices, build_events
 
         def build_matches(start: int, stop: int) -> pa.RecordBatch:
             cols = {k: v.slice(start, stop - start) for k, v in fixed.items()}
-            cols.update(_variable_lists(matches[start:stop], spec.variables, base, events))
+            cols.update(_variable_lists(cut_arrays(matches, start, stop), spec.variables,
+                                        base, events))
             return pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
 
         return slices, build_matches
 
-    def _match_columns(self, matches: list[ceql.Match], table: pa.Table
-                       ) -> dict[str, pa.Array]:
+    def _match_columns(self, matches: MatchArrays, table: pa.Table) -> dict[str, pa.Array]:
         """The columns with one value per match: its id, start, end, bounds and partition."""
         spec = self._spec
         base = self._base
-        starts = pa.array([m.start_position - base for m in matches], pa.int64())
-        ends = pa.array([m.end_position - base for m in matches], pa.int64())
+        starts = pa.array(matches.starts - base, pa.int64())
+        ends = pa.array(matches.ends - base, pa.int64())
         parts = {c: _flat(table.column(c).take(ends)) for c in spec.partition}
-        keys: list[tuple[Any, ...]] = (
-            [canonical_key(k) or k
-             for k in zip(*(parts[c].to_pylist() for c in spec.partition), strict=True)]
-            if parts else [()] * len(matches))
+        seeds = partition_seeds(list(parts.values()), len(matches))
         events = table.select(list(spec.event_columns))
-        ids = ids_of(keys, matches, events, base)  # what each match is: nothing counted
+        ids = ids_of(seeds, matches, events, base)  # what each match is: nothing counted
         time = table.column(spec.engine_time)
         cols: dict[str, pa.Array] = {
             COLUMN_MATCH_ID: pa.array(ids, pa.int64()),
@@ -391,11 +390,12 @@ class MatchRunner:
             cols.update(parts)
         return cols
 
-    def _too_large(self, match: ceql.Match, table: pa.Table, size: int,
+    def _too_large(self, matches: MatchArrays, i: int, table: pa.Table, size: int,
                    limits: BatchLimits) -> MatchCeqlError:
-        """The error for a match whose one output row exceeds the byte budget."""
+        """The error for match ``i`` of ``matches``, whose one output row exceeds the byte
+        budget."""
         spec = self._spec
-        end = match.end_position - self._base
+        end = int(matches.ends[i]) - self._base
         key = {c: table.column(c)[end].as_py() for c in spec.partition}
         time = table.column(spec.engine_time)
         where = f" in partition {key!r}" if key else ""
@@ -405,8 +405,8 @@ class MatchRunner:
                    else ", or rows => 'events' (a row per event of a match)")
         return MatchCeqlError(
             f"MATCH_CEQL: a match of the query {shown_query(spec.query)!r}{where} (from "
-            f"{time[match.start_position - self._base].as_py()!r} to "
-            f"{time[end].as_py()!r}, {len(match.positions)} events) needs about "
+            f"{time[int(matches.starts[i]) - self._base].as_py()!r} to "
+            f"{time[end].as_py()!r}, {int(matches.lengths()[i])} events) needs about "
             f"{shown_bytes(size)} for {one}, more than an output batch may hold "
             f"({CONF_OUTPUT_MAX_BATCH_BYTES} = {shown_bytes(limits.bytes)}). Raise "
             f"{CONF_OUTPUT_MAX_BATCH_BYTES} (e.g. SET {CONF_OUTPUT_MAX_BATCH_BYTES}=1g) if "
@@ -414,94 +414,106 @@ class MatchRunner:
             f"WITHIN, SELECT fewer variables{instead}.")
 
 
-def _take(matches: Iterator[ceql.Match], rows: int) -> list[ceql.Match]:
-    """The next matches: at most ``rows``, and as many as hold about
-    :data:`CHUNK_POSITIONS` events."""
-    chunk: list[ceql.Match] = []
-    count = 0
-    for m in matches:
-        chunk.append(m)
-        count += len(m.positions)
-        if len(chunk) >= rows or count >= CHUNK_POSITIONS:
-            break
-    return chunk
+def _taken(chunks: Iterable[Sequence[ceql.Match]], rows: int) -> Iterator[MatchArrays]:
+    """The engine's matches as arrays, in pieces of at most ``rows`` matches that hold about
+    :data:`CHUNK_POSITIONS` events (a piece ends with the match that reaches it)."""
+    pending: list[MatchArrays] = []
+    count = events = 0
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        with no_gc():
+            a = arrays_of(chunk)
+        pending.append(a)
+        count += len(a)
+        events += int(a.lengths().sum())
+        while pending and (count >= rows or events >= CHUNK_POSITIONS):
+            whole = concat_arrays(pending)
+            ends = np.cumsum(whole.lengths())
+            stop = min(rows, int(np.searchsorted(ends, CHUNK_POSITIONS)) + 1, len(whole))
+            yield cut_arrays(whole, 0, stop)
+            pending = [cut_arrays(whole, stop, len(whole))] if stop < len(whole) else []
+            count = len(whole) - stop
+            events = int(ends[-1] - ends[stop - 1])
+    if pending:
+        yield concat_arrays(pending)
 
 
 class _EventRows(NamedTuple):
     """The rows of ``rows => 'events'`` for a chunk of matches: per row its kept row, the
-    index of its match and the variables that bound it."""
+    index of its match and the variable shown (an index into ``names``, -1: none)."""
 
     rows: Any
     owner: Any
-    labels: list[list[str]]
+    shown: Any
+    names: list[str]
 
 
-def _event_rows(matches: list[ceql.Match], variables: Sequence[str], base: int) -> _EventRows:
-    """One row per (match, event), in order."""
+def _event_rows(matches: MatchArrays, flat: Any, offsets: Any, variables: Sequence[str],
+                types: pa.ChunkedArray) -> _EventRows:
+    """One row per (match, event), in order (``flat``: the rows of the matches' events one
+    after the other, ``offsets``: where each match's begin). The variable shown for an event
+    is the first of its labels (in the order of ``variables``) that is not its event type's
+    bare name, or that name when it is the only label."""
     order = {v: i for i, v in enumerate(variables)}
-    rows: list[int] = []
-    owner: list[int] = []
-    labels: list[list[str]] = []
-    for i, m in enumerate(matches):
-        by_pos: dict[int, list[str]] = {}
-        for v, ps in m.variables.items():
-            for p in ps:
-                by_pos.setdefault(p, []).append(v)
-        for p in m.positions:
-            rows.append(p - base)
-            owner.append(i)
-            labels.append(sorted(by_pos.get(p, []), key=lambda v: order.get(v, len(order))))
-    return _EventRows(np.array(rows, np.int64), np.array(owner, np.int64), labels)
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(len(matches), dtype=np.int64), lengths)
+    shown = np.full(flat.size, -1, np.int64)
+    names: list[str] = []
+    index: dict[str, int] = {}
+
+    def named(v: str) -> int:
+        if v not in index:
+            index[v] = len(names)
+            names.append(v)
+        return index[v]
+
+    kinds: Any = None
+    for labels, members, _ in matches.shapes:
+        at = offsets[members]
+        for k, ls in enumerate(labels):
+            if not ls:
+                continue
+            ranked = sorted(ls, key=lambda v: (order.get(v, len(order)), v))
+            rows_k = at + k
+            shown[rows_k] = named(ranked[0])
+            if len(ranked) > 1:  # the first is shown unless it is the event's type
+                if kinds is None:
+                    kinds = np.asarray(_flat(types.take(pa.array(flat, pa.int64())))
+                                       .to_numpy(zero_copy_only=False), object)
+                typed = kinds[rows_k] == ranked[0]
+                shown[rows_k[typed]] = named(ranked[1])
+    return _EventRows(flat, owner, shown, names)
 
 
 def _event_slice(rows: _EventRows, start: int, stop: int, fixed: dict[str, pa.Array],
-                 types: pa.ChunkedArray, events: pa.Table) -> dict[str, pa.Array]:
+                 events: pa.Table) -> dict[str, pa.Array]:
     """The columns of event rows ``start:stop``: the match columns repeated, the variable
     name, the event's columns."""
     idx = pa.array(rows.rows[start:stop], pa.int64())
     who = pa.array(rows.owner[start:stop], pa.int64())
     out = {k: v.take(who) for k, v in fixed.items()}
-    kinds = _flat(types.take(idx)).to_pylist()
-    out[COLUMN_VARIABLE] = pa.array(
-        [_primary(ls, t) for ls, t in zip(rows.labels[start:stop], kinds, strict=True)],
-        pa.string())
+    shown = rows.shown[start:stop]
+    out[COLUMN_VARIABLE] = pa.array([*rows.names, None], pa.string()).take(
+        pa.array(np.where(shown < 0, len(rows.names), shown), pa.int64()))
     taken = events.take(idx)
     for name in events.column_names:
         out[name] = _flat(taken.column(name))
     return out
 
 
-def _primary(labels: list[str], event_type: Any) -> str | None:
-    """The variable to show for an event: a user variable before the bare event type name."""
-    for v in labels:
-        if v != event_type:
-            return v
-    return labels[0] if labels else None
-
-
-def _variable_lists(matches: list[ceql.Match], variables: Sequence[str], base: int,
+def _variable_lists(matches: MatchArrays, variables: Sequence[str], base: int,
                     events: pa.Table) -> dict[str, pa.Array]:
     """One list<struct> column per variable: each match's events of it, in time order.
 
-    Matches whose events carry equal labels form a group (grouped by value: matches of one
-    shape, e.g. every ``A ; B``, share it whether or not the engine shares the tuple): the
-    positions of a group are one 2-D array, and each variable takes fixed columns of it. This
-    is :attr:`ceql.Match.variables` for a whole batch at once.
+    Matches whose events carry equal labels form a shape (:class:`ceql.runtime.MatchArrays`):
+    the positions of a shape are one 2-D array, and each variable takes fixed columns of it.
+    This is :attr:`ceql.Match.variables` for a whole chunk at once.
     """
     n = len(matches)
-    groups: dict[tuple[frozenset[str], ...], tuple[Any, list[int]]] = {}
-    for i, m in enumerate(matches):
-        labels = m._labels
-        g = groups.get(labels)
-        if g is None:
-            g = groups[labels] = (labels, [])
-        g[1].append(i)
-    plans = []
-    for labels, member_list in groups.values():
-        cols = {v: [k for k, vs in enumerate(labels) if v in vs] for v in variables}
-        positions = np.array([matches[i].positions for i in member_list], np.int64).reshape(
-            len(member_list), len(labels)) - base
-        plans.append((np.array(member_list, np.int64), cols, positions))
+    plans = [(members, {v: [k for k, vs in enumerate(labels) if v in vs] for v in variables},
+              positions - base)
+             for labels, members, positions in matches.shapes]
     out: dict[str, pa.Array] = {}
     for v in variables:
         lengths = np.zeros(n, np.int64)
