@@ -289,9 +289,17 @@ def matches_of(ev: Evaluation, starts: np.ndarray, start_t: Any, ends: np.ndarra
     def make() -> list[Match]:
         return _built(ev, starts.tolist(), _listed(start_t), ends.tolist(), _listed(end_t),
                       codes.tolist(), rkeys, [p.tolist() for p in marked], labels,
-                      None if each is None else [each[1](c) for c in each[0].tolist()])
+                      None if each is None else _each(*each))
 
     return MatchBlock(arrays, make)
+
+
+def _each(codes: np.ndarray, labels_of: Callable[[int], tuple[frozenset[str], ...]]
+          ) -> list[tuple[frozenset[str], ...]]:
+    """The labels of each code (``labels_of`` asked once per distinct code)."""
+    distinct, where = np.unique(codes, return_inverse=True)
+    table = [labels_of(c) for c in distinct.tolist()]
+    return list(map(table.__getitem__, where.reshape(-1).tolist()))
 
 
 def _listed(x: Any) -> list[Any]:

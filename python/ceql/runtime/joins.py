@@ -734,6 +734,10 @@ def _search(G: np.ndarray, X: np.ndarray, g: np.ndarray, x: Any) -> np.ndarray:
     lo = np.searchsorted(G, g, side="left")
     if x is None:
         return lo
+    if X.size and x.size:
+        one = _one_key(G, X, g, x)
+        if one is not None:  # one search over (group, value) as one sortable integer
+            return np.searchsorted(one[0], one[1], side="left")
     hi = np.searchsorted(G, g, side="right")
     n = X.size
     while True:
@@ -746,6 +750,31 @@ def _search(G: np.ndarray, X: np.ndarray, g: np.ndarray, x: Any) -> np.ndarray:
         less[at] = np.asarray(X[np.minimum(mid[at], n - 1)] < x[at], dtype=bool)
         lo = np.where(open_ & less, mid + 1, lo)
         hi = np.where(open_ & ~less, mid, hi)
+
+
+def _one_key(G: np.ndarray, X: np.ndarray, g: np.ndarray, x: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(G, X)`` and ``(g, x)`` as integers in the same lexicographic order: the group
+    times the span of the values, plus the value (integers) or its rank among all of them
+    (floats without NaN); None where that does not fit in 62 bits or the values are other."""
+    kx, kq = X.dtype.kind, x.dtype.kind
+    if kx == kq == "i":
+        low = min(int(X.min()), int(x.min()))
+        span = max(int(X.max()), int(x.max())) - low + 1
+        vx, vq = X.astype(np.int64) - low, x.astype(np.int64) - low
+    elif kx == kq == "f" and not (np.isnan(X).any() or np.isnan(x).any()):
+        values, ranks = np.unique(np.concatenate([X, x]), return_inverse=True)
+        ranks = ranks.reshape(-1)
+        span = int(values.size)
+        vx, vq = ranks[:X.size], ranks[X.size:]
+    else:
+        return None
+    first = min(int(G.min()), int(g.min()))
+    groups = max(int(G.max()), int(g.max())) - first + 1
+    if groups * span >= 1 << 62:
+        return None
+    return ((G.astype(np.int64) - first) * span + vx,
+            (np.asarray(g, np.int64) - first) * span + vq)
 
 
 def _lower(w_end: np.ndarray, eps: Any) -> np.ndarray | None:
