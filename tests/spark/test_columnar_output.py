@@ -189,7 +189,7 @@ def test_arrays_cut_and_joined_are_the_matches(query: str, steps: list[tuple[int
         for shape in arrays.shapes:
             for i in shape.members.tolist():
                 labels[i] = shape.labels
-        assert labels == [m._labels for m in ms]
+        assert labels == [m.labels for m in ms]
 
 
 def test_a_block_builds_its_objects_once_and_only_when_read() -> None:

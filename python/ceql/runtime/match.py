@@ -89,6 +89,12 @@ class Match:
             return None
 
     @property
+    def labels(self) -> tuple[frozenset[str], ...]:
+        """The variables that bind each event, in :attr:`positions` order (selected
+        variables only; empty for an event no selected variable binds)."""
+        return self._labels
+
+    @property
     def variables(self) -> dict[str, tuple[int, ...]]:
         """Variable → positions it binds in this match (selected variables only).
 

@@ -115,7 +115,7 @@ def arrays_of(chunk: Sequence[Match]) -> MatchArrays:
     n = len(chunk)
     groups: dict[Labels, list[int]] = {}
     for i, m in enumerate(chunk):
-        groups.setdefault(m._labels, []).append(i)
+        groups.setdefault(m.labels, []).append(i)
     shapes = []
     for labels, members in groups.items():
         w = len(labels)
